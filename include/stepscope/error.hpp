@@ -1,0 +1,15 @@
+// Errors that reach the user: one line, naming the input and where in it things went wrong.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace stepscope {
+
+// Bad input or bad usage: the CLI prints what() and exits with code 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace stepscope

@@ -1,0 +1,37 @@
+// Reading traces from disk into the trace model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+struct IngestOptions {
+  int jobs = 0;  // threads for reading ranks and parsing large files; 0 = number of cores
+  // Called from the reading threads with bytes consumed so far (compressed, all inputs) and the
+  // total to read; used for a progress bar. May be empty.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
+};
+
+// Expands the user's paths: a trace file, or a directory holding one trace per rank
+// (*.json, *.json.gz). Throws InputError for a missing path or a directory with no traces.
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths);
+
+// Reads one Kineto / legacy autograd-profiler JSON trace (plain or gzipped).
+// Throws InputError on bad input; a truncated file yields what was complete plus a warning.
+RankTrace read_kineto_file(const std::string& path, const IngestOptions& opts = {});
+
+// Same, from bytes already in memory (plain JSON). `name` labels errors.
+RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
+                             const IngestOptions& opts = {});
+
+// Reads every path (after expansion), one rank per file, ranks in parallel; assigns ranks
+// (distributedInfo, else rank-N in the file name, else file order with a warning) and refuses
+// duplicate ranks.
+Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts = {});
+
+}  // namespace stepscope

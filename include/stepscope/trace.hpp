@@ -1,0 +1,233 @@
+// The trace model: what every importer fills and every analysis reads.
+//
+// One RankTrace per profiled process (rank). Events are stored column-wise (one vector per field)
+// so that analyses scan only the columns they need; names are interned. Times are int64
+// nanoseconds on the trace's own clock (Kineto's microsecond text is converted exactly, once).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace stepscope {
+
+using ns_t = std::int64_t;
+using StrId = std::uint32_t;
+inline constexpr StrId kNoStr = 0;  // id 0 is always the empty string
+inline constexpr std::int64_t kNone = -1;  // absent integer argument
+
+// Interned strings: ids are dense, stable, and `view` stays valid as the table grows.
+class StringTable {
+ public:
+  StringTable();
+  StrId intern(std::string_view s);
+  std::string_view view(StrId id) const { return views_[id]; }
+  std::optional<StrId> find(std::string_view s) const;
+  std::size_t size() const { return views_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t block_used_ = 0, block_cap_ = 0;
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StrId> index_;
+};
+
+// Chrome trace phase of an event.
+enum class Phase : std::uint8_t {
+  Complete,   // X
+  Begin,      // B (paired into Complete by the importer when its E is found)
+  End,        // E (unpaired)
+  Instant,    // i / I
+  FlowStart,  // s
+  FlowStep,   // t
+  FlowEnd,    // f
+  Counter,    // C
+  Metadata,   // M
+  Other,
+};
+
+// What an event is, independent of the vendor spelling of its category.
+enum class Kind : std::uint8_t {
+  CpuOp,              // cpu_op, legacy autograd-profiler ops
+  UserAnnotation,     // user_annotation (record_function, ProfilerStep#N)
+  PythonFunction,     // python_function
+  Runtime,            // cuda_runtime / hip runtime / mtia_runtime / Runtime (old dialect)
+  Driver,             // cuda_driver (cuLaunchKernel ...)
+  Kernel,             // kernel / Kernel (old dialect) / mtia_ccp_events
+  Memcpy,             // gpu_memcpy
+  Memset,             // gpu_memset
+  GpuAnnotation,      // gpu_user_annotation
+  GpuSync,            // cuda_sync (Stream Sync, Event Sync, ...)
+  CpuInstant,         // cpu_instant_event ([memory], ...)
+  Flow,               // ac2g / async_cpu_to_gpu / fwdbwd
+  TraceSpan,          // cat "Trace" (the profiler's own span)
+  Overhead,           // overhead
+  Other,              // anything else; its raw category is kept in `category`
+};
+const char* kind_name(Kind k);
+bool is_gpu_kind(Kind k);  // Kernel, Memcpy, Memset, GpuAnnotation, GpuSync
+
+// Direction of a memcpy, decoded from its name ("Memcpy HtoD (Pageable -> Device)").
+enum class CopyKind : std::uint8_t { None, HtoD, DtoH, DtoD, HtoH, PtoP, Other };
+const char* copy_kind_name(CopyKind c);
+// Host memory side of a copy: pageable copies are staged by the driver and block the host.
+enum class HostMem : std::uint8_t { Unknown, Pageable, Pinned };
+
+// Kernel launch configuration and occupancy, present for CUDA kernels (sparse).
+struct KernelArgs {
+  std::int32_t grid[3] = {0, 0, 0};
+  std::int32_t block[3] = {0, 0, 0};
+  std::int32_t registers_per_thread = -1;
+  std::int64_t shared_memory = -1;
+  double warps_per_sm = -1;
+  double blocks_per_sm = -1;
+  double est_occupancy_pct = -1;
+};
+
+// [memory] instant events from profile_memory=True.
+struct MemoryArgs {
+  std::int64_t bytes = 0;            // positive: allocation, negative: free
+  std::int64_t total_allocated = -1;
+  std::int64_t total_reserved = -1;
+  std::int32_t device_type = -1;
+  std::int32_t device_id = -1;
+};
+
+// Columnar event store. Row i of every column describes event i. Events keep file order; the
+// indexes below give time order per track.
+struct EventTable {
+  std::vector<ns_t> ts;
+  std::vector<ns_t> dur;            // 0 for instants, flows, counters
+  std::vector<StrId> name;
+  std::vector<StrId> category;      // raw `cat` text
+  std::vector<Kind> kind;
+  std::vector<Phase> phase;
+  std::vector<std::int64_t> pid;    // string pids are interned: -(StrId) - 1 (see TrackId)
+  std::vector<std::int64_t> tid;
+  std::vector<std::int64_t> correlation;   // args.correlation, or kNone
+  std::vector<std::int64_t> external_id;   // args["External id"], or kNone
+  std::vector<std::int64_t> stream;        // args.stream, or kNone
+  std::vector<std::int64_t> device;        // args.device, or kNone
+  std::vector<std::int64_t> flow_id;       // id of s/t/f flow events, or kNone
+  std::vector<std::int64_t> sequence_number;  // args["Sequence number"], or kNone
+  std::vector<std::int64_t> fwd_thread_id;    // args["Fwd thread id"], or kNone
+  std::vector<std::int64_t> bytes;            // args.bytes / Bytes (memcpy, memset), or kNone
+  std::vector<StrId> input_dims;   // raw JSON text of args["Input Dims"], or kNoStr
+  std::vector<StrId> input_type;   // raw JSON text of args["Input type"], or kNoStr
+  std::vector<CopyKind> copy_kind;
+  std::vector<HostMem> host_mem;
+  std::vector<std::int32_t> kernel_args;  // index into RankTrace::kernel_args, or -1
+  std::vector<std::int32_t> memory_args;  // index into RankTrace::memory_args, or -1
+
+  std::size_t size() const { return ts.size(); }
+  ns_t end(std::size_t i) const { return ts[i] + dur[i]; }
+  void reserve(std::size_t n);
+  void append(const EventTable& other, std::int32_t kernel_args_offset,
+              std::int32_t memory_args_offset);
+};
+
+// One counter sample (ph "C"): a named series with one or more values.
+struct CounterSample {
+  ns_t ts;
+  StrId name;
+  StrId series;
+  double value;
+};
+
+struct DeviceProperties {
+  std::int64_t id = -1;
+  std::string name;
+  std::int64_t total_global_mem = -1;
+  int compute_major = -1, compute_minor = -1;
+  int num_sms = -1;
+  int max_threads_per_sm = -1;
+  int regs_per_sm = -1;
+  std::int64_t shared_mem_per_sm = -1;
+  int warp_size = -1;
+};
+
+struct ProcessGroup {
+  std::string name, desc, backend_config;
+  int size = -1;
+  std::vector<int> ranks;
+};
+
+struct DistributedInfo {
+  bool present = false;
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  std::string backend;
+  std::string nccl_version;
+  std::vector<ProcessGroup> groups;
+};
+
+// A host thread or GPU stream: events on it in time order (start asc, longer first on ties,
+// so enclosing events precede what they enclose).
+struct Track {
+  std::int64_t pid = 0;
+  std::int64_t tid = 0;
+  bool gpu = false;
+  std::string name;          // from thread_name / process_name metadata when present
+  std::vector<std::uint32_t> events;
+};
+
+enum class TraceLayout : std::uint8_t { Kineto, LegacyArray };
+
+// Everything read from one trace file.
+struct RankTrace {
+  std::string path;
+  int rank = 0;
+  enum class RankSource : std::uint8_t { DistributedInfo, FileName, FileOrder } rank_source =
+      RankSource::FileOrder;
+  TraceLayout layout = TraceLayout::Kineto;
+  int schema_version = -1;
+  std::optional<std::int64_t> base_time_ns;  // baseTimeNanoseconds, when written
+  std::string display_time_unit;
+  std::string trace_name;
+  DistributedInfo distributed;
+  std::vector<DeviceProperties> devices;
+  std::vector<std::pair<std::string, std::string>> metadata;  // other top-level scalars
+
+  StringTable strings;
+  EventTable events;
+  std::vector<KernelArgs> kernel_args;
+  std::vector<MemoryArgs> memory_args;
+  std::vector<CounterSample> counters;
+  std::unordered_map<std::int64_t, std::string> process_names;  // pid -> name
+  std::unordered_map<std::int64_t, std::string> thread_names;   // tid -> name
+
+  // Indexes, built by `build_indexes` once all events are in.
+  std::vector<Track> host_tracks;  // one per (pid, tid) of host events
+  std::vector<Track> gpu_tracks;   // one per (device, stream) of GPU activity
+  std::unordered_map<std::int64_t, std::uint32_t> launch_by_correlation;  // runtime/driver call
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> gpu_by_correlation;
+
+  std::uint64_t bytes_read = 0;       // uncompressed JSON bytes consumed
+  std::uint64_t bytes_lost = 0;       // bytes after the last complete event of a truncated file
+  bool truncated = false;
+  std::vector<std::string> warnings;
+
+  std::string_view str(StrId id) const { return strings.view(id); }
+  std::string_view name_of(std::size_t i) const { return strings.view(events.name[i]); }
+  ns_t first_ts() const;  // earliest start over timed events, or 0
+  ns_t last_end() const;  // latest end over timed events, or 0
+  void build_indexes();
+};
+
+// A whole job: every rank read, in rank order.
+struct Trace {
+  std::vector<RankTrace> ranks;
+  std::vector<std::string> warnings;  // about the set as a whole (rank numbering, ...)
+};
+
+// Encoding of string pids/tids ("Spans", "CPU functions") in the int64 columns.
+inline std::int64_t string_track_id(StrId s) { return -static_cast<std::int64_t>(s) - 1; }
+inline bool is_string_track_id(std::int64_t v) { return v < 0; }
+inline StrId track_string(std::int64_t v) { return static_cast<StrId>(-(v + 1)); }
+
+}  // namespace stepscope

@@ -1,0 +1,30 @@
+// Each CLI command lives in its own file and registers itself here, so adding a command touches
+// no other file. A command parses its options, calls the library, and hands the result to a
+// report; it never analyses.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace stepscope::cli {
+
+// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNothing = 1;  // ran fine but found nothing to analyse
+inline constexpr int kExitBadInput = 2;
+
+struct Command {
+  std::string name;
+  // Adds the subcommand and its options to `app`; returns the function to run once parsed.
+  std::function<std::function<int()>(CLI::App& app)> setup;
+};
+
+std::vector<Command>& command_registry();
+
+struct RegisterCommand {
+  explicit RegisterCommand(Command c) { command_registry().push_back(std::move(c)); }
+};
+
+}  // namespace stepscope::cli
