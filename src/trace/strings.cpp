@@ -13,7 +13,7 @@ StringTable::StringTable() { intern(""); }
 // Strings are copied into large blocks that never move, so views handed out stay valid.
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return it->second;
-  if (s.size() > block_cap_ - block_used_) {
+  if (blocks_.empty() || s.size() > block_cap_ - block_used_) {
     std::size_t cap = std::max(kBlockSize, s.size());
     blocks_.push_back(std::make_unique<char[]>(cap));
     block_cap_ = cap;
