@@ -89,46 +89,45 @@ struct KernelArgs {
   double est_occupancy_pct = -1;
 };
 
-// [memory] instant events from profile_memory=True.
-struct MemoryArgs {
-  std::int64_t bytes = 0;            // positive: allocation, negative: free
-  std::int64_t total_allocated = -1;
-  std::int64_t total_reserved = -1;
-  std::int32_t device_type = -1;
-  std::int32_t device_id = -1;
+// Arguments that only some events carry, kept out of the dense columns to keep memory per
+// event low: flows, autograd ops, copies and [memory] events.
+struct EventExtra {
+  std::int64_t flow_id = kNone;          // id of s/t/f flow events
+  std::int64_t sequence_number = kNone;  // args["Sequence number"]
+  std::int64_t fwd_thread_id = kNone;    // args["Fwd thread id"]
+  std::int64_t bytes = kNone;            // args.bytes (copies, memsets), args.Bytes ([memory])
+  std::int64_t total_allocated = kNone;  // [memory] args["Total Allocated"]
+  std::int64_t total_reserved = kNone;   // [memory] args["Total Reserved"]
+  std::int32_t device_type = -1;         // [memory] args["Device Type"]
+  std::int32_t device_id = -1;           // [memory] args["Device Id"]
+  StrId input_dims = kNoStr;             // raw JSON text of args["Input Dims"]
+  StrId input_type = kNoStr;             // raw JSON text of args["Input type"]
 };
 
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
-// indexes below give time order per track.
+// indexes of RankTrace give time order per track.
 struct EventTable {
   std::vector<ns_t> ts;
   std::vector<ns_t> dur;            // 0 for instants, flows, counters
   std::vector<StrId> name;
-  std::vector<StrId> category;      // raw `cat` text
+  std::vector<StrId> category;      // raw `cat` text (kNoStr when absent)
   std::vector<Kind> kind;
   std::vector<Phase> phase;
-  std::vector<std::int64_t> pid;    // string pids are interned: -(StrId) - 1 (see TrackId)
+  std::vector<CopyKind> copy_kind;  // memcpy direction, from the name
+  std::vector<HostMem> host_mem;    // memcpy host side, from the name
+  std::vector<std::int64_t> pid;    // string pids are interned: see string_track_id
   std::vector<std::int64_t> tid;
   std::vector<std::int64_t> correlation;   // args.correlation, or kNone
   std::vector<std::int64_t> external_id;   // args["External id"], or kNone
-  std::vector<std::int64_t> stream;        // args.stream, or kNone
-  std::vector<std::int64_t> device;        // args.device, or kNone
-  std::vector<std::int64_t> flow_id;       // id of s/t/f flow events, or kNone
-  std::vector<std::int64_t> sequence_number;  // args["Sequence number"], or kNone
-  std::vector<std::int64_t> fwd_thread_id;    // args["Fwd thread id"], or kNone
-  std::vector<std::int64_t> bytes;            // args.bytes / Bytes (memcpy, memset), or kNone
-  std::vector<StrId> input_dims;   // raw JSON text of args["Input Dims"], or kNoStr
-  std::vector<StrId> input_type;   // raw JSON text of args["Input type"], or kNoStr
-  std::vector<CopyKind> copy_kind;
-  std::vector<HostMem> host_mem;
-  std::vector<std::int32_t> kernel_args;  // index into RankTrace::kernel_args, or -1
-  std::vector<std::int32_t> memory_args;  // index into RankTrace::memory_args, or -1
+  std::vector<std::int32_t> stream;        // args.stream, or -1
+  std::vector<std::int32_t> device;        // args.device, or -1
+  std::vector<std::int32_t> kernel_args;   // index into RankTrace::kernel_args, or -1
+  std::vector<std::int32_t> extra;         // index into RankTrace::extras, or -1
 
   std::size_t size() const { return ts.size(); }
   ns_t end(std::size_t i) const { return ts[i] + dur[i]; }
   void reserve(std::size_t n);
-  void append(const EventTable& other, std::int32_t kernel_args_offset,
-              std::int32_t memory_args_offset);
+  void resize(std::size_t n);
 };
 
 // One counter sample (ph "C"): a named series with one or more values.
@@ -196,7 +195,7 @@ struct RankTrace {
   StringTable strings;
   EventTable events;
   std::vector<KernelArgs> kernel_args;
-  std::vector<MemoryArgs> memory_args;
+  std::vector<EventExtra> extras;
   std::vector<CounterSample> counters;
   std::unordered_map<std::int64_t, std::string> process_names;  // pid -> name
   std::unordered_map<std::int64_t, std::string> thread_names;   // tid -> name
@@ -214,6 +213,17 @@ struct RankTrace {
 
   std::string_view str(StrId id) const { return strings.view(id); }
   std::string_view name_of(std::size_t i) const { return strings.view(events.name[i]); }
+  const EventExtra* extra_of(std::size_t i) const {
+    return events.extra[i] < 0 ? nullptr : &extras[static_cast<std::size_t>(events.extra[i])];
+  }
+  const KernelArgs* kernel_args_of(std::size_t i) const {
+    auto k = events.kernel_args[i];
+    return k < 0 ? nullptr : &kernel_args[static_cast<std::size_t>(k)];
+  }
+  std::int64_t bytes_of(std::size_t i) const {
+    const EventExtra* e = extra_of(i);
+    return e ? e->bytes : kNone;
+  }
   ns_t first_ts() const;  // earliest start over timed events, or 0
   ns_t last_end() const;  // latest end over timed events, or 0
   void build_indexes();
