@@ -1,0 +1,249 @@
+// The rules on constructed series: each case builds the readings a real job of that kind shows.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "stepscope/watch.hpp"
+
+using namespace stepscope::watch;
+
+namespace {
+
+GpuReading gpu(double util, double clock = 1410, double power = 350, double mem_used = 20000) {
+  GpuReading g;
+  g.index = 0;
+  g.name = "A100";
+  g.util_pct = util;
+  g.sm_clock_mhz = clock;
+  g.sm_clock_max_mhz = 1410;
+  g.power_w = power;
+  g.power_limit_w = 400;
+  g.mem_used_mib = mem_used;
+  g.mem_total_mib = 81920;
+  g.throttle_reasons = 0;
+  return g;
+}
+
+// A host reading with one process and the given threads (cpu%, wait%, state).
+struct T {
+  double cpu;
+  double wait;
+  char state = 'S';
+};
+HostReading host(std::vector<T> threads, double invol_per_s = 10, double io_mbps = 0) {
+  HostReading h;
+  ProcessReading p;
+  p.pid = 100;
+  p.comm = "python";
+  p.threads = int(threads.size());
+  p.involuntary_cs_per_s = invol_per_s;
+  p.voluntary_cs_per_s = 100;
+  p.read_mbps = io_mbps;
+  p.write_mbps = 0;
+  int tid = 100;
+  for (const auto& t : threads) {
+    ThreadReading r;
+    r.pid = 100;
+    r.tid = tid++;
+    r.comm = "python";
+    r.cpu_pct = t.cpu;
+    r.wait_pct = t.wait;
+    r.state = t.state;
+    p.cpu_pct += t.cpu;
+    h.threads.push_back(r);
+  }
+  h.processes.push_back(p);
+  h.system_iowait_pct = 1;
+  h.disk_busy_pct = 2;
+  return h;
+}
+
+Series series_of(int n, const std::function<Sample(int)>& make, int cpus = 8) {
+  Series s;
+  s.target.pid = 100;
+  s.target.online_cpus = cpus;
+  for (int i = 0; i < n; ++i) {
+    Sample x = make(i);
+    x.t_s = i;
+    s.samples.push_back(x);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(Classify, SteadyHighUtilWithHighClocksIsGpuBound) {
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(96 + i % 3));
+    x.host = host({{60, 0}});
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "gpu-bound");
+  EXPECT_EQ(c.verdict.confidence, Confidence::High);
+  ASSERT_EQ(c.gpus.size(), 1u);
+  EXPECT_NEAR(*c.gpus[0].util_mean, 97, 0.5);
+}
+
+TEST(Classify, SawtoothGpuWithPeggedThreadIsInputBound) {
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(i % 2 ? 90 : 10, 1410, 200));
+    x.host = host({{98, 1, 'R'}, {3, 0}});
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "input-bound");
+  EXPECT_EQ(c.verdict.confidence, Confidence::High);
+  EXPECT_NEAR(c.host->top_thread_demand_pct, 99, 0.01);
+  EXPECT_NE(c.verdict.command.find("py-spy"), std::string::npos);
+}
+
+TEST(Classify, LowGpuLowCpuWithBlockedThreadsIsIoBound) {
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(5, 1410, 80));
+    x.host = host({{4, 0, i % 2 ? 'D' : 'S'}, {2, 0}}, 10, 40);
+    x.host->system_iowait_pct = 25;
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "io-bound");
+  EXPECT_NEAR(c.host->io_blocked_threads, 0.5, 1e-9);
+}
+
+TEST(Classify, ManyThreadsOnFewCoresIsOversubscribed) {
+  auto s = series_of(
+      10,
+      [](int) {
+        Sample x;
+        x.gpus.push_back(gpu(30, 1410, 150));
+        // 16 threads on 2 usable cores: each gets 1/8 of a core and waits the rest.
+        x.host = host(std::vector<T>(16, T{12.5, 87.5, 'R'}), 800);
+        return x;
+      },
+      2);
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "oversubscribed");
+  EXPECT_NEAR(c.host->demand_cores, 16, 1e-9);
+  EXPECT_NE(c.verdict.command.find("OMP_NUM_THREADS=2"), std::string::npos);
+}
+
+TEST(Classify, ManyThreadsWithoutPreemptionAreNotOversubscribed) {
+  // The same demand but no involuntary switches and no cgroup throttling: the readings are
+  // contradictory, so the rule must not fire on demand alone.
+  auto s = series_of(
+      10,
+      [](int) {
+        Sample x;
+        x.host = host(std::vector<T>(16, T{12.5, 87.5, 'R'}), 0);
+        return x;
+      },
+      2);
+  EXPECT_NE(classify(s).verdict.rule, "oversubscribed");
+}
+
+TEST(Classify, HighUtilWithLowPowerIsUtilisationLies) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    x.gpus.push_back(gpu(100, 1410, 90));
+    return x;
+  });
+  EXPECT_EQ(classify(s).verdict.rule, "utilisation-lies");
+}
+
+TEST(Classify, HighUtilWithThermalSlowdownIsThrottled) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    auto g = gpu(99, 900, 300);
+    g.throttle_reasons = throttle::kHwThermal | throttle::kSwThermal;
+    x.gpus.push_back(g);
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "throttled");
+  EXPECT_NE(c.verdict.title.find("hw-thermal"), std::string::npos);
+  EXPECT_DOUBLE_EQ(c.gpus[0].throttled_share, 1.0);
+}
+
+TEST(Classify, FullMemoryAndIdleGpuWithQuietHost) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    x.gpus.push_back(gpu(12, 1410, 100, 80000));
+    x.host = host({{20, 0}});
+    return x;
+  });
+  EXPECT_EQ(classify(s).verdict.rule, "memory-full-low-util");
+}
+
+TEST(Classify, StarvedGpuWithQuietHostPointsAtSynchronisation) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    x.gpus.push_back(gpu(30, 1410, 150));
+    x.host = host({{30, 0}});
+    return x;
+  });
+  EXPECT_EQ(classify(s).verdict.rule, "gpu-underfed");
+}
+
+TEST(Classify, HostOnlyIdleProcess) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    x.host = host({{0.2, 0}});
+    return x;
+  });
+  EXPECT_EQ(classify(s).verdict.rule, "idle");
+}
+
+TEST(Classify, PeggedProcessWithoutThreadReadingsCountsAsPegged) {
+  // Offline logs (top without -H) carry only per-process CPU.
+  auto s = series_of(5, [](int) {
+    Sample x;
+    HostReading h;
+    ProcessReading p;
+    p.pid = 7;
+    p.comm = "python";
+    p.cpu_pct = 99;
+    h.processes.push_back(p);
+    x.host = h;
+    x.gpus.push_back(gpu(20, 1410, 120));
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "input-bound");
+  EXPECT_EQ(c.host->top_process_pid, 7);
+}
+
+TEST(Classify, ImbalancedGpusAreReported) {
+  auto s = series_of(10, [](int) {
+    Sample x;
+    auto a = gpu(97);
+    auto b = gpu(40);
+    b.index = 1;
+    x.gpus = {a, b};
+    return x;
+  });
+  auto c = classify(s);
+  bool found = false;
+  for (const auto& f : c.others) found |= f.rule == "gpu-imbalance";
+  EXPECT_TRUE(found);
+}
+
+TEST(Classify, EmptySeriesSaysSo) { EXPECT_EQ(classify(Series{}).verdict.rule, "no-data"); }
+
+TEST(Classify, EffectiveCpusTakesTheSmallestLimit) {
+  TargetInfo t;
+  t.online_cpus = 64;
+  t.affinity_cpus = 16;
+  t.cgroup_quota_cpus = 2.5;
+  EXPECT_DOUBLE_EQ(t.effective_cpus(), 2.5);
+  t.cgroup_quota_cpus.reset();
+  EXPECT_DOUBLE_EQ(t.effective_cpus(), 16);
+}
+
+TEST(Throttle, DescribesReasonBits) {
+  EXPECT_EQ(throttle::describe(throttle::kSwPowerCap | throttle::kHwThermal),
+            "sw-power-cap, hw-thermal");
+  EXPECT_EQ(throttle::describe(0), "none");
+}
