@@ -1,0 +1,87 @@
+// GPU timeline analysis: runs the HTA-compatible figures on HTA's view of the rank and our own
+// figures on the full trace, and assembles the result.
+#include "stepscope/gpu_timeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "gpu_timeline_internal.hpp"
+#include "hta_breakdown.hpp"
+
+namespace stepscope {
+
+const char* idle_category_name(IdleCategory c) {
+  switch (c) {
+    case IdleCategory::HostWait: return "host_wait";
+    case IdleCategory::KernelWait: return "kernel_wait";
+    case IdleCategory::Other: return "other";
+  }
+  return "other";
+}
+
+double hta_round(double x, int decimals) {
+  // numpy.around: scale, round half to even, unscale.
+  double scale = std::pow(10.0, decimals);
+  return std::nearbyint(x * scale) / scale;
+}
+
+namespace {
+
+bool any_gpu_work(const RankTrace& rank) {
+  for (std::size_t i = 0; i < rank.events.size(); ++i)
+    if (detail::is_gpu_work(rank.events, i)) return true;
+  return false;
+}
+
+void run_hta_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuTimeline& out) {
+  hta::View view = hta::build_view(rank, opts);
+  hta::TypeCache types(rank);
+  out.hta_load = view.load;
+  out.hta_temporal = hta::temporal_breakdown(view, types);
+  out.hta_idle = hta::idle_breakdown(rank, view, opts);
+  out.hta_overlap = hta::comm_comp_overlap(view, types);
+  out.hta_kernels.types = hta::kernel_type_times(view, types);
+  hta::finish_type_percentages(out.hta_kernels.types);
+  out.hta_kernels.top = hta::top_kernels(rank, view, types, opts);
+  out.hta_launches = hta::launch_stats(rank, view, opts);
+}
+
+void run_own_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuTimeline& out) {
+  out.steps = detail::profiler_steps(rank);
+  out.classes = detail::kernel_classes(rank);
+  out.syncs = detail::sync_points(rank, out.steps, opts);
+  out.copies = detail::copies(rank, opts);
+  out.launch_overhead = detail::launch_overhead(rank, out.steps, opts);
+  out.occupancy = detail::occupancy(rank);
+  out.memory = detail::memory_peaks(rank, out.steps);
+}
+
+}  // namespace
+
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions& opts) {
+  GpuTimeline out;
+  out.rank = rank.rank;
+  out.has_gpu_activity = any_gpu_work(rank);
+  run_hta_figures(rank, opts, out);
+  run_own_figures(rank, opts, out);
+  return out;
+}
+
+std::vector<HtaKernelTypeTime> combine_kernel_types(std::span<const GpuTimeline> ranks) {
+  std::map<std::string, HtaKernelTypeTime> by_label;
+  for (const GpuTimeline& r : ranks) {
+    for (const HtaKernelTypeTime& t : r.hta_kernels.types) {
+      HtaKernelTypeTime& e = by_label[t.label];
+      e.label = t.label;
+      e.mask = t.mask;
+      e.time += t.time;
+    }
+  }
+  std::vector<HtaKernelTypeTime> out;
+  for (auto& [label, e] : by_label) out.push_back(e);
+  hta::finish_type_percentages(out);
+  return out;
+}
+
+}  // namespace stepscope

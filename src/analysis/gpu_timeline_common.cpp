@@ -1,0 +1,73 @@
+// Shared pieces of the GPU timeline figures: profiler steps, interval unions, statistics.
+#include <algorithm>
+#include <charconv>
+#include <unordered_set>
+
+#include "gpu_timeline_internal.hpp"
+#include "hta_view.hpp"
+
+namespace stepscope::detail {
+
+namespace {
+
+// "ProfilerStep#12" -> 12, else -1.
+std::int64_t profiler_step_number(std::string_view n) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (n.substr(0, prefix.size()) != prefix) return -1;
+  std::int64_t v = -1;
+  auto s = n.substr(prefix.size());
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc{} && p == s.data() + s.size() ? v : -1;
+}
+
+}  // namespace
+
+// Steps are the host's ProfilerStep#N ranges (cpu_op or user_annotation). The GPU-side copies
+// Kineto writes as gpu_user_annotation are left out: they would double every step.
+std::vector<StepWindow> profiler_steps(const RankTrace& rank) {
+  const EventTable& ev = rank.events;
+  std::vector<StepWindow> steps;
+  std::unordered_set<std::int64_t> seen;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev.phase[i] != Phase::Complete) continue;
+    if (ev.kind[i] != Kind::UserAnnotation && ev.kind[i] != Kind::CpuOp) continue;
+    std::int64_t n = profiler_step_number(rank.name_of(i));
+    if (n < 0 || !seen.insert(n).second) continue;
+    steps.push_back({n, ev.ts[i], ev.end(i)});
+  }
+  std::sort(steps.begin(), steps.end(), [](const StepWindow& a, const StepWindow& b) { return a.start < b.start; });
+  return steps;
+}
+
+int step_index(const std::vector<StepWindow>& steps, ns_t ts) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                             [](ns_t t, const StepWindow& s) { return t < s.start; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return ts < it->end ? static_cast<int>(it - steps.begin()) : -1;
+}
+
+std::vector<Span> union_of(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (s.end < s.start) continue;
+    if (!out.empty() && s.start <= out.back().end)
+      out.back().end = std::max(out.back().end, s.end);
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+bool overlaps(const std::vector<Span>& u, ns_t start, ns_t end) {
+  // First span ending after `start`; it overlaps if it begins before `end` (or, for an instant,
+  // strictly contains it).
+  auto it = std::upper_bound(u.begin(), u.end(), start, [](ns_t t, const Span& s) { return t < s.end; });
+  if (it == u.end()) return false;
+  return end > start ? it->start < end : it->start < start;
+}
+
+SampleStats summarize(std::vector<double> values) { return hta::describe(std::move(values)); }
+
+}  // namespace stepscope::detail

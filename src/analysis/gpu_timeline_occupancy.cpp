@@ -1,0 +1,112 @@
+// Occupancy and SM efficiency estimates from the launch arguments CUPTI records on kernels
+// (`est. achieved occupancy %`, `blocks per SM`, `warps per SM`), and peak memory from the
+// `[memory]` events of profile_memory=True.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "gpu_timeline_internal.hpp"
+
+namespace stepscope::detail {
+
+namespace {
+
+struct Weighted {
+  double sum = 0;
+  double weight = 0;
+  void add(double v, double w) {
+    sum += v * w;
+    weight += w;
+  }
+  double mean() const { return weight > 0 ? sum / weight : std::nan(""); }
+};
+
+// tb_plugin's "Est. SM Efficiency": while kernels run, an SM counts as busy in proportion to
+// the blocks per SM of the running kernels, capped at 1; integrated over time and divided by the
+// span from the first kernel start to the last kernel end (tb_plugin uses the step span).
+double sm_efficiency_pct(const RankTrace& rank) {
+  const EventTable& ev = rank.events;
+  std::vector<std::pair<ns_t, double>> edges;
+  ns_t first = 0, last = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (!is_kernel(ev, i)) continue;
+    first = any ? std::min(first, ev.ts[i]) : ev.ts[i];
+    last = any ? std::max(last, ev.end(i)) : ev.end(i);
+    any = true;
+    const KernelArgs* ka = rank.kernel_args_of(i);
+    if (!ka || ka->blocks_per_sm <= 0) continue;
+    edges.push_back({ev.ts[i], ka->blocks_per_sm});
+    edges.push_back({ev.end(i), -ka->blocks_per_sm});
+  }
+  if (!any || last <= first) return std::nan("");
+  std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  double busy = 0, running = 0;
+  for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
+    running += edges[k].second;
+    busy += std::min(std::max(running, 0.0), 1.0) * static_cast<double>(edges[k + 1].first - edges[k].first);
+  }
+  return 100.0 * busy / static_cast<double>(last - first);
+}
+
+}  // namespace
+
+Occupancy occupancy(const RankTrace& rank) {
+  const EventTable& ev = rank.events;
+  Occupancy out;
+  Weighted occ, blocks, warps;
+  double kernel_time = 0, covered = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (!is_kernel(ev, i)) continue;
+    auto w = static_cast<double>(ev.dur[i]);
+    kernel_time += w;
+    const KernelArgs* ka = rank.kernel_args_of(i);
+    if (!ka) continue;
+    bool has = false;
+    if (ka->est_occupancy_pct >= 0) occ.add(ka->est_occupancy_pct, w), has = true;
+    if (ka->blocks_per_sm >= 0) blocks.add(ka->blocks_per_sm, w), has = true;
+    if (ka->warps_per_sm >= 0) warps.add(ka->warps_per_sm, w), has = true;
+    if (has) covered += w;
+  }
+  out.available = occ.weight > 0 || blocks.weight > 0 || warps.weight > 0;
+  out.coverage = kernel_time > 0 ? covered / kernel_time : std::nan("");
+  out.achieved_occupancy_pct = occ.mean();
+  out.blocks_per_sm = blocks.mean();
+  out.warps_per_sm = warps.mean();
+  out.sm_efficiency_pct = out.available ? sm_efficiency_pct(rank) : std::nan("");
+  return out;
+}
+
+MemoryPeaks memory_peaks(const RankTrace& rank, const std::vector<StepWindow>& steps) {
+  const EventTable& ev = rank.events;
+  std::map<std::pair<int, int>, DeviceMemoryPeak> devices;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const EventExtra* x = rank.extra_of(i);
+    if (!x || (x->total_allocated == kNone && x->total_reserved == kNone)) continue;
+    DeviceMemoryPeak& d = devices[{x->device_type, x->device_id}];
+    d.device_type = x->device_type;
+    d.device_id = x->device_id;
+    ++d.samples;
+    auto step_of = [&](ns_t ts) {
+      int s = step_index(steps, ts);
+      return s < 0 ? std::int64_t{-1} : steps[static_cast<std::size_t>(s)].number;
+    };
+    if (x->total_allocated > d.peak_allocated) {
+      d.peak_allocated = x->total_allocated;
+      d.peak_allocated_ts = ev.ts[i];
+      d.peak_allocated_step = step_of(ev.ts[i]);
+    }
+    if (x->total_reserved > d.peak_reserved) {
+      d.peak_reserved = x->total_reserved;
+      d.peak_reserved_ts = ev.ts[i];
+      d.peak_reserved_step = step_of(ev.ts[i]);
+    }
+  }
+  MemoryPeaks out;
+  out.available = !devices.empty();
+  for (auto& [key, d] : devices) out.devices.push_back(d);
+  return out;
+}
+
+}  // namespace stepscope::detail

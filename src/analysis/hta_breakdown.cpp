@@ -1,0 +1,292 @@
+// HTA-compatible temporal breakdown, compute/communication overlap and kernel breakdown
+// (hta/analyzers/breakdown_analysis.py, communication_analysis.py at f4d0062).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "hta_breakdown.hpp"
+
+namespace stepscope::hta {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// GPU rows in HTA's sense: every kept row with a stream (kernels, copies, memsets and the
+// cuda_sync rows that carry a stream, e.g. Stream Sync / Stream Wait Event).
+std::vector<Interval> gpu_rows(const View& v) {
+  std::vector<Interval> out;
+  for (const Row& r : v.rows)
+    if (r.stream != -1) out.push_back({r.ts, r.end});
+  return out;
+}
+
+std::vector<Interval> rows_of_type(const View& v, TypeCache& types, HtaKernelType t) {
+  std::vector<Interval> out;
+  for (const Row& r : v.rows)
+    if (r.stream != -1 && types(r.name) == t) out.push_back({r.ts, r.end});
+  return out;
+}
+
+// One edge of the sweeps: the running sum changes by `delta` at `time`.
+struct Edge {
+  ns_t time;
+  int delta;
+};
+
+void add_edges(const std::vector<Interval>& merged, int value, std::vector<Edge>& edges) {
+  for (const Interval& iv : merged) {
+    edges.push_back({iv.ts, value});
+    edges.push_back({iv.end, -value});
+  }
+}
+
+// Sorts the edges and calls f(running, length) for every segment between consecutive edges.
+// Edges at equal times give zero-length segments; their running values depend on the order
+// pandas' unstable sort leaves them in, but they add nothing to any sum.
+template <class F>
+void sweep(std::vector<Edge>& edges, F&& f) {
+  std::stable_sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
+  int running = 0;
+  for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
+    running += edges[k].delta;
+    ns_t len = edges[k + 1].time - edges[k].time;
+    if (len != 0) f(running, len);
+  }
+}
+
+// HTA's label of a running sum: the names of the set bits, in the order computation,
+// communication, memory, joined by " overlapping ".
+std::string state_label(unsigned running) {
+  static constexpr const char* names[3] = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+  std::string label;
+  for (unsigned b = 0; b < 3; ++b) {
+    if (!(running & (1u << b))) continue;
+    if (!label.empty()) label += " overlapping ";
+    label += names[b];
+  }
+  return label;
+}
+
+struct NameGroup {
+  StrId name = kNoStr;
+  std::string text;
+  std::int64_t count = 0;
+  ns_t sum = 0, max = 0, min = 0;
+  std::vector<ns_t> durs;
+};
+
+double sample_std(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0;  // HTA fills the NaN of a single value with 0
+  double mean = 0;
+  for (double x : xs) mean += x;
+  mean /= static_cast<double>(xs.size());
+  double ss = 0;
+  for (double x : xs) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(xs.size() - 1));
+}
+
+// groupby(name) of one type's rows: sum/max/min/mean/std of dur, sorted by sum descending.
+// pandas sorts the groups by name first and its descending sort keeps ties in that order (for
+// up to 16 names; beyond, numpy's introsort may reorder ties and we keep name order).
+std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, TypeCache& types,
+                                     HtaKernelType t) {
+  std::map<StrId, NameGroup> by_id;
+  for (const Row& r : v.rows) {
+    if (r.stream == -1 || types(r.name) != t) continue;
+    NameGroup& g = by_id[r.name];
+    ns_t d = r.dur();
+    if (g.count == 0) {
+      g.name = r.name;
+      g.max = g.min = d;
+    }
+    ++g.count;
+    g.sum += d;
+    g.max = std::max(g.max, d);
+    g.min = std::min(g.min, d);
+    g.durs.push_back(d);
+  }
+  std::vector<NameGroup> groups;
+  for (auto& [id, g] : by_id) {
+    g.text = std::string(rank.str(id));
+    groups.push_back(std::move(g));
+  }
+  std::sort(groups.begin(), groups.end(), [](const NameGroup& a, const NameGroup& b) { return a.text < b.text; });
+  std::stable_sort(groups.begin(), groups.end(), [](const NameGroup& a, const NameGroup& b) { return a.sum > b.sum; });
+  return groups;
+}
+
+HtaKernelRow named_row(const NameGroup& g, HtaKernelType t) {
+  HtaKernelRow row;
+  row.name = g.text;
+  row.type = t;
+  row.count = g.count;
+  row.sum = g.sum;
+  row.max_dur = g.max;
+  row.min_dur = g.min;
+  row.mean_dur = static_cast<double>(g.sum) / static_cast<double>(g.count);
+  std::vector<double> ds(g.durs.begin(), g.durs.end());
+  row.max = static_cast<double>(g.max);
+  row.min = static_cast<double>(g.min);
+  row.mean = row.mean_dur;
+  row.stddev = sample_std(ds);
+  return row;
+}
+
+// After HTA's regrouping a row's columns are statistics of the per-name sums it holds.
+void regrouped_columns(HtaKernelRow& row, const std::vector<double>& sums) {
+  row.max = *std::max_element(sums.begin(), sums.end());
+  row.min = *std::min_element(sums.begin(), sums.end());
+  double total = 0;
+  for (double s : sums) total += s;
+  row.mean = total / static_cast<double>(sums.size());
+  row.stddev = sample_std(sums);
+}
+
+// _aggr_gpu_kernel_time: with more than num_kernels names, a name becomes "others" when its
+// cumulative sum exceeds quantile(cumsum, duration_ratio) (a quantile of the cumulative-sum
+// column, not duration_ratio of the total) or when it ranks num_kernels-th or lower.
+std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View& v, TypeCache& types,
+                                              HtaKernelType t, const GpuTimelineOptions& opts) {
+  std::vector<NameGroup> groups = group_by_name(rank, v, types, t);
+  std::vector<HtaKernelRow> rows;
+  if (static_cast<int>(groups.size()) <= opts.num_kernels) {
+    for (const NameGroup& g : groups) rows.push_back(named_row(g, t));
+    return rows;
+  }
+  std::vector<double> cumsum;
+  double acc = 0;
+  for (const NameGroup& g : groups) cumsum.push_back(acc += static_cast<double>(g.sum));
+  std::vector<double> sorted = cumsum;
+  std::sort(sorted.begin(), sorted.end());
+  double q = quantile_linear(sorted, opts.duration_ratio);
+
+  HtaKernelRow others;
+  others.name = "others";
+  others.type = t;
+  others.others = true;
+  others.names = 0;
+  std::vector<double> other_sums;
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const NameGroup& g = groups[k];
+    bool lump = cumsum[k] > q || static_cast<int>(k) >= opts.num_kernels;
+    if (!lump) {
+      HtaKernelRow row = named_row(g, t);
+      regrouped_columns(row, {static_cast<double>(g.sum)});
+      rows.push_back(row);
+      continue;
+    }
+    if (others.names == 0) {
+      others.max_dur = g.max;
+      others.min_dur = g.min;
+    }
+    ++others.names;
+    others.count += g.count;
+    others.sum += g.sum;
+    others.max_dur = std::max(others.max_dur, g.max);
+    others.min_dur = std::min(others.min_dur, g.min);
+    other_sums.push_back(static_cast<double>(g.sum));
+  }
+  if (others.names > 0) {
+    others.mean_dur = static_cast<double>(others.sum) / static_cast<double>(others.count);
+    regrouped_columns(others, other_sums);
+    rows.push_back(others);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const HtaKernelRow& a, const HtaKernelRow& b) { return a.sum > b.sum; });
+  return rows;
+}
+
+}  // namespace
+
+// get_temporal_breakdown. Span = end of the last merged group - start of the first; idle =
+// span - |union of GPU rows|; compute = |union of COMPUTATION rows|; non-compute = the rest, so
+// communication, copies, memsets and stream-bound sync rows (type OTHER) are all non-compute.
+HtaTemporalBreakdown temporal_breakdown(const View& v, TypeCache& types) {
+  HtaTemporalBreakdown out;
+  std::vector<Interval> all = merge_intervals(gpu_rows(v));
+  if (all.empty()) {
+    out.note = "no GPU kernels, copies or memsets in the trace";
+    return out;
+  }
+  out.available = true;
+  out.kernel_time = all.back().end - all.front().ts;
+  out.idle = out.kernel_time - total_length(all);
+  out.compute = total_length(merge_intervals(rows_of_type(v, types, HtaKernelType::Computation)));
+  out.non_compute = out.kernel_time - out.compute - out.idle;
+  auto pct = [&](ns_t x) {
+    return 100.0 * (static_cast<double>(x) / static_cast<double>(out.kernel_time));
+  };
+  out.idle_pct = pct(out.idle);
+  out.compute_pct = pct(out.compute);
+  out.non_compute_pct = pct(out.non_compute);
+  return out;
+}
+
+// get_comm_comp_overlap: sweep over the merged COMM (+1/-1) and COMP (+2/-2) intervals; the
+// overlap is the time the running sum is 3; divided by the merged COMM time.
+HtaCommCompOverlap comm_comp_overlap(const View& v, TypeCache& types) {
+  HtaCommCompOverlap out;
+  std::vector<Interval> comm = merge_intervals(rows_of_type(v, types, HtaKernelType::Communication));
+  std::vector<Interval> comp = merge_intervals(rows_of_type(v, types, HtaKernelType::Computation));
+  out.communication = total_length(comm);
+  std::vector<Edge> edges;
+  add_edges(comm, 1, edges);
+  add_edges(comp, 2, edges);
+  sweep(edges, [&](int running, ns_t len) {
+    if (running == 3) out.overlap += len;
+  });
+  if (comm.empty() || out.communication == 0) {
+    out.note = comm.empty() ? "no communication kernels in the trace"
+                            : "communication kernels have no duration";
+    out.pct = kNaN;
+    return out;
+  }
+  out.available = true;
+  out.pct = 100.0 * (static_cast<double>(out.overlap) / static_cast<double>(out.communication));
+  return out;
+}
+
+// get_gpu_kernel_breakdown, kernel-type table: merged intervals per type, bit-coded
+// (computation 1, communication 2, memory 4), swept; each positive running sum is a state.
+std::vector<HtaKernelTypeTime> kernel_type_times(const View& v, TypeCache& types) {
+  std::vector<Edge> edges;
+  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Computation)), 1, edges);
+  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Communication)), 2, edges);
+  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Memory)), 4, edges);
+  std::map<int, ns_t> by_running;
+  sweep(edges, [&](int running, ns_t len) {
+    if (running > 0) by_running[running] += len;
+  });
+  std::map<std::string, HtaKernelTypeTime> by_label;
+  for (auto [running, t] : by_running) {
+    std::string label = state_label(static_cast<unsigned>(running));
+    HtaKernelTypeTime& e = by_label[label];
+    e.label = label;
+    e.mask = static_cast<unsigned>(running) & 7u;
+    e.time += t;
+  }
+  std::vector<HtaKernelTypeTime> out;
+  for (auto& [label, e] : by_label) out.push_back(e);
+  return out;
+}
+
+void finish_type_percentages(std::vector<HtaKernelTypeTime>& types) {
+  double total = 0;
+  for (const auto& t : types) total += static_cast<double>(t.time);
+  for (auto& t : types) t.pct = static_cast<double>(t.time) / total * 100.0;
+  std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.time > b.time; });
+}
+
+std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v, TypeCache& types,
+                                      const GpuTimelineOptions& opts) {
+  std::vector<HtaKernelRow> out;
+  for (HtaKernelType t : {HtaKernelType::Computation, HtaKernelType::Communication, HtaKernelType::Memory}) {
+    auto rows = top_kernels_of_type(rank, v, types, t, opts);
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+}  // namespace stepscope::hta

@@ -1,0 +1,100 @@
+// HTA-compatible idle time breakdown (BreakdownAnalysis.get_idle_time_breakdown and
+// _analyze_idle_time_for_stream at f4d0062).
+//
+// Per stream, over kernels, copies and memsets only (cuda_sync rows are left out), in ts order:
+//   gap(k)  = ts(k) - end(k-1)          the previous row's end, not a running max, so rows that
+//                                       overlap on one stream give negative gaps, and HTA sums
+//                                       them as they are
+//   host_wait    if the launch call of row k started after end(k-1): the host was late
+//   kernel_wait  else if gap(k) < consecutive_kernel_delay (30 µs; HTA's docs say ns but HTA
+//                never rescales Kineto's µs)
+//   other        otherwise; the first row of a stream is "other" with no gap
+// ratio = category sum / sum over the stream's categories. Streams are not merged, so these do
+// not add up to the temporal breakdown's idle time.
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include "hta_breakdown.hpp"
+
+namespace stepscope::hta {
+
+namespace {
+
+// cat ∈ {kernel, Kernel, gpu_memset, Memset, gpu_memcpy, Memcpy, mtia_ccp_events}
+bool is_idle_category(std::string_view cat) {
+  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memset" || cat == "Memset" ||
+         cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
+}
+
+// ts of the host row that launched each correlation (the runtime call), first in file order.
+std::unordered_map<std::int64_t, ns_t> launch_ts_by_correlation(const View& v) {
+  std::unordered_map<std::int64_t, ns_t> out;
+  for (const Row& r : v.rows)
+    if (r.stream == -1 && r.correlation >= 0) out.emplace(r.correlation, r.ts);
+  return out;
+}
+
+struct StreamRows {
+  std::int64_t stream;
+  std::vector<const Row*> rows;
+};
+
+std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
+  std::vector<StreamRows> out;
+  std::unordered_map<std::int64_t, std::size_t> slot;
+  for (const Row& r : v.rows) {
+    if (r.stream == -1 || !is_idle_category(rank.str(rank.events.category[r.event]))) continue;
+    auto [it, fresh] = slot.emplace(r.stream, out.size());
+    if (fresh) out.push_back({r.stream, {}});
+    out[it->second].rows.push_back(&r);
+  }
+  return out;
+}
+
+HtaStreamIdle analyze_stream(StreamRows& s, const std::unordered_map<std::int64_t, ns_t>& launch_ts,
+                             ns_t kernel_delay) {
+  std::stable_sort(s.rows.begin(), s.rows.end(), [](const Row* a, const Row* b) { return a->ts < b->ts; });
+  HtaStreamIdle out;
+  out.stream = s.stream;
+  out.kernels = static_cast<std::int64_t>(s.rows.size());
+  std::array<std::vector<double>, kIdleCategoryCount> gaps;
+  out.category[static_cast<int>(IdleCategory::Other)].present = true;  // the first row
+  for (std::size_t k = 1; k < s.rows.size(); ++k) {
+    ns_t prev_end = s.rows[k - 1]->end;
+    ns_t gap = s.rows[k]->ts - prev_end;
+    auto it = launch_ts.find(s.rows[k]->correlation);
+    IdleCategory c = IdleCategory::Other;
+    if (s.rows[k]->correlation >= 0 && it != launch_ts.end() && it->second > prev_end)
+      c = IdleCategory::HostWait;
+    else if (gap < kernel_delay)
+      c = IdleCategory::KernelWait;
+    HtaIdleCategory& cat = out.category[static_cast<int>(c)];
+    cat.present = true;
+    cat.idle += gap;
+    gaps[static_cast<int>(c)].push_back(static_cast<double>(gap));
+  }
+  ns_t total = 0;
+  for (const auto& c : out.category) total += c.idle;
+  for (int c = 0; c < kIdleCategoryCount; ++c) {
+    out.category[c].ratio = static_cast<double>(out.category[c].idle) / static_cast<double>(total);
+    out.category[c].intervals = describe(std::move(gaps[c]));
+  }
+  return out;
+}
+
+}  // namespace
+
+HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
+  HtaIdleBreakdown out;
+  auto launch_ts = launch_ts_by_correlation(v);
+  for (StreamRows& s : rows_per_stream(rank, v)) {
+    out.streams.push_back(analyze_stream(s, launch_ts, opts.consecutive_kernel_delay));
+    for (int c = 0; c < kIdleCategoryCount; ++c) out.total[c] += out.streams.back().category[c].idle;
+  }
+  out.available = !out.streams.empty();
+  if (!out.available) out.note = "no GPU kernels, copies or memsets in the trace";
+  return out;
+}
+
+}  // namespace stepscope::hta

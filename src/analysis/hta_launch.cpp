@@ -1,0 +1,83 @@
+// HTA-compatible CUDA kernel launch statistics (CudaKernelAnalysis.cuda_kernel_launch_stats at
+// f4d0062, defaults runtime_cutoff=50, launch_delay_cutoff=100, include_memory_events=True).
+//
+// Launch calls are the rows named cudaLaunchKernel, cudaLaunchKernelExC, MTIA's
+// "runFunction - job_prep_and_submit_for_execution", plus cudaMemcpyAsync / cudaMemsetAsync
+// with memory events. Not counted, as in HTA: cuLaunchKernel (Triton), hipLaunchKernel and
+// every other HIP launch, cudaGraphLaunch. Each host row (no stream) whose correlation is a
+// launch's is joined with every GPU row (with a stream) of the same correlation:
+//   cpu_duration = host row dur, gpu_duration = GPU row dur,
+//   launch_delay = max(0, gpu.ts - (cpu.ts + cpu.dur))   (from the END of the call)
+// short kernels: cpu_duration <= runtime_cutoff and gpu_duration < cpu_duration;
+// runtime outliers: cpu_duration > runtime_cutoff; delay outliers: launch_delay > cutoff.
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "hta_breakdown.hpp"
+
+namespace stepscope::hta {
+
+namespace {
+
+bool is_launch_name(std::string_view n, bool memory) {
+  if (n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
+      n == "runFunction - job_prep_and_submit_for_execution")
+    return true;
+  return memory && (n == "cudaMemcpyAsync" || n == "cudaMemsetAsync");
+}
+
+std::unordered_set<std::int64_t> launch_correlations(const RankTrace& rank, const View& v, bool memory) {
+  std::unordered_set<std::int64_t> out;
+  for (const Row& r : v.rows)
+    if (r.correlation >= 0 && is_launch_name(rank.str(r.name), memory)) out.insert(r.correlation);
+  return out;
+}
+
+void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) {
+  std::stable_sort(v.begin(), v.end(), [key](const HtaLaunch& a, const HtaLaunch& b) { return a.*key > b.*key; });
+  if (v.size() > n) v.resize(n);
+}
+
+}  // namespace
+
+HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
+  auto corrs = launch_correlations(rank, v, opts.include_memory_events);
+  std::unordered_multimap<std::int64_t, const Row*> gpu;
+  for (const Row& r : v.rows)
+    if (r.stream != -1 && corrs.count(r.correlation)) gpu.emplace(r.correlation, &r);
+
+  HtaLaunchStats out;
+  std::vector<double> cpu_d, gpu_d, delay_d;
+  std::vector<HtaLaunch> joined;
+  for (const Row& c : v.rows) {
+    if (c.stream != -1 || !corrs.count(c.correlation)) continue;
+    auto [lo, hi] = gpu.equal_range(c.correlation);
+    for (auto it = lo; it != hi; ++it) {
+      const Row& g = *it->second;
+      HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
+                  std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
+      ++out.events;
+      if (l.cpu_duration <= opts.runtime_cutoff && l.gpu_duration < l.cpu_duration) ++out.short_gpu_kernels;
+      if (l.cpu_duration > opts.runtime_cutoff) ++out.runtime_outliers;
+      if (l.launch_delay > opts.launch_delay_cutoff) ++out.launch_delay_outliers;
+      if (l.gpu_duration < l.cpu_duration) ++out.gpu_shorter_than_cpu;
+      cpu_d.push_back(static_cast<double>(l.cpu_duration));
+      gpu_d.push_back(static_cast<double>(l.gpu_duration));
+      delay_d.push_back(static_cast<double>(l.launch_delay));
+      joined.push_back(l);
+    }
+  }
+  out.cpu_duration = describe(std::move(cpu_d));
+  out.gpu_duration = describe(std::move(gpu_d));
+  out.launch_delay = describe(std::move(delay_d));
+  auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
+  out.worst_delays = joined;
+  keep_worst(out.worst_delays, n, &HtaLaunch::launch_delay);
+  out.worst_runtimes = std::move(joined);
+  keep_worst(out.worst_runtimes, n, &HtaLaunch::cpu_duration);
+  return out;
+}
+
+}  // namespace stepscope::hta

@@ -1,0 +1,249 @@
+// HTA's loader, reproduced (hta/common/trace.py, trace_parser.py, trace_filter.py at f4d0062).
+// Every HTA-compatible figure is computed on the rows this keeps, so each quirk below moves
+// HTA's numbers and is reproduced on purpose.
+#include "hta_view.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace stepscope::hta {
+
+namespace {
+
+constexpr ns_t kUs = 1000;
+
+// HTA rounds only when the `ts` column is floating point, i.e. when the trace writes sub-µs
+// times (Kineto's "%ld.%03ld" format). We see that as any time that is not a whole µs.
+bool has_sub_us_times(const EventTable& ev) {
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (ev.ts[i] % kUs != 0 || ev.dur[i] % kUs != 0) return true;
+  return false;
+}
+
+// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, computed in doubles
+// exactly as Python does. ts_ns / 1000.0 is the correctly rounded double nearest to the
+// decimal text Kineto wrote, i.e. the value json.loads produced; the sum is then the same IEEE
+// addition. A sub-µs row can come out with end < ts (negative duration); HTA keeps it.
+void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
+  double ts_us = static_cast<double>(ts_ns) / 1000.0;
+  double dur_us = static_cast<double>(dur_ns) / 1000.0;
+  ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
+  end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
+}
+
+// Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
+// "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
+bool is_hta_row(const RankTrace& r, std::size_t i) {
+  const EventTable& ev = r.events;
+  if (ev.phase[i] != Phase::Complete) return false;
+  if (ev.kind[i] == Kind::TraceSpan) return false;
+  if (ev.category[i] == kNoStr) return false;
+  return r.str(ev.category[i]) != "Trace";
+}
+
+// HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. Host
+// rows never carry a numeric stream (ROCm writes "stream": "0x0" on runtime calls, which HTA
+// coerces to -1), so a host-kind row is stream -1 whatever the importer decoded.
+bool is_host_kind(Kind k) {
+  switch (k) {
+    case Kind::CpuOp:
+    case Kind::UserAnnotation:
+    case Kind::PythonFunction:
+    case Kind::Runtime:
+    case Kind::Driver:
+    case Kind::CpuInstant:
+    case Kind::Overhead:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
+  if (is_host_kind(ev.kind[i])) return -1;
+  std::int64_t s = ev.stream[i];
+  return s < 0 ? -1 : s;
+}
+
+bool is_profiler_step_name(std::string_view n) { return n.find("ProfilerStep") != n.npos; }
+
+// trace_filter._filter_gpu_kernels_with_cuda_sync: a GPU row for the CPU/GPU split is one with
+// a stream and a correlation, plus the stream-less Event Sync / Context Sync rows.
+bool is_gpu_for_filter(const Row& row, std::string_view name) {
+  return (row.stream >= 0 && row.correlation >= 0) || name == "Event Sync" ||
+         name == "Context Sync";
+}
+
+std::int64_t step_number(std::string_view n) {
+  auto hash = n.find('#');
+  if (hash == n.npos) return -1;
+  std::int64_t v = -1;
+  auto s = n.substr(hash + 1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc{} ? v : -1;
+}
+
+int count_step_names(const RankTrace& r, const std::vector<Row>& rows) {
+  std::unordered_set<StrId> names;
+  for (const Row& row : rows)
+    if (is_profiler_step_name(r.str(row.name))) names.insert(row.name);
+  return static_cast<int>(names.size());
+}
+
+// _filter_irrelevant_gpu_kernels (only with >= 2 ProfilerStep names): host rows are kept when
+// they start before the last ProfilerStep starts (or, with include_last_profiler_step, no
+// later than the last one ends); GPU rows are kept when a kept host row shares their
+// correlation. It is a pandas inner merge on correlation, so a GPU row appears once per kept
+// host row with its correlation; we reproduce that multiplicity.
+std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows, bool include_last,
+                                HtaLoad& load) {
+  std::vector<char> gpu(rows.size());
+  ns_t last_start = std::numeric_limits<ns_t>::min(), last_end = last_start;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    std::string_view n = r.str(rows[k].name);
+    gpu[k] = is_gpu_for_filter(rows[k], n);
+    if (!gpu[k] && is_profiler_step_name(n)) {
+      last_start = std::max(last_start, rows[k].ts);
+      last_end = std::max(last_end, rows[k].end);
+    }
+  }
+  load.cutoff_ts = include_last ? last_end : last_start;
+  std::unordered_map<std::int64_t, int> host_corr;
+  std::vector<Row> out;
+  out.reserve(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (gpu[k]) continue;
+    bool keep = include_last ? rows[k].ts <= last_end : rows[k].ts < last_start;
+    if (!keep) continue;
+    out.push_back(rows[k]);
+    ++host_corr[rows[k].correlation];
+  }
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (!gpu[k]) continue;
+    auto it = host_corr.find(rows[k].correlation);
+    if (it == host_corr.end()) continue;
+    for (int c = 0; c < it->second; ++c) out.push_back(rows[k]);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<Row>& rows) {
+  std::vector<std::int64_t> its;
+  for (const Row& row : rows) {
+    std::string_view n = r.str(row.name);
+    if (!is_profiler_step_name(n) || is_gpu_for_filter(row, n)) continue;
+    if (auto v = step_number(n); v >= 0) its.push_back(v);
+  }
+  std::sort(its.begin(), its.end());
+  its.erase(std::unique(its.begin(), its.end()), its.end());
+  return its;
+}
+
+}  // namespace
+
+View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
+  const EventTable& ev = r.events;
+  View v;
+  v.load.rounded_to_us = has_sub_us_times(ev);
+  std::vector<Row> rows;
+  rows.reserve(ev.size());
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (!is_hta_row(r, i)) continue;
+    Row row;
+    row.event = static_cast<std::uint32_t>(i);
+    if (v.load.rounded_to_us) {
+      round_like_hta(ev.ts[i], ev.dur[i], row.ts, row.end);
+    } else {
+      row.ts = ev.ts[i];
+      row.end = ev.ts[i] + ev.dur[i];
+    }
+    row.stream = hta_stream(ev, i);
+    row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
+    row.name = ev.name[i];
+    rows.push_back(row);
+  }
+  v.load.profiler_step_names = count_step_names(r, rows);
+  if (v.load.profiler_step_names >= 2) {
+    v.load.last_step_dropped = !opts.include_last_profiler_step;
+    rows = drop_last_step(r, rows, opts.include_last_profiler_step, v.load);
+  }
+  v.load.iterations = kept_iterations(r, rows);
+  v.load.rows_kept = static_cast<std::int64_t>(rows.size());
+  v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
+  v.rows = std::move(rows);
+  return v;
+}
+
+HtaKernelType TypeCache::operator()(StrId name) {
+  if (cache_.size() <= name) cache_.resize(std::max<std::size_t>(name + 1, rank_.strings.size()), -1);
+  if (cache_[name] < 0) cache_[name] = static_cast<std::int8_t>(hta_kernel_type(rank_.str(name)));
+  return static_cast<HtaKernelType>(cache_[name]);
+}
+
+std::vector<Interval> merge_intervals(std::vector<Interval> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Interval& a, const Interval& b) { return a.ts < b.ts; });
+  std::vector<Interval> out;
+  ns_t running_max_end = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    // New group iff ts > cummax of all previous ends (the first row always opens a group).
+    if (k == 0 || rows[k].ts > running_max_end) {
+      out.push_back(rows[k]);
+    } else {
+      out.back().end = std::max(out.back().end, rows[k].end);
+    }
+    running_max_end = k == 0 ? rows[k].end : std::max(running_max_end, rows[k].end);
+  }
+  return out;
+}
+
+ns_t total_length(const std::vector<Interval>& merged) {
+  ns_t t = 0;
+  for (const Interval& iv : merged) t += iv.end - iv.ts;
+  return t;
+}
+
+double quantile_linear(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double t = pos - static_cast<double>(lo);
+  double a = sorted[lo], b = sorted[hi], diff = b - a;
+  // numpy's _lerp: interpolate from the nearer end to keep the result monotonic.
+  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+SampleStats describe(std::vector<double> values) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  SampleStats s;
+  s.count = static_cast<std::int64_t>(values.size());
+  s.sum = std::accumulate(values.begin(), values.end(), 0.0);
+  if (values.empty()) {
+    s.mean = s.std = s.min = s.p25 = s.median = s.p75 = s.p95 = s.max = nan;
+    return s;
+  }
+  std::sort(values.begin(), values.end());
+  double n = static_cast<double>(values.size());
+  s.mean = s.sum / n;
+  if (values.size() < 2) {
+    s.std = nan;
+  } else {
+    double ss = 0;
+    for (double x : values) ss += (x - s.mean) * (x - s.mean);
+    s.std = std::sqrt(ss / (n - 1));
+  }
+  s.min = values.front();
+  s.max = values.back();
+  s.p25 = quantile_linear(values, 0.25);
+  s.median = quantile_linear(values, 0.5);
+  s.p75 = quantile_linear(values, 0.75);
+  s.p95 = quantile_linear(values, 0.95);
+  return s;
+}
+
+}  // namespace stepscope::hta

@@ -1,0 +1,58 @@
+// HTA's view of one rank: the rows its loader keeps, with its time rounding, and the helpers
+// (interval merging, pandas-style statistics) the HTA-compatible figures are built from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepscope/gpu_timeline.hpp"
+#include "stepscope/kernel_class.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope::hta {
+
+// One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
+struct Row {
+  std::uint32_t event = 0;  // index into the rank's EventTable
+  ns_t ts = 0, end = 0;     // rounded when View::rounded
+  std::int64_t stream = -1;
+  std::int64_t correlation = -1;
+  StrId name = kNoStr;
+  ns_t dur() const { return end - ts; }
+};
+
+struct View {
+  HtaLoad load;
+  std::vector<Row> rows;  // file order
+};
+
+View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
+
+// Kernel type of every name id (computed once per distinct name).
+class TypeCache {
+ public:
+  explicit TypeCache(const RankTrace& rank) : rank_(rank) {}
+  HtaKernelType operator()(StrId name);
+
+ private:
+  const RankTrace& rank_;
+  std::vector<std::int8_t> cache_;  // -1 unknown
+};
+
+// [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
+struct Interval {
+  ns_t ts, end;
+};
+
+// hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts
+// is greater than the running max of all previous ends (touching rows merge); a group spans
+// min ts .. max end. Negative rows are kept as HTA keeps them.
+std::vector<Interval> merge_intervals(std::vector<Interval> rows);
+ns_t total_length(const std::vector<Interval>& merged);
+
+// pandas statistics over a sample (NaN where pandas gives NaN).
+SampleStats describe(std::vector<double> values);
+double quantile_linear(const std::vector<double>& sorted, double q);
+
+}  // namespace stepscope::hta

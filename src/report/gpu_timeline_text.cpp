@@ -1,0 +1,152 @@
+#include "report/gpu_timeline_text.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string_view>
+
+namespace stepscope {
+
+namespace {
+
+constexpr std::size_t kNameWidth = 60;
+
+// Kernel names come from the trace: drop control characters (terminal escapes) and shorten.
+std::string safe_name(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? '?' : c;
+    if (out.size() >= kNameWidth) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+// Durations with a unit that keeps 3-4 significant digits.
+std::string dur(double ns) {
+  if (!std::isfinite(ns)) return "n/a";
+  double a = std::fabs(ns);
+  if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (a >= 1e6) return fmt::format("{:.1f} ms", ns / 1e6);
+  if (a >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
+  return fmt::format("{:.0f} ns", ns);
+}
+std::string dur(ns_t ns) { return dur(static_cast<double>(ns)); }
+
+std::string pct(double p, int places = 1) {
+  return std::isfinite(p) ? fmt::format("{:.{}f}%", p, places) : std::string("n/a");
+}
+
+void temporal_lines(const GpuTimeline& t, std::string& s) {
+  const auto& b = t.hta_temporal;
+  if (!b.available) {
+    s += fmt::format("  temporal     {}\n", b.note);
+    return;
+  }
+  s += fmt::format("  temporal     compute {}  non-compute {}  idle {}  of a {} GPU span\n",
+                   pct(hta_round(b.compute_pct, 2), 2), pct(hta_round(b.non_compute_pct, 2), 2),
+                   pct(hta_round(b.idle_pct, 2), 2), dur(b.kernel_time));
+}
+
+void idle_lines(const GpuTimeline& t, std::string& s) {
+  const auto& b = t.hta_idle;
+  if (!b.available) return;
+  s += fmt::format("  idle gaps    host wait {}  kernel wait {}  other {}  (summed over {} streams)\n",
+                   dur(b.total[0]), dur(b.total[1]), dur(b.total[2]), b.streams.size());
+}
+
+void overlap_lines(const GpuTimeline& t, std::string& s) {
+  const auto& o = t.hta_overlap;
+  if (!o.available) {
+    s += fmt::format("  overlap      {}\n", o.note);
+    return;
+  }
+  s += fmt::format("  overlap      {} of {} communication hidden under compute\n",
+                   pct(hta_round(o.pct, 2), 2), dur(o.communication));
+}
+
+void kernel_lines(const GpuTimeline& t, std::string& s) {
+  std::string types;
+  for (const auto& k : t.hta_kernels.types) {
+    if (!types.empty()) types += ", ";
+    types += fmt::format("{} {}", k.label, pct(hta_round(k.pct, 1)));
+  }
+  if (!types.empty()) s += fmt::format("  kernel types {}\n", types);
+  int shown = 0;
+  for (const auto& r : t.hta_kernels.top) {
+    if (r.others || shown == 5) continue;
+    s += fmt::format("    {:>10}  x{:<6} {}\n", dur(r.sum), r.count, safe_name(r.name));
+    ++shown;
+  }
+}
+
+void launch_lines(const GpuTimeline& t, std::string& s) {
+  const auto& l = t.hta_launches;
+  if (l.events == 0) return;
+  s += fmt::format("  launches     {} joined; {} shorter on GPU than their launch call; {} calls > 50 us; "
+                   "{} delays > 100 us (median delay {})\n",
+                   l.events, l.short_gpu_kernels, l.runtime_outliers, l.launch_delay_outliers,
+                   dur(l.launch_delay.median));
+}
+
+void class_lines(const GpuTimeline& t, std::string& s) {
+  std::string line;
+  int shown = 0;
+  for (const auto& c : t.classes.classes) {
+    if (shown++ == 6) break;
+    if (!line.empty()) line += ", ";
+    line += fmt::format("{} {}", kernel_class_name(c.cls), pct(100 * c.share));
+  }
+  if (!line.empty()) s += fmt::format("  classes      {}\n", line);
+}
+
+void sync_copy_lines(const GpuTimeline& t, std::string& s) {
+  const auto& y = t.syncs;
+  if (y.count > 0)
+    s += fmt::format("  sync points  {} calls ({:.1f}/step), host blocked {}, GPU idle after {}\n", y.count,
+                     std::isfinite(y.per_step) ? y.per_step : 0.0, dur(y.host_blocked), dur(y.gpu_idle_after));
+  const auto& c = t.copies;
+  if (c.count > 0)
+    s += fmt::format("  copies       {} in {}; pageable {} ({}); not overlapped by kernels {}\n", c.count,
+                     dur(c.time), c.pageable_count, dur(c.pageable_time), dur(c.critical_time));
+}
+
+void overhead_lines(const GpuTimeline& t, std::string& s) {
+  const auto& l = t.launch_overhead;
+  if (l.kernels > 0)
+    s += fmt::format("  kernels      {} ({} per step), median {}, {} shorter than {}, median gap {}\n", l.kernels,
+                     std::isfinite(l.mean_kernels_per_step) ? fmt::format("{:.0f}", l.mean_kernels_per_step) : "n/a",
+                     dur(l.kernel_duration.median), pct(100 * l.short_kernel_share), dur(l.short_kernel),
+                     dur(l.gaps.median));
+  const auto& o = t.occupancy;
+  if (o.available)
+    s += fmt::format("  occupancy    achieved {}  SM efficiency {}  (args on {} of kernel time)\n",
+                     pct(o.achieved_occupancy_pct), pct(o.sm_efficiency_pct), pct(100 * o.coverage));
+  for (const auto& d : t.memory.devices)
+    s += fmt::format("  memory       device {}:{} peak allocated {:.2f} GB (step {}), reserved {:.2f} GB\n",
+                     d.device_type, d.device_id, static_cast<double>(d.peak_allocated) / 1e9, d.peak_allocated_step,
+                     static_cast<double>(d.peak_reserved) / 1e9);
+}
+
+}  // namespace
+
+std::string gpu_timeline_text(const GpuTimeline& t) {
+  std::string s = fmt::format("GPU timeline, rank {}", t.rank);
+  if (!t.has_gpu_activity) return s + ": no GPU kernels, copies or memsets in the trace\n";
+  s += t.hta_load.last_step_dropped ? " (HTA definitions; last profiler step left out, as HTA does)\n"
+                                    : " (HTA definitions)\n";
+  temporal_lines(t, s);
+  idle_lines(t, s);
+  overlap_lines(t, s);
+  kernel_lines(t, s);
+  launch_lines(t, s);
+  class_lines(t, s);
+  sync_copy_lines(t, s);
+  overhead_lines(t, s);
+  return s;
+}
+
+}  // namespace stepscope
