@@ -1,0 +1,164 @@
+// Drives generation: the cross-rank collective schedule, then each rank's trace streamed to
+// disk step by step, with the ground truth of every step written alongside.
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "ground_truth.hpp"
+#include "kineto_writer.hpp"
+#include "model.hpp"
+#include "partition.hpp"
+#include "rng.hpp"
+#include "tracegen.hpp"
+
+namespace stepscope::tracegen {
+namespace {
+
+// The first step starts days after baseTimeNanoseconds, like a long-running job.
+constexpr ns_t kFirstStepNs = 1'212'075'529'876'817;
+
+ns_t first_step_start(const Params& p, int rank) {
+  Rng rng(p.seed, 0x736b6577ULL, static_cast<std::uint64_t>(rank));
+  return kFirstStepNs + static_cast<ns_t>(rng.next() % 40'000);  // ranks start within 40 µs
+}
+
+// Host time between one ProfilerStep's end and the next one's start (profiler.step()).
+ns_t step_gap(const Params& p, int rank, int index) {
+  Rng rng(p.seed, 0x676170ULL, static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(index));
+  return rng.vary(35'000, 0.2);
+}
+
+ns_t next_step_start(const Params& p, int rank, int index, const StepResult& res) {
+  return std::max(res.host_end, res.window_end) + step_gap(p, rank, index);
+}
+
+// When each bucket's all-reduce ends, agreed by all ranks: the last rank to arrive plus the
+// transfer. Needs a dry run of every rank up to its collectives, step by step.
+class CollectiveSchedule {
+ public:
+  explicit CollectiveSchedule(const Params& p) {
+    if (!has_collectives(p) || p.platform == Platform::Cpu) return;
+    std::vector<ns_t> starts(static_cast<std::size_t>(p.ranks));
+    for (int r = 0; r < p.ranks; ++r) starts[static_cast<std::size_t>(r)] = first_step_start(p, r);
+    std::vector<Event> scratch;
+    ends_.resize(static_cast<std::size_t>(p.steps));
+    for (int s = 0; s < p.steps; ++s) plan_step(p, s, starts, scratch);
+  }
+  const std::vector<ns_t>* ends(int index) const {
+    return ends_.empty() ? nullptr : &ends_[static_cast<std::size_t>(index)];
+  }
+
+ private:
+  void plan_step(const Params& p, int s, std::vector<ns_t>& starts, std::vector<Event>& scratch) {
+    std::vector<ns_t> latest;
+    for (int r = 0; r < p.ranks; ++r) {
+      Counters ids;
+      StepContext ctx{&p, r, s, starts[static_cast<std::size_t>(r)], nullptr};
+      const StepResult res = build_step(ctx, scratch, ids);
+      latest.resize(std::max(latest.size(), res.arrivals.size()), 0);
+      for (std::size_t b = 0; b < res.arrivals.size(); ++b)
+        latest[b] = std::max(latest[b], res.arrivals[b]);
+    }
+    std::vector<ns_t>& e = ends_[static_cast<std::size_t>(s)];
+    e.resize(latest.size());
+    ns_t prev = 0;
+    for (std::size_t b = 0; b < latest.size(); ++b) {
+      e[b] = std::max(latest[b], prev) + allreduce_duration(p, s, static_cast<int>(b));
+      prev = e[b];
+    }
+    for (int r = 0; r < p.ranks; ++r) {
+      Counters ids;
+      StepContext ctx{&p, r, s, starts[static_cast<std::size_t>(r)], &e};
+      const StepResult res = build_step(ctx, scratch, ids);
+      starts[static_cast<std::size_t>(r)] = next_step_start(p, r, s, res);
+    }
+  }
+
+  std::vector<std::vector<ns_t>> ends_;
+};
+
+// A step must own its window: nothing of it outside, nothing of a neighbour inside.
+void check_step_bounds(std::span<const Event> events, ns_t w0, ns_t w1) {
+  for (const Event& e : events)
+    if (e.ts < w0 || e.end() > w1)
+      throw std::logic_error("tracegen: an event of the step lies outside its window");
+}
+
+std::string rank_file_name(int rank, bool gzip) {
+  return "rank-" + std::to_string(rank) + ".pt.trace.json" + (gzip ? ".gz" : "");
+}
+
+std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& coll,
+                         const std::string& path, GroundTruthWriter& truth) {
+  const RankLayout layout = rank_layout(p, rank);
+  KinetoWriter w(p, layout, open_sink(path, p.gzip));
+  w.write_header();
+  Counters ids;
+  std::vector<Event> events;
+  ns_t t = first_step_start(p, rank);
+  const ns_t session_start = t - 1'500'000;
+  ns_t last_end = t;
+  const bool gpu = p.platform != Platform::Cpu;
+  for (int s = 0; s < p.steps; ++s) {
+    const StepContext ctx{&p, rank, s, t, coll.ends(s)};
+    const StepResult res = build_step(ctx, events, ids);
+    const ns_t w0 = events[res.profiler_step].ts;
+    check_step_bounds(events, w0, res.window_end);
+    w.write_step(events);
+    StepTruth st;
+    st.rank = rank;
+    st.step = p.first_step + s;
+    st.start = w0;
+    st.end = res.window_end;
+    st.host_end = res.host_end;
+    st.categories = partition_window(events, w0, res.window_end, gpu);
+    st.verdict = step_verdict(p, rank, st.categories, st.end - st.start, &st.dominant);
+    truth.add(st);
+    last_end = res.window_end;
+    t = next_step_start(p, rank, s, res);
+  }
+  w.write_footer(session_start, last_end + 2'000'000);
+  return w.bytes();
+}
+
+}  // namespace
+
+std::string validate(const Params& p) {
+  if (p.ranks < 1) return "--ranks must be at least 1";
+  if (p.steps < 1) return "--steps must be at least 1";
+  if (p.layers < 1) return "--layers must be at least 1";
+  if (p.jitter < 0 || p.jitter > 0.3) return "--jitter must be within [0, 0.3]";
+  if (p.straggler_rank >= p.ranks) return "--straggler-rank must be below --ranks";
+  if (p.straggler_factor <= 0) return "--straggler-factor must be positive";
+  if (p.h2d_gbps <= 0 || p.busbw_gbps <= 0) return "bandwidths must be positive";
+  if (p.buckets < 1) return "--buckets must be at least 1";
+  for (double v : {p.gemm_us, p.eltwise_us, p.norm_us, p.tiny_us, p.opt_us, p.op_us, p.launch_us,
+                   p.fetch_us, p.stall_us, p.epoch_stall_us, p.batch_mb, p.sync_gap_us, p.grad_mb,
+                   p.ckpt_us, p.ckpt_mb})
+    if (v < 0) return "durations and sizes must not be negative";
+  if (p.tiny_ops < 0 || p.extra_eltwise < 0 || p.opt_kernels < 0 || p.num_workers < 0 ||
+      p.stall_every < 0 || p.epoch_steps < 0 || p.ckpt_every < 0)
+    return "counts must not be negative";
+  if (p.bwd_factor <= 0) return "--bwd-factor must be positive";
+  return {};
+}
+
+GenerateResult generate(const Params& p, const std::string& out_dir) {
+  if (auto why = validate(p); !why.empty()) throw std::invalid_argument(why);
+  std::filesystem::create_directories(out_dir);
+  GenerateResult result;
+  const CollectiveSchedule coll(p);
+  result.ground_truth = (std::filesystem::path(out_dir) / "ground_truth.json").string();
+  GroundTruthWriter truth(p, result.ground_truth);
+  for (int r = 0; r < p.ranks; ++r) {
+    const std::string name = rank_file_name(r, p.gzip);
+    const std::string path = (std::filesystem::path(out_dir) / name).string();
+    result.bytes_written += write_rank(p, r, coll, path, truth);
+    result.files.push_back(path);
+    truth.add_file(name);
+  }
+  truth.finish();
+  return result;
+}
+
+}  // namespace stepscope::tracegen

@@ -1,0 +1,156 @@
+#include "ground_truth.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace stepscope::tracegen {
+namespace {
+
+// Bound classes of the verdict, each the sum of some partition categories.
+enum class Group { Input, Host, Sync, Comms, Copy, Side, Count };
+constexpr const char* kGroupVerdict[] = {"input-bound", "host/launch-bound", "sync-bound",
+                                         "comms-bound", "copy-bound",        "side-work"};
+
+std::array<ns_t, static_cast<std::size_t>(Group::Count)> groups(const Breakdown& b) {
+  auto at = [&](Category c) { return b[static_cast<std::size_t>(c)]; };
+  return {at(Category::BatchWait),
+          at(Category::LaunchOverhead) + at(Category::HostCompute),
+          at(Category::SyncStall),
+          at(Category::GradSyncExposed),
+          at(Category::H2DCopy) + at(Category::D2HCopy) + at(Category::Memset),
+          at(Category::SideWork)};
+}
+
+nlohmann::json params_json(const Params& p) {
+  return {
+      {"scenario", p.scenario},
+      {"platform", platform_name(p.platform)},
+      {"gpu_name", p.gpu_name},
+      {"ranks", p.ranks},
+      {"steps", p.steps},
+      {"first_step", p.first_step},
+      {"seed", p.seed},
+      {"jitter", p.jitter},
+      {"layers", p.layers},
+      {"gemm_us", p.gemm_us},
+      {"eltwise_us", p.eltwise_us},
+      {"norm_us", p.norm_us},
+      {"extra_eltwise", p.extra_eltwise},
+      {"tiny_ops", p.tiny_ops},
+      {"tiny_us", p.tiny_us},
+      {"tensor_cores", p.tensor_cores},
+      {"bwd_factor", p.bwd_factor},
+      {"opt_kernels", p.opt_kernels},
+      {"opt_us", p.opt_us},
+      {"op_us", p.op_us},
+      {"launch_us", p.launch_us},
+      {"num_workers", p.num_workers},
+      {"fetch_us", p.fetch_us},
+      {"stall_every", p.stall_every},
+      {"stall_us", p.stall_us},
+      {"epoch_steps", p.epoch_steps},
+      {"epoch_stall_us", p.epoch_stall_us},
+      {"batch_mb", p.batch_mb},
+      {"pinned", p.pinned},
+      {"h2d_gbps", p.h2d_gbps},
+      {"mid_sync", p.mid_sync},
+      {"sync_gap_us", p.sync_gap_us},
+      {"buckets", p.buckets},
+      {"grad_mb", p.grad_mb},
+      {"busbw_gbps", p.busbw_gbps},
+      {"overlap", p.overlap},
+      {"straggler_rank", p.straggler_rank},
+      {"straggler_factor", p.straggler_factor},
+      {"ckpt_every", p.ckpt_every},
+      {"ckpt_us", p.ckpt_us},
+      {"ckpt_mb", p.ckpt_mb},
+      {"gzip", p.gzip},
+  };
+}
+
+void append_categories(std::string& out, const Breakdown& b) {
+  out += '{';
+  for (std::size_t i = 0; i < kCategoryCount; ++i)
+    fmt::format_to(std::back_inserter(out), "{}\"{}\": {}", i ? ", " : "",
+                   category_name(static_cast<Category>(i)), b[i]);
+  out += '}';
+}
+
+}  // namespace
+
+const char* category_name(Category c) {
+  static constexpr const char* kNames[] = {
+      "compute_forward", "compute_backward", "compute_optimizer", "compute_other",
+      "grad_sync_exposed", "h2d_copy", "d2h_copy", "memset", "batch_wait", "sync_stall",
+      "side_work", "launch_overhead", "host_compute", "idle"};
+  return kNames[static_cast<std::size_t>(c)];
+}
+
+std::string step_verdict(const Params& p, int rank, const Breakdown& b, ns_t window,
+                         std::string* dominant) {
+  const auto g = groups(b);
+  std::size_t top = 0;
+  for (std::size_t i = 1; i < g.size(); ++i)
+    if (g[i] > g[top]) top = i;
+  if (dominant) *dominant = g[top] > 0 ? kGroupVerdict[top] : "none";
+  if (p.straggler_rank >= 0 && p.ranks > 1) return "straggler";
+  ns_t compute = 0;
+  for (int s = 0; s < 4; ++s) compute += b[static_cast<std::size_t>(s)];
+  // A stall is the verdict once it holds a quarter of the step or outweighs the compute.
+  if (g[top] > 0 && (4 * g[top] >= window || g[top] >= compute)) return kGroupVerdict[top];
+  (void)rank;
+  return "gpu-bound";
+}
+
+GroundTruthWriter::GroundTruthWriter(const Params& p, const std::string& path)
+    : p_(p), sink_(open_sink(path, false)) {
+  nlohmann::json cats = nlohmann::json::array();
+  for (std::size_t i = 0; i < kCategoryCount; ++i) cats.push_back(category_name(static_cast<Category>(i)));
+  buf_ = "{\n";
+  fmt::format_to(std::back_inserter(buf_),
+                 "  \"schema\": \"{}\",\n  \"generator\": \"stepscope-tracegen\",\n"
+                 "  \"scenario\": {},\n  \"description\": {},\n  \"expected_verdict\": {},\n"
+                 "  \"straggler_rank\": {},\n  \"platform\": \"{}\",\n  \"ranks\": {},\n"
+                 "  \"steps_per_rank\": {},\n  \"seed\": {},\n"
+                 "  \"time_unit\": \"ns\",\n  \"time_origin\": \"trace ts (us, relative to "
+                 "baseTimeNanoseconds) x 1000\",\n  \"base_time_ns\": 1767189312000000000,\n"
+                 "  \"categories\": {},\n  \"parameters\": {},\n  \"steps\": [",
+                 kGroundTruthSchema, nlohmann::json(p.scenario).dump(),
+                 nlohmann::json(p.description).dump(), nlohmann::json(p.expected_verdict).dump(),
+                 p.straggler_rank, platform_name(p.platform), p.ranks, p.steps, p.seed,
+                 cats.dump(), params_json(p).dump());
+}
+
+void GroundTruthWriter::add(const StepTruth& s) {
+  fmt::format_to(std::back_inserter(buf_),
+                 "{}\n    {{\"rank\": {}, \"step\": {}, \"name\": \"ProfilerStep#{}\", "
+                 "\"start_ns\": {}, \"end_ns\": {}, \"duration_ns\": {}, \"host_end_ns\": {}, "
+                 "\"verdict\": \"{}\", \"dominant\": \"{}\", \"categories_ns\": ",
+                 first_ ? "" : ",", s.rank, s.step, s.step, s.start, s.end, s.end - s.start,
+                 s.host_end, s.verdict, s.dominant);
+  append_categories(buf_, s.categories);
+  buf_ += '}';
+  first_ = false;
+  for (std::size_t i = 0; i < kCategoryCount; ++i) totals_[i] += s.categories[i];
+  total_window_ += s.end - s.start;
+  ++count_;
+  if (buf_.size() > (1u << 20)) flush();
+}
+
+void GroundTruthWriter::flush() {
+  sink_->write(buf_);
+  buf_.clear();
+}
+
+void GroundTruthWriter::finish() {
+  fmt::format_to(std::back_inserter(buf_),
+                 "\n  ],\n  \"totals\": {{\"steps\": {}, \"duration_ns\": {}, \"categories_ns\": ",
+                 count_, total_window_);
+  append_categories(buf_, totals_);
+  buf_ += "},\n  \"files\": " + nlohmann::json(files_).dump() + "\n}\n";
+  flush();
+  sink_->close();
+}
+
+}  // namespace stepscope::tracegen

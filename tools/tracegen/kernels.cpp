@@ -1,0 +1,131 @@
+#include "kernels.hpp"
+
+namespace stepscope::tracegen {
+namespace {
+
+// CUDA (A100, cuBLAS / ATen / NCCL 2.21 names).
+const KernelSpec kGemmBf16{"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
+                           {16, 24, 1}, {128, 1, 1}, 232, 73728, 3.555556, 14.222222, 22};
+const KernelSpec kGemmBf16Nn{"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn",
+                             {16, 24, 1}, {128, 1, 1}, 232, 73728, 3.555556, 14.222222, 22};
+const KernelSpec kGemmBf16Nt{"ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_nt",
+                             {32, 24, 1}, {128, 1, 1}, 230, 81920, 7.111111, 28.444445, 21};
+const KernelSpec kSgemm{"ampere_sgemm_128x64_tn", {16, 48, 1}, {128, 1, 1}, 122, 12544,
+                        7.111111, 28.444445, 25};
+const KernelSpec kSgemmNn{"ampere_sgemm_128x64_nn", {16, 48, 1}, {128, 1, 1}, 122, 12544,
+                          7.111111, 28.444445, 25};
+const KernelSpec kSgemmNt{"ampere_sgemm_128x128_nt", {16, 24, 1}, {256, 1, 1}, 127, 33280,
+                          3.555556, 28.444445, 25};
+const KernelSpec kLayerNorm{
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>"
+    "(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, "
+    "float*, c10::BFloat16*)",
+    {4096, 1, 1}, {256, 1, 1}, 40, 0, 37.925926, 303.407410, 92};
+const KernelSpec kLayerNormBwdInput{
+    "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::"
+    "BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, "
+    "c10::BFloat16 const*, c10::BFloat16*, int)",
+    {4096, 1, 1}, {256, 1, 1}, 40, 0, 37.925926, 303.407410, 88};
+const KernelSpec kLayerNormBwdGamma{
+    "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<c10::BFloat16, "
+    "float>(long, long, c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, "
+    "c10::BFloat16*, c10::BFloat16*)",
+    {32, 1, 1}, {32, 32, 1}, 64, 8448, 0.296296, 9.481482, 14};
+const KernelSpec kGelu{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+    "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
+    "operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::"
+    "native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
+    "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::"
+    "detail::Array<char*, 2>)",
+    {12288, 1, 1}, {128, 1, 1}, 28, 0, 113.777779, 455.111115, 94};
+const KernelSpec kGeluBwd{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at"
+    "::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}"
+    "::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}, at::detail::Array<char*, 3>"
+    " >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType"
+    ")::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16,"
+    " c10::BFloat16)#1}, at::detail::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 32, 0, 113.777779, 455.111115, 93};
+const KernelSpec kAdd{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>"
+    ", at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail"
+    "::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 26, 0, 113.777779, 455.111115, 95};
+const KernelSpec kMul{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, "
+    "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, at::detail::"
+    "Array<char*, 3> >(int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16"
+    ", at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 26, 0, 113.777779, 455.111115, 95};
+const KernelSpec kTiny{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, "
+    "float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, "
+    "at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float"
+    "> >, at::detail::Array<char*, 2>)",
+    {2, 1, 1}, {128, 1, 1}, 20, 0, 0.018519, 0.074074, 0};
+const KernelSpec kSoftmax{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, c10::BFloat16, float, float, "
+    "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, c10::BFloat16 const*,"
+    " int)",
+    {4096, 1, 1}, {1024, 1, 1}, 38, 0, 18.962963, 606.814819, 96};
+const KernelSpec kNll{
+    "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float,"
+    " long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
+    {1, 1, 1}, {32, 1, 1}, 30, 2048, 0.009259, 0.009259, 0};
+const KernelSpec kSoftmaxBwd{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, at::"
+    "native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float "
+    "const*, long)",
+    {4096, 1, 1}, {1024, 1, 1}, 32, 0, 18.962963, 606.814819, 95};
+const KernelSpec kNllBwd{
+    "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>"
+    "(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
+    {1, 1, 1}, {32, 1, 1}, 24, 0, 0.009259, 0.009259, 0};
+const KernelSpec kAdam{
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+    "namespace)::TensorListMetadata<5>, at::native::(anonymous namespace)::FusedAdamMathFunctor<"
+    "float, 5, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double,"
+    " bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<5>, at::"
+    "native::(anonymous namespace)::FusedAdamMathFunctor<float, 5, (at::native::ADAM_MODE)1, "
+    "false>, double*, double, double, double, double, double, bool, double*, double*)",
+    {320, 1, 1}, {512, 1, 1}, 72, 0, 2.962963, 47.407406, 45};
+const KernelSpec kNccl{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                       {24, 1, 1}, {512, 1, 1}, 96, 103808, 0.222222, 3.555556, 2};
+
+// ROCm (MI300X, hipBLASLt / ATen / RCCL names). Elementwise kernels keep the ATen names.
+const KernelSpec kRocmGemm{
+    "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_"
+    "AFEM1_ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_ELFLR0_EMLLn1_FDSI0_GRPM1_GRVWA8_GRVWB8_"
+    "GSUAMB_GLS0_ISA942_IU1_K1_LBSPPA2048_LBSPPB2048_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV0_"
+    "MIWT8_8_MO40_NTn1_NTA0_NTB0_NTC0_NTD4_NTM0_NEPBS16_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA1_SIA3_SS1"
+    "_SPO0_SRVW0_SSO0_SVW8_SK3_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA8_VWB8_WSGRA0"
+    "_WSGRB0_WS64_WG32_8_1",
+    {256, 1, 1}, {256, 1, 1}, -1, -1, -1, -1, -1};
+const KernelSpec kRocmNccl{"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+                           {8, 1, 1}, {256, 1, 1}, -1, -1, -1, -1, -1};
+
+const KernelSet kCudaBf16{&kGemmBf16, &kGemmBf16Nn, &kGemmBf16Nt, &kLayerNorm,
+                          &kLayerNormBwdInput, &kLayerNormBwdGamma, &kGelu, &kGeluBwd, &kAdd,
+                          &kMul, &kTiny, &kSoftmax, &kNll, &kSoftmaxBwd, &kNllBwd, &kAdam, &kNccl,
+                          "Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pageable -> Device)",
+                          "Memcpy DtoH (Device -> Pinned)", "Memcpy DtoH (Device -> Pageable)"};
+const KernelSet kCudaFp32{&kSgemm, &kSgemmNn, &kSgemmNt, &kLayerNorm, &kLayerNormBwdInput,
+                          &kLayerNormBwdGamma, &kGelu, &kGeluBwd, &kAdd, &kMul, &kTiny, &kSoftmax,
+                          &kNll, &kSoftmaxBwd, &kNllBwd, &kAdam, &kNccl,
+                          "Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pageable -> Device)",
+                          "Memcpy DtoH (Device -> Pinned)", "Memcpy DtoH (Device -> Pageable)"};
+const KernelSet kRocm{&kRocmGemm, &kRocmGemm, &kRocmGemm, &kLayerNorm, &kLayerNormBwdInput,
+                      &kLayerNormBwdGamma, &kGelu, &kGeluBwd, &kAdd, &kMul, &kTiny, &kSoftmax,
+                      &kNll, &kSoftmaxBwd, &kNllBwd, &kAdam, &kRocmNccl,
+                      "Memcpy HtoD (Host -> Device)", "Memcpy HtoD (Host -> Device)",
+                      "Memcpy DtoH (Device -> Host)", "Memcpy DtoH (Device -> Host)"};
+
+}  // namespace
+
+const KernelSet& kernels_for(Platform p, bool tensor_cores) {
+  if (p == Platform::Rocm) return kRocm;
+  return tensor_cores ? kCudaBf16 : kCudaFp32;
+}
+
+}  // namespace stepscope::tracegen

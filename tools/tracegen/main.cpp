@@ -1,0 +1,136 @@
+// stepscope-tracegen: write synthetic Kineto traces of a named scenario plus ground truth.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tracegen.hpp"
+
+namespace tg = stepscope::tracegen;
+
+namespace {
+
+// Options bind to a scratch Params; only those given on the command line are copied over the
+// scenario preset, so a preset's own values survive unless overridden.
+class Overrides {
+ public:
+  template <typename T>
+  void add(CLI::App& app, const std::string& flag, T tg::Params::*field, const std::string& help) {
+    CLI::Option* opt = app.add_option(flag, scratch_.*field, help);
+    copies_.push_back([opt, field, this](tg::Params& p) {
+      if (opt->count() > 0) p.*field = scratch_.*field;
+    });
+  }
+  void add_flag(CLI::App& app, const std::string& flag, bool tg::Params::*field,
+                const std::string& help) {
+    CLI::Option* opt = app.add_flag(flag, scratch_.*field, help);
+    copies_.push_back([opt, field, this](tg::Params& p) {
+      if (opt->count() > 0) p.*field = scratch_.*field;
+    });
+  }
+  void apply(tg::Params& p) const {
+    for (const auto& c : copies_) c(p);
+  }
+
+ private:
+  tg::Params scratch_;
+  std::vector<std::function<void(tg::Params&)>> copies_;
+};
+
+void add_options(CLI::App& app, Overrides& o) {
+  o.add(app, "--ranks", &tg::Params::ranks, "number of ranks (one trace file each)");
+  o.add(app, "--steps", &tg::Params::steps, "profiled steps per rank");
+  o.add(app, "--first-step", &tg::Params::first_step, "N of the first ProfilerStep#N");
+  o.add(app, "--seed", &tg::Params::seed, "random seed (same seed, same bytes)");
+  o.add(app, "--jitter", &tg::Params::jitter, "relative standard deviation of durations");
+  o.add(app, "--gpu-name", &tg::Params::gpu_name, "deviceProperties name");
+  o.add(app, "--layers", &tg::Params::layers, "model blocks");
+  o.add(app, "--gemm-us", &tg::Params::gemm_us, "forward GEMM kernel time");
+  o.add(app, "--eltwise-us", &tg::Params::eltwise_us, "elementwise kernel time");
+  o.add(app, "--norm-us", &tg::Params::norm_us, "layer-norm kernel time");
+  o.add(app, "--extra-eltwise", &tg::Params::extra_eltwise, "extra elementwise ops per block");
+  o.add(app, "--tiny-ops", &tg::Params::tiny_ops, "extra tiny ops per block");
+  o.add(app, "--tiny-us", &tg::Params::tiny_us, "tiny kernel time");
+  o.add(app, "--tensor-cores", &tg::Params::tensor_cores, "bf16 tensor-core GEMMs (1) or fp32 sgemm (0)");
+  o.add(app, "--bwd-factor", &tg::Params::bwd_factor, "backward GEMM work relative to forward");
+  o.add(app, "--opt-kernels", &tg::Params::opt_kernels, "optimizer kernels per step");
+  o.add(app, "--opt-us", &tg::Params::opt_us, "optimizer kernel time");
+  o.add(app, "--op-us", &tg::Params::op_us, "host time of an op outside its launches");
+  o.add(app, "--launch-us", &tg::Params::launch_us, "kernel launch call time");
+  o.add(app, "--num-workers", &tg::Params::num_workers, "DataLoader workers (0: main thread)");
+  o.add(app, "--fetch-us", &tg::Params::fetch_us, "DataLoader __next__ time");
+  o.add(app, "--stall-every", &tg::Params::stall_every, "every N-th step the loader stalls");
+  o.add(app, "--stall-us", &tg::Params::stall_us, "loader stall time");
+  o.add(app, "--epoch-steps", &tg::Params::epoch_steps, "steps per epoch");
+  o.add(app, "--epoch-stall-us", &tg::Params::epoch_stall_us, "first fetch of an epoch");
+  o.add(app, "--batch-mb", &tg::Params::batch_mb, "batch size copied to the GPU (MB)");
+  o.add(app, "--pinned", &tg::Params::pinned, "pinned (1) or pageable (0) host memory");
+  o.add(app, "--h2d-gbps", &tg::Params::h2d_gbps, "host-to-device bandwidth");
+  o.add(app, "--mid-sync", &tg::Params::mid_sync, "loss.item() after forward (1/0)");
+  o.add(app, "--sync-gap-us", &tg::Params::sync_gap_us, "host work after the mid-step sync");
+  o.add(app, "--buckets", &tg::Params::buckets, "DDP gradient buckets");
+  o.add(app, "--grad-mb", &tg::Params::grad_mb, "gradient bytes all-reduced per step (MB)");
+  o.add(app, "--busbw-gbps", &tg::Params::busbw_gbps, "all-reduce bus bandwidth");
+  o.add(app, "--overlap", &tg::Params::overlap, "all-reduce overlapped with backward (1/0)");
+  o.add(app, "--straggler-rank", &tg::Params::straggler_rank, "slow rank (-1: none)");
+  o.add(app, "--straggler-factor", &tg::Params::straggler_factor, "slow rank's compute factor");
+  o.add(app, "--ckpt-every", &tg::Params::ckpt_every, "checkpoint every K steps (0: never)");
+  o.add(app, "--ckpt-us", &tg::Params::ckpt_us, "checkpoint serialisation time");
+  o.add(app, "--ckpt-mb", &tg::Params::ckpt_mb, "weights copied to host per checkpoint (MB)");
+  o.add_flag(app, "--gzip", &tg::Params::gzip, "write .json.gz");
+}
+
+void list_scenarios() {
+  for (const auto& s : tg::scenarios()) std::printf("%-18s %s\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stepscope-tracegen: synthetic Kineto traces with ground truth"};
+  std::string scenario = "healthy", out_dir;
+  bool list = false;
+  app.add_option("-s,--scenario", scenario, "scenario preset (see --list)");
+  app.add_option("-o,--out", out_dir, "output directory");
+  app.add_flag("--list", list, "list the scenarios and exit");
+  Overrides overrides;
+  add_options(app, overrides);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "stepscope-tracegen: %s\n", e.what());
+    return 2;
+  }
+  if (list) {
+    list_scenarios();
+    return 0;
+  }
+  tg::Params p;
+  if (!tg::apply_scenario(scenario, p)) {
+    std::fprintf(stderr, "stepscope-tracegen: unknown scenario '%s' (see --list)\n",
+                 scenario.c_str());
+    return 2;
+  }
+  overrides.apply(p);
+  if (out_dir.empty()) {
+    std::fprintf(stderr, "stepscope-tracegen: --out DIR is required\n");
+    return 2;
+  }
+  if (auto why = tg::validate(p); !why.empty()) {
+    std::fprintf(stderr, "stepscope-tracegen: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    const auto r = tg::generate(p, out_dir);
+    std::printf("%s: %zu trace file(s), %.1f MB uncompressed, ground truth %s\n", p.scenario.c_str(),
+                r.files.size(), static_cast<double>(r.bytes_written) / 1e6, r.ground_truth.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stepscope-tracegen: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,449 @@
+#include "model.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "kernels.hpp"
+#include "rng.hpp"
+
+namespace stepscope::tracegen {
+namespace {
+
+constexpr std::string_view kLoaderWorkers =
+    "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+constexpr std::string_view kLoaderMain =
+    "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+// Events hold string_views; the few composed names live here for the whole run (node-based
+// set: references stay valid as it grows).
+std::string_view intern(std::string s) {
+  static std::unordered_set<std::string> names;
+  return *names.insert(std::move(s)).first;
+}
+
+class StepRecipe {
+ public:
+  StepRecipe(const StepContext& ctx, std::vector<Event>& out, Counters& ids)
+      : c_(ctx),
+        p_(*ctx.p),
+        gpu_(p_.platform != Platform::Cpu),
+        k_(kernels_for(p_.platform, p_.tensor_cores)),
+        b_(p_.platform, out, ids),
+        out_(out),
+        ids_(ids),
+        rng_(p_.seed, static_cast<std::uint64_t>(ctx.rank), static_cast<std::uint64_t>(ctx.index),
+             1),
+        cs_(compute_stream(p_.platform)),
+        ms_(comm_stream(p_.platform)) {
+    speed_ = std::max(0.5, 1.0 + p_.jitter * rng_.normal());
+    if (ctx.rank == p_.straggler_rank) speed_ *= p_.straggler_factor;
+    comm_ = gpu_ && has_collectives(p_);
+    backward_thread_ = gpu_ ? kAutogradThread : kMainThread;
+  }
+
+  StepResult run() {
+    StepResult r;
+    const int number = p_.first_step + c_.index;
+    b_.set_now(kMainThread, c_.start);
+    r.profiler_step = b_.open(kMainThread, EvType::UserAnnotation, "ProfilerStep#");
+    out_[r.profiler_step].step_number = number;
+    host(kMainThread, 6);
+    fetch_batch(number);
+    if (gpu_) copy_batch();
+    zero_grad();
+    forward();
+    if (p_.mid_sync) mid_step_sync();
+    backward(r);
+    if (comm_ && !p_.overlap) allreduce_after_backward(r);
+    optimizer_step();
+    loss_item();
+    if (p_.ckpt_every > 0 && number % p_.ckpt_every == 0) checkpoint();
+    host(kMainThread, 5);
+    b_.close(kMainThread);
+    r.host_end = out_[r.profiler_step].end();
+    r.window_end = r.host_end;
+    if (gpu_) r.window_end = std::max(r.window_end, add_gpu_step_annotation(r.profiler_step));
+    return r;
+  }
+
+ private:
+  // ---- timing helpers ----
+  ns_t host_ns(double us) { return rng_.vary(us * 1000.0, p_.jitter); }
+  void host(int th, double us) { b_.work(th, host_ns(us)); }
+  ns_t gpu_ns(double us) { return rng_.vary(us * 1000.0 * speed_, p_.jitter / 2); }
+  ns_t launch_ns() { return host_ns(p_.launch_us); }
+
+  void open_op(int th, std::string_view name, double lead_us = 1.0) {
+    b_.open(th, EvType::CpuOp, name);
+    host(th, lead_us);
+  }
+  void open_annotation(int th, std::string_view name, double lead_us = 2.0) {
+    b_.open(th, EvType::UserAnnotation, name);
+    host(th, lead_us);
+  }
+  void close(int th, double tail_us = 1.0) {
+    host(th, tail_us);
+    b_.close(th);
+  }
+
+  // An aten op that runs one kernel on GPU platforms, or does the work itself on the CPU.
+  void kernel_op(int th, std::string_view op, std::string_view inner, const KernelSpec& k,
+                 double gpu_us, bool ext_api = false) {
+    open_op(th, op, p_.op_us * 0.3);
+    if (!inner.empty()) open_op(th, inner, p_.op_us * 0.3);
+    if (gpu_) {
+      b_.launch_kernel(th, k, GpuClass::Compute, cs_, gpu_ns(gpu_us), launch_ns(), 0, ext_api);
+    } else {
+      b_.work(th, gpu_ns(gpu_us));
+    }
+    if (!inner.empty()) close(th, p_.op_us * 0.2);
+    close(th, p_.op_us * 0.2);
+  }
+
+  // ---- step phases ----
+  void fetch_batch(int number) {
+    double wait = p_.fetch_us;
+    if (p_.stall_every > 0 && number % p_.stall_every == 0) wait = p_.stall_us;
+    if (p_.epoch_steps > 0 && number % p_.epoch_steps == 0) wait = p_.epoch_stall_us;
+    const bool workers = p_.num_workers > 0;
+    open_annotation(kMainThread, workers ? kLoaderWorkers : kLoaderMain, 3);
+    if (workers) {
+      host(kMainThread, wait);
+    } else {
+      // Single-process loading: Python transforms (no ops recorded), then the collate.
+      host(kMainThread, wait * 0.9);
+      for (int i = 0; i < 2; ++i) {
+        open_op(kMainThread, "aten::stack", 2);
+        open_op(kMainThread, "aten::cat", 2);
+        host(kMainThread, wait * 0.05);
+        close(kMainThread);
+        close(kMainThread);
+      }
+    }
+    close(kMainThread, 2);
+  }
+
+  void copy_batch() {
+    const double bytes = p_.batch_mb * 1e6;
+    copy_tensor(static_cast<std::int64_t>(bytes), p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
+    copy_tensor(static_cast<std::int64_t>(std::max(64.0, bytes / 1024)),
+                p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
+  }
+
+  void copy_tensor(std::int64_t bytes, std::string_view name) {
+    open_op(kMainThread, "aten::to", 2);
+    open_op(kMainThread, "aten::_to_copy", 2);
+    open_op(kMainThread, "aten::empty_strided", 2);
+    close(kMainThread);
+    open_op(kMainThread, "aten::copy_", 2);
+    const ns_t dur = rng_.vary(static_cast<double>(bytes) / p_.h2d_gbps, p_.jitter / 2) + 1'500;
+    const bool pageable = !p_.pinned;
+    b_.copy(kMainThread, GpuClass::HtoD, name, bytes, dur, cs_, false, pageable, host_ns(7));
+    close(kMainThread);
+    close(kMainThread);
+    close(kMainThread);
+  }
+
+  void zero_grad() {
+    open_annotation(kMainThread, "Optimizer.zero_grad#AdamW.zero_grad", 10);
+    close(kMainThread, 10);
+  }
+
+  void forward() {
+    open_annotation(kMainThread, "## forward ##", 4);
+    if (p_.ranks > 1) open_annotation(kMainThread, "DistributedDataParallel.forward", 20);
+    flows_.assign(static_cast<std::size_t>(p_.layers) * 2, -1);
+    for (int l = 0; l < p_.layers; ++l) forward_layer(l);
+    open_op(kMainThread, "aten::cross_entropy_loss", 3);
+    kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
+              p_.eltwise_us * 2);
+    kernel_op(kMainThread, "aten::nll_loss_nd", "aten::nll_loss_forward", *k_.nll_fwd, 4);
+    close(kMainThread, 2);
+    if (p_.ranks > 1) close(kMainThread, 4);
+    close(kMainThread, 2);
+  }
+
+  void linear(int th, int slot) {
+    const std::size_t op = b_.open(th, EvType::CpuOp, "aten::linear");
+    out_[op].seq = ids_.seq++;
+    out_[op].fwd_tid = 0;
+    out_[op].flow_out = flows_[static_cast<std::size_t>(slot)] = ids_.flow++;
+    host(th, p_.op_us * 0.2);
+    open_op(th, "aten::t", 1);
+    close(th, 1);
+    kernel_op(th, "aten::addmm", "", *k_.gemm_fwd, p_.gemm_us, true);
+    close(th, 1);
+  }
+
+  void forward_layer(int l) {
+    const int th = kMainThread;
+    linear(th, 2 * l);
+    kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
+    kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us);
+    linear(th, 2 * l + 1);
+    kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
+    for (int i = 0; i < p_.extra_eltwise; ++i)
+      kernel_op(th, "aten::mul", "", *k_.mul, p_.eltwise_us);
+    for (int i = 0; i < p_.tiny_ops; ++i) kernel_op(th, "aten::mul", "", *k_.tiny, p_.tiny_us);
+  }
+
+  // loss.item() then host-side logging: drains the GPU queue mid-step.
+  void mid_step_sync() {
+    item();
+    b_.work(kMainThread, host_ns(p_.sync_gap_us));
+  }
+
+  void item() {
+    open_op(kMainThread, "aten::item", 2);
+    open_op(kMainThread, "aten::_local_scalar_dense", 2);
+    if (gpu_) {
+      const bool rocm = p_.platform == Platform::Rocm;
+      b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_item, 4, 1'800, cs_, rocm, false, host_ns(6));
+      if (!rocm) b_.sync(kMainThread, cs_, host_ns(3));
+    }
+    close(kMainThread, 2);
+    close(kMainThread, 2);
+  }
+
+  void backward(StepResult& r) {
+    const int th = backward_thread_;
+    if (th != kMainThread) b_.set_now(th, b_.now(kMainThread) + host_ns(25));
+    evaluate(th, "NllLossBackward0", "aten::nll_loss_backward", *k_.nll_bwd, 4, -1);
+    evaluate(th, "LogSoftmaxBackward0", "aten::_log_softmax_backward_data", *k_.softmax_bwd,
+             p_.eltwise_us * 2, -1);
+    const int per_bucket = std::max(1, (p_.layers + p_.buckets - 1) / std::max(1, p_.buckets));
+    int bucket = 0;
+    for (int l = p_.layers - 1; l >= 0; --l) {
+      backward_layer(th, l);
+      const bool boundary = (p_.layers - l) % per_bucket == 0 || l == 0;
+      if (comm_ && p_.overlap && boundary) allreduce(th, bucket++, r);
+    }
+    if (th != kMainThread) {
+      // loss.backward() returns on the main thread once the engine is done.
+      b_.set_now(kMainThread, std::max(b_.now(kMainThread), b_.now(th)) + host_ns(15));
+    }
+  }
+
+  void evaluate(int th, std::string_view fn, std::string_view op, const KernelSpec& k, double us,
+                std::int64_t flow_in) {
+    const std::size_t ev =
+        b_.open(th, EvType::CpuOp, intern("autograd::engine::evaluate_function: " + std::string(fn)));
+    out_[ev].flow_in = flow_in;
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
+    open_op(th, fn, 1);
+    kernel_op(th, op, "", k, us);
+    close(th, 1);
+    close(th, 2);
+  }
+
+  void accumulate_grad(int th) {
+    b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+    host(th, 2);
+    open_op(th, "torch::autograd::AccumulateGrad", 3);
+    open_op(th, "aten::detach", 2);
+    close(th, 1);
+    close(th, 2);
+    close(th, 1);
+  }
+
+  void addmm_backward(int th, int slot) {
+    const std::size_t ev =
+        b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: AddmmBackward0");
+    out_[ev].flow_in = flows_[static_cast<std::size_t>(slot)];
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
+    open_op(th, "AddmmBackward0", 2);
+    const double half = p_.gemm_us * p_.bwd_factor / 2;
+    kernel_op(th, "aten::mm", "", *k_.gemm_dgrad, half, true);
+    kernel_op(th, "aten::mm", "", *k_.gemm_wgrad, half, true);
+    close(th, 1);
+    close(th, 2);
+    accumulate_grad(th);
+  }
+
+  void backward_layer(int th, int l) {
+    for (int i = 0; i < p_.tiny_ops; ++i)
+      evaluate(th, "MulBackward0", "aten::mul", *k_.tiny, p_.tiny_us, -1);
+    for (int i = 0; i < p_.extra_eltwise; ++i)
+      evaluate(th, "MulBackward0", "aten::mul", *k_.mul, p_.eltwise_us * 2, -1);
+    b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: AddBackward0");
+    host(th, 4);
+    close(th, 1);
+    addmm_backward(th, 2 * l + 1);
+    evaluate(th, "GeluBackward0", "aten::gelu_backward", *k_.gelu_bwd, p_.eltwise_us * 1.5, -1);
+    layer_norm_backward(th);
+    addmm_backward(th, 2 * l);
+  }
+
+  void layer_norm_backward(int th) {
+    const std::size_t ev = b_.open(
+        th, EvType::CpuOp, "autograd::engine::evaluate_function: NativeLayerNormBackward0");
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
+    open_op(th, "NativeLayerNormBackward0", 1);
+    open_op(th, "aten::native_layer_norm_backward", p_.op_us * 0.3);
+    if (gpu_) {
+      b_.launch_kernel(th, *k_.norm_bwd_input, GpuClass::Compute, cs_, gpu_ns(p_.norm_us * 1.4),
+                       launch_ns());
+      b_.launch_kernel(th, *k_.norm_bwd_gamma, GpuClass::Compute, cs_, gpu_ns(p_.norm_us * 0.8),
+                       launch_ns());
+    } else {
+      b_.work(th, gpu_ns(p_.norm_us * 2.2));
+    }
+    close(th, p_.op_us * 0.2);
+    close(th, 1);
+    close(th, 2);
+    accumulate_grad(th);
+  }
+
+  // One DDP bucket: record_param_comms + nccl:all_reduce, the kernel on the NCCL stream after
+  // the gradients it reduces are ready on the compute stream.
+  void allreduce(int th, int bucket, StepResult& r) {
+    const auto nelems = static_cast<std::int64_t>(p_.grad_mb * 1e6 / 4 / std::max(1, p_.buckets));
+    const std::size_t rpc = b_.open(th, EvType::CpuOp, "record_param_comms");
+    out_[rpc].comm_nelems = nelems;
+    host(th, 6);
+    open_annotation(th, "nccl:all_reduce", 4);
+    const ns_t grads_ready = b_.stream_free(cs_);
+    const ns_t dur = allreduce_duration(p_, c_.index, bucket);
+    const std::size_t k = b_.launch_kernel(th, *k_.allreduce, GpuClass::Comm, ms_, dur,
+                                           host_ns(9), grads_ready);
+    out_[k].comm_nelems = nelems;
+    const Event& rt = out_[static_cast<std::size_t>(out_[k].partner)];
+    const ns_t arrival = std::max(rt.end() - rt.dur / 5, grads_ready);
+    r.arrivals.push_back(arrival);
+    if (c_.collective_end) agree_on_collective_end(k, bucket, arrival);
+    close(th, 3);
+    close(th, 3);
+  }
+
+  // Every rank's kernel ends when the last rank has arrived plus the transfer time.
+  void agree_on_collective_end(std::size_t k, int bucket, ns_t arrival) {
+    const auto& ends = *c_.collective_end;
+    if (static_cast<std::size_t>(bucket) >= ends.size())
+      throw std::logic_error("tracegen: collective schedule has too few buckets");
+    const ns_t prev = bucket > 0 ? ends[static_cast<std::size_t>(bucket - 1)] : 0;
+    Event& e = out_[k];
+    e.ts = std::max(arrival, prev);
+    e.dur = ends[static_cast<std::size_t>(bucket)] - e.ts;
+    if (e.dur <= 0) throw std::logic_error("tracegen: collective ends before it starts");
+    b_.set_stream_free(ms_, e.end());
+  }
+
+  void allreduce_after_backward(StepResult& r) {
+    for (int b = 0; b < p_.buckets; ++b) allreduce(kMainThread, b, r);
+  }
+
+  void optimizer_step() {
+    ns_t not_before = 0;
+    if (comm_) {
+      // The optimizer's stream waits for the last all-reduce.
+      const Api& api = api_for(p_.platform);
+      b_.runtime(kMainThread, api.wait_event, api.wait_event_id, host_ns(4));
+      not_before = b_.stream_free(ms_);
+    }
+    open_annotation(kMainThread, "Optimizer.step#AdamW.step", 30);
+    for (int i = 0; i < p_.opt_kernels; ++i) {
+      open_op(kMainThread, "aten::_fused_adamw_", p_.op_us * 0.5);
+      if (gpu_) {
+        b_.launch_kernel(kMainThread, *k_.adam, GpuClass::Compute, cs_, gpu_ns(p_.opt_us),
+                         launch_ns(), not_before);
+      } else {
+        b_.work(kMainThread, gpu_ns(p_.opt_us));
+      }
+      close(kMainThread, p_.op_us * 0.3);
+    }
+    close(kMainThread, 8);
+  }
+
+  void loss_item() { item(); }
+
+  // torch.save of the weights: copy them to host memory, then serialise (no ops recorded).
+  void checkpoint() {
+    open_annotation(kMainThread, "checkpoint", 20);
+    if (gpu_ && p_.ckpt_mb > 0) {
+      constexpr int kChunks = 4;
+      const double bytes = p_.ckpt_mb * 1e6 / kChunks;
+      for (int i = 0; i < kChunks; ++i) {
+        open_op(kMainThread, "aten::to", 2);
+        open_op(kMainThread, "aten::_to_copy", 2);
+        open_op(kMainThread, "aten::copy_", 2);
+        const ns_t dur = rng_.vary(bytes / 12.0, p_.jitter / 2);
+        b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_pageable, static_cast<std::int64_t>(bytes),
+                dur, cs_, true, true, host_ns(8));
+        close(kMainThread);
+        close(kMainThread);
+        close(kMainThread);
+      }
+    }
+    host(kMainThread, p_.ckpt_us);
+    close(kMainThread, 10);
+  }
+
+  // The ProfilerStep range as the GPU sees it: first to last activity of the step.
+  ns_t add_gpu_step_annotation(std::size_t step_ev) {
+    ns_t first = -1, last = 0;
+    for (const Event& e : out_) {
+      if (!e.on_gpu()) continue;
+      first = first < 0 ? e.ts : std::min(first, e.ts);
+      last = std::max(last, e.end());
+    }
+    if (first < 0) return 0;
+    Event g;
+    g.type = EvType::GpuAnnotation;
+    g.name = out_[step_ev].name;
+    g.step_number = out_[step_ev].step_number;
+    g.thread = cs_;
+    g.ts = first;
+    g.dur = last - first;
+    g.ext_id = out_[step_ev].ext_id;
+    g.role = HostRole::Marker;
+    out_.push_back(g);
+    return last;
+  }
+
+  const StepContext& c_;
+  const Params& p_;
+  bool gpu_;
+  const KernelSet& k_;
+  StepBuilder b_;
+  std::vector<Event>& out_;
+  Counters& ids_;
+  Rng rng_;
+  int cs_, ms_;
+  double speed_ = 1.0;
+  bool comm_ = false;
+  int backward_thread_ = kMainThread;
+  std::vector<std::int64_t> flows_;
+};
+
+}  // namespace
+
+int compute_stream(Platform p) { return p == Platform::Rocm ? 0 : 7; }
+int comm_stream(Platform p) { return p == Platform::Rocm ? 4 : 14; }
+
+bool has_collectives(const Params& p) { return p.ranks > 1 && p.buckets > 0; }
+
+ns_t allreduce_duration(const Params& p, int index, int bucket) {
+  // Ring all-reduce moves 2(n-1)/n of the buffer through the slowest link; same on every rank.
+  Rng rng(p.seed, 0x636f6d6dULL, static_cast<std::uint64_t>(index),
+          static_cast<std::uint64_t>(bucket));
+  const double n = std::max(2, p.ranks);
+  const double bytes = p.grad_mb * 1e6 / std::max(1, p.buckets);
+  const double ns = bytes * 2.0 * (n - 1) / n / p.busbw_gbps + 25'000;
+  return rng.vary(ns, p.jitter / 2);
+}
+
+StepResult build_step(const StepContext& ctx, std::vector<Event>& out, Counters& ids) {
+  out.clear();
+  out.reserve(4096);
+  StepRecipe recipe(ctx, out, ids);
+  return recipe.run();
+}
+
+}  // namespace stepscope::tracegen

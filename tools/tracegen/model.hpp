@@ -1,0 +1,33 @@
+// One training step of the synthetic job, laid out as host and GPU intervals.
+#pragma once
+
+#include <vector>
+
+#include "schedule.hpp"
+
+namespace stepscope::tracegen {
+
+struct StepContext {
+  const Params* p = nullptr;
+  int rank = 0;
+  int index = 0;  // 0-based step index in the trace
+  ns_t start = 0;  // ProfilerStep start on the host
+  // End of each bucket's all-reduce agreed by all ranks; null: this rank alone decides.
+  const std::vector<ns_t>* collective_end = nullptr;
+};
+
+struct StepResult {
+  ns_t host_end = 0;      // ProfilerStep end
+  ns_t window_end = 0;    // max(host end, end of the last GPU activity launched in the step)
+  std::size_t profiler_step = 0;  // index of the ProfilerStep event
+  std::vector<ns_t> arrivals;     // per bucket: when this rank's all-reduce could start
+};
+
+int compute_stream(Platform p);
+int comm_stream(Platform p);
+bool has_collectives(const Params& p);
+ns_t allreduce_duration(const Params& p, int index, int bucket);
+
+StepResult build_step(const StepContext& ctx, std::vector<Event>& out, Counters& ids);
+
+}  // namespace stepscope::tracegen

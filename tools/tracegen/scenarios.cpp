@@ -1,0 +1,212 @@
+// The named presets. Each starts from the defaults (a 16-block bf16 model on one A100, ~47 ms of
+// GPU work per step, fed in time) and changes only what makes its bottleneck.
+#include <string>
+
+#include "tracegen.hpp"
+
+namespace stepscope::tracegen {
+namespace {
+
+void healthy(Params& p) {
+  p.ranks = 2;
+  p.expected_verdict = "gpu-bound";
+  p.description = "GPU-bound DDP: compute >= 90% of every step, all-reduce hidden under backward";
+}
+
+void input_bound(Params& p) {
+  p.num_workers = 0;
+  p.fetch_us = 70'000;
+  p.expected_verdict = "input-bound";
+  p.description = "DataLoader(num_workers=0): each batch is loaded on the main thread (70 ms) "
+                  "while the GPU waits; loading takes longer than the compute";
+}
+
+void loader_stall(Params& p) {
+  p.num_workers = 2;
+  p.stall_every = 4;
+  p.stall_us = 60'000;
+  p.expected_verdict = "input-bound";
+  p.description = "2 loader workers with shallow prefetch: every 4th step waits 60 ms for a batch";
+}
+
+void epoch_stall(Params& p) {
+  p.steps = 10;
+  p.epoch_steps = 5;
+  p.epoch_stall_us = 400'000;
+  p.expected_verdict = "input-bound";
+  p.description = "persistent_workers=False: workers respawn at each epoch start (every 5 steps), "
+                  "the first batch of the epoch waits 400 ms";
+}
+
+void pageable_copy(Params& p) {
+  p.layers = 12;
+  p.pinned = false;
+  p.batch_mb = 96;
+  p.h2d_gbps = 5;
+  p.expected_verdict = "copy-bound";
+  p.description = "96 MB batch copied from pageable memory (pin_memory=False) at ~5 GB/s on the "
+                  "critical path; the host blocks in cudaMemcpyAsync";
+}
+
+void sync_stall(Params& p) {
+  p.layers = 12;
+  p.mid_sync = true;
+  p.sync_gap_us = 20'000;
+  p.expected_verdict = "sync-bound";
+  p.description = "loss.item() after forward drains the GPU queue, then 20 ms of host-side "
+                  "logging run while the GPU has nothing queued";
+}
+
+void launch_bound(Params& p) {
+  p.gemm_us = 30;
+  p.eltwise_us = 4;
+  p.norm_us = 5;
+  p.opt_us = 20;
+  p.tiny_ops = 40;
+  p.tiny_us = 2.0;
+  p.op_us = 14;
+  p.launch_us = 7;
+  p.batch_mb = 1;
+  p.expected_verdict = "host/launch-bound";
+  p.description = "small model, thousands of 2 us kernels: the GPU idles between launches";
+}
+
+void comms_bound(Params& p) {
+  p.ranks = 4;
+  p.overlap = false;
+  p.grad_mb = 600;
+  p.busbw_gbps = 12;
+  p.expected_verdict = "comms-bound";
+  p.description = "600 MB of fp32 gradients all-reduced after backward (no overlap) over a "
+                  "12 GB/s link: the exposed all-reduce dominates the step";
+}
+
+void straggler(Params& p) {
+  p.ranks = 4;
+  p.straggler_rank = 2;
+  p.straggler_factor = 1.3;
+  p.expected_verdict = "straggler";
+  p.description = "rank 2 computes 30% slower; the other ranks wait for it inside the all-reduce";
+}
+
+void checkpoint(Params& p) {
+  p.ckpt_every = 4;
+  p.ckpt_us = 150'000;
+  p.ckpt_mb = 400;
+  p.expected_verdict = "side-work";
+  p.description = "torch.save every 4 steps: 400 MB copied to host then 150 ms of serialisation";
+}
+
+void memory_bound(Params& p) {
+  p.gemm_us = 150;
+  p.eltwise_us = 120;
+  p.norm_us = 150;
+  p.extra_eltwise = 6;
+  p.expected_verdict = "gpu-bound";
+  p.description = "elementwise and normalisation kernels dominate GPU time (unfused, "
+                  "memory-bandwidth bound); GEMMs are a small share";
+}
+
+void no_tensor_cores(Params& p) {
+  p.tensor_cores = false;
+  p.gemm_us = 1400;
+  p.expected_verdict = "gpu-bound";
+  p.description = "fp32 training: GEMMs run as SIMT sgemm kernels (~3x slower) where bf16 "
+                  "autocast would use tensor cores";
+}
+
+void cpu_common(Params& p) {
+  p.platform = Platform::Cpu;
+  p.gpu_name.clear();
+  p.layers = 4;
+  p.gemm_us = 2'500;
+  p.eltwise_us = 200;
+  p.norm_us = 300;
+  p.opt_kernels = 4;
+  p.opt_us = 800;
+}
+
+void cpu_input_bound(Params& p) {
+  cpu_common(p);
+  p.num_workers = 0;
+  p.fetch_us = 80'000;
+  p.expected_verdict = "input-bound";
+  p.description = "CPU-only training, DataLoader(num_workers=0) with a slow transform: the batch "
+                  "load is longer than forward+backward";
+}
+
+void cpu_compute_bound(Params& p) {
+  cpu_common(p);
+  p.gemm_us = 25'000;
+  p.num_workers = 2;
+  p.fetch_us = 200;
+  p.expected_verdict = "gpu-bound";
+  p.description = "CPU-only training of a large MLP: the model's own ops take the whole step "
+                  "(the compute bound; no GPU)";
+}
+
+void rocm_common(Params& p) {
+  p.platform = Platform::Rocm;
+  p.gpu_name = "AMD Instinct MI300X";
+}
+
+void rocm_healthy(Params& p) {
+  healthy(p);
+  rocm_common(p);
+  p.description = "ROCm (MI300X, HIP/RCCL names): GPU-bound DDP, all-reduce overlapped";
+}
+
+void rocm_input_bound(Params& p) {
+  input_bound(p);
+  rocm_common(p);
+  p.description = "ROCm (MI300X, HIP names): DataLoader(num_workers=0) starves the GPU";
+}
+
+const std::vector<Scenario> kScenarios = {
+    {"healthy", "GPU-bound, compute >= 90%, comm overlapped", healthy},
+    {"input-bound", "num_workers=0, batch fetch longer than compute", input_bound},
+    {"loader-stall", "every N-th step waits for the loader", loader_stall},
+    {"epoch-stall", "worker respawn at each epoch start", epoch_stall},
+    {"pageable-copy", "large HtoD copies from pageable memory", pageable_copy},
+    {"sync-stall", ".item() mid-step drains the GPU queue", sync_stall},
+    {"launch-bound", "thousands of tiny kernels, launch gaps", launch_bound},
+    {"comms-bound", "all-reduce not overlapped with backward", comms_bound},
+    {"straggler", "one rank 30% slower, others wait in the collective", straggler},
+    {"checkpoint", "torch.save side work every K steps", checkpoint},
+    {"memory-bound", "elementwise/normalisation kernels dominate", memory_bound},
+    {"no-tensor-cores", "fp32 sgemm kernels where bf16 would apply", no_tensor_cores},
+    {"cpu-input-bound", "CPU-only trace, input-bound", cpu_input_bound},
+    {"cpu-compute-bound", "CPU-only trace, compute-bound", cpu_compute_bound},
+    {"rocm-healthy", "ROCm names, GPU-bound", rocm_healthy},
+    {"rocm-input-bound", "ROCm names, input-bound", rocm_input_bound},
+};
+
+}  // namespace
+
+const char* platform_name(Platform p) {
+  switch (p) {
+    case Platform::Cuda: return "cuda";
+    case Platform::Rocm: return "rocm";
+    case Platform::Cpu: return "cpu";
+  }
+  return "cuda";
+}
+
+const std::vector<Scenario>& scenarios() { return kScenarios; }
+
+const Scenario* find_scenario(std::string_view name) {
+  for (const auto& s : kScenarios)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+bool apply_scenario(std::string_view name, Params& p) {
+  const Scenario* s = find_scenario(name);
+  if (!s) return false;
+  p = Params{};
+  p.scenario = s->name;
+  s->apply(p);
+  return true;
+}
+
+}  // namespace stepscope::tracegen

@@ -1,0 +1,140 @@
+// The step schedule: explicit intervals on host threads and GPU streams.
+//
+// A StepBuilder lays out one training step: host ops nest on a per-thread stack, each GPU launch
+// creates a runtime call and its GPU activity placed on a stream after the stream is free. The
+// resulting events are what the writer serialises and what the ground truth partitions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tracegen.hpp"
+
+namespace stepscope::tracegen {
+
+enum class EvType : std::uint8_t {
+  CpuOp,
+  UserAnnotation,
+  Runtime,
+  Kernel,
+  Memcpy,
+  Memset,
+  GpuAnnotation
+};
+
+// What an instant on the host is blamed on, derived from the op's name (see host_role()).
+enum class HostRole : std::uint8_t { Marker, Loader, Sync, Side, Launch, Op };
+enum class Stage : std::uint8_t { Forward, Backward, Optimizer, Other };
+enum class GpuClass : std::uint8_t { None, Compute, Comm, HtoD, DtoH, Memset };
+
+struct KernelSpec {
+  std::string_view name;
+  int grid[3];
+  int block[3];
+  int registers;
+  int shared_memory;
+  double blocks_per_sm;
+  double warps_per_sm;
+  int occupancy;
+};
+
+inline constexpr int kMainThread = 0;
+inline constexpr int kAutogradThread = 1;
+
+struct Event {
+  EvType type = EvType::CpuOp;
+  HostRole role = HostRole::Op;
+  Stage stage = Stage::Other;
+  GpuClass gclass = GpuClass::None;
+  int thread = 0;  // host events: kMainThread / kAutogradThread; GPU events: stream id
+  ns_t ts = 0;
+  ns_t dur = 0;
+  std::string_view name;
+  std::int64_t ext_id = -1;
+  std::int64_t corr = -1;
+  std::int64_t ev_idx = -1;
+  std::int64_t seq = -1;       // "Sequence number" of autograd-recorded ops
+  int fwd_tid = -1;            // "Fwd thread id"
+  std::int64_t bytes = -1;     // memcpy / memset size
+  int cbid = -1;               // runtime callback id
+  const KernelSpec* kernel = nullptr;
+  std::int64_t comm_nelems = -1;  // collective size (record_param_comms, NCCL kernel)
+  int step_number = -1;           // ProfilerStep#N: the name is written with N appended
+  std::int32_t partner = -1;   // runtime <-> GPU activity (index in the step's events)
+  std::int64_t flow_out = -1;  // fwdbwd flow starting at this op
+  std::int64_t flow_in = -1;   // fwdbwd flow ending at this op
+  bool pageable = false;
+
+  ns_t end() const { return ts + dur; }
+  bool on_gpu() const {
+    return type == EvType::Kernel || type == EvType::Memcpy || type == EvType::Memset ||
+           type == EvType::GpuAnnotation;
+  }
+};
+
+HostRole host_role(std::string_view name);
+Stage stage_mark(std::string_view name);  // Other when the name marks no stage
+
+// Ids that run through a whole rank trace.
+struct Counters {
+  std::int64_t ext_id = 1;
+  std::int64_t ev_idx = 0;
+  std::int64_t corr = 100;
+  std::int64_t flow = 1;
+  std::int64_t seq = 0;
+};
+
+// Names of the runtime API on a platform.
+struct Api {
+  std::string_view launch, launch_ext, memcpy_async, memcpy_blocking, stream_sync, wait_event,
+      event_record;
+  int launch_id, launch_ext_id, memcpy_async_id, memcpy_blocking_id, stream_sync_id,
+      wait_event_id, event_record_id;
+};
+const Api& api_for(Platform p);
+
+class StepBuilder {
+ public:
+  StepBuilder(Platform platform, std::vector<Event>& out, Counters& ids);
+
+  ns_t now(int th) const { return now_[th]; }
+  void set_now(int th, ns_t t) { now_[th] = t; }
+  void work(int th, ns_t d) { now_[th] += d; }
+
+  // Opens a host op at the thread's cursor; close() ends the innermost one at the cursor.
+  std::size_t open(int th, EvType type, std::string_view name);
+  void close(int th);
+  Event& event(std::size_t i) { return out_[i]; }
+
+  // A kernel launch from the host thread; the kernel starts when the launch has reached the
+  // GPU, the stream is free and `not_before` has passed. Returns the kernel's index.
+  std::size_t launch_kernel(int th, const KernelSpec& k, GpuClass cls, int stream, ns_t dur,
+                            ns_t launch_dur, ns_t not_before = 0, bool ext_api = false);
+  // A memcpy on `stream`. Pageable copies and `blocking` ones hold the host until they finish.
+  std::size_t copy(int th, GpuClass dir, std::string_view name, std::int64_t bytes, ns_t dur,
+                   int stream, bool blocking, bool pageable, ns_t call_dur);
+  // A runtime call with no GPU work (cudaStreamWaitEvent, cudaEventRecord, ...).
+  void runtime(int th, std::string_view name, int cbid, ns_t dur);
+  // Blocks the host thread until `stream` (or every stream when stream < 0) is drained.
+  void sync(int th, int stream, ns_t min_dur);
+
+  ns_t stream_free(int stream) const;
+  ns_t device_free() const;
+  void set_stream_free(int stream, ns_t t);
+
+ private:
+  std::size_t add_runtime(int th, std::string_view name, int cbid, ns_t dur);
+  Stage current_stage(int th) const;
+  std::int64_t current_ext(int th) const;
+
+  Platform platform_;
+  std::vector<Event>& out_;
+  Counters& ids_;
+  std::array<ns_t, 2> now_{};
+  std::array<std::vector<std::size_t>, 2> stack_;
+  std::array<std::pair<int, ns_t>, 4> streams_{};  // (stream id, free at); id -1 unused
+};
+
+}  // namespace stepscope::tracegen

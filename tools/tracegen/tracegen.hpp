@@ -1,0 +1,148 @@
+// stepscope-tracegen: synthetic Kineto traces of named training bottlenecks, with ground truth.
+//
+// Every trace is built step by step as explicit intervals (host ops, runtime calls, GPU
+// activities); the JSON events and the ground-truth partition are both derived from those same
+// intervals, so they agree by construction. Output is streamed: memory stays bounded by one step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepscope::tracegen {
+
+using ns_t = std::int64_t;
+
+enum class Platform : std::uint8_t { Cuda, Rocm, Cpu };
+const char* platform_name(Platform p);
+
+// Every knob of the synthetic training job. Scenario presets set a subset; the command line can
+// override any field afterwards. Durations are in microseconds (as people think about them),
+// sizes in MB (10^6 bytes), bandwidths in GB/s.
+struct Params {
+  std::string scenario = "healthy";
+  std::string description;
+  std::string expected_verdict = "gpu-bound";
+  Platform platform = Platform::Cuda;
+  std::string gpu_name = "NVIDIA A100-SXM4-80GB";
+
+  int ranks = 1;
+  int steps = 8;
+  int first_step = 10;  // number of the first ProfilerStep#N (profiler schedule wait+warmup)
+  std::uint64_t seed = 1;
+  double jitter = 0.03;  // relative standard deviation of every duration
+
+  // Model: `layers` transformer-like blocks (2 GEMMs, a norm, an activation, a residual add).
+  int layers = 16;
+  double gemm_us = 420;
+  double eltwise_us = 40;
+  double norm_us = 55;
+  int extra_eltwise = 0;  // extra elementwise ops per layer (memory-bound mixes)
+  int tiny_ops = 0;       // extra tiny ops per layer (launch-bound models)
+  double tiny_us = 2.0;
+  bool tensor_cores = true;  // bf16 tensor-core GEMMs, or fp32 SIMT sgemm
+  double bwd_factor = 2.0;   // backward GEMM work relative to forward
+  int opt_kernels = 8;
+  double opt_us = 180;
+
+  // Host costs.
+  double op_us = 12;      // host time of one aten op outside its launches
+  double launch_us = 6;   // one cudaLaunchKernel
+
+  // Input pipeline.
+  int num_workers = 8;
+  double fetch_us = 120;      // DataLoader __next__ when the batch is ready
+  int stall_every = 0;        // every N-th step the workers are behind...
+  double stall_us = 0;        // ...and __next__ waits this long
+  int epoch_steps = 0;        // steps per epoch; the first fetch of an epoch respawns workers
+  double epoch_stall_us = 0;
+
+  // Host-to-device copy of the batch.
+  double batch_mb = 8;
+  bool pinned = true;
+  double h2d_gbps = 22;
+
+  // Host synchronisation in the middle of the step (loss.item() then host-side logging).
+  bool mid_sync = false;
+  double sync_gap_us = 0;
+
+  // Gradient all-reduce (DDP); only when ranks > 1.
+  int buckets = 4;
+  double grad_mb = 200;
+  double busbw_gbps = 90;
+  bool overlap = true;  // launched from backward hooks (DDP) or after backward (no overlap)
+  int straggler_rank = -1;
+  double straggler_factor = 1.3;
+
+  // Side work: checkpoint every K steps (device-to-host copy of the weights, then serialise).
+  int ckpt_every = 0;
+  double ckpt_us = 0;
+  double ckpt_mb = 0;
+
+  bool gzip = false;
+};
+
+struct Scenario {
+  const char* name;
+  const char* summary;
+  void (*apply)(Params&);
+};
+const std::vector<Scenario>& scenarios();
+const Scenario* find_scenario(std::string_view name);
+// Resets `p` to the defaults and applies the named preset; false when the name is unknown.
+bool apply_scenario(std::string_view name, Params& p);
+
+// The exclusive partition of one step window (see DESIGN.md), in priority order.
+enum class Category : std::uint8_t {
+  ComputeForward,
+  ComputeBackward,
+  ComputeOptimizer,
+  ComputeOther,
+  GradSyncExposed,
+  H2DCopy,
+  D2HCopy,
+  Memset,
+  BatchWait,
+  SyncStall,
+  SideWork,
+  LaunchOverhead,
+  HostCompute,
+  Idle,
+  Count
+};
+inline constexpr std::size_t kCategoryCount = static_cast<std::size_t>(Category::Count);
+const char* category_name(Category c);
+using Breakdown = std::array<ns_t, kCategoryCount>;
+
+struct StepTruth {
+  int rank = 0;
+  int step = 0;        // N of ProfilerStep#N
+  ns_t start = 0;      // window start, ns on the trace clock (ts in µs × 1000)
+  ns_t end = 0;        // window end
+  ns_t host_end = 0;   // end of ProfilerStep#N on the host
+  Breakdown categories{};
+  std::string verdict;
+  std::string dominant;  // largest non-compute group, for reference
+};
+
+// Verdict of one step from its partition (rules documented in docs/tracegen.md).
+std::string step_verdict(const Params& p, int rank, const Breakdown& b, ns_t window,
+                         std::string* dominant = nullptr);
+
+struct GenerateResult {
+  std::vector<std::string> files;  // rank traces, in rank order
+  std::string ground_truth;
+  std::uint64_t bytes_written = 0;
+};
+
+// Writes rank-N.pt.trace.json[.gz] for every rank plus ground_truth.json into `out_dir`
+// (created if missing). Throws std::runtime_error on I/O failure, std::invalid_argument on
+// inconsistent parameters.
+GenerateResult generate(const Params& p, const std::string& out_dir);
+
+// Checks parameter ranges; returns an empty string when valid, else a one-line reason.
+std::string validate(const Params& p);
+
+}  // namespace stepscope::tracegen
