@@ -1,0 +1,138 @@
+#include "stepscope/plan/units.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "stepscope/error.hpp"
+
+namespace stepscope::plan {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// Splits "1.5GiB" into 1.5 and "gib"; the number part must parse completely.
+bool split_number(std::string_view text, double& number, std::string& suffix) {
+  std::string t = trim(text);
+  if (t.empty()) return false;
+  const char* begin = t.data();
+  const char* end = t.data() + t.size();
+  auto [ptr, ec] = std::from_chars(begin, end, number);
+  if (ec != std::errc() || !std::isfinite(number)) return false;
+  suffix = lower(trim(std::string_view(ptr, static_cast<size_t>(end - ptr))));
+  return true;
+}
+
+}  // namespace
+
+Dtype parse_dtype(std::string_view text) {
+  const std::string t = lower(trim(text));
+  if (t == "fp32" || t == "float32" || t == "float") return Dtype::fp32;
+  if (t == "tf32") return Dtype::tf32;
+  if (t == "bf16" || t == "bfloat16") return Dtype::bf16;
+  if (t == "fp16" || t == "float16" || t == "half") return Dtype::fp16;
+  if (t == "fp8" || t == "e4m3" || t == "e5m2") return Dtype::fp8;
+  if (t == "int8") return Dtype::int8;
+  if (t == "int4") return Dtype::int4;
+  throw InputError(fmt::format(
+      "unknown data type '{}' (expected fp32, tf32, bf16, fp16, fp8, int8 or int4)", text));
+}
+
+std::string_view dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::fp32: return "fp32";
+    case Dtype::tf32: return "tf32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+    case Dtype::fp8: return "fp8";
+    case Dtype::int8: return "int8";
+    case Dtype::int4: return "int4";
+  }
+  return "?";
+}
+
+double dtype_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::fp32:
+    case Dtype::tf32: return 4.0;  // TF32 is an fp32 storage format; only the math is narrower
+    case Dtype::bf16:
+    case Dtype::fp16: return 2.0;
+    case Dtype::fp8:
+    case Dtype::int8: return 1.0;
+    case Dtype::int4: return 0.5;
+  }
+  return 0.0;
+}
+
+double parse_count(std::string_view text, std::string_view what) {
+  double n = 0;
+  std::string suffix;
+  if (!split_number(text, n, suffix))
+    throw InputError(fmt::format("{}: '{}' is not a number (examples: 7B, 350M, 7e9)", what, text));
+  double scale = 1;
+  if (suffix.empty()) scale = 1;
+  else if (suffix == "k") scale = 1e3;
+  else if (suffix == "m") scale = 1e6;
+  else if (suffix == "b" || suffix == "g") scale = 1e9;
+  else if (suffix == "t") scale = 1e12;
+  else
+    throw InputError(fmt::format("{}: unknown suffix in '{}' (use K, M, B or T)", what, text));
+  require_positive(n * scale, what);
+  return n * scale;
+}
+
+double parse_bytes(std::string_view text, std::string_view what) {
+  double n = 0;
+  std::string suffix;
+  if (!split_number(text, n, suffix))
+    throw InputError(fmt::format("{}: '{}' is not a size (examples: 14GB, 512MiB, 1e9)", what, text));
+  double scale = 0;
+  if (suffix.empty() || suffix == "b") scale = 1;
+  else if (suffix == "kb" || suffix == "k") scale = 1e3;
+  else if (suffix == "mb" || suffix == "m") scale = 1e6;
+  else if (suffix == "gb" || suffix == "g") scale = 1e9;
+  else if (suffix == "tb" || suffix == "t") scale = 1e12;
+  else if (suffix == "kib") scale = 1024.0;
+  else if (suffix == "mib") scale = 1024.0 * 1024;
+  else if (suffix == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw InputError(fmt::format("{}: unknown unit in '{}' (use B, KB, MB, GB, TB or KiB..TiB)",
+                                 what, text));
+  require_positive(n * scale, what);
+  return n * scale;
+}
+
+void require_positive(double value, std::string_view what) {
+  if (!(value > 0) || !std::isfinite(value))
+    throw InputError(fmt::format("{} must be positive (got {})", what, value));
+}
+
+void require_non_negative(double value, std::string_view what) {
+  if (!(value >= 0) || !std::isfinite(value))
+    throw InputError(fmt::format("{} must not be negative (got {})", what, value));
+}
+
+void require_fraction(double value, std::string_view what) {
+  if (!(value >= 0 && value <= 1))
+    throw InputError(fmt::format("{} must be between 0 and 1 (got {})", what, value));
+}
+
+}  // namespace stepscope::plan
