@@ -1,0 +1,28 @@
+// Text and JSON views of a watch or triage. Pure: they return strings; the CLI prints them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stepscope/watch.hpp"
+
+namespace stepscope::watch {
+
+inline constexpr const char* kWatchJsonSchema = "stepscope.watch/1";
+
+// The latest sample as a short block of lines for a refreshing terminal view.
+std::string render_live(const Series& series, double window_s);
+
+// The verdict, its evidence and next step, further findings and notes.
+std::string render_summary(const Series& series, const Classification& c,
+                           const std::string& source_line);
+
+// Everything: target, notes, statistics, verdict, findings and the samples themselves.
+// `source` is "watch" or "triage".
+std::string render_json(const Series& series, const Classification& c, const std::string& source,
+                        const std::vector<std::string>& extra_notes = {});
+
+// Terminal-safe text: control characters in untrusted names (thread names, commands) become '?'.
+std::string sanitize(const std::string& s);
+
+}  // namespace stepscope::watch

@@ -1,0 +1,303 @@
+// Views of a watch: the refreshing terminal block, the final summary, and the JSON document.
+#include "stepscope/watch/render.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace stepscope::watch {
+
+namespace {
+
+using nlohmann::json;
+
+std::string opt(const std::optional<double>& v, const char* format = "{:.0f}") {
+  return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
+}
+
+std::string live_host_lines(const Series& series, const HostReading& h) {
+  double cpu = 0;
+  int threads = 0;
+  for (const auto& p : h.processes) {
+    cpu += p.cpu_pct;
+    threads += p.threads;
+  }
+  const ThreadReading* top = nullptr;
+  int runnable = 0, in_io = 0;
+  for (const auto& t : h.threads) {
+    if (!top || t.cpu_pct + t.wait_pct.value_or(0) > top->cpu_pct + top->wait_pct.value_or(0))
+      top = &t;
+    runnable += t.state == 'R';
+    in_io += t.state == 'D';
+  }
+  double rd = 0, wr = 0;
+  for (const auto& p : h.processes) {
+    rd += p.read_mbps.value_or(0);
+    wr += p.write_mbps.value_or(0);
+  }
+  std::string out = fmt::format(
+      "host  cpu {:>5.0f}% of a core · {} proc · {} threads ({} running, {} in I/O) · io r {:.1f} w {:.1f} MB/s\n",
+      cpu, h.processes.size(), threads, runnable, in_io, rd, wr);
+  if (top)
+    out += fmt::format("      top thread {} '{}' {:.0f}% on CPU + {:.0f}% waiting for one\n",
+                       top->tid, sanitize(top->comm), top->cpu_pct, top->wait_pct.value_or(0));
+  out += fmt::format(
+      "      system busy {}% iowait {}% · disk r {} w {} MB/s busy {}% · net rx {} tx {} MB/s\n",
+      opt(h.system_busy_pct), opt(h.system_iowait_pct, "{:.1f}"), opt(h.disk_read_mbps, "{:.1f}"),
+      opt(h.disk_write_mbps, "{:.1f}"), opt(h.disk_busy_pct), opt(h.net_rx_mbps, "{:.1f}"),
+      opt(h.net_tx_mbps, "{:.1f}"));
+  return out;
+}
+
+std::string live_gpu_line(const GpuReading& g) {
+  return fmt::format(
+      "gpu{} util {:>3}% mem {:>3}% · sm {}/{} MHz · {}/{} W · {} C · mem {}/{} MiB · pcie rx {} MB/s · {}{}\n",
+      g.index, opt(g.util_pct), opt(g.mem_util_pct), opt(g.sm_clock_mhz), opt(g.sm_clock_max_mhz),
+      opt(g.power_w), opt(g.power_limit_w), opt(g.temp_c), opt(g.mem_used_mib), opt(g.mem_total_mib),
+      opt(g.pcie_rx_mbps), g.throttle_reasons ? "throttle " + throttle::describe(*g.throttle_reasons & ~throttle::kGpuIdle) : "",
+      g.target_pids.empty() ? "" : fmt::format(" · {} watched proc", g.target_pids.size()));
+}
+
+std::string format_value(double v) {
+  if (std::abs(v - std::round(v)) < 1e-9) return fmt::format("{:.0f}", v);
+  if (std::abs(v) >= 100) return fmt::format("{:.0f}", v);
+  if (std::abs(v) >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json finding_json(const Finding& f) {
+  json ev = json::array();
+  for (const auto& e : f.evidence)
+    ev.push_back({{"metric", e.metric}, {"value", e.value}, {"unit", e.unit}, {"meaning", e.meaning}});
+  return {{"rule", f.rule},           {"title", f.title},
+          {"confidence", to_string(f.confidence)}, {"evidence", ev},
+          {"next_step", f.next_step}, {"command", f.command}};
+}
+
+json gpu_stats_json(const GpuStats& g) {
+  return {{"index", g.index},
+          {"name", g.name},
+          {"samples", g.samples},
+          {"used_by_target", g.used_by_target},
+          {"util_mean", opt_json(g.util_mean)},
+          {"util_std", opt_json(g.util_std)},
+          {"util_min", opt_json(g.util_min)},
+          {"util_max", opt_json(g.util_max)},
+          {"swing_share", opt_json(g.swing_share)},
+          {"sm_clock_ratio", opt_json(g.sm_clock_ratio)},
+          {"power_ratio", opt_json(g.power_ratio)},
+          {"mem_used_ratio", opt_json(g.mem_used_ratio)},
+          {"mem_util_mean", opt_json(g.mem_util_mean)},
+          {"pcie_rx_mbps_mean", opt_json(g.pcie_rx_mbps_mean)},
+          {"throttled_share", g.throttled_share},
+          {"throttle_reasons", throttle::describe(g.throttle_reasons_seen)}};
+}
+
+json host_stats_json(const HostStats& h) {
+  return {{"samples", h.samples},
+          {"cpu_mean_pct", h.cpu_mean_pct},
+          {"cpu_max_pct", h.cpu_max_pct},
+          {"usable_cpus", h.effective_cpus},
+          {"max_processes", h.max_processes},
+          {"max_threads", h.max_threads},
+          {"top_thread", {{"tid", h.top_thread_tid}, {"comm", h.top_thread_comm},
+                          {"demand_pct", h.top_thread_demand_pct}, {"cpu_pct", h.top_thread_cpu_pct}}},
+          {"top_process", {{"pid", h.top_process_pid}, {"comm", h.top_process_comm},
+                           {"cpu_pct", h.top_process_cpu_pct}}},
+          {"demand_cores", h.demand_cores},
+          {"runnable_threads", h.runnable_threads},
+          {"io_blocked_threads", h.io_blocked_threads},
+          {"involuntary_cs_per_s", opt_json(h.involuntary_cs_per_s)},
+          {"voluntary_cs_per_s", opt_json(h.voluntary_cs_per_s)},
+          {"read_mbps", opt_json(h.read_mbps)},
+          {"write_mbps", opt_json(h.write_mbps)},
+          {"system_iowait_pct", opt_json(h.system_iowait_pct)},
+          {"system_busy_pct", opt_json(h.system_busy_pct)},
+          {"disk_busy_pct", opt_json(h.disk_busy_pct)},
+          {"disk_read_mbps", opt_json(h.disk_read_mbps)},
+          {"disk_write_mbps", opt_json(h.disk_write_mbps)},
+          {"net_rx_mbps", opt_json(h.net_rx_mbps)},
+          {"net_tx_mbps", opt_json(h.net_tx_mbps)},
+          {"cgroup_throttled_pct", opt_json(h.cgroup_throttled_pct)},
+          {"rss_max_mib", opt_json(h.rss_max_mib)}};
+}
+
+// Samples are kept compact: per-process rows in full, threads only the busiest few.
+constexpr size_t kJsonThreadsPerSample = 8;
+
+json sample_json(const Sample& s) {
+  json j = {{"t_s", s.t_s}};
+  if (s.host) {
+    const auto& h = *s.host;
+    json procs = json::array();
+    for (const auto& p : h.processes)
+      procs.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"comm", p.comm}, {"cpu_pct", p.cpu_pct},
+                       {"threads", p.threads}, {"rss_mib", opt_json(p.rss_mib)},
+                       {"read_mbps", opt_json(p.read_mbps)}, {"write_mbps", opt_json(p.write_mbps)},
+                       {"voluntary_cs_per_s", opt_json(p.voluntary_cs_per_s)},
+                       {"involuntary_cs_per_s", opt_json(p.involuntary_cs_per_s)}});
+    std::vector<const ThreadReading*> top;
+    for (const auto& t : h.threads) top.push_back(&t);
+    std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->cpu_pct > b->cpu_pct; });
+    if (top.size() > kJsonThreadsPerSample) top.resize(kJsonThreadsPerSample);
+    json threads = json::array();
+    for (const auto* t : top)
+      threads.push_back({{"tid", t->tid}, {"pid", t->pid}, {"comm", t->comm},
+                         {"state", std::string(1, t->state)}, {"cpu_pct", t->cpu_pct},
+                         {"wait_pct", opt_json(t->wait_pct)}});
+    j["host"] = {{"processes", procs},
+                 {"top_threads", threads},
+                 {"thread_count", h.threads.size()},
+                 {"system_busy_pct", opt_json(h.system_busy_pct)},
+                 {"system_iowait_pct", opt_json(h.system_iowait_pct)},
+                 {"disk_read_mbps", opt_json(h.disk_read_mbps)},
+                 {"disk_write_mbps", opt_json(h.disk_write_mbps)},
+                 {"disk_busy_pct", opt_json(h.disk_busy_pct)},
+                 {"net_rx_mbps", opt_json(h.net_rx_mbps)},
+                 {"net_tx_mbps", opt_json(h.net_tx_mbps)},
+                 {"cgroup_throttled_pct", opt_json(h.cgroup_throttled_pct)}};
+  }
+  json gpus = json::array();
+  for (const auto& g : s.gpus)
+    gpus.push_back({{"index", g.index}, {"name", g.name}, {"util_pct", opt_json(g.util_pct)},
+                    {"mem_util_pct", opt_json(g.mem_util_pct)},
+                    {"sm_clock_mhz", opt_json(g.sm_clock_mhz)},
+                    {"sm_clock_max_mhz", opt_json(g.sm_clock_max_mhz)},
+                    {"mem_clock_mhz", opt_json(g.mem_clock_mhz)}, {"power_w", opt_json(g.power_w)},
+                    {"power_limit_w", opt_json(g.power_limit_w)}, {"temp_c", opt_json(g.temp_c)},
+                    {"mem_used_mib", opt_json(g.mem_used_mib)},
+                    {"mem_total_mib", opt_json(g.mem_total_mib)},
+                    {"pcie_rx_mbps", opt_json(g.pcie_rx_mbps)},
+                    {"pcie_tx_mbps", opt_json(g.pcie_tx_mbps)},
+                    {"throttle_reasons", g.throttle_reasons ? json(*g.throttle_reasons) : json(nullptr)},
+                    {"target_pids", g.target_pids}, {"target_mem_mib", g.target_mem_mib}});
+  j["gpus"] = gpus;
+  return j;
+}
+
+}  // namespace
+
+std::string sanitize(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+std::string render_live(const Series& series, double window_s) {
+  std::string out;
+  double t = series.samples.empty() ? 0 : series.samples.back().t_s;
+  out += fmt::format("stepscope watch · pid {} · {:.1f}/{:.0f} s · {} usable core(s)\n",
+                     series.target.pid, t, window_s,
+                     format_value(series.target.effective_cpus()));
+  if (series.samples.empty()) return out;
+  const Sample& s = series.samples.back();
+  if (s.host) out += live_host_lines(series, *s.host);
+  for (const auto& g : s.gpus) out += live_gpu_line(g);
+  return out;
+}
+
+std::string render_summary(const Series& series, const Classification& c,
+                           const std::string& source_line) {
+  std::string out;
+  out += source_line + "\n";
+  if (!series.target.command.empty())
+    out += fmt::format("target: {}\n", sanitize(series.target.command));
+  if (series.target.pid || series.target.online_cpus) {
+    std::string limits = fmt::format("{} online", series.target.online_cpus);
+    if (series.target.affinity_cpus) limits += fmt::format(", affinity {}", *series.target.affinity_cpus);
+    if (series.target.cgroup_quota_cpus)
+      limits += fmt::format(", cgroup quota {}", format_value(*series.target.cgroup_quota_cpus));
+    out += fmt::format("cpus:   {} usable ({})", format_value(series.target.effective_cpus()), limits);
+    out += fmt::format(" · OMP_NUM_THREADS={} MKL_NUM_THREADS={}\n",
+                       series.target.omp_num_threads.value_or("unset"),
+                       series.target.mkl_num_threads.value_or("unset"));
+  }
+  out += "\n";
+  const Finding& v = c.verdict;
+  out += fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), v.title);
+  size_t width = 0;
+  for (const auto& e : v.evidence) width = std::max(width, e.metric.size());
+  for (const auto& e : v.evidence)
+    out += fmt::format("    {:<{}}  {:>8} {:<12} {}\n", e.metric, width, format_value(e.value), e.unit,
+                       sanitize(e.meaning));
+  if (!v.next_step.empty()) out += fmt::format("  next: {}\n", v.next_step);
+  if (!v.command.empty()) out += fmt::format("  run:  {}\n", sanitize(v.command));
+  if (!c.others.empty()) {
+    out += "\nalso:\n";
+    for (const auto& f : c.others) {
+      out += fmt::format("  {}: {}\n", f.rule, f.title);
+      if (!f.next_step.empty()) out += fmt::format("    next: {}\n", f.next_step);
+      if (!f.command.empty()) out += fmt::format("    run:  {}\n", sanitize(f.command));
+    }
+  }
+  if (!c.gpus.empty()) {
+    out += "\ngpus:\n";
+    for (const auto& g : c.gpus)
+      out += fmt::format(
+          "  gpu{} {:<24} util mean {}% (std {}, {}..{}) · sm clock {}% of max · power {}% of limit · "
+          "mem peak {}% · throttled {:.0f}% of samples{}\n",
+          g.index, sanitize(g.name), opt(g.util_mean), opt(g.util_std), opt(g.util_min),
+          opt(g.util_max), opt(g.sm_clock_ratio ? std::optional<double>(*g.sm_clock_ratio * 100) : std::nullopt),
+          opt(g.power_ratio ? std::optional<double>(*g.power_ratio * 100) : std::nullopt),
+          opt(g.mem_used_ratio ? std::optional<double>(*g.mem_used_ratio * 100) : std::nullopt),
+          g.throttled_share * 100, g.used_by_target ? " · used by target" : "");
+  }
+  if (c.host) {
+    const auto& h = *c.host;
+    out += fmt::format(
+        "\nhost: cpu mean {:.0f}% of a core (max {:.0f}%) · demand {:.2f} cores of {} · "
+        "{} proc / {} threads max · top thread {} '{}' {:.0f}%\n",
+        h.cpu_mean_pct, h.cpu_max_pct, h.demand_cores, format_value(h.effective_cpus),
+        h.max_processes, h.max_threads, h.top_thread_tid, sanitize(h.top_thread_comm),
+        h.top_thread_demand_pct);
+  }
+  std::vector<std::string> notes = series.notes;
+  if (!notes.empty()) {
+    out += "\nnotes:\n";
+    for (const auto& n : notes) out += fmt::format("  - {}\n", sanitize(n));
+  }
+  return out;
+}
+
+std::string render_json(const Series& series, const Classification& c, const std::string& source,
+                        const std::vector<std::string>& extra_notes) {
+  const auto& t = series.target;
+  json target = {{"pid", t.pid},
+                 {"command", t.command},
+                 {"online_cpus", t.online_cpus},
+                 {"affinity_cpus", t.affinity_cpus ? json(*t.affinity_cpus) : json(nullptr)},
+                 {"cgroup_quota_cpus", opt_json(t.cgroup_quota_cpus)},
+                 {"cgroup_path", t.cgroup_path ? json(*t.cgroup_path) : json(nullptr)},
+                 {"usable_cpus", t.effective_cpus()},
+                 {"OMP_NUM_THREADS", t.omp_num_threads ? json(*t.omp_num_threads) : json(nullptr)},
+                 {"MKL_NUM_THREADS", t.mkl_num_threads ? json(*t.mkl_num_threads) : json(nullptr)}};
+  json others = json::array();
+  for (const auto& f : c.others) others.push_back(finding_json(f));
+  json gpus = json::array();
+  for (const auto& g : c.gpus) gpus.push_back(gpu_stats_json(g));
+  json samples = json::array();
+  for (const auto& s : series.samples) samples.push_back(sample_json(s));
+  std::vector<std::string> notes = series.notes;
+  notes.insert(notes.end(), extra_notes.begin(), extra_notes.end());
+  json doc = {{"schema", kWatchJsonSchema},
+              {"source", source},
+              {"target", target},
+              {"interval_s", series.interval_s},
+              {"gpu_observed", series.gpu_observed},
+              {"gpu_status", series.gpu_status},
+              {"notes", notes},
+              {"verdict", finding_json(c.verdict)},
+              {"findings", others},
+              {"gpu_stats", gpus},
+              {"host_stats", c.host ? host_stats_json(*c.host) : json(nullptr)},
+              {"samples", samples}};
+  // Untrusted names (thread names, commands) may hold invalid UTF-8; replace rather than throw.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace stepscope::watch
