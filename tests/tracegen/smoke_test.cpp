@@ -1,5 +1,0 @@
-#include <gtest/gtest.h>
-
-#include "tracegen.hpp"
-
-TEST(Tracegen, ScenariosExist) { EXPECT_FALSE(stepscope::tracegen::scenarios().empty()); }
