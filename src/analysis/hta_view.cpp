@@ -25,13 +25,26 @@ bool has_sub_us_times(const EventTable& ev) {
   return false;
 }
 
-// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, computed in doubles
-// exactly as Python does. ts_ns / 1000.0 is the correctly rounded double nearest to the
-// decimal text Kineto wrote, i.e. the value json.loads produced; the sum is then the same IEEE
-// addition. A sub-µs row can come out with end < ts (negative duration); HTA keeps it.
+// The double Python's json.loads makes of the decimal text Kineto wrote for `ns` (µs with three
+// decimals): the double nearest to ns / 1000. Below 2^53 both operands of the division are
+// exact and IEEE division rounds correctly. Absolute epoch timestamps (~1.7e18 ns) are beyond
+// 2^53: there the quotient is formed in long double (64-bit mantissa, exact for q and precise
+// to far below a µs-fraction step) and rounded once to double. This matters: at 1.7e15 µs a
+// double only resolves 0.25 µs, so HTA's ceil() of such a timestamp can land a µs away from
+// the exact one.
+double python_us(ns_t ns) {
+  constexpr ns_t kExact = ns_t{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  ns_t q = ns / 1000, r = ns % 1000;
+  return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
+}
+
+// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, with Python's doubles
+// (the sum is the same IEEE addition HTA performs). A sub-µs row can come out with end < ts
+// (negative duration); HTA keeps it.
 void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
-  double ts_us = static_cast<double>(ts_ns) / 1000.0;
-  double dur_us = static_cast<double>(dur_ns) / 1000.0;
+  double ts_us = python_us(ts_ns);
+  double dur_us = python_us(dur_ns);
   ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
   end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
 }
@@ -46,26 +59,13 @@ bool is_hta_row(const RankTrace& r, std::size_t i) {
   return r.str(ev.category[i]) != "Trace";
 }
 
-// HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. Host
-// rows never carry a numeric stream (ROCm writes "stream": "0x0" on runtime calls, which HTA
-// coerces to -1), so a host-kind row is stream -1 whatever the importer decoded.
-bool is_host_kind(Kind k) {
-  switch (k) {
-    case Kind::CpuOp:
-    case Kind::UserAnnotation:
-    case Kind::PythonFunction:
-    case Kind::Runtime:
-    case Kind::Driver:
-    case Kind::CpuInstant:
-    case Kind::Overhead:
-      return true;
-    default:
-      return false;
-  }
-}
-
+// HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. A host
+// row with a numeric stream counts as a GPU row, as in HTA: Triton writes "stream": 0 on the
+// cpu_op that launches a compiled kernel, and HTA adds that op to the GPU time. Runtime and
+// driver calls are the exception: ROCm writes "stream": "0x0" (a string, -1 for HTA) on them
+// and an importer may decode that as stream 0.
 std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
-  if (is_host_kind(ev.kind[i])) return -1;
+  if (ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) return -1;
   std::int64_t s = ev.stream[i];
   return s < 0 ? -1 : s;
 }
