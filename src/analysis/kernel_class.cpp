@@ -127,9 +127,10 @@ KernelClass classify_kernel(std::string_view name) {
   // Before GEMM: implicit-GEMM convolutions carry "gemm" in their names too.
   if (has_any(l, {"conv", "fprop", "dgrad", "wgrad", "winograd", "fft", "scudnn"}))
     return KernelClass::Convolution;
+  // MTIA names fully connected layers "fc-dtype_...".
   if (has_any(l, {"gemm", "gemv", "matmul", "cublas", "nvjet", "triton_mm", "triton_tem",
                   "bmm_"}) ||
-      starts(l, "cijk_"))
+      starts(l, "cijk_") || starts(l, "fc-") || starts(l, "fc_"))
     return is_tensor_core_gemm(l) ? KernelClass::GemmTensorCore : KernelClass::Gemm;
   if (is_norm_name(l) ||
       has_any(l, {"reduce", "softmax", "welford", "triton_red", "triton_per", "argmax", "argmin",

@@ -70,7 +70,9 @@ void overlap_lines(const GpuTimeline& t, std::string& s) {
 
 void kernel_lines(const GpuTimeline& t, std::string& s) {
   std::string types;
+  int listed = 0;
   for (const auto& k : t.hta_kernels.types) {
+    if (listed++ == 4) break;
     if (!types.empty()) types += ", ";
     types += fmt::format("{} {}", k.label, pct(hta_round(k.pct, 1)));
   }
@@ -106,8 +108,9 @@ void class_lines(const GpuTimeline& t, std::string& s) {
 void sync_copy_lines(const GpuTimeline& t, std::string& s) {
   const auto& y = t.syncs;
   if (y.count > 0)
-    s += fmt::format("  sync points  {} calls ({:.1f}/step), host blocked {}, GPU idle after {}\n", y.count,
-                     std::isfinite(y.per_step) ? y.per_step : 0.0, dur(y.host_blocked), dur(y.gpu_idle_after));
+    s += fmt::format("  sync points  {} calls ({} per step), host blocked {}, GPU idle after {}\n", y.count,
+                     std::isfinite(y.per_step) ? fmt::format("{:.1f}", y.per_step) : "n/a", dur(y.host_blocked),
+                     dur(y.gpu_idle_after));
   const auto& c = t.copies;
   if (c.count > 0)
     s += fmt::format("  copies       {} in {}; pageable {} ({}); not overlapped by kernels {}\n", c.count,

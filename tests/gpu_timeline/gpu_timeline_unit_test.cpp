@@ -323,6 +323,26 @@ TEST(HtaTemporal, NoGpuEventsAnswersPlainly) {
   EXPECT_TRUE(std::isnan(t.hta_launches.cpu_duration.mean));
 }
 
+// HTA's GPU rows are rows with a numeric stream. Triton writes "stream": 0 on the cpu_op that
+// launches a compiled kernel, so HTA adds that host op to the GPU timeline: op [0,95) with its
+// kernel [90,92) → span 95, compute 95. Runtime calls never count (ROCm's "stream": "0x0" is a
+// string, -1 for HTA, whatever an importer makes of it).
+TEST(HtaView, HostRowWithNumericStreamCountsLikeHta) {
+  TraceBuilder b;
+  b.add_ns(Kind::CpuOp, "cpu_op", "triton_poi_fused_add_0", us(0), us(95), 0);
+  b.add_ns(Kind::Driver, "cuda_driver", "cuLaunchKernel", us(80), us(5), 0, 1);
+  b.kernel("triton_poi_fused_add_0", 90, 2, 7, 1);
+  GpuTimeline t = analyze_gpu_timeline(b.trace());
+  EXPECT_EQ(t.hta_temporal.kernel_time, us(95));
+  EXPECT_EQ(t.hta_temporal.compute, us(95));
+  const HtaKernelRow* r = find_row(t, "triton_poi_fused_add_0");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->count, 2);  // the op and the kernel
+  EXPECT_EQ(r->sum, us(97));
+  // Our own figures count the kernel only.
+  EXPECT_EQ(t.launch_overhead.kernels, 1);
+}
+
 // Copies: 1 MB pageable HtoD in 100 µs with no kernel running (critical), 1 MB pinned HtoD in
 // 50 µs under a kernel (hidden). Bandwidth = bytes / ns: 1e6 / 1e5 = 10 GB/s and 20 GB/s.
 TEST(Copies, PageablePinnedAndCriticalPath) {

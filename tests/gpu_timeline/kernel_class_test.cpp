@@ -39,6 +39,8 @@ TEST(KernelClass, FinerClasses) {
             KernelClass::GemmTensorCore);
   EXPECT_EQ(classify_kernel("volta_sgemm_128x64_nn"), KernelClass::Gemm);
   EXPECT_EQ(classify_kernel("Cijk_Ailk_Bljk_SB_MT64x64x8_SN"), KernelClass::Gemm);
+  EXPECT_EQ(classify_kernel("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN"), KernelClass::GemmTensorCore);
+  EXPECT_EQ(classify_kernel("fc-dtype_Float"), KernelClass::Gemm);
   EXPECT_EQ(classify_kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>"), KernelClass::Attention);
   EXPECT_EQ(classify_kernel("fmha_cutlassF_f16_aligned_64x64_rf_sm80"), KernelClass::Attention);
   EXPECT_EQ(classify_kernel("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32"), KernelClass::Convolution);
