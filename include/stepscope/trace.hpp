@@ -235,9 +235,11 @@ struct Trace {
   std::vector<std::string> warnings;  // about the set as a whole (rank numbering, ...)
 };
 
-// Encoding of string pids/tids ("Spans", "CPU functions") in the int64 columns.
-inline std::int64_t string_track_id(StrId s) { return -static_cast<std::int64_t>(s) - 1; }
-inline bool is_string_track_id(std::int64_t v) { return v < 0; }
-inline StrId track_string(std::int64_t v) { return static_cast<StrId>(-(v + 1)); }
+// Encoding of string pids/tids ("Spans", "CPU functions") in the int64 columns. Numeric ids can
+// be negative (32-bit thread ids written signed), so strings live far above any real id.
+inline constexpr std::int64_t kStringTrackBase = std::int64_t{1} << 62;
+inline std::int64_t string_track_id(StrId s) { return kStringTrackBase + static_cast<std::int64_t>(s); }
+inline bool is_string_track_id(std::int64_t v) { return v >= kStringTrackBase; }
+inline StrId track_string(std::int64_t v) { return static_cast<StrId>(v - kStringTrackBase); }
 
 }  // namespace stepscope
