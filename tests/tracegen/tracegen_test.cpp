@@ -97,7 +97,9 @@ TEST(Tracegen, StragglerMakesTheOthersWaitInTheCollective) {
   for (const auto& s : truth["steps"])
     exposed[s["rank"].get<int>()] += s["categories_ns"]["grad_sync_exposed"].get<std::int64_t>();
   for (const auto& [rank, ns] : exposed) {
-    if (rank != p.straggler_rank) EXPECT_GT(ns, 2 * exposed[p.straggler_rank]) << rank;
+    if (rank != p.straggler_rank) {
+      EXPECT_GT(ns, 2 * exposed[p.straggler_rank]) << rank;
+    }
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -78,6 +80,85 @@ inline std::string gunzip(const std::string& z) {
 inline std::int64_t to_ns(double us) { return std::llround(us * 1000.0); }
 inline std::int64_t end_ns(const nlohmann::json& e) {
   return to_ns(e["ts"].get<double>()) + to_ns(e["dur"].get<double>());
+}
+
+}  // namespace tgtest
+
+namespace tgtest {
+
+// `cat` values (events without one count as "") and the `args` keys seen under each, collected
+// with a SAX pass so large fixtures need no DOM.
+struct Shape {
+  std::map<std::string, std::set<std::string>> args_by_cat;
+};
+
+class ShapeCollector : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit ShapeCollector(Shape& out) : out_(out) {}
+  bool null() override { return scalar(""); }
+  bool boolean(bool) override { return scalar(""); }
+  bool number_integer(number_integer_t) override { return scalar(""); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(""); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(""); }
+  bool string(string_t& s) override { return scalar(s); }
+  bool binary(binary_t&) override { return scalar(""); }
+  bool start_object(std::size_t) override { return open(); }
+  bool end_object() override {
+    if (depth_ == kEventDepth && in_events_) {
+      auto& keys = out_.args_by_cat[cat_];
+      keys.insert(args_.begin(), args_.end());
+      cat_.clear();
+      args_.clear();
+    }
+    return close();
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 1 && key_ == "traceEvents") in_events_ = true;
+    return open();
+  }
+  bool end_array() override {
+    if (depth_ == 2) in_events_ = false;
+    return close();
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    if (in_events_ && depth_ == kEventDepth + 1 && in_args_) args_.insert(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw std::runtime_error(e.what());
+  }
+
+ private:
+  static constexpr int kEventDepth = 3;  // root object > traceEvents array > event
+  bool scalar(const std::string& v) {
+    if (in_events_ && depth_ == kEventDepth && key_ == "cat") cat_ = v;
+    return true;
+  }
+  bool open() {
+    if (in_events_ && depth_ == kEventDepth && key_ == "args") in_args_ = true;
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    if (depth_ == kEventDepth) in_args_ = false;
+    return true;
+  }
+
+  Shape& out_;
+  int depth_ = 0;
+  bool in_events_ = false;
+  bool in_args_ = false;
+  std::string key_, cat_;
+  std::set<std::string> args_;
+};
+
+inline void collect_shape(const std::string& path, Shape& out) {
+  std::string text = read_file(path);
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) text = gunzip(text);
+  ShapeCollector sax(out);
+  nlohmann::json::sax_parse(text, &sax);
 }
 
 }  // namespace tgtest

@@ -99,6 +99,7 @@ std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& co
   const ns_t session_start = t - 1'500'000;
   ns_t last_end = t;
   const bool gpu = p.platform != Platform::Cpu;
+  ns_t carried_tail = -1;
   for (int s = 0; s < p.steps; ++s) {
     const StepContext ctx{&p, rank, s, t, coll.ends(s)};
     const StepResult res = build_step(ctx, events, ids);
@@ -111,7 +112,8 @@ std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& co
     st.start = w0;
     st.end = res.window_end;
     st.host_end = res.host_end;
-    st.categories = partition_window(events, w0, res.window_end, gpu);
+    st.categories = partition_window(events, w0, res.window_end, gpu, carried_tail);
+    carried_tail = gpu ? open_sync_tail(events) : -1;
     st.verdict = step_verdict(p, rank, st.categories, st.end - st.start, &st.dominant);
     truth.add(st);
     last_end = res.window_end;

@@ -49,20 +49,30 @@ bool is_host(const Event& e) {
   return e.type == EvType::CpuOp || e.type == EvType::UserAnnotation || e.type == EvType::Runtime;
 }
 
-// The idle tail of a synchronising call: from its end until the GPU next starts any activity.
-void add_sync_tails(std::vector<Edge>& edges, std::span<const Event> events, ns_t w1) {
-  std::vector<ns_t> gpu_starts;
+std::vector<ns_t> sorted_gpu_starts(std::span<const Event> events) {
+  std::vector<ns_t> starts;
   for (const Event& e : events)
-    if (e.gclass != GpuClass::None) gpu_starts.push_back(e.ts);
-  std::sort(gpu_starts.begin(), gpu_starts.end());
-  for (const Event& e : events) {
-    if (!is_host(e) || e.role != HostRole::Sync) continue;
-    auto it = std::lower_bound(gpu_starts.begin(), gpu_starts.end(), e.end());
-    add_interval(edges, e.end(), it == gpu_starts.end() ? w1 : *it, kSyncTail);
-  }
+    if (e.gclass != GpuClass::None) starts.push_back(e.ts);
+  std::sort(starts.begin(), starts.end());
+  return starts;
 }
 
-std::vector<Edge> collect_edges(std::span<const Event> events, ns_t w1, bool gpu) {
+// The idle tail of a synchronising call: from its end until the GPU next starts any activity.
+void add_sync_tails(std::vector<Edge>& edges, std::span<const Event> events, ns_t w1,
+                    ns_t carried_tail) {
+  const std::vector<ns_t> gpu_starts = sorted_gpu_starts(events);
+  const auto tail_end = [&](ns_t from) {
+    auto it = std::lower_bound(gpu_starts.begin(), gpu_starts.end(), from);
+    return it == gpu_starts.end() ? w1 : *it;
+  };
+  if (carried_tail >= 0) add_interval(edges, carried_tail, tail_end(carried_tail), kSyncTail);
+  for (const Event& e : events)
+    if (is_host(e) && e.role == HostRole::Sync)
+      add_interval(edges, e.end(), tail_end(e.end()), kSyncTail);
+}
+
+std::vector<Edge> collect_edges(std::span<const Event> events, ns_t w1, bool gpu,
+                                ns_t carried_tail) {
   std::vector<Edge> edges;
   edges.reserve(events.size() * 4);
   for (const Event& e : events) {
@@ -76,7 +86,7 @@ std::vector<Edge> collect_edges(std::span<const Event> events, ns_t w1, bool gpu
     if (e.stage != Stage::Other)
       add_interval(edges, e.ts, e.end(), (main ? kMainStage0 : kAutoStage0) + static_cast<int>(e.stage));
   }
-  if (gpu) add_sync_tails(edges, events, w1);
+  if (gpu) add_sync_tails(edges, events, w1, carried_tail);
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
   return edges;
 }
@@ -118,9 +128,21 @@ Category classify(const Counts& c, bool gpu) {
 
 }  // namespace
 
-Breakdown partition_window(std::span<const Event> events, ns_t w0, ns_t w1, bool gpu) {
+ns_t open_sync_tail(std::span<const Event> events) {
+  const std::vector<ns_t> gpu_starts = sorted_gpu_starts(events);
+  ns_t open = -1;
+  for (const Event& e : events) {
+    if (!is_host(e) || e.role != HostRole::Sync) continue;
+    if (!gpu_starts.empty() && gpu_starts.back() >= e.end()) continue;
+    open = open < 0 ? e.end() : std::min(open, e.end());
+  }
+  return open;
+}
+
+Breakdown partition_window(std::span<const Event> events, ns_t w0, ns_t w1, bool gpu,
+                           ns_t carried_tail) {
   Breakdown out{};
-  const std::vector<Edge> edges = collect_edges(events, w1, gpu);
+  const std::vector<Edge> edges = collect_edges(events, w1, gpu, carried_tail);
   Counts counts{};
   ns_t t = w0;
   std::size_t i = 0;
