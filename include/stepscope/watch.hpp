@@ -68,6 +68,7 @@ struct ProcessReading {
   int ppid = 0;
   std::string comm;
   double cpu_pct = 0;  // all threads, 100 = one core
+  std::optional<double> wait_pct;  // run-queue wait, all threads (when only per-process is known)
   int threads = 0;
   std::optional<double> rss_mib;
   std::optional<double> read_mbps;   // storage reads (/proc/PID/io read_bytes), MB/s
@@ -224,6 +225,7 @@ struct HostStats {
   double cpu_mean_pct = 0;  // the whole tree, 100 = one core
   double cpu_max_pct = 0;
   double effective_cpus = 0;
+  bool cpus_known = false;  // offline logs may not say how many cores the job had
   int max_processes = 0;
   int max_threads = 0;
   // The most demanding single thread (CPU + run-queue wait, averaged over the window).

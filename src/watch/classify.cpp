@@ -90,14 +90,14 @@ HostSignals host_signals(const HostStats& h) {
   if (h.involuntary_cs_per_s) s.invol_per_core = *h.involuntary_cs_per_s / cores;
   s.cgroup_throttled = h.cgroup_throttled_pct.value_or(0) >= t::kCgroupThrottledPct;
   bool preempted = s.invol_per_core.value_or(0) >= t::kOversubscribedInvolPerCore;
-  s.oversubscribed = s.demand_ratio >= t::kOversubscribedDemandRatio &&
+  s.oversubscribed = h.cpus_known && s.demand_ratio >= t::kOversubscribedDemandRatio &&
                      h.max_threads >= t::kOversubscribedMinThreads &&
                      (preempted || s.cgroup_throttled);
   bool thread_pegged = h.top_thread_demand_pct >= t::kPeggedDemandPct;
   bool process_pegged = h.top_process_cpu_pct >= t::kPeggedDemandPct &&
                         h.top_process_cpu_pct <= t::kPeggedProcessCeilingPct;
   s.pegged = thread_pegged || process_pegged;
-  s.saturated = h.cpu_mean_pct / 100.0 >= t::kHostSaturatedRatio * cores;
+  s.saturated = h.cpus_known && h.cpu_mean_pct / 100.0 >= t::kHostSaturatedRatio * cores;
   double own_io = h.read_mbps.value_or(0) + h.write_mbps.value_or(0);
   s.io_own = h.io_blocked_threads >= t::kIoBlockedThreads || own_io >= t::kTargetIoMbps;
   s.io_machine = h.system_iowait_pct.value_or(0) >= t::kIowaitPct ||
@@ -324,11 +324,22 @@ Finding gpu_underfed(const GpuPicture& g, const std::optional<HostStats>& h) {
   Finding f;
   f.rule = "gpu-underfed";
   bool starved = g.util_mean < t::kGpuStarvedUtilPct;
+  gpu_util_evidence(f, g);
+  if (!h) {
+    f.title = starved ? "GPU starved; the host side was not recorded, so the cause is open"
+                      : "GPU partly fed; the host side was not recorded, so the cause is open";
+    f.confidence = Confidence::Low;
+    f.next_step = fmt::format(
+        "{}Record the host next to the GPU: a pegged loader, busy disks or too many threads each "
+        "call for a different fix.",
+        sawtooth(g) ? "A saw-tooth GPU most often waits on the input pipeline. " : "");
+    f.command = "top -b -d 1 -n 30 > top.log  (with the GPU log), then: stepscope triage dmon.log top.log";
+    return f;
+  }
   f.title = starved ? "GPU starved, yet the host is not busy: stalls between GPU work"
                     : "GPU partly fed: gaps between GPU work, no host resource saturated";
-  f.confidence = h ? Confidence::Medium : Confidence::Low;
-  gpu_util_evidence(f, g);
-  if (h) cpu_evidence(f, *h);
+  f.confidence = Confidence::Medium;
+  cpu_evidence(f, *h);
   f.next_step =
       "Nothing on the host is saturated, so look for synchronisation: .item()/.cpu()/print of a "
       "tensor each step, blocking copies without pin_memory, kernel-launch overhead, or waiting "

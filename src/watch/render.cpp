@@ -11,7 +11,7 @@ namespace stepscope::watch {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string opt(const std::optional<double>& v, const char* format = "{:.0f}") {
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
@@ -99,6 +99,7 @@ json gpu_stats_json(const GpuStats& g) {
 
 json host_stats_json(const HostStats& h) {
   return {{"samples", h.samples},
+          {"cpus_known", h.cpus_known},
           {"cpu_mean_pct", h.cpu_mean_pct},
           {"cpu_max_pct", h.cpu_max_pct},
           {"usable_cpus", h.effective_cpus},
@@ -179,6 +180,20 @@ json sample_json(const Sample& s) {
   return j;
 }
 
+std::string gpu_summary_line(const GpuStats& g) {
+  std::string out = fmt::format("  gpu{}{}{} util mean {}% (std {}, range {}..{})", g.index,
+                                g.name.empty() ? "" : " ", sanitize(g.name), opt(g.util_mean),
+                                opt(g.util_std), opt(g.util_min), opt(g.util_max));
+  if (g.sm_clock_ratio) out += fmt::format(" · sm clock {:.0f}% of max", *g.sm_clock_ratio * 100);
+  if (g.power_ratio) out += fmt::format(" · power {:.0f}% of limit", *g.power_ratio * 100);
+  if (g.mem_used_ratio) out += fmt::format(" · memory peak {:.0f}%", *g.mem_used_ratio * 100);
+  if (g.throttled_share > 0)
+    out += fmt::format(" · throttled in {:.0f}% of samples ({})", g.throttled_share * 100,
+                       throttle::describe(g.throttle_reasons_seen));
+  if (g.used_by_target) out += " · used by the target";
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string sanitize(const std::string& s) {
@@ -237,15 +252,7 @@ std::string render_summary(const Series& series, const Classification& c,
   }
   if (!c.gpus.empty()) {
     out += "\ngpus:\n";
-    for (const auto& g : c.gpus)
-      out += fmt::format(
-          "  gpu{} {:<24} util mean {}% (std {}, {}..{}) · sm clock {}% of max · power {}% of limit · "
-          "mem peak {}% · throttled {:.0f}% of samples{}\n",
-          g.index, sanitize(g.name), opt(g.util_mean), opt(g.util_std), opt(g.util_min),
-          opt(g.util_max), opt(g.sm_clock_ratio ? std::optional<double>(*g.sm_clock_ratio * 100) : std::nullopt),
-          opt(g.power_ratio ? std::optional<double>(*g.power_ratio * 100) : std::nullopt),
-          opt(g.mem_used_ratio ? std::optional<double>(*g.mem_used_ratio * 100) : std::nullopt),
-          g.throttled_share * 100, g.used_by_target ? " · used by target" : "");
+    for (const auto& g : c.gpus) out += gpu_summary_line(g);
   }
   if (c.host) {
     const auto& h = *c.host;
@@ -265,15 +272,16 @@ std::string render_summary(const Series& series, const Classification& c,
 }
 
 std::string render_json(const Series& series, const Classification& c, const std::string& source,
-                        const std::vector<std::string>& extra_notes) {
+                        const std::vector<LogReport>* logs) {
   const auto& t = series.target;
+  bool cpus_known = t.online_cpus > 0 || t.affinity_cpus || t.cgroup_quota_cpus;
   json target = {{"pid", t.pid},
                  {"command", t.command},
                  {"online_cpus", t.online_cpus},
                  {"affinity_cpus", t.affinity_cpus ? json(*t.affinity_cpus) : json(nullptr)},
                  {"cgroup_quota_cpus", opt_json(t.cgroup_quota_cpus)},
                  {"cgroup_path", t.cgroup_path ? json(*t.cgroup_path) : json(nullptr)},
-                 {"usable_cpus", t.effective_cpus()},
+                 {"usable_cpus", cpus_known ? json(t.effective_cpus()) : json(nullptr)},
                  {"OMP_NUM_THREADS", t.omp_num_threads ? json(*t.omp_num_threads) : json(nullptr)},
                  {"MKL_NUM_THREADS", t.mkl_num_threads ? json(*t.mkl_num_threads) : json(nullptr)}};
   json others = json::array();
@@ -282,20 +290,24 @@ std::string render_json(const Series& series, const Classification& c, const std
   for (const auto& g : c.gpus) gpus.push_back(gpu_stats_json(g));
   json samples = json::array();
   for (const auto& s : series.samples) samples.push_back(sample_json(s));
-  std::vector<std::string> notes = series.notes;
-  notes.insert(notes.end(), extra_notes.begin(), extra_notes.end());
+  json log_reports = json::array();
+  if (logs)
+    for (const auto& l : *logs)
+      log_reports.push_back({{"file", l.file}, {"format", to_string(l.kind)}, {"rows", l.records},
+                             {"malformed", l.malformed}, {"problems", l.problems}});
   json doc = {{"schema", kWatchJsonSchema},
               {"source", source},
               {"target", target},
               {"interval_s", series.interval_s},
               {"gpu_observed", series.gpu_observed},
               {"gpu_status", series.gpu_status},
-              {"notes", notes},
+              {"notes", series.notes},
               {"verdict", finding_json(c.verdict)},
               {"findings", others},
               {"gpu_stats", gpus},
               {"host_stats", c.host ? host_stats_json(*c.host) : json(nullptr)},
               {"samples", samples}};
+  if (logs) doc["logs"] = log_reports;
   // Untrusted names (thread names, commands) may hold invalid UTF-8; replace rather than throw.
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -146,6 +146,8 @@ std::vector<GpuStats> gpu_stats(const Series& series) {
 std::optional<HostStats> host_stats(const Series& series) {
   HostStats h;
   h.effective_cpus = series.target.effective_cpus();
+  h.cpus_known = series.target.online_cpus > 0 || series.target.affinity_cpus ||
+                 series.target.cgroup_quota_cpus;
   std::map<int, ThreadTotals> threads;
   std::map<int, ProcessTotals> processes;
   Accumulator cpu, demand, runnable, blocked, invol, vol, rd, wr, iowait, busy, disk, drd, dwr, rxn,
@@ -201,7 +203,9 @@ std::optional<HostStats> host_stats(const Series& series) {
       runnable.add(running);
       blocked.add(in_io);
     } else {
-      demand.add(total_cpu / 100.0);
+      double total_wait = 0;
+      for (const auto& p : r.processes) total_wait += p.wait_pct.value_or(0);
+      demand.add((total_cpu + total_wait) / 100.0);
     }
     iowait.add(r.system_iowait_pct);
     busy.add(r.system_busy_pct);

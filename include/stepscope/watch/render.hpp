@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "stepscope/watch.hpp"
+#include "stepscope/watch/triage.hpp"
 
 namespace stepscope::watch {
 
@@ -18,9 +19,9 @@ std::string render_summary(const Series& series, const Classification& c,
                            const std::string& source_line);
 
 // Everything: target, notes, statistics, verdict, findings and the samples themselves.
-// `source` is "watch" or "triage".
+// `source` is "watch" or "triage"; `logs` (triage) says what each log file yielded.
 std::string render_json(const Series& series, const Classification& c, const std::string& source,
-                        const std::vector<std::string>& extra_notes = {});
+                        const std::vector<LogReport>* logs = nullptr);
 
 // Terminal-safe text: control characters in untrusted names (thread names, commands) become '?'.
 std::string sanitize(const std::string& s);
