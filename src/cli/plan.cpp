@@ -221,12 +221,13 @@ std::function<int()> setup_roofline(CLI::App& plan) {
     const sp::Dtype dt = machine.dtype;
     std::vector<sp::RooflineOp> ops;
     if (o->layer) {
-      sp::LayerShape shape{o->batch, o->seq, o->hidden, 0, 0};
+      sp::LayerShape shape{o->batch, o->seq, o->hidden, 0, 0, false};
       if (o->o_model->count()) {
         const auto& m = sp::find_model(o->model);
         shape.hidden = m.hidden;
         shape.heads = m.heads;
-        shape.ffn = m.gated_mlp ? 0 : m.ffn;  // the table models a plain GELU MLP
+        shape.ffn = m.ffn;
+        shape.gated = m.gated_mlp;
       }
       if (o->o_hidden->count()) shape.hidden = o->hidden;
       if (o->o_heads->count()) {

@@ -300,15 +300,18 @@ MemoryResult estimate_memory(const MemoryInput& in) {
       r.dp > 1 ? fmt::format(" / {} data-parallel ranks", r.dp) : std::string();
   const std::string tp_note = in.tp * in.pp > 1
                                   ? fmt::format(" / (tp {} x pp {})", in.tp, in.pp) : std::string();
-  r.items.push_back({"weights", weights,
-                     fmt::format("params x {} B{}{}", sb, tp_note, w_div > 1 ? shard_note : "")});
-  r.items.push_back({"gradients", grads,
-                     fmt::format("params x {} B{}{}", sb, tp_note, g_div > 1 ? shard_note : "")});
+  const std::string all_off = in.offload == Offload::all ? " (held on the CPU)" : "";
+  r.items.push_back({"weights", weights, fmt::format("params x {} B{}{}{}", sb, tp_note,
+                                                     w_div > 1 ? shard_note : "", all_off)});
+  r.items.push_back({"gradients", grads, fmt::format("params x {} B{}{}{}", sb, tp_note,
+                                                     g_div > 1 ? shard_note : "", all_off)});
+  const std::string offloaded = in.offload != Offload::none ? " (held on the CPU)" : "";
   r.items.push_back({"optimizer states", optim,
-                     fmt::format("{}: params x {} B{}{}", optimizer_name(in.optimizer), ob, tp_note,
-                                 o_div > 1 ? shard_note : "")});
+                     fmt::format("{}: params x {} B{}{}{}", optimizer_name(in.optimizer), ob, tp_note,
+                                 o_div > 1 ? shard_note : "", offloaded)});
   r.items.push_back({"fp32 master weights", masters,
-                     master ? fmt::format("params x 4 B{}{}", tp_note, o_div > 1 ? shard_note : "")
+                     master ? fmt::format("params x 4 B{}{}{}", tp_note, o_div > 1 ? shard_note : "",
+                                          offloaded)
                             : std::string("none (fp32 training or disabled)")});
 
   if (in.sharding == Sharding::zero3 && r.dp > 1) {

@@ -135,7 +135,12 @@ std::vector<RooflineOp> transformer_layer_ops(const LayerShape& s, Dtype dtype) 
   add("output projection", 2 * T * D * D, (2 * T * D + D * D) * w, "GEMM T x D x D");
   add("LayerNorm", 4 * T * D, 12 * T * D, "4 FLOPs, 12 bytes (fp32) per element");
   add("FFN up", 2 * T * D * F, (T * D + D * F + T * F) * w, "GEMM T x F x D");
-  add("GELU", T * F, 2 * T * F * w, "1 FLOP per element; read + write");
+  if (s.gated) {
+    add("FFN gate", 2 * T * D * F, (T * D + D * F + T * F) * w, "GEMM T x F x D");
+    add("SiLU x up", 2 * T * F, 3 * T * F * w, "2 FLOPs per element; two reads, one write");
+  } else {
+    add("GELU", T * F, 2 * T * F * w, "1 FLOP per element; read + write");
+  }
   add("FFN down", 2 * T * F * D, (T * F + F * D + T * D) * w, "GEMM T x D x F");
   return ops;
 }

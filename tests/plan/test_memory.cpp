@@ -226,11 +226,11 @@ TEST(PlanMemory, BadInputs) {
   in = seven_b();
   in.gpu = "a200";
   EXPECT_THROW(estimate_memory(in), stepscope::InputError);
-  in = MemoryInput{};
-  in.model = find_model("llama-2-7b");
-  in.gpus = 3;
-  in.tp = 3;  // 32 heads do not split 3 ways
-  EXPECT_THROW(estimate_memory(in), stepscope::InputError);
+  MemoryInput three_way;
+  three_way.model = find_model("llama-2-7b");
+  three_way.gpus = 3;
+  three_way.tp = 3;  // 32 heads do not split 3 ways
+  EXPECT_THROW(estimate_memory(three_way), stepscope::InputError);
   EXPECT_THROW(parse_checkpointing("sometimes"), stepscope::InputError);
   EXPECT_THROW(parse_sharding("zero4"), stepscope::InputError);
   EXPECT_THROW(parse_optimizer("lion"), stepscope::InputError);

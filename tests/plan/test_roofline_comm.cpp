@@ -40,7 +40,7 @@ TEST(PlanRoofline, SquareGemmIsComputeBound) {
 // output 1638.4, LayerNorm 0.333, FFN up/down 2340.57, GELU 0.25. Norms, softmax and GELU are
 // memory-bound; every matmul is compute-bound.
 TEST(PlanRoofline, SeedTransformerLayerTable) {
-  auto ops = transformer_layer_ops(LayerShape{4, 2048, 4096, 1, 0}, Dtype::bf16);
+  auto ops = transformer_layer_ops(LayerShape{4, 2048, 4096, 1, 0, false}, Dtype::bf16);
   auto r = plan_roofline(ops, seed_a100());
   const double expected[] = {2234.1818, 819.2, 1.25, 819.2, 1638.4, 0.33333, 2340.5714, 0.25, 2340.5714};
   const bool memory[] = {false, false, true, false, false, true, false, true, false};
@@ -52,6 +52,16 @@ TEST(PlanRoofline, SeedTransformerLayerTable) {
   }
   EXPECT_GT(r.memory_bound_time_s, 0);
   EXPECT_LT(r.memory_bound_time_s, r.total_time_s);
+}
+
+// A SwiGLU layer (LLaMA-2-7B shape) adds a gate GEMM identical to the up GEMM and replaces GELU
+// by SiLU(gate) x up: 2 FLOPs over 3 elements of 2 bytes = 1/3 FLOP/B.
+TEST(PlanRoofline, GatedLayerTable) {
+  auto ops = transformer_layer_ops(LayerShape{1, 4096, 4096, 32, 11008, true}, Dtype::bf16);
+  ASSERT_EQ(ops.size(), 10u);
+  EXPECT_EQ(ops[7].name, "FFN gate");
+  EXPECT_DOUBLE_EQ(ops[7].flops, ops[6].flops);
+  EXPECT_DOUBLE_EQ(ops[8].flops / ops[8].bytes, 1.0 / 3.0);
 }
 
 // Unfused attention moves the s x s scores 4 times; fused moves only Q, K, V and O.

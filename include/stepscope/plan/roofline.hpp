@@ -58,6 +58,7 @@ struct LayerShape {
   std::int64_t batch = 4, seq = 2048, hidden = 4096;
   std::int64_t heads = 0;  // 0: hidden / 128
   std::int64_t ffn = 0;    // 0: 4 x hidden
+  bool gated = false;      // SwiGLU MLP: a gate GEMM beside the up GEMM, SiLU(gate) x up
 };
 
 // Every operation of one transformer layer's forward pass, unfused.
