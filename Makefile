@@ -27,6 +27,7 @@ bench: build
 fuzz: deps
 	@scripts/install-deps clang libclang-rt-14-dev
 	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
 	  -DSTEPSCOPE_FUZZ=ON -DSTEPSCOPE_TESTS=OFF -DSTEPSCOPE_BENCH=OFF > /dev/null
 	cmake --build build-fuzz -j$(JOBS) --target fuzz_kineto
 	scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)

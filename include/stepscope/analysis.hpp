@@ -1,0 +1,65 @@
+// The analysis result: one struct that every report (text, JSON, HTML) renders.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+// Version of the JSON report's layout; bump on any incompatible change.
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.1";
+
+struct StreamSummary {
+  std::int64_t device = 0;
+  std::int64_t stream = 0;
+  std::uint64_t events = 0;
+  ns_t busy_ns = 0;  // sum of event durations on the stream (not a union)
+};
+
+struct ThreadSummary {
+  std::int64_t pid = 0;
+  std::int64_t tid = 0;
+  std::string name;
+  std::uint64_t events = 0;
+};
+
+// What was read from one rank's trace, before any interpretation.
+struct IngestSummary {
+  int rank = 0;
+  std::string rank_source;  // distributedInfo | file name | file order
+  std::string path;
+  std::string layout;  // kineto | legacy array
+  std::optional<int> world_size;
+  std::string backend;
+  std::uint64_t events = 0;
+  std::map<std::string, std::uint64_t> events_by_category;  // raw `cat` ("(none)" if absent)
+  std::map<std::string, std::uint64_t> events_by_kind;      // stepscope's kind names
+  ns_t first_ts = 0, last_end = 0;
+  std::uint64_t counters = 0;
+  std::vector<ThreadSummary> threads;
+  std::vector<StreamSummary> streams;
+  std::vector<std::string> gpus;  // device names from deviceProperties
+  std::vector<std::int64_t> profiler_steps;  // N of every ProfilerStep#N found on the host
+  std::uint64_t bytes_read = 0;
+  bool truncated = false;
+  std::uint64_t bytes_lost = 0;
+  std::vector<std::string> warnings;
+};
+
+struct AnalysisResult {
+  std::string schema = kJsonSchemaVersion;
+  std::vector<IngestSummary> ranks;
+  std::vector<std::string> warnings;  // about the set of ranks
+};
+
+struct AnalyzeOptions {};
+
+IngestSummary summarize_ingest(const RankTrace& t);
+AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts = {});
+
+}  // namespace stepscope

@@ -1,0 +1,23 @@
+// Reports render the analysis result; they compute nothing new.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "stepscope/analysis.hpp"
+
+namespace stepscope {
+
+struct TextOptions {
+  bool color = false;
+  bool verbose = false;  // every category and thread, not just the largest
+};
+
+std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});
+nlohmann::json to_json(const AnalysisResult& r);
+
+// Trace text (kernel and op names) is untrusted: control characters could drive the terminal.
+std::string terminal_safe(std::string_view s);
+
+}  // namespace stepscope

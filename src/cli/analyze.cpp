@@ -1,0 +1,69 @@
+// `stepscope analyze PATH...`: read the traces, analyse, print the report.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "cli/command.hpp"
+#include "cli/progress.hpp"
+#include "stepscope/analysis.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/ingest.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope::cli {
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> paths;
+  std::string json_out;
+  int jobs = 0;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+void write_json(const std::string& where, const nlohmann::json& j) {
+  std::string text = j.dump(2) + "\n";
+  if (where == "-") {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream f(where);
+  if (!f) throw InputError(fmt::format("{}: cannot write the JSON report", where));
+  f << text;
+}
+
+int run_analyze(const AnalyzeArgs& a) {
+  IngestOptions io;
+  io.jobs = a.jobs;
+  ProgressBar bar("reading", !a.quiet);
+  io.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  Trace trace = read_traces(a.paths, io);
+  bar.finish();
+  AnalysisResult result = analyze(trace);
+  if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
+  if (a.json_out != "-") {
+    TextOptions t;
+    t.verbose = a.verbose;
+    fmt::print("{}", render_text(result, t));
+  }
+  return kExitOk;
+}
+
+const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<AnalyzeArgs>();
+  auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces");
+  cmd->add_option("paths", args->paths,
+                  "Trace files (.json, .json.gz) or directories of per-rank traces")
+      ->required();
+  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-v,--verbose", args->verbose, "Show every category and thread");
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
+  return [args] { return run_analyze(*args); };
+}}};
+
+}  // namespace
+}  // namespace stepscope::cli

@@ -1,0 +1,167 @@
+#include "ingest/byte_source.hpp"
+
+#include <fmt/core.h>
+#include <isa-l.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "stepscope/error.hpp"
+
+namespace stepscope::ingest {
+namespace {
+
+constexpr std::size_t kReadBlock = 1 << 20;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f) std::fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+std::uint64_t file_size(std::FILE* f) {
+  if (std::fseek(f, 0, SEEK_END) != 0) return 0;
+  long n = std::ftell(f);
+  std::fseek(f, 0, SEEK_SET);
+  return n < 0 ? 0 : static_cast<std::uint64_t>(n);
+}
+
+class PlainFileSource final : public ByteSource {
+ public:
+  PlainFileSource(FilePtr f, std::string path, std::uint64_t size)
+      : f_(std::move(f)), path_(std::move(path)), size_(size) {}
+  std::size_t read(char* dst, std::size_t cap) override {
+    std::size_t n = std::fread(dst, 1, cap, f_.get());
+    if (n == 0 && std::ferror(f_.get()))
+      throw InputError(fmt::format("{}: read error: {}", path_, std::strerror(errno)));
+    consumed_ += n;
+    return n;
+  }
+  std::uint64_t consumed() const override { return consumed_; }
+  std::uint64_t total() const override { return size_; }
+
+ private:
+  FilePtr f_;
+  std::string path_;
+  std::uint64_t size_;
+  std::uint64_t consumed_ = 0;
+};
+
+// Streaming gzip decoding with igzip; handles concatenated members (as `cat a.gz b.gz` makes).
+class GzipFileSource final : public ByteSource {
+ public:
+  GzipFileSource(FilePtr f, std::string path, std::uint64_t size)
+      : f_(std::move(f)), path_(std::move(path)), size_(size), in_(kReadBlock) {
+    start_member();
+  }
+
+  std::size_t read(char* dst, std::size_t cap) override {
+    std::size_t produced = 0;
+    while (produced == 0 && !done_) {
+      if (state_.avail_in == 0 && !refill()) {
+        // The input ended; a member still in progress means the file was cut off.
+        truncated_ = member_started_;
+        done_ = true;
+        break;
+      }
+      state_.next_out = reinterpret_cast<std::uint8_t*>(dst);
+      state_.avail_out = static_cast<std::uint32_t>(std::min<std::size_t>(cap, UINT32_MAX));
+      int rc = isal_inflate(&state_);
+      if (rc != ISAL_DECOMP_OK) {
+        // Corrupt data: keep what decoded cleanly and report the rest as lost.
+        truncated_ = true;
+        done_ = true;
+        corrupt_ = true;
+      }
+      produced = cap - state_.avail_out;
+      if (produced > 0) member_started_ = true;
+      if (state_.block_state == ISAL_BLOCK_FINISH) next_member();
+    }
+    return produced;
+  }
+  bool truncated() const override { return truncated_; }
+  std::uint64_t consumed() const override { return consumed_; }
+  std::uint64_t total() const override { return size_; }
+
+ private:
+  void start_member() {
+    isal_inflate_init(&state_);
+    state_.crc_flag = ISAL_GZIP;
+    member_started_ = false;
+  }
+
+  // After a member ends, more input may hold another member.
+  void next_member() {
+    std::uint8_t* rest = state_.next_in;
+    std::uint32_t rest_n = state_.avail_in;
+    start_member();
+    state_.next_in = rest;
+    state_.avail_in = rest_n;
+    if (rest_n == 0 && !refill()) done_ = true;
+  }
+
+  bool refill() {
+    std::size_t n = std::fread(in_.data(), 1, in_.size(), f_.get());
+    if (n == 0) {
+      if (std::ferror(f_.get()))
+        throw InputError(fmt::format("{}: read error: {}", path_, std::strerror(errno)));
+      return false;
+    }
+    consumed_ += n;
+    state_.next_in = in_.data();
+    state_.avail_in = static_cast<std::uint32_t>(n);
+    return true;
+  }
+
+  FilePtr f_;
+  std::string path_;
+  std::uint64_t size_;
+  std::vector<std::uint8_t> in_;
+  inflate_state state_{};
+  std::uint64_t consumed_ = 0;
+  bool member_started_ = false;
+  bool truncated_ = false;
+  bool corrupt_ = false;
+  bool done_ = false;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view b) : b_(b) {}
+  std::size_t read(char* dst, std::size_t cap) override {
+    std::size_t n = std::min(cap, b_.size() - pos_);
+    if (n) std::memcpy(dst, b_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  std::uint64_t consumed() const override { return pos_; }
+  std::uint64_t total() const override { return b_.size(); }
+
+ private:
+  std::string_view b_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
+  FilePtr f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::uint64_t size = file_size(f.get());
+  unsigned char magic[2] = {0, 0};
+  std::size_t n = std::fread(magic, 1, 2, f.get());
+  if (n == 0 && std::ferror(f.get()))
+    throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  std::rewind(f.get());
+  if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+    return std::make_unique<GzipFileSource>(std::move(f), path, size);
+  return std::make_unique<PlainFileSource>(std::move(f), path, size);
+}
+
+std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {
+  return std::make_unique<MemorySource>(bytes);
+}
+
+}  // namespace stepscope::ingest

@@ -1,0 +1,328 @@
+#include "ingest/json_chunker.hpp"
+
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include <cstring>
+
+#include "stepscope/error.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace stepscope::ingest {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Index of the next '"' or '\\' at or after i, or n. Strings are most of a trace's bytes, so this
+// runs 16 bytes at a time where SSE2 is there.
+std::size_t find_quote_or_backslash(const char* b, std::size_t i, std::size_t n) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i slash = _mm_set1_epi8('\\');
+  while (i + 16 <= n) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    i += 16;
+  }
+#endif
+  while (i < n && b[i] != '"' && b[i] != '\\') ++i;
+  return i;
+}
+
+}  // namespace
+
+JsonChunker::JsonChunker(ByteSource& src, std::string name, std::size_t block_size)
+    : src_(src), name_(std::move(name)), block_size_(block_size) {}
+
+void JsonChunker::fail(std::size_t at, const std::string& what) const {
+  throw InputError(fmt::format("{}: byte {}: {}", name_, base_offset_ + at, what));
+}
+
+bool JsonChunker::fill() {
+  if (eof_) return false;
+  std::size_t old = buf_.size();
+  buf_.resize(old + block_size_);
+  std::size_t got = 0;
+  while (got < block_size_) {
+    std::size_t n = src_.read(buf_.data() + old + got, block_size_ - got);
+    if (n == 0) {
+      eof_ = true;
+      break;
+    }
+    got += n;
+  }
+  buf_.resize(old + got);
+  return got > 0;
+}
+
+// Drops bytes no pending state refers to, so the buffer holds one block plus a partial event.
+void JsonChunker::compact() {
+  std::size_t keep = pos_;
+  if (in_event_) keep = std::min(keep, event_start_);
+  if (in_top_value_) keep = std::min(keep, top_value_start_);
+  if (in_string_ && in_key_) keep = std::min(keep, key_start_);
+  if (keep == 0) return;
+  buf_.erase(0, keep);
+  base_offset_ += keep;
+  pos_ -= keep;
+  event_start_ -= in_event_ ? keep : 0;
+  top_value_start_ -= in_top_value_ ? keep : 0;
+  key_start_ -= (in_string_ && in_key_) ? keep : 0;
+}
+
+ChunkState JsonChunker::next(EventBatch& out) {
+  for (;;) {
+    scan();
+    if (!batch_starts_.empty()) {
+      emit(out);
+      return ChunkState::Found;
+    }
+    compact();
+    if (!fill()) {
+      finish_at_eof();
+      return ChunkState::End;
+    }
+  }
+}
+
+void JsonChunker::emit(EventBatch& out) {
+  std::size_t len = batch_end_ - batch_begin_;
+  out.text_size = len + 2;
+  out.text.resize(out.text_size + simdjson::SIMDJSON_PADDING);
+  out.text[0] = '[';
+  std::memcpy(out.text.data() + 1, buf_.data() + batch_begin_, len);
+  out.text[len + 1] = ']';
+  std::memset(out.text.data() + len + 2, ' ', simdjson::SIMDJSON_PADDING);
+  out.starts.clear();
+  for (auto s : batch_starts_) out.starts.push_back(s + 1);
+  out.stream_offset = base_offset_ + batch_begin_;
+  out.first_index = emitted_;
+  emitted_ += batch_starts_.size();
+  batch_starts_.clear();
+}
+
+void JsonChunker::finish_at_eof() {
+  if (!started_) throw InputError(fmt::format("{}: empty file: no JSON in it", name_));
+  if (doc_done_) {
+    if (!saw_events_array_)
+      throw InputError(fmt::format("{}: not a trace: no \"traceEvents\" array", name_));
+    return;
+  }
+  // The text stopped early: a job killed while writing, or a cut-off gzip stream.
+  if (!saw_events_array_ && events_seen_ == 0)
+    throw InputError(fmt::format("{}: byte {}: file ends before any trace event", name_,
+                                 base_offset_ + buf_.size()));
+  truncated_ = true;
+  std::uint64_t complete_end = last_event_end_abs_;
+  std::uint64_t total = base_offset_ + buf_.size();
+  bytes_lost_ = events_done_ ? 0 : (total > complete_end ? total - complete_end : 0);
+}
+
+void JsonChunker::scan() {
+  const char* b = buf_.data();
+  const std::size_t n = buf_.size();
+  std::size_t i = pos_;
+  while (i < n) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+        ++i;
+        continue;
+      }
+      std::size_t j = find_quote_or_backslash(b, i, n);
+      if (j == n) {
+        i = n;
+        break;
+      }
+      if (b[j] == '\\') {
+        escaped_ = true;
+        i = j + 1;
+        continue;
+      }
+      in_string_ = false;
+      if (in_key_) {
+        key_.assign(b + key_start_ + 1, j - key_start_ - 1);
+        in_key_ = false;
+        expect_key_ = false;
+      }
+      i = j + 1;
+      continue;
+    }
+    if (in_event_) {
+      // Inside an event only strings and nesting matter; simdjson checks the rest.
+      char c = b[i];
+      if (c == '"') {
+        in_string_ = true;
+      } else if (c == '{' || c == '[') {
+        ++event_depth_;
+      } else if (c == '}' || c == ']') {
+        if (--event_depth_ == 0) end_event(i);
+      }
+      ++i;
+      continue;
+    }
+    structural(b[i], i);
+    ++i;
+  }
+  pos_ = i;
+}
+
+void JsonChunker::end_event(std::size_t at) {
+  if (buf_[at] != '}') fail(at, fmt::format("event {} is not a JSON object", events_seen_));
+  in_event_ = false;
+  if (batch_starts_.empty()) batch_begin_ = event_start_;
+  batch_starts_.push_back(static_cast<std::uint32_t>(event_start_ - batch_begin_));
+  batch_end_ = at + 1;
+  last_event_end_abs_ = base_offset_ + at + 1;
+  ++events_seen_;
+  expect_element_ = false;
+}
+
+// Handles one byte outside any event and outside strings: the document's own structure.
+void JsonChunker::structural(char c, std::size_t at) {
+  if (is_space(c)) return;
+  if (!started_) {
+    start_document(c, at);
+    return;
+  }
+  if (doc_done_) fail(at, "unexpected text after the end of the trace");
+  const std::size_t depth = stack_.size();
+  if (saw_events_array_ && !events_done_ && depth == events_depth_) {
+    in_event_array(c, at);
+    return;
+  }
+  if (depth == 1 && layout_ == TraceLayout::Kineto) {
+    top_level_byte(c, at);
+    return;
+  }
+  // Nested inside a captured top-level value.
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      push(c, at);
+      break;
+    case '}':
+    case ']':
+      pop(c, at);
+      break;
+    default:
+      break;
+  }
+}
+
+void JsonChunker::start_document(char c, std::size_t at) {
+  if (at == 0 && base_offset_ == 0 && buf_.size() >= 3 && buf_.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    fail(at, "byte-order mark before JSON is not supported");
+  started_ = true;
+  if (c == '{') {
+    layout_ = TraceLayout::Kineto;
+    stack_.push_back('{');
+    expect_key_ = true;
+  } else if (c == '[') {
+    layout_ = TraceLayout::LegacyArray;
+    stack_.push_back('[');
+    saw_events_array_ = true;
+    events_depth_ = 1;
+    expect_element_ = true;
+  } else {
+    fail(at, "not JSON: a trace starts with '{' or '['");
+  }
+}
+
+void JsonChunker::in_event_array(char c, std::size_t at) {
+  if (c == '{') {
+    if (!expect_element_) fail(at, fmt::format("missing ',' before event {}", events_seen_));
+    in_event_ = true;
+    event_depth_ = 1;
+    event_start_ = at;
+  } else if (c == ',') {
+    if (expect_element_) fail(at, fmt::format("stray ',' before event {}", events_seen_));
+    expect_element_ = true;
+  } else if (c == ']') {
+    if (expect_element_ && events_seen_ > 0)
+      fail(at, "trailing ',' at the end of the event array");
+    stack_.pop_back();
+    events_done_ = true;
+    if (stack_.empty()) doc_done_ = true;
+  } else {
+    fail(at, fmt::format("event {} is not a JSON object", events_seen_));
+  }
+}
+
+// Bytes directly inside the Kineto top-level object: keys, ':' and ',' and value starts.
+void JsonChunker::top_level_byte(char c, std::size_t at) {
+  if (c == '"' && expect_key_) {
+    in_string_ = true;
+    in_key_ = true;
+    key_start_ = at;
+    return;
+  }
+  if (c == ':' && !in_top_value_ && !value_pending_) {
+    value_pending_ = true;
+    return;
+  }
+  if (value_pending_) {
+    value_pending_ = false;
+    if (key_ == "traceEvents") {
+      if (c != '[') fail(at, "\"traceEvents\" is not an array");
+      if (saw_events_array_) fail(at, "a second \"traceEvents\" array");
+      stack_.push_back('[');
+      saw_events_array_ = true;
+      events_depth_ = 2;
+      expect_element_ = true;
+      return;
+    }
+    in_top_value_ = true;
+    top_value_start_ = at;
+  }
+  switch (c) {
+    case ',':
+      if (in_top_value_) finish_top_value(at);
+      expect_key_ = true;
+      break;
+    case '}':
+      if (in_top_value_) finish_top_value(at);
+      stack_.pop_back();
+      doc_done_ = true;
+      break;
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      push(c, at);
+      break;
+    case ']':
+      fail(at, "unbalanced ']'");
+    default:
+      if (!in_top_value_) fail(at, fmt::format("unexpected '{}' in the trace object", c));
+      break;
+  }
+}
+
+void JsonChunker::push(char c, std::size_t at) {
+  if (stack_.size() > 256) fail(at, "JSON nested too deeply");
+  stack_.push_back(c);
+}
+
+void JsonChunker::pop(char c, std::size_t at) {
+  char open = c == '}' ? '{' : '[';
+  if (stack_.empty() || stack_.back() != open) fail(at, fmt::format("unbalanced '{}'", c));
+  stack_.pop_back();
+}
+
+void JsonChunker::finish_top_value(std::size_t end) {
+  std::size_t s = top_value_start_;
+  while (end > s && is_space(buf_[end - 1])) --end;
+  top_.emplace_back(key_, buf_.substr(s, end - s));
+  in_top_value_ = false;
+}
+
+}  // namespace stepscope::ingest

@@ -1,0 +1,107 @@
+// Cuts a trace's JSON text, as it streams in, into runs of complete event objects.
+//
+// The scan is light: it follows strings, escapes and bracket nesting only, never parses values.
+// Each call to `next` hands out one run ("batch") of whole events, wrapped as a JSON array ready
+// for simdjson, or says the input has ended (the shape of Perfetto's JSON tokenizer: found /
+// end). Top-level keys other than the event array are captured as raw JSON text for a separate
+// small parse. Memory held is one read block plus the partial event at its end.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ingest/byte_source.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope::ingest {
+
+struct EventBatch {
+  std::string text;                  // "[" + events + "]", followed by simdjson padding
+  std::size_t text_size = 0;         // bytes of JSON in `text` (excluding padding)
+  std::vector<std::uint32_t> starts; // offset in `text` of each event's opening brace
+  std::uint64_t stream_offset = 0;   // uncompressed byte offset of text[1] in the input
+  std::uint64_t first_index = 0;     // index of the first event within the whole trace
+  std::size_t count() const { return starts.size(); }
+};
+
+enum class ChunkState { Found, End };
+
+class JsonChunker {
+ public:
+  JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 4 << 20);
+
+  // Fills `out` with the next run of complete events (Found) or reports the end of the input.
+  // Throws InputError for text that cannot be a trace, naming the byte offset.
+  ChunkState next(EventBatch& out);
+
+  TraceLayout layout() const { return layout_; }
+  // Raw JSON text of every top-level key other than the event array, in file order.
+  const std::vector<std::pair<std::string, std::string>>& top_level() const { return top_; }
+  bool truncated() const { return truncated_; }
+  std::uint64_t bytes_lost() const { return bytes_lost_; }
+  std::uint64_t bytes_read() const { return base_offset_ + buf_.size(); }
+  std::uint64_t events_seen() const { return events_seen_; }
+
+ private:
+  bool fill();
+  void compact();
+  void scan();
+  void structural(char c, std::size_t at);
+  void start_document(char c, std::size_t at);
+  void in_event_array(char c, std::size_t at);
+  void top_level_byte(char c, std::size_t at);
+  void end_event(std::size_t at);
+  void push(char c, std::size_t at);
+  void pop(char c, std::size_t at);
+  void finish_top_value(std::size_t end);
+  void emit(EventBatch& out);
+  void finish_at_eof();
+  [[noreturn]] void fail(std::size_t at, const std::string& what) const;
+
+  ByteSource& src_;
+  std::string name_;
+  std::size_t block_size_;
+  std::string buf_;
+  std::uint64_t base_offset_ = 0;  // stream offset of buf_[0]
+  std::size_t pos_ = 0;            // next byte to scan
+  bool eof_ = false;
+  bool started_ = false;
+  bool doc_done_ = false;
+  bool truncated_ = false;
+  std::uint64_t bytes_lost_ = 0;
+  TraceLayout layout_ = TraceLayout::Kineto;
+
+  // Nesting: the open brackets, innermost last.
+  std::string stack_;
+  bool in_string_ = false;
+  bool escaped_ = false;
+
+  // Top-level object bookkeeping (depth 1 of the Kineto layout).
+  bool expect_key_ = false;
+  bool in_key_ = false;
+  bool value_pending_ = false;
+  std::size_t key_start_ = 0;
+  std::string key_;
+  bool in_top_value_ = false;
+  std::size_t top_value_start_ = 0;
+  bool saw_events_array_ = false;
+  bool events_done_ = false;
+  std::size_t events_depth_ = 0;  // stack depth of the event array once inside it
+
+  // The current run of events.
+  bool in_event_ = false;
+  int event_depth_ = 0;
+  std::size_t event_start_ = 0;
+  std::uint64_t last_event_end_abs_ = 0;
+  std::size_t batch_begin_ = 0;
+  std::size_t batch_end_ = 0;  // end of the last complete event
+  std::vector<std::uint32_t> batch_starts_;  // relative to batch_begin_
+  bool expect_element_ = false;
+  std::uint64_t events_seen_ = 0;
+  std::uint64_t emitted_ = 0;
+  std::vector<std::pair<std::string, std::string>> top_;
+};
+
+}  // namespace stepscope::ingest

@@ -1,0 +1,460 @@
+#include "ingest/kineto_events.hpp"
+
+#include <fmt/core.h>
+
+#include <array>
+#include <cstring>
+
+#include "ingest/decimal.hpp"
+#include "stepscope/error.hpp"
+
+namespace stepscope::ingest {
+namespace od = simdjson::ondemand;
+
+namespace {
+
+// Context for error messages: which event, where.
+struct Where {
+  const std::string& name;
+  const EventBatch& batch;
+  std::size_t index;
+  [[noreturn]] void fail(std::string_view what) const {
+    throw InputError(fmt::format("{}: event {} (byte {}): {}", name, batch.first_index + index,
+                                 batch.stream_offset + batch.starts[index] - 1, what));
+  }
+};
+
+Kind kind_from_category(std::string_view c) {
+  struct Entry {
+    std::string_view cat;
+    Kind kind;
+  };
+  static constexpr std::array<Entry, 26> table{{
+      {"cpu_op", Kind::CpuOp},
+      {"Operator", Kind::CpuOp},
+      {"user_annotation", Kind::UserAnnotation},
+      {"python_function", Kind::PythonFunction},
+      {"cuda_runtime", Kind::Runtime},
+      {"Runtime", Kind::Runtime},
+      {"mtia_runtime", Kind::Runtime},
+      {"xpu_runtime", Kind::Runtime},
+      {"privateuse1_runtime", Kind::Runtime},
+      {"cuda_driver", Kind::Driver},
+      {"xpu_driver", Kind::Driver},
+      {"privateuse1_driver", Kind::Driver},
+      {"kernel", Kind::Kernel},
+      {"Kernel", Kind::Kernel},
+      {"mtia_ccp_events", Kind::Kernel},
+      {"gpu_memcpy", Kind::Memcpy},
+      {"Memcpy", Kind::Memcpy},
+      {"gpu_memset", Kind::Memset},
+      {"Memset", Kind::Memset},
+      {"gpu_user_annotation", Kind::GpuAnnotation},
+      {"cuda_sync", Kind::GpuSync},
+      {"cpu_instant_event", Kind::CpuInstant},
+      {"ac2g", Kind::Flow},
+      {"async_cpu_to_gpu", Kind::Flow},
+      {"fwdbwd", Kind::Flow},
+      {"Trace", Kind::TraceSpan},
+  }};
+  for (const auto& e : table)
+    if (e.cat == c) return e.kind;
+  if (c == "overhead") return Kind::Overhead;
+  return Kind::Other;
+}
+
+Phase phase_from(std::string_view ph) {
+  if (ph.size() != 1) return Phase::Other;
+  switch (ph[0]) {
+    case 'X': return Phase::Complete;
+    case 'B': return Phase::Begin;
+    case 'E': return Phase::End;
+    case 'i':
+    case 'I':
+    case 'n': return Phase::Instant;
+    case 's': return Phase::FlowStart;
+    case 't': return Phase::FlowStep;
+    case 'f': return Phase::FlowEnd;
+    case 'C': return Phase::Counter;
+    case 'M': return Phase::Metadata;
+    default: return Phase::Other;
+  }
+}
+
+// The key of a field without unescaping; keys in traces never hold escapes, but if one does we
+// fall back to the unescaped form.
+std::string_view field_key(od::field& f) {
+  const char* r = f.key().raw();
+  std::size_t n = 0;
+  while (r[n] != '"') {
+    if (r[n] == '\\') {
+      auto k = f.unescaped_key();
+      return k.error() ? std::string_view{} : k.value_unsafe();
+    }
+    ++n;
+  }
+  return {r, n};
+}
+
+bool as_int64(od::value v, std::int64_t& out) {
+  auto t = v.type();
+  if (t.error()) return false;
+  if (t.value_unsafe() == od::json_type::number) {
+    auto i = v.get_int64();
+    if (!i.error()) {
+      out = i.value_unsafe();
+      return true;
+    }
+    auto d = v.get_double();
+    if (d.error()) return false;
+    out = static_cast<std::int64_t>(d.value_unsafe());
+    return true;
+  }
+  return false;
+}
+
+bool as_double(od::value v, double& out) {
+  auto d = v.get_double();
+  if (d.error()) return false;
+  out = d.value_unsafe();
+  return true;
+}
+
+// A pid or tid: a number, or a label such as "Spans" or "CPU functions".
+bool as_track_id(od::value v, StringTable& strings, std::int64_t& out) {
+  auto t = v.type();
+  if (t.error()) return false;
+  if (t.value_unsafe() == od::json_type::string) {
+    auto s = v.get_string();
+    if (s.error()) return false;
+    out = string_track_id(strings.intern(s.value_unsafe()));
+    return true;
+  }
+  return as_int64(v, out);
+}
+
+bool as_time(od::value v, std::int64_t& out) {
+  return parse_us_to_ns(v.raw_json_token(), out);
+}
+
+void read_int3(od::value v, std::int32_t (&dst)[3]) {
+  auto arr = v.get_array();
+  if (arr.error()) return;
+  int k = 0;
+  for (auto x : arr.value_unsafe()) {
+    std::int64_t n = 0;
+    if (k < 3 && !x.error() && as_int64(x.value_unsafe(), n)) dst[k] = static_cast<std::int32_t>(n);
+    ++k;
+  }
+}
+
+std::string_view raw_text(od::value v) {
+  std::string_view s = v.raw_json_token();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// Arguments of one event, gathered before the event's kind decides which are kept.
+struct ArgValues {
+  std::int64_t correlation = kNone, external_id = kNone, stream = kNone, device = kNone;
+  EventExtra extra;
+  bool has_extra = false;
+  KernelArgs kernel;
+  bool has_kernel = false;
+  std::string_view meta_name;  // M events: args.name
+  bool meta_name_set = false;
+};
+
+void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrId name,
+                ArgValues& a, std::vector<CounterSample>& counters) {
+  for (auto fr : obj) {
+    if (fr.error()) return;
+    od::field f = std::move(fr.value_unsafe());
+    std::string_view k = field_key(f);
+    od::value v = f.value();
+    if (phase == Phase::Counter) {
+      double d = 0;
+      if (as_double(v, d)) counters.push_back({ts, name, strings.intern(k), d});
+      continue;
+    }
+    if (k == "correlation") {
+      as_int64(v, a.correlation);
+    } else if (k == "External id" || k == "external id") {
+      as_int64(v, a.external_id);
+    } else if (k == "stream") {
+      as_int64(v, a.stream);
+    } else if (k == "device") {
+      as_int64(v, a.device);
+    } else if (k == "name" && phase == Phase::Metadata) {
+      auto s = v.get_string();
+      if (!s.error()) {
+        a.meta_name = s.value_unsafe();
+        a.meta_name_set = true;
+        // Interning keeps the text alive past the next get_string.
+        a.meta_name = strings.view(strings.intern(a.meta_name));
+      }
+    } else if (k == "Sequence number") {
+      a.has_extra |= as_int64(v, a.extra.sequence_number);
+    } else if (k == "Fwd thread id") {
+      a.has_extra |= as_int64(v, a.extra.fwd_thread_id);
+    } else if (k == "bytes" || k == "Bytes") {
+      a.has_extra |= as_int64(v, a.extra.bytes);
+    } else if (k == "Total Allocated") {
+      a.has_extra |= as_int64(v, a.extra.total_allocated);
+    } else if (k == "Total Reserved") {
+      a.has_extra |= as_int64(v, a.extra.total_reserved);
+    } else if (k == "Device Type") {
+      std::int64_t x = 0;
+      if (as_int64(v, x)) a.extra.device_type = static_cast<std::int32_t>(x), a.has_extra = true;
+    } else if (k == "Device Id") {
+      std::int64_t x = 0;
+      if (as_int64(v, x)) a.extra.device_id = static_cast<std::int32_t>(x), a.has_extra = true;
+    } else if (k == "Input Dims") {
+      a.extra.input_dims = strings.intern(raw_text(v));
+      a.has_extra = true;
+    } else if (k == "Input type") {
+      a.extra.input_type = strings.intern(raw_text(v));
+      a.has_extra = true;
+    } else if (k == "grid") {
+      read_int3(v, a.kernel.grid);
+      a.has_kernel = true;
+    } else if (k == "block") {
+      read_int3(v, a.kernel.block);
+      a.has_kernel = true;
+    } else if (k == "registers per thread") {
+      std::int64_t x = 0;
+      if (as_int64(v, x)) a.kernel.registers_per_thread = static_cast<std::int32_t>(x);
+      a.has_kernel = true;
+    } else if (k == "shared memory") {
+      as_int64(v, a.kernel.shared_memory);
+      a.has_kernel = true;
+    } else if (k == "warps per SM") {
+      as_double(v, a.kernel.warps_per_sm);
+      a.has_kernel = true;
+    } else if (k == "blocks per SM") {
+      as_double(v, a.kernel.blocks_per_sm);
+      a.has_kernel = true;
+    } else if (k == "est. achieved occupancy %") {
+      as_double(v, a.kernel.est_occupancy_pct);
+      a.has_kernel = true;
+    }
+  }
+}
+
+// One event object's top-level fields.
+struct EventFields {
+  Phase phase = Phase::Other;
+  bool has_ph = false, has_ts = false;
+  StrId name = kNoStr, cat = kNoStr;
+  bool has_cat = false;
+  std::int64_t pid = 0, tid = 0, flow_id = kNone;
+  ns_t ts = 0, dur = 0;
+  ArgValues args;
+};
+
+void parse_one_event(od::object obj, const Where& where, RankTrace& out,
+                     EventFields& e) {
+  for (auto fr : obj) {
+    if (fr.error()) where.fail(simdjson::error_message(fr.error()));
+    od::field f = std::move(fr.value_unsafe());
+    std::string_view k = field_key(f);
+    od::value v = f.value();
+    if (k.size() == 2 && k == "ph") {
+      auto s = v.get_string();
+      if (s.error()) where.fail("\"ph\" is not a string");
+      e.phase = phase_from(s.value_unsafe());
+      e.has_ph = true;
+    } else if (k == "name") {
+      auto s = v.get_string();
+      if (s.error()) where.fail("\"name\" is not a string");
+      e.name = out.strings.intern(s.value_unsafe());
+    } else if (k == "cat") {
+      auto s = v.get_string();
+      if (s.error()) where.fail("\"cat\" is not a string");
+      e.cat = out.strings.intern(s.value_unsafe());
+      e.has_cat = true;
+    } else if (k == "ts") {
+      if (!as_time(v, e.ts)) where.fail("\"ts\" is not a number");
+      e.has_ts = true;
+    } else if (k == "dur") {
+      if (!as_time(v, e.dur)) where.fail("\"dur\" is not a number");
+    } else if (k == "pid") {
+      if (!as_track_id(v, out.strings, e.pid)) where.fail("\"pid\" is neither a number nor a string");
+    } else if (k == "tid") {
+      if (!as_track_id(v, out.strings, e.tid)) where.fail("\"tid\" is neither a number nor a string");
+    } else if (k == "id") {
+      std::int64_t x = 0;
+      if (as_int64(v, x)) e.flow_id = x;
+    } else if (k == "args") {
+      auto o = v.get_object();
+      if (o.error()) where.fail("\"args\" is not an object");
+      parse_args(o.value_unsafe(), out.strings, e.phase, e.ts, e.name, e.args, out.counters);
+    }
+  }
+  if (!e.has_ph) where.fail("event has no \"ph\" (phase)");
+}
+
+CopyKind copy_kind_from_name(std::string_view n) {
+  if (n.find("HtoD") != n.npos || n.find("HostToDevice") != n.npos) return CopyKind::HtoD;
+  if (n.find("DtoH") != n.npos || n.find("DeviceToHost") != n.npos) return CopyKind::DtoH;
+  if (n.find("DtoD") != n.npos || n.find("DeviceToDevice") != n.npos) return CopyKind::DtoD;
+  if (n.find("HtoH") != n.npos || n.find("HostToHost") != n.npos) return CopyKind::HtoH;
+  if (n.find("PtoP") != n.npos || n.find("Peer") != n.npos) return CopyKind::PtoP;
+  return CopyKind::Other;
+}
+
+HostMem host_mem_from_name(std::string_view n) {
+  if (n.find("Pageable") != n.npos) return HostMem::Pageable;
+  if (n.find("Pinned") != n.npos) return HostMem::Pinned;
+  return HostMem::Unknown;
+}
+
+void store_metadata(const EventFields& e, RankTrace& out) {
+  if (!e.args.meta_name_set) return;
+  std::string_view what = out.strings.view(e.name);
+  if (what == "process_name") out.process_names[e.pid] = std::string(e.args.meta_name);
+  else if (what == "thread_name") out.thread_names[e.tid] = std::string(e.args.meta_name);
+}
+
+void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
+  EventTable& t = out.events;
+  Kind kind;
+  if (e.phase == Phase::FlowStart || e.phase == Phase::FlowEnd || e.phase == Phase::FlowStep)
+    kind = Kind::Flow;
+  else if (!e.has_cat)
+    kind = layout == TraceLayout::LegacyArray ? Kind::CpuOp : Kind::Other;
+  else
+    kind = kind_from_category(out.strings.view(e.cat));
+  t.ts.push_back(e.ts);
+  t.dur.push_back(e.phase == Phase::Complete && e.dur > 0 ? e.dur : 0);
+  t.name.push_back(e.name);
+  t.category.push_back(e.cat);
+  t.kind.push_back(kind);
+  t.phase.push_back(e.phase);
+  bool copy = kind == Kind::Memcpy;
+  std::string_view nm = out.strings.view(e.name);
+  t.copy_kind.push_back(copy ? copy_kind_from_name(nm) : CopyKind::None);
+  t.host_mem.push_back(copy ? host_mem_from_name(nm) : HostMem::Unknown);
+  t.pid.push_back(e.pid);
+  t.tid.push_back(e.tid);
+  t.correlation.push_back(e.args.correlation);
+  t.external_id.push_back(e.args.external_id);
+  t.stream.push_back(static_cast<std::int32_t>(e.args.stream));
+  t.device.push_back(static_cast<std::int32_t>(e.args.device));
+  if (e.args.has_kernel) {
+    t.kernel_args.push_back(static_cast<std::int32_t>(out.kernel_args.size()));
+    out.kernel_args.push_back(e.args.kernel);
+  } else {
+    t.kernel_args.push_back(-1);
+  }
+  bool extra = e.args.has_extra || e.flow_id != kNone;
+  if (extra) {
+    t.extra.push_back(static_cast<std::int32_t>(out.extras.size()));
+    out.extras.push_back(e.args.extra);
+    out.extras.back().flow_id = e.flow_id;
+  } else {
+    t.extra.push_back(-1);
+  }
+}
+
+}  // namespace
+
+void parse_event_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout,
+                       const std::string& name, RankTrace& out, BatchStats& stats) {
+  Where where{name, batch, 0};
+  auto doc = parser.iterate(batch.text.data(), batch.text_size, batch.text.size());
+  if (doc.error()) where.fail(simdjson::error_message(doc.error()));
+  auto arr = doc.get_array();
+  if (arr.error()) where.fail(simdjson::error_message(arr.error()));
+  std::size_t i = 0;
+  for (auto elem : arr.value_unsafe()) {
+    where.index = std::min(i, batch.count() - 1);
+    if (elem.error()) where.fail(simdjson::error_message(elem.error()));
+    auto obj = elem.get_object();
+    if (obj.error()) where.fail("not a JSON object");
+    EventFields e;
+    parse_one_event(obj.value_unsafe(), where, out, e);
+    ++i;
+    if (e.phase == Phase::Metadata) {
+      store_metadata(e, out);
+      continue;
+    }
+    if (e.phase == Phase::Counter) continue;  // samples already stored by parse_args
+    if (!e.has_ts) {
+      ++stats.missing_ts;
+      continue;
+    }
+    append_event(e, layout, out);
+  }
+  if (i != batch.count()) {
+    where.index = std::min(i, batch.count() - 1);
+    where.fail("malformed JSON in this event");
+  }
+}
+
+namespace {
+
+std::vector<StrId> remap_strings(const StringTable& from, StringTable& to) {
+  std::vector<StrId> map(from.size());
+  for (std::size_t i = 0; i < from.size(); ++i) map[i] = to.intern(from.view(static_cast<StrId>(i)));
+  return map;
+}
+
+std::int64_t remap_track(std::int64_t v, const std::vector<StrId>& map) {
+  return is_string_track_id(v) ? string_track_id(map[track_string(v)]) : v;
+}
+
+template <class T>
+void append_column(std::vector<T>& dst, const std::vector<T>& src) {
+  dst.insert(dst.end(), src.begin(), src.end());
+}
+
+}  // namespace
+
+void merge_rank_part(RankTrace& into, RankTrace&& part) {
+  auto map = remap_strings(part.strings, into.strings);
+  EventTable& d = into.events;
+  EventTable& s = part.events;
+  auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
+  auto extra_off = static_cast<std::int32_t>(into.extras.size());
+  std::size_t base = d.size();
+  append_column(d.ts, s.ts);
+  append_column(d.dur, s.dur);
+  append_column(d.name, s.name);
+  append_column(d.category, s.category);
+  append_column(d.kind, s.kind);
+  append_column(d.phase, s.phase);
+  append_column(d.copy_kind, s.copy_kind);
+  append_column(d.host_mem, s.host_mem);
+  append_column(d.pid, s.pid);
+  append_column(d.tid, s.tid);
+  append_column(d.correlation, s.correlation);
+  append_column(d.external_id, s.external_id);
+  append_column(d.stream, s.stream);
+  append_column(d.device, s.device);
+  append_column(d.kernel_args, s.kernel_args);
+  append_column(d.extra, s.extra);
+  for (std::size_t i = base; i < d.size(); ++i) {
+    d.name[i] = map[d.name[i]];
+    d.category[i] = map[d.category[i]];
+    d.pid[i] = remap_track(d.pid[i], map);
+    d.tid[i] = remap_track(d.tid[i], map);
+    if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
+    if (d.extra[i] >= 0) d.extra[i] += extra_off;
+  }
+  append_column(into.kernel_args, part.kernel_args);
+  for (auto& x : part.extras) {
+    x.input_dims = map[x.input_dims];
+    x.input_type = map[x.input_type];
+    into.extras.push_back(x);
+  }
+  for (auto& c : part.counters) {
+    c.name = map[c.name];
+    c.series = map[c.series];
+    into.counters.push_back(c);
+  }
+  for (auto& [pid, nm] : part.process_names) into.process_names[remap_track(pid, map)] = nm;
+  for (auto& [tid, nm] : part.thread_names) into.thread_names[remap_track(tid, map)] = nm;
+}
+
+}  // namespace stepscope::ingest

@@ -1,0 +1,288 @@
+// Reading Kineto / legacy autograd-profiler JSON traces into RankTrace, streaming.
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "ingest/byte_source.hpp"
+#include "ingest/json_chunker.hpp"
+#include "ingest/kineto_events.hpp"
+#include "ingest/metadata.hpp"
+#include "ingest/thread_pool.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/ingest.hpp"
+
+namespace stepscope {
+namespace fs = std::filesystem;
+using namespace ingest;
+
+namespace {
+
+int resolve_jobs(int jobs) {
+  if (jobs > 0) return jobs;
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// B/E pairs become one complete event on the B row; E rows stay, marked End.
+void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
+  EventTable& e = t.events;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint32_t>> open;
+  std::size_t unpaired = 0;
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t i = 0; i < e.size(); ++i)
+    if (e.phase[i] == Phase::Begin || e.phase[i] == Phase::End) order.push_back(i);
+  if (order.empty()) return;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return e.ts[a] < e.ts[b]; });
+  for (auto i : order) {
+    auto& stack = open[{e.pid[i], e.tid[i]}];
+    if (e.phase[i] == Phase::Begin) {
+      stack.push_back(i);
+    } else if (!stack.empty()) {
+      auto b = stack.back();
+      stack.pop_back();
+      e.phase[b] = Phase::Complete;
+      e.dur[b] = e.ts[i] - e.ts[b];
+    } else {
+      ++unpaired;
+    }
+  }
+  for (auto& [k, stack] : open) unpaired += stack.size();
+  if (unpaired)
+    warnings.push_back(fmt::format("{} begin/end events without a partner were kept with zero duration",
+                                   unpaired));
+}
+
+struct FileReader {
+  ByteSource& src;
+  std::string name;
+  const IngestOptions& opts;
+  int jobs;
+  std::uint64_t progress_base;
+  std::uint64_t progress_total;
+
+  RankTrace read() {
+    RankTrace out;
+    out.path = name;
+    JsonChunker chunker(src, name);
+    BatchStats stats;
+    if (jobs <= 1) read_serial(chunker, out, stats);
+    else read_parallel(chunker, out, stats);
+    finish(chunker, out, stats);
+    return out;
+  }
+
+  void report_progress() const {
+    if (opts.progress) opts.progress(progress_base + src.consumed(), progress_total);
+  }
+
+  void read_serial(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
+    simdjson::ondemand::parser parser;
+    EventBatch batch;
+    while (chunker.next(batch) == ChunkState::Found) {
+      parse_event_batch(batch, parser, chunker.layout(), name, out, stats);
+      report_progress();
+    }
+  }
+
+  // The chunker runs on this thread; runs of events are parsed on a pool, each into its own
+  // part, and merged back in file order.
+  void read_parallel(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
+    ThreadPool pool(jobs);
+    struct Done {
+      RankTrace part;
+      BatchStats stats;
+    };
+    std::deque<std::future<Done>> inflight;
+    auto merge_front = [&] {
+      Done d = inflight.front().get();  // rethrows a parse error from the worker
+      inflight.pop_front();
+      stats.missing_ts += d.stats.missing_ts;
+      merge_rank_part(out, std::move(d.part));
+      report_progress();
+    };
+    for (;;) {
+      auto batch = std::make_shared<EventBatch>();
+      if (chunker.next(*batch) != ChunkState::Found) break;
+      TraceLayout layout = chunker.layout();
+      inflight.push_back(pool.submit([batch, layout, this] {
+        thread_local simdjson::ondemand::parser parser;
+        Done d;
+        parse_event_batch(*batch, parser, layout, name, d.part, d.stats);
+        return d;
+      }));
+      if (inflight.size() >= static_cast<std::size_t>(2 * jobs)) merge_front();
+    }
+    while (!inflight.empty()) merge_front();
+  }
+
+  void finish(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
+    out.layout = chunker.layout();
+    apply_top_level(chunker.top_level(), name, out);
+    out.bytes_read = chunker.bytes_read();
+    if (chunker.truncated() || src.truncated()) {
+      out.truncated = true;
+      out.bytes_lost = chunker.bytes_lost();
+      out.warnings.push_back(fmt::format(
+          "file is cut off (job killed while writing?): kept {} complete events, lost {} bytes "
+          "after the last one",
+          out.events.size(), out.bytes_lost));
+    }
+    if (stats.missing_ts)
+      out.warnings.push_back(fmt::format("{} events without \"ts\" were skipped", stats.missing_ts));
+    pair_begin_end(out, out.warnings);
+    if (out.events.size() == 0 && !out.truncated)
+      throw InputError(fmt::format("{}: the trace holds no events", name));
+    out.build_indexes();
+  }
+};
+
+bool looks_like_trace_file(const fs::path& p) {
+  std::string n = p.filename().string();
+  auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  return ends(".json") || ends(".json.gz");
+}
+
+std::optional<int> rank_from_file_name(const std::string& path) {
+  static const std::regex re(R"((?:^|[^A-Za-z])rank[-_]?(\d+))", std::regex::icase);
+  std::smatch m;
+  std::string file = fs::path(path).filename().string();
+  if (std::regex_search(file, m, re)) return std::stoi(m[1].str());
+  return std::nullopt;
+}
+
+std::uint64_t size_or_zero(const std::string& p) {
+  std::error_code ec;
+  auto n = fs::file_size(p, ec);
+  return ec ? 0 : n;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    auto st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) throw InputError(fmt::format("{}: no such file or directory", p));
+    if (fs::is_directory(st)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(p, ec))
+        if (entry.is_regular_file() && looks_like_trace_file(entry.path())) found.push_back(entry.path().string());
+      if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", p, ec.message()));
+      if (found.empty())
+        throw InputError(fmt::format("{}: directory holds no *.json or *.json.gz traces", p));
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  return files;
+}
+
+RankTrace read_kineto_file(const std::string& path, const IngestOptions& opts) {
+  auto src = open_byte_source(path);
+  FileReader r{*src, path, opts, resolve_jobs(opts.jobs), 0, src->total()};
+  return r.read();
+}
+
+RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
+                             const IngestOptions& opts) {
+  auto src = memory_byte_source(json);
+  FileReader r{*src, name, opts, opts.jobs > 0 ? opts.jobs : 1, 0, json.size()};
+  return r.read();
+}
+
+namespace {
+
+void assign_ranks(Trace& t) {
+  std::size_t order = 0;
+  bool any_order = false;
+  for (auto& r : t.ranks) {
+    if (r.distributed.rank) {
+      r.rank = *r.distributed.rank;
+      r.rank_source = RankTrace::RankSource::DistributedInfo;
+    } else if (auto fr = rank_from_file_name(r.path)) {
+      r.rank = *fr;
+      r.rank_source = RankTrace::RankSource::FileName;
+    } else {
+      r.rank = static_cast<int>(order);
+      r.rank_source = RankTrace::RankSource::FileOrder;
+      any_order = true;
+    }
+    ++order;
+  }
+  if (any_order && t.ranks.size() > 1)
+    t.warnings.push_back(
+        "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): "
+        "numbered them in file order");
+  std::map<int, const std::string*> seen;
+  for (auto& r : t.ranks) {
+    auto [it, fresh] = seen.emplace(r.rank, &r.path);
+    if (!fresh)
+      throw InputError(fmt::format("{} and {} are both rank {}: pass one trace per rank",
+                                   *it->second, r.path, r.rank));
+  }
+  std::sort(t.ranks.begin(), t.ranks.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
+}
+
+}  // namespace
+
+Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
+  auto files = expand_trace_paths(paths);
+  int jobs = resolve_jobs(opts.jobs);
+  Trace t;
+  t.ranks.resize(files.size());
+  std::uint64_t total = 0;
+  std::vector<std::uint64_t> base(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    base[i] = total;
+    total += size_or_zero(files[i]);
+  }
+  // Files in parallel when there are several; the threads left over parse within a file.
+  int file_threads = std::max(1, std::min<int>(jobs, static_cast<int>(files.size())));
+  int inner = std::max(1, jobs / file_threads);
+  std::mutex progress_mu;
+  std::vector<std::uint64_t> done(files.size(), 0);
+  IngestOptions inner_opts;
+  inner_opts.jobs = inner;
+  auto read_one = [&](std::size_t i) {
+    IngestOptions o = inner_opts;
+    if (opts.progress) {
+      o.progress = [&, i](std::uint64_t d, std::uint64_t) {
+        std::lock_guard<std::mutex> lk(progress_mu);
+        done[i] = d;
+        std::uint64_t sum = 0;
+        for (auto x : done) sum += x;
+        opts.progress(sum, total);
+      };
+    }
+    auto src = open_byte_source(files[i]);
+    FileReader r{*src, files[i], o, inner, 0, total};
+    t.ranks[i] = r.read();
+  };
+  if (file_threads == 1) {
+    for (std::size_t i = 0; i < files.size(); ++i) read_one(i);
+  } else {
+    ThreadPool pool(file_threads);
+    std::vector<std::future<void>> fut;
+    for (std::size_t i = 0; i < files.size(); ++i) fut.push_back(pool.submit([&, i] { read_one(i); }));
+    for (auto& f : fut) f.get();
+  }
+  assign_ranks(t);
+  return t;
+}
+
+}  // namespace stepscope

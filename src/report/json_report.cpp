@@ -1,0 +1,48 @@
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+nlohmann::json ingest_json(const IngestSummary& s) {
+  nlohmann::json j;
+  j["rank"] = s.rank;
+  j["rank_source"] = s.rank_source;
+  j["path"] = s.path;
+  j["layout"] = s.layout;
+  j["world_size"] = s.world_size ? nlohmann::json(*s.world_size) : nlohmann::json(nullptr);
+  j["backend"] = s.backend;
+  j["events"] = s.events;
+  j["events_by_category"] = s.events_by_category;
+  j["events_by_kind"] = s.events_by_kind;
+  j["first_ts_ns"] = s.first_ts;
+  j["last_end_ns"] = s.last_end;
+  j["span_ns"] = s.last_end - s.first_ts;
+  j["counter_samples"] = s.counters;
+  auto& threads = j["threads"] = nlohmann::json::array();
+  for (const auto& t : s.threads)
+    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"events", t.events}});
+  auto& streams = j["gpu_streams"] = nlohmann::json::array();
+  for (const auto& st : s.streams)
+    streams.push_back({{"device", st.device}, {"stream", st.stream}, {"events", st.events},
+                       {"busy_ns", st.busy_ns}});
+  j["gpus"] = s.gpus;
+  j["profiler_steps"] = s.profiler_steps;
+  j["bytes_read"] = s.bytes_read;
+  j["truncated"] = s.truncated;
+  j["bytes_lost"] = s.bytes_lost;
+  j["warnings"] = s.warnings;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const AnalysisResult& r) {
+  nlohmann::json j;
+  j["schema"] = r.schema;
+  auto& ranks = j["ranks"] = nlohmann::json::array();
+  for (const auto& s : r.ranks) ranks.push_back({{"ingest", ingest_json(s)}});
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+}  // namespace stepscope

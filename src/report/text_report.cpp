@@ -1,0 +1,94 @@
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+
+std::string terminal_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+namespace {
+
+std::string human_ns(ns_t ns) {
+  double v = static_cast<double>(ns);
+  if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
+  if (ns >= 1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
+  if (ns >= 1'000) return fmt::format("{:.3f} us", v / 1e3);
+  return fmt::format("{} ns", ns);
+}
+
+std::string human_bytes(std::uint64_t b) {
+  double v = static_cast<double>(b);
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", v / (1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", v / (1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", v / (1ull << 10));
+  return fmt::format("{} B", b);
+}
+
+std::string step_range(const std::vector<std::int64_t>& steps) {
+  if (steps.empty()) return "none (the whole trace is one window)";
+  if (steps.size() == 1) return fmt::format("1 (#{})", steps.front());
+  return fmt::format("{} (#{}..#{})", steps.size(), steps.front(), steps.back());
+}
+
+void render_categories(const IngestSummary& s, const TextOptions& opts, std::string& out) {
+  std::vector<std::pair<std::string, std::uint64_t>> cats(s.events_by_category.begin(),
+                                                          s.events_by_category.end());
+  std::sort(cats.begin(), cats.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::size_t shown = opts.verbose ? cats.size() : std::min<std::size_t>(cats.size(), 8);
+  out += "  events by category:\n";
+  for (std::size_t i = 0; i < shown; ++i)
+    out += fmt::format("    {:<22} {:>10}\n", terminal_safe(cats[i].first), cats[i].second);
+  if (shown < cats.size()) out += fmt::format("    ... {} more categories (--verbose)\n", cats.size() - shown);
+}
+
+void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& out) {
+  out += fmt::format("rank {} ({}) — {}\n", s.rank, s.rank_source, terminal_safe(s.path));
+  std::string world = s.world_size ? fmt::format(", world size {}", *s.world_size) : "";
+  std::string backend = s.backend.empty() ? "" : fmt::format(", backend {}", terminal_safe(s.backend));
+  out += fmt::format("  layout {}{}{}; {} events, {} of JSON\n", s.layout, world, backend, s.events,
+                     human_bytes(s.bytes_read));
+  out += fmt::format("  time span {}\n", human_ns(s.last_end - s.first_ts));
+  out += fmt::format("  ProfilerStep markers: {}\n", step_range(s.profiler_steps));
+  render_categories(s, opts, out);
+  out += fmt::format("  host threads: {}", s.threads.size());
+  std::size_t named = 0;
+  for (const auto& t : s.threads)
+    if (!t.name.empty() && named++ < 4) out += fmt::format("{} {}", named == 1 ? " —" : ",", terminal_safe(t.name));
+  out += "\n";
+  if (s.streams.empty()) {
+    out += "  GPU: no GPU activity (CPU-only trace)\n";
+  } else {
+    std::string gpus;
+    for (const auto& g : s.gpus) gpus += (gpus.empty() ? "" : ", ") + terminal_safe(g);
+    if (s.gpus.size() > 2) gpus = fmt::format("{} x {}", s.gpus.size(), terminal_safe(s.gpus.front()));
+    out += fmt::format("  GPU streams: {}{}\n", s.streams.size(), gpus.empty() ? "" : " on " + gpus);
+    for (const auto& st : s.streams)
+      out += fmt::format("    device {} stream {:<4} {:>8} events, {} busy\n", st.device, st.stream,
+                         st.events, human_ns(st.busy_ns));
+  }
+  for (const auto& w : s.warnings) out += fmt::format("  warning: {}\n", terminal_safe(w));
+}
+
+}  // namespace
+
+std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
+  std::string out;
+  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
+  for (const auto& s : r.ranks) {
+    render_rank(s, opts, out);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace stepscope

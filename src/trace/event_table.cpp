@@ -1,0 +1,135 @@
+#include <algorithm>
+#include <map>
+
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::CpuOp: return "cpu_op";
+    case Kind::UserAnnotation: return "user_annotation";
+    case Kind::PythonFunction: return "python_function";
+    case Kind::Runtime: return "runtime";
+    case Kind::Driver: return "driver";
+    case Kind::Kernel: return "kernel";
+    case Kind::Memcpy: return "memcpy";
+    case Kind::Memset: return "memset";
+    case Kind::GpuAnnotation: return "gpu_user_annotation";
+    case Kind::GpuSync: return "gpu_sync";
+    case Kind::CpuInstant: return "cpu_instant_event";
+    case Kind::Flow: return "flow";
+    case Kind::TraceSpan: return "trace_span";
+    case Kind::Overhead: return "overhead";
+    case Kind::Other: return "other";
+  }
+  return "other";
+}
+
+bool is_gpu_kind(Kind k) {
+  return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset || k == Kind::GpuAnnotation ||
+         k == Kind::GpuSync;
+}
+
+const char* copy_kind_name(CopyKind c) {
+  switch (c) {
+    case CopyKind::None: return "none";
+    case CopyKind::HtoD: return "HtoD";
+    case CopyKind::DtoH: return "DtoH";
+    case CopyKind::DtoD: return "DtoD";
+    case CopyKind::HtoH: return "HtoH";
+    case CopyKind::PtoP: return "PtoP";
+    case CopyKind::Other: return "other";
+  }
+  return "other";
+}
+
+namespace {
+template <class F>
+void for_each_column(EventTable& t, F&& f) {
+  f(t.ts), f(t.dur), f(t.name), f(t.category), f(t.kind), f(t.phase), f(t.copy_kind),
+      f(t.host_mem), f(t.pid), f(t.tid), f(t.correlation), f(t.external_id), f(t.stream),
+      f(t.device), f(t.kernel_args), f(t.extra);
+}
+
+// Events that occupy time on a track (not flows, counters or metadata).
+bool is_timed(Phase p) { return p == Phase::Complete || p == Phase::Instant || p == Phase::Begin; }
+
+bool is_host_kind(Kind k) {
+  return k == Kind::CpuOp || k == Kind::UserAnnotation || k == Kind::PythonFunction ||
+         k == Kind::Runtime || k == Kind::Driver || k == Kind::CpuInstant || k == Kind::Overhead;
+}
+}  // namespace
+
+void EventTable::reserve(std::size_t n) {
+  for_each_column(*this, [n](auto& col) { col.reserve(n); });
+}
+void EventTable::resize(std::size_t n) {
+  for_each_column(*this, [n](auto& col) { col.resize(n); });
+}
+
+ns_t RankTrace::first_ts() const {
+  ns_t best = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!is_timed(events.phase[i]) || events.kind[i] == Kind::TraceSpan) continue;
+    if (!any || events.ts[i] < best) best = events.ts[i];
+    any = true;
+  }
+  return best;
+}
+
+ns_t RankTrace::last_end() const {
+  ns_t best = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!is_timed(events.phase[i]) || events.kind[i] == Kind::TraceSpan) continue;
+    if (!any || events.end(i) > best) best = events.end(i);
+    any = true;
+  }
+  return best;
+}
+
+void RankTrace::build_indexes() {
+  host_tracks.clear();
+  gpu_tracks.clear();
+  launch_by_correlation.clear();
+  gpu_by_correlation.clear();
+  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> host_ix, gpu_ix;
+  for (std::uint32_t i = 0; i < events.size(); ++i) {
+    Kind k = events.kind[i];
+    if (!is_timed(events.phase[i])) continue;
+    if (is_gpu_kind(k)) {
+      // GPU rows: pid is the device and tid the stream, but args say it better (sync rows may
+      // sit on tid = stream + 1,000,000).
+      std::int64_t dev = events.device[i] >= 0 ? events.device[i] : events.pid[i];
+      std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid[i];
+      auto [it, fresh] = gpu_ix.emplace(std::make_pair(dev, stream), gpu_tracks.size());
+      if (fresh) gpu_tracks.push_back(Track{dev, stream, true, {}, {}});
+      gpu_tracks[it->second].events.push_back(i);
+      if (events.correlation[i] != kNone && k != Kind::GpuAnnotation)
+        gpu_by_correlation[events.correlation[i]].push_back(i);
+    } else if (is_host_kind(k)) {
+      auto [it, fresh] = host_ix.emplace(std::make_pair(events.pid[i], events.tid[i]), host_tracks.size());
+      if (fresh) host_tracks.push_back(Track{events.pid[i], events.tid[i], false, {}, {}});
+      host_tracks[it->second].events.push_back(i);
+      if ((k == Kind::Runtime || k == Kind::Driver) && events.correlation[i] != kNone)
+        launch_by_correlation.emplace(events.correlation[i], i);
+    }
+  }
+  auto by_time = [this](std::uint32_t a, std::uint32_t b) {
+    if (events.ts[a] != events.ts[b]) return events.ts[a] < events.ts[b];
+    return events.dur[a] > events.dur[b];
+  };
+  for (auto* tracks : {&host_tracks, &gpu_tracks}) {
+    for (auto& t : *tracks) {
+      std::stable_sort(t.events.begin(), t.events.end(), by_time);
+      if (auto it = thread_names.find(t.tid); it != thread_names.end() && !t.gpu) t.name = it->second;
+    }
+    std::sort(tracks->begin(), tracks->end(), [](const Track& a, const Track& b) {
+      return std::tie(a.pid, a.tid) < std::tie(b.pid, b.tid);
+    });
+  }
+}
+
+}  // namespace stepscope
