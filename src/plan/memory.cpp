@@ -64,6 +64,9 @@ void validate(const MemoryInput& in, const ModelArch& m) {
     throw InputError("--offload all (parameters too) needs --zero 3 / FSDP FULL_SHARD");
   if (in.sequence_parallel && in.tp == 1)
     throw InputError("--sequence-parallel needs --tp > 1");
+  if (in.dtype == Dtype::int8 || in.dtype == Dtype::int4)
+    throw InputError(fmt::format("--dtype {}: training precision must be fp32, tf32, bf16, fp16 "
+                                 "or fp8", dtype_name(in.dtype)));
   if (model_parameters(m) <= 0)
     throw InputError("no model size: give --model <preset>, --params, or --hidden and --layers");
 }

@@ -231,6 +231,9 @@ TEST(PlanMemory, BadInputs) {
   three_way.gpus = 3;
   three_way.tp = 3;  // 32 heads do not split 3 ways
   EXPECT_THROW(estimate_memory(three_way), stepscope::InputError);
+  in = seven_b();
+  in.dtype = Dtype::int4;  // a serving format, not a training precision
+  EXPECT_THROW(estimate_memory(in), stepscope::InputError);
   EXPECT_THROW(parse_checkpointing("sometimes"), stepscope::InputError);
   EXPECT_THROW(parse_sharding("zero4"), stepscope::InputError);
   EXPECT_THROW(parse_optimizer("lion"), stepscope::InputError);
@@ -245,4 +248,21 @@ TEST(PlanMemory, ParsersAcceptCommonSpellings) {
   auto c = parse_checkpointing("4");
   EXPECT_EQ(c.mode, Recompute::full);
   EXPECT_EQ(c.every, 4);
+}
+
+// The breakdown is exhaustive: its lines add up to the total in every configuration.
+TEST(PlanMemory, BreakdownSumsToTotal) {
+  MemoryInput in;
+  in.model = find_model("llama-2-70b");
+  in.gpus = 64;
+  in.tp = 4;
+  in.pp = 2;
+  in.sharding = Sharding::zero3;
+  in.checkpointing = {Recompute::full, 4};
+  auto r = estimate_memory(in);
+  double sum = 0;
+  for (const auto& i : r.items) sum += i.bytes;
+  EXPECT_DOUBLE_EQ(sum, r.total_bytes);
+  EXPECT_DOUBLE_EQ(r.model_state_bytes + r.activation_bytes, r.total_bytes);
+  EXPECT_EQ(r.dp, 8);
 }
