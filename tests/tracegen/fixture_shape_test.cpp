@@ -48,7 +48,7 @@ void expect_present(const tgtest::Shape& generated, const std::vector<std::strin
     EXPECT_TRUE(generated.args_by_cat.count(c)) << "generated traces lack cat \"" << c << "\"";
 }
 
-const std::vector<std::string> kCudaScenarios = {"healthy", "comms-bound", "checkpoint",
+const std::vector<std::string> kCudaScenarios = {"healthy", "comms-bound", "checkpoint", "memory-bound",
                                                  "pageable-copy", "sync-stall"};
 
 TEST(TracegenShape, CudaMatchesRealKinetoTraces) {
@@ -58,7 +58,7 @@ TEST(TracegenShape, CudaMatchesRealKinetoTraces) {
   const auto gen = generated_shape(kCudaScenarios);
   expect_subset(gen, real);
   expect_present(gen, {"cpu_op", "user_annotation", "cuda_runtime", "kernel", "gpu_memcpy",
-                       "gpu_user_annotation", "ac2g", "fwdbwd", "Trace", ""});
+                       "gpu_memset", "gpu_user_annotation", "ac2g", "fwdbwd", "Trace", ""});
 }
 
 TEST(TracegenShape, NcclArgsMatchADdpTrace) {

@@ -204,7 +204,7 @@ TEST_P(Recompute, GroundTruthFollowsFromTheTraceAlone) { recheck(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Tracegen, Recompute,
                          ::testing::Values("healthy", "input-bound", "pageable-copy",
                                            "sync-stall", "launch-bound", "comms-bound",
-                                           "straggler", "checkpoint", "cpu-input-bound",
+                                           "straggler", "checkpoint", "memory-bound", "cpu-input-bound",
                                            "rocm-healthy"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;

@@ -138,7 +138,7 @@ std::string validate(const Params& p) {
                    p.fetch_us, p.stall_us, p.epoch_stall_us, p.batch_mb, p.sync_gap_us, p.grad_mb,
                    p.ckpt_us, p.ckpt_mb})
     if (v < 0) return "durations and sizes must not be negative";
-  if (p.tiny_ops < 0 || p.extra_eltwise < 0 || p.opt_kernels < 0 || p.num_workers < 0 ||
+  if (p.tiny_ops < 0 || p.extra_eltwise < 0 || p.zero_grad_memsets < 0 || p.opt_kernels < 0 || p.num_workers < 0 ||
       p.stall_every < 0 || p.epoch_steps < 0 || p.ckpt_every < 0)
     return "counts must not be negative";
   if (p.bwd_factor <= 0) return "--bwd-factor must be positive";

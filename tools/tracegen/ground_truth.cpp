@@ -41,6 +41,7 @@ nlohmann::json params_json(const Params& p) {
       {"tiny_us", p.tiny_us},
       {"tensor_cores", p.tensor_cores},
       {"bwd_factor", p.bwd_factor},
+      {"zero_grad_memsets", p.zero_grad_memsets},
       {"opt_kernels", p.opt_kernels},
       {"opt_us", p.opt_us},
       {"op_us", p.op_us},

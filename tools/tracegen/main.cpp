@@ -55,6 +55,7 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--tiny-us", &tg::Params::tiny_us, "tiny kernel time");
   o.add(app, "--tensor-cores", &tg::Params::tensor_cores, "bf16 tensor-core GEMMs (1) or fp32 sgemm (0)");
   o.add(app, "--bwd-factor", &tg::Params::bwd_factor, "backward GEMM work relative to forward");
+  o.add(app, "--zero-grad-memsets", &tg::Params::zero_grad_memsets, "memsets in zero_grad (0: set_to_none)");
   o.add(app, "--opt-kernels", &tg::Params::opt_kernels, "optimizer kernels per step");
   o.add(app, "--opt-us", &tg::Params::opt_us, "optimizer kernel time");
   o.add(app, "--op-us", &tg::Params::op_us, "host time of an op outside its launches");

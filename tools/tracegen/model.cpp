@@ -147,6 +147,15 @@ class StepRecipe {
 
   void zero_grad() {
     open_annotation(kMainThread, "Optimizer.zero_grad#AdamW.zero_grad", 10);
+    const double bytes = p_.grad_mb * 1e6 / std::max(1, p_.zero_grad_memsets);
+    for (int i = 0; gpu_ && i < p_.zero_grad_memsets; ++i) {
+      open_op(kMainThread, "aten::zero_", 2);
+      open_op(kMainThread, "aten::fill_", 2);
+      b_.memset(kMainThread, static_cast<std::int64_t>(bytes),
+                rng_.vary(bytes / 1500.0 + 1'500, p_.jitter / 2), cs_, launch_ns());
+      close(kMainThread);
+      close(kMainThread);
+    }
     close(kMainThread, 10);
   }
 

@@ -102,9 +102,11 @@ void memory_bound(Params& p) {
   p.eltwise_us = 120;
   p.norm_us = 150;
   p.extra_eltwise = 6;
+  p.zero_grad_memsets = 8;
   p.expected_verdict = "gpu-bound";
   p.description = "elementwise and normalisation kernels dominate GPU time (unfused, "
-                  "memory-bandwidth bound); GEMMs are a small share";
+                  "memory-bandwidth bound); GEMMs are a small share; zero_grad(set_to_none="
+                  "False) memsets the gradients";
 }
 
 void no_tensor_cores(Params& p) {

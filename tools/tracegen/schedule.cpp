@@ -16,11 +16,11 @@ constexpr std::string_view kSyncNames[] = {
 
 const Api kCudaApi{"cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemcpyAsync",
                    "cudaStreamSynchronize", "cudaStreamWaitEvent", "cudaEventRecord",
-                   211, 211, 41, 41, 131, 147, 135};
+                   "cudaMemsetAsync", 211, 211, 41, 41, 131, 147, 135, 51};
 // hipBLASLt GEMMs go through hipExtModuleLaunchKernel; the rest through hipLaunchKernel.
 const Api kRocmApi{"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync",
                    "hipMemcpyWithStream", "hipStreamSynchronize", "hipStreamWaitEvent",
-                   "hipEventRecord", 107, 65, 134, 153, 132, 200, 128};
+                   "hipEventRecord", "hipMemsetAsync", 107, 65, 134, 153, 132, 200, 128, 159};
 
 }  // namespace
 
@@ -178,6 +178,28 @@ std::size_t StepBuilder::copy(int th, GpuClass dir, std::string_view name, std::
     r.dur = std::max(r.dur, g.end() + 2'000 - r.ts);
     now_[th] = r.end();
   }
+  return out_.size() - 1;
+}
+
+std::size_t StepBuilder::memset(int th, std::int64_t bytes, ns_t dur, int stream, ns_t call_dur) {
+  const Api& api = api_for(platform_);
+  const std::size_t rt = add_runtime(th, api.memset_async, api.memset_async_id, call_dur);
+  out_[rt].role = HostRole::Launch;
+  Event g;
+  g.type = EvType::Memset;
+  g.gclass = GpuClass::Memset;
+  g.name = "Memset (Device)";
+  g.thread = stream;
+  g.ts = std::max(out_[rt].end() - call_dur / 5, stream_free(stream));
+  g.dur = dur;
+  g.bytes = bytes;
+  g.stage = out_[rt].stage;
+  g.ext_id = out_[rt].ext_id;
+  g.corr = out_[rt].corr;
+  g.partner = static_cast<std::int32_t>(rt);
+  out_.push_back(g);
+  out_[rt].partner = static_cast<std::int32_t>(out_.size() - 1);
+  set_stream_free(stream, g.end());
   return out_.size() - 1;
 }
 

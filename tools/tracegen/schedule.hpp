@@ -89,9 +89,9 @@ struct Counters {
 // Names of the runtime API on a platform.
 struct Api {
   std::string_view launch, launch_ext, memcpy_async, memcpy_blocking, stream_sync, wait_event,
-      event_record;
+      event_record, memset_async;
   int launch_id, launch_ext_id, memcpy_async_id, memcpy_blocking_id, stream_sync_id,
-      wait_event_id, event_record_id;
+      wait_event_id, event_record_id, memset_async_id;
 };
 const Api& api_for(Platform p);
 
@@ -115,6 +115,8 @@ class StepBuilder {
   // A memcpy on `stream`. Pageable copies and `blocking` ones hold the host until they finish.
   std::size_t copy(int th, GpuClass dir, std::string_view name, std::int64_t bytes, ns_t dur,
                    int stream, bool blocking, bool pageable, ns_t call_dur);
+  // cudaMemsetAsync on `stream`.
+  std::size_t memset(int th, std::int64_t bytes, ns_t dur, int stream, ns_t call_dur);
   // A runtime call with no GPU work (cudaStreamWaitEvent, cudaEventRecord, ...).
   void runtime(int th, std::string_view name, int cbid, ns_t dur);
   // Blocks the host thread until `stream` (or every stream when stream < 0) is drained.

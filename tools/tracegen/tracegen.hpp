@@ -44,6 +44,7 @@ struct Params {
   double tiny_us = 2.0;
   bool tensor_cores = true;  // bf16 tensor-core GEMMs, or fp32 SIMT sgemm
   double bwd_factor = 2.0;   // backward GEMM work relative to forward
+  int zero_grad_memsets = 0;  // zero_grad(set_to_none=False): one memset per gradient bucket
   int opt_kernels = 8;
   double opt_us = 180;
 
