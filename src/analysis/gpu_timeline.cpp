@@ -36,14 +36,13 @@ bool any_gpu_work(const RankTrace& rank) {
 
 void run_hta_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuTimeline& out) {
   hta::View view = hta::build_view(rank, opts);
-  hta::TypeCache types(rank);
   out.hta_load = view.load;
-  out.hta_temporal = hta::temporal_breakdown(view, types);
+  out.hta_temporal = hta::temporal_breakdown(view);
   out.hta_idle = hta::idle_breakdown(rank, view, opts);
-  out.hta_overlap = hta::comm_comp_overlap(view, types);
-  out.hta_kernels.types = hta::kernel_type_times(view, types);
+  out.hta_overlap = hta::comm_comp_overlap(view);
+  out.hta_kernels.types = hta::kernel_type_times(view);
   hta::finish_type_percentages(out.hta_kernels.types);
-  out.hta_kernels.top = hta::top_kernels(rank, view, types, opts);
+  out.hta_kernels.top = hta::top_kernels(rank, view, opts);
   out.hta_launches = hta::launch_stats(rank, view, opts);
 }
 

@@ -14,20 +14,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// GPU rows in HTA's sense: every kept row with a stream (kernels, copies, memsets and the
-// cuda_sync rows that carry a stream, e.g. Stream Sync / Stream Wait Event).
-std::vector<Interval> gpu_rows(const View& v) {
-  std::vector<Interval> out;
-  for (const Row& r : v.rows)
-    if (r.stream != -1) out.push_back({r.ts, r.end});
-  return out;
-}
-
-std::vector<Interval> rows_of_type(const View& v, TypeCache& types, HtaKernelType t) {
-  std::vector<Interval> out;
-  for (const Row& r : v.rows)
-    if (r.stream != -1 && types(r.name) == t) out.push_back({r.ts, r.end});
-  return out;
+// GPU rows in HTA's sense are every kept row with a stream (kernels, copies, memsets and the
+// cuda_sync rows that carry a stream, e.g. Stream Sync / Stream Wait Event); their unions are
+// built once with the view.
+const std::vector<Interval>& merged(const View& v, HtaKernelType t) {
+  return v.merged_by_type[static_cast<std::size_t>(t)];
 }
 
 // One edge of the sweeps: the running sum changes by `delta` at `time`.
@@ -91,11 +82,10 @@ double sample_std(const std::vector<double>& xs) {
 // groupby(name) of one type's rows: sum/max/min/mean/std of dur, sorted by sum descending.
 // pandas sorts the groups by name first and its descending sort keeps ties in that order (for
 // up to 16 names; beyond, numpy's introsort may reorder ties and we keep name order).
-std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, TypeCache& types,
-                                     HtaKernelType t) {
+std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKernelType t) {
   std::map<StrId, NameGroup> by_id;
   for (const Row& r : v.rows) {
-    if (r.stream == -1 || types(r.name) != t) continue;
+    if (r.stream == -1 || r.type != t) continue;
     NameGroup& g = by_id[r.name];
     ns_t d = r.dur();
     if (g.count == 0) {
@@ -148,9 +138,9 @@ void regrouped_columns(HtaKernelRow& row, const std::vector<double>& sums) {
 // _aggr_gpu_kernel_time: with more than num_kernels names, a name becomes "others" when its
 // cumulative sum exceeds quantile(cumsum, duration_ratio) (a quantile of the cumulative-sum
 // column, not duration_ratio of the total) or when it ranks num_kernels-th or lower.
-std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View& v, TypeCache& types,
+std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View& v,
                                               HtaKernelType t, const GpuTimelineOptions& opts) {
-  std::vector<NameGroup> groups = group_by_name(rank, v, types, t);
+  std::vector<NameGroup> groups = group_by_name(rank, v, t);
   std::vector<HtaKernelRow> rows;
   if (static_cast<int>(groups.size()) <= opts.num_kernels) {
     for (const NameGroup& g : groups) rows.push_back(named_row(g, t));
@@ -203,9 +193,9 @@ std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View&
 // get_temporal_breakdown. Span = end of the last merged group - start of the first; idle =
 // span - |union of GPU rows|; compute = |union of COMPUTATION rows|; non-compute = the rest, so
 // communication, copies, memsets and stream-bound sync rows (type OTHER) are all non-compute.
-HtaTemporalBreakdown temporal_breakdown(const View& v, TypeCache& types) {
+HtaTemporalBreakdown temporal_breakdown(const View& v) {
   HtaTemporalBreakdown out;
-  std::vector<Interval> all = merge_intervals(gpu_rows(v));
+  const std::vector<Interval>& all = v.merged_all;
   if (all.empty()) {
     out.note = "no GPU kernels, copies or memsets in the trace";
     return out;
@@ -213,7 +203,7 @@ HtaTemporalBreakdown temporal_breakdown(const View& v, TypeCache& types) {
   out.available = true;
   out.kernel_time = all.back().end - all.front().ts;
   out.idle = out.kernel_time - total_length(all);
-  out.compute = total_length(merge_intervals(rows_of_type(v, types, HtaKernelType::Computation)));
+  out.compute = total_length(merged(v, HtaKernelType::Computation));
   out.non_compute = out.kernel_time - out.compute - out.idle;
   auto pct = [&](ns_t x) {
     return 100.0 * (static_cast<double>(x) / static_cast<double>(out.kernel_time));
@@ -226,10 +216,10 @@ HtaTemporalBreakdown temporal_breakdown(const View& v, TypeCache& types) {
 
 // get_comm_comp_overlap: sweep over the merged COMM (+1/-1) and COMP (+2/-2) intervals; the
 // overlap is the time the running sum is 3; divided by the merged COMM time.
-HtaCommCompOverlap comm_comp_overlap(const View& v, TypeCache& types) {
+HtaCommCompOverlap comm_comp_overlap(const View& v) {
   HtaCommCompOverlap out;
-  std::vector<Interval> comm = merge_intervals(rows_of_type(v, types, HtaKernelType::Communication));
-  std::vector<Interval> comp = merge_intervals(rows_of_type(v, types, HtaKernelType::Computation));
+  const std::vector<Interval>& comm = merged(v, HtaKernelType::Communication);
+  const std::vector<Interval>& comp = merged(v, HtaKernelType::Computation);
   out.communication = total_length(comm);
   std::vector<Edge> edges;
   add_edges(comm, 1, edges);
@@ -250,11 +240,11 @@ HtaCommCompOverlap comm_comp_overlap(const View& v, TypeCache& types) {
 
 // get_gpu_kernel_breakdown, kernel-type table: merged intervals per type, bit-coded
 // (computation 1, communication 2, memory 4), swept; each positive running sum is a state.
-std::vector<HtaKernelTypeTime> kernel_type_times(const View& v, TypeCache& types) {
+std::vector<HtaKernelTypeTime> kernel_type_times(const View& v) {
   std::vector<Edge> edges;
-  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Computation)), 1, edges);
-  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Communication)), 2, edges);
-  add_edges(merge_intervals(rows_of_type(v, types, HtaKernelType::Memory)), 4, edges);
+  add_edges(merged(v, HtaKernelType::Computation), 1, edges);
+  add_edges(merged(v, HtaKernelType::Communication), 2, edges);
+  add_edges(merged(v, HtaKernelType::Memory), 4, edges);
   std::map<int, ns_t> by_running;
   sweep(edges, [&](int running, ns_t len) {
     if (running > 0) by_running[running] += len;
@@ -279,11 +269,11 @@ void finish_type_percentages(std::vector<HtaKernelTypeTime>& types) {
   std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.time > b.time; });
 }
 
-std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v, TypeCache& types,
+std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v,
                                       const GpuTimelineOptions& opts) {
   std::vector<HtaKernelRow> out;
   for (HtaKernelType t : {HtaKernelType::Computation, HtaKernelType::Communication, HtaKernelType::Memory}) {
-    auto rows = top_kernels_of_type(rank, v, types, t, opts);
+    auto rows = top_kernels_of_type(rank, v, t, opts);
     out.insert(out.end(), rows.begin(), rows.end());
   }
   return out;

@@ -7,12 +7,12 @@
 
 namespace stepscope::hta {
 
-HtaTemporalBreakdown temporal_breakdown(const View& v, TypeCache& types);
-HtaCommCompOverlap comm_comp_overlap(const View& v, TypeCache& types);
-std::vector<HtaKernelTypeTime> kernel_type_times(const View& v, TypeCache& types);
+HtaTemporalBreakdown temporal_breakdown(const View& v);
+HtaCommCompOverlap comm_comp_overlap(const View& v);
+std::vector<HtaKernelTypeTime> kernel_type_times(const View& v);
 // Percentages of the summed state times, then descending time (used per rank and combined).
 void finish_type_percentages(std::vector<HtaKernelTypeTime>& types);
-std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v, TypeCache& types,
+std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v,
                                       const GpuTimelineOptions& opts);
 HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts);
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts);

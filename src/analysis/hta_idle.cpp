@@ -21,15 +21,10 @@ namespace stepscope::hta {
 
 namespace {
 
-// cat ∈ {kernel, Kernel, gpu_memset, Memset, gpu_memcpy, Memcpy, mtia_ccp_events}
-bool is_idle_category(std::string_view cat) {
-  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memset" || cat == "Memset" ||
-         cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
-}
-
 // ts of the host row that launched each correlation (the runtime call), first in file order.
 std::unordered_map<std::int64_t, ns_t> launch_ts_by_correlation(const View& v) {
   std::unordered_map<std::int64_t, ns_t> out;
+  out.reserve(v.rows.size() / 4);
   for (const Row& r : v.rows)
     if (r.stream == -1 && r.correlation >= 0) out.emplace(r.correlation, r.ts);
   return out;
@@ -40,11 +35,11 @@ struct StreamRows {
   std::vector<const Row*> rows;
 };
 
-std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
+std::vector<StreamRows> rows_per_stream(const View& v) {
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
   for (const Row& r : v.rows) {
-    if (r.stream == -1 || !is_idle_category(rank.str(rank.events.category[r.event]))) continue;
+    if (r.stream == -1 || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
     auto [it, fresh] = slot.emplace(r.stream, out.size());
     if (fresh) out.push_back({r.stream, {}});
     out[it->second].rows.push_back(&r);
@@ -88,7 +83,7 @@ HtaStreamIdle analyze_stream(StreamRows& s, const std::unordered_map<std::int64_
 HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   HtaIdleBreakdown out;
   auto launch_ts = launch_ts_by_correlation(v);
-  for (StreamRows& s : rows_per_stream(rank, v)) {
+  for (StreamRows& s : rows_per_stream(v)) {
     out.streams.push_back(analyze_stream(s, launch_ts, opts.consecutive_kernel_delay));
     for (int c = 0; c < kIdleCategoryCount; ++c) out.total[c] += out.streams.back().category[c].idle;
   }

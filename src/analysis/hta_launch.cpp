@@ -21,18 +21,19 @@ namespace stepscope::hta {
 
 namespace {
 
-bool is_launch_name(std::string_view n, bool memory) {
-  if (n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
-      n == "runFunction - job_prep_and_submit_for_execution")
-    return true;
-  return memory && (n == "cudaMemcpyAsync" || n == "cudaMemsetAsync");
+// Correlation ids of the launch calls, sorted for lookups.
+std::vector<std::int64_t> launch_correlations(const View& v, bool memory) {
+  std::uint8_t want = memory ? (kLaunchKernel | kLaunchMemory) : kLaunchKernel;
+  std::vector<std::int64_t> out;
+  for (const Row& r : v.rows)
+    if (r.correlation >= 0 && (r.flags & want)) out.push_back(r.correlation);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
-std::unordered_set<std::int64_t> launch_correlations(const RankTrace& rank, const View& v, bool memory) {
-  std::unordered_set<std::int64_t> out;
-  for (const Row& r : v.rows)
-    if (r.correlation >= 0 && is_launch_name(rank.str(r.name), memory)) out.insert(r.correlation);
-  return out;
+bool contains(const std::vector<std::int64_t>& sorted, std::int64_t c) {
+  return std::binary_search(sorted.begin(), sorted.end(), c);
 }
 
 void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) {
@@ -43,19 +44,22 @@ void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) 
 }  // namespace
 
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
-  auto corrs = launch_correlations(rank, v, opts.include_memory_events);
-  std::unordered_multimap<std::int64_t, const Row*> gpu;
+  auto corrs = launch_correlations(v, opts.include_memory_events);
+  // GPU rows of those correlations, sorted by correlation (a stable sort keeps file order).
+  std::vector<const Row*> gpu;
   for (const Row& r : v.rows)
-    if (r.stream != -1 && corrs.count(r.correlation)) gpu.emplace(r.correlation, &r);
+    if (r.stream != -1 && r.correlation >= 0 && contains(corrs, r.correlation)) gpu.push_back(&r);
+  std::stable_sort(gpu.begin(), gpu.end(), [](const Row* a, const Row* b) { return a->correlation < b->correlation; });
+  auto by_corr = [](const Row* r, std::int64_t c) { return r->correlation < c; };
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
-    if (c.stream != -1 || !corrs.count(c.correlation)) continue;
-    auto [lo, hi] = gpu.equal_range(c.correlation);
-    for (auto it = lo; it != hi; ++it) {
-      const Row& g = *it->second;
+    if (c.stream != -1 || c.correlation < 0 || !contains(corrs, c.correlation)) continue;
+    for (auto it = std::lower_bound(gpu.begin(), gpu.end(), c.correlation, by_corr);
+         it != gpu.end() && (*it)->correlation == c.correlation; ++it) {
+      const Row& g = **it;
       HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
                   std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
       ++out.events;

@@ -56,7 +56,8 @@ bool is_hta_row(const RankTrace& r, std::size_t i) {
   if (ev.phase[i] != Phase::Complete) return false;
   if (ev.kind[i] == Kind::TraceSpan) return false;
   if (ev.category[i] == kNoStr) return false;
-  return r.str(ev.category[i]) != "Trace";
+  // An importer maps cat "Trace" to TraceSpan; the text is checked only for unmapped kinds.
+  return ev.kind[i] != Kind::Other || r.str(ev.category[i]) != "Trace";
 }
 
 // HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. A host
@@ -71,6 +72,55 @@ std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
 }
 
 bool is_profiler_step_name(std::string_view n) { return n.find("ProfilerStep") != n.npos; }
+
+// cat ∈ {kernel, Kernel, gpu_memset, Memset, gpu_memcpy, Memcpy, mtia_ccp_events}: the rows
+// HTA's idle breakdown looks at (cuda_sync rows excluded).
+bool is_idle_category(std::string_view cat) {
+  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memset" || cat == "Memset" ||
+         cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
+}
+
+// The launch calls HTA's launch statistics count (see hta_launch.cpp).
+std::uint8_t launch_flags(std::string_view n) {
+  if (n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
+      n == "runFunction - job_prep_and_submit_for_execution")
+    return kLaunchKernel;
+  if (n == "cudaMemcpyAsync" || n == "cudaMemsetAsync") return kLaunchMemory;
+  return 0;
+}
+
+// Per distinct string: its kernel type and flags, so each name is examined once.
+class NameInfo {
+ public:
+  explicit NameInfo(const RankTrace& r) : rank_(r), known_(r.strings.size(), 0), type_(r.strings.size()), flags_(r.strings.size()) {}
+
+  void fill(Row& row, StrId category) {
+    learn(row.name);
+    learn(category);
+    row.type = type_[row.name];
+    row.flags = static_cast<std::uint8_t>((flags_[row.name] & ~kIdleCategory) | (flags_[category] & kIdleCategory));
+  }
+
+ private:
+  void learn(StrId id) {
+    if (id >= known_.size()) {
+      known_.resize(id + 1, 0);
+      type_.resize(id + 1);
+      flags_.resize(id + 1);
+    }
+    if (known_[id]) return;
+    std::string_view s = rank_.str(id);
+    type_[id] = hta_kernel_type(s);
+    flags_[id] = static_cast<std::uint8_t>(launch_flags(s) | (is_profiler_step_name(s) ? kStepName : 0) |
+                                           (is_idle_category(s) ? kIdleCategory : 0));
+    known_[id] = 1;
+  }
+
+  const RankTrace& rank_;
+  std::vector<std::uint8_t> known_;
+  std::vector<HtaKernelType> type_;
+  std::vector<std::uint8_t> flags_;
+};
 
 // trace_filter._filter_gpu_kernels_with_cuda_sync: a GPU row for the CPU/GPU split is one with
 // a stream and a correlation, plus the stream-less Event Sync / Context Sync rows.
@@ -88,10 +138,10 @@ std::int64_t step_number(std::string_view n) {
   return ec == std::errc{} ? v : -1;
 }
 
-int count_step_names(const RankTrace& r, const std::vector<Row>& rows) {
+int count_step_names(const std::vector<Row>& rows) {
   std::unordered_set<StrId> names;
   for (const Row& row : rows)
-    if (is_profiler_step_name(r.str(row.name))) names.insert(row.name);
+    if (row.flags & kStepName) names.insert(row.name);
   return static_cast<int>(names.size());
 }
 
@@ -107,7 +157,7 @@ std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows
   for (std::size_t k = 0; k < rows.size(); ++k) {
     std::string_view n = r.str(rows[k].name);
     gpu[k] = is_gpu_for_filter(rows[k], n);
-    if (!gpu[k] && is_profiler_step_name(n)) {
+    if (!gpu[k] && (rows[k].flags & kStepName)) {
       last_start = std::max(last_start, rows[k].ts);
       last_end = std::max(last_end, rows[k].end);
     }
@@ -135,13 +185,27 @@ std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows
 std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<Row>& rows) {
   std::vector<std::int64_t> its;
   for (const Row& row : rows) {
+    if (!(row.flags & kStepName)) continue;
     std::string_view n = r.str(row.name);
-    if (!is_profiler_step_name(n) || is_gpu_for_filter(row, n)) continue;
+    if (is_gpu_for_filter(row, n)) continue;
     if (auto v = step_number(n); v >= 0) its.push_back(v);
   }
   std::sort(its.begin(), its.end());
   its.erase(std::unique(its.begin(), its.end()), its.end());
   return its;
+}
+
+// The unions every breakdown starts from, built once.
+void merge_gpu_rows(View& v) {
+  std::vector<Interval> all;
+  std::array<std::vector<Interval>, 4> by_type;
+  for (const Row& r : v.rows) {
+    if (!r.gpu()) continue;
+    all.push_back({r.ts, r.end});
+    by_type[static_cast<std::size_t>(r.type)].push_back({r.ts, r.end});
+  }
+  v.merged_all = merge_intervals(std::move(all));
+  for (std::size_t t = 0; t < by_type.size(); ++t) v.merged_by_type[t] = merge_intervals(std::move(by_type[t]));
 }
 
 }  // namespace
@@ -152,6 +216,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
   rows.reserve(ev.size());
+  NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_hta_row(r, i)) continue;
     Row row;
@@ -165,9 +230,10 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     row.stream = hta_stream(ev, i);
     row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
     row.name = ev.name[i];
+    names.fill(row, ev.category[i]);
     rows.push_back(row);
   }
-  v.load.profiler_step_names = count_step_names(r, rows);
+  v.load.profiler_step_names = count_step_names(rows);
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
     rows = drop_last_step(r, rows, opts.include_last_profiler_step, v.load);
@@ -176,13 +242,8 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.rows_kept = static_cast<std::int64_t>(rows.size());
   v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
   v.rows = std::move(rows);
+  merge_gpu_rows(v);
   return v;
-}
-
-HtaKernelType TypeCache::operator()(StrId name) {
-  if (cache_.size() <= name) cache_.resize(std::max<std::size_t>(name + 1, rank_.strings.size()), -1);
-  if (cache_[name] < 0) cache_[name] = static_cast<std::int8_t>(hta_kernel_type(rank_.str(name)));
-  return static_cast<HtaKernelType>(cache_[name]);
 }
 
 std::vector<Interval> merge_intervals(std::vector<Interval> rows) {

@@ -2,6 +2,7 @@
 // (interval merging, pandas-style statistics) the HTA-compatible figures are built from.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,14 @@
 
 namespace stepscope::hta {
 
+// What a row's name and category say, looked up once per distinct string.
+enum RowFlag : std::uint8_t {
+  kIdleCategory = 1,   // cat is a kernel/copy/memset category (idle breakdown)
+  kLaunchKernel = 2,   // name is a kernel launch call HTA's launch stats count
+  kLaunchMemory = 4,   // name is cudaMemcpyAsync / cudaMemsetAsync
+  kStepName = 8,       // name contains "ProfilerStep"
+};
+
 // One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
 struct Row {
   std::uint32_t event = 0;  // index into the rank's EventTable
@@ -19,31 +28,26 @@ struct Row {
   std::int64_t stream = -1;
   std::int64_t correlation = -1;
   StrId name = kNoStr;
+  HtaKernelType type = HtaKernelType::Other;  // of the name
+  std::uint8_t flags = 0;                     // RowFlag bits
   ns_t dur() const { return end - ts; }
-};
-
-struct View {
-  HtaLoad load;
-  std::vector<Row> rows;  // file order
-};
-
-View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
-
-// Kernel type of every name id (computed once per distinct name).
-class TypeCache {
- public:
-  explicit TypeCache(const RankTrace& rank) : rank_(rank) {}
-  HtaKernelType operator()(StrId name);
-
- private:
-  const RankTrace& rank_;
-  std::vector<std::int8_t> cache_;  // -1 unknown
+  bool gpu() const { return stream != -1; }
 };
 
 // [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
 struct Interval {
   ns_t ts, end;
 };
+
+struct View {
+  HtaLoad load;
+  std::vector<Row> rows;  // file order
+  // merge_intervals of the GPU rows: all of them, and per HtaKernelType (indexed by its value).
+  std::vector<Interval> merged_all;
+  std::array<std::vector<Interval>, 4> merged_by_type;
+};
+
+View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
 
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts
 // is greater than the running max of all previous ends (touching rows merge); a group spans

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@
 namespace stepscope::oracle {
 
 using nlohmann::json;
+
+// Figures known to differ from HTA for a documented reason, by the label the comparisons use
+// (e.g. "temporal rank 0 idle"). A listed figure must still differ: if it starts matching, the
+// list is stale and the test says so.
+inline std::set<std::string>& known_deviations() {
+  static std::set<std::string> s;
+  return s;
+}
 
 inline double us_of(ns_t v) { return static_cast<double>(v) / 1000.0; }
 inline double us_of(double v) { return v / 1000.0; }
@@ -32,7 +41,12 @@ inline bool is_null(const json& j) { return j.is_null(); }
 inline void expect_time(double ours_us, const json& theirs, const std::string& what) {
   ASSERT_TRUE(theirs.is_number()) << what << ": oracle value is not a number";
   double t = theirs.get<double>();
-  EXPECT_LE(std::fabs(ours_us - t), 0.01 * std::fabs(t) + 1e-9) << what << ": ours " << ours_us << " HTA " << t;
+  bool within = std::fabs(ours_us - t) <= 0.01 * std::fabs(t) + 1e-9;
+  if (known_deviations().count(what)) {
+    EXPECT_FALSE(within) << what << " now matches HTA: remove it from the known deviations";
+    return;
+  }
+  EXPECT_TRUE(within) << what << ": ours " << ours_us << " HTA " << t;
 }
 
 // Percentage within 0.1 pp (null in the oracle ⇔ NaN here).
