@@ -158,6 +158,9 @@ inline constexpr double kPeggedDemandPct = 85;
 // Without per-thread readings (offline logs), a process using between kPeggedDemandPct and this
 // much CPU is a single busy thread in effect; above it the process runs truly in parallel.
 inline constexpr double kPeggedProcessCeilingPct = 130;
+// A thread seen blocked in I/O (state D) in at least this share of samples is waiting on storage,
+// however much it queues for a core in between.
+inline constexpr double kPeggedMaxIoShare = 0.3;
 // The target's total CPU demand divided by the cores it may use; above this the threads wait
 // for each other rather than work (thread oversubscription).
 inline constexpr double kOversubscribedDemandRatio = 1.5;
@@ -233,6 +236,7 @@ struct HostStats {
   double top_thread_cpu_pct = 0;
   int top_thread_tid = 0;
   std::string top_thread_comm;
+  double top_thread_io_share = 0;  // share of samples it spent blocked in I/O (state D)
   // The most demanding process, all its threads together.
   double top_process_cpu_pct = 0;
   int top_process_pid = 0;

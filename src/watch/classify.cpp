@@ -93,7 +93,10 @@ HostSignals host_signals(const HostStats& h) {
   s.oversubscribed = h.cpus_known && s.demand_ratio >= t::kOversubscribedDemandRatio &&
                      h.max_threads >= t::kOversubscribedMinThreads &&
                      (preempted || s.cgroup_throttled);
-  bool thread_pegged = h.top_thread_demand_pct >= t::kPeggedDemandPct;
+  // On a crowded machine a thread that blocks on storage also queues for a core after every
+  // completion; one that is often seen blocked in I/O is not a CPU-bound thread.
+  bool thread_pegged = h.top_thread_demand_pct >= t::kPeggedDemandPct &&
+                       h.top_thread_io_share < t::kPeggedMaxIoShare;
   bool process_pegged = h.top_process_cpu_pct >= t::kPeggedDemandPct &&
                         h.top_process_cpu_pct <= t::kPeggedProcessCeilingPct;
   s.pegged = thread_pegged || process_pegged;

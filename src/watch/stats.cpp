@@ -100,6 +100,7 @@ struct ThreadTotals {
   std::string comm;
   double cpu = 0;
   double demand = 0;
+  int in_io = 0;
 };
 struct ProcessTotals {
   std::string comm;
@@ -114,6 +115,7 @@ void pick_top_thread(const std::map<int, ThreadTotals>& threads, int samples, Ho
       h.top_thread_cpu_pct = t.cpu / samples;
       h.top_thread_tid = tid;
       h.top_thread_comm = t.comm;
+      h.top_thread_io_share = double(t.in_io) / samples;
     }
   }
 }
@@ -195,7 +197,8 @@ std::optional<HostStats> host_stats(const Series& series) {
         auto& totals = threads[t.tid];
         totals.cpu += t.cpu_pct;
         totals.demand += d;
-        if (totals.comm.empty()) totals.comm = t.comm;
+        totals.comm = t.comm;  // the latest name: exec and thread naming change it
+        if (t.state == 'D') ++totals.in_io;
         if (t.state == 'R') ++running;
         if (t.state == 'D') ++in_io;
       }

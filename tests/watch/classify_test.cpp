@@ -247,3 +247,16 @@ TEST(Throttle, DescribesReasonBits) {
             "sw-power-cap, hw-thermal");
   EXPECT_EQ(throttle::describe(0), "none");
 }
+
+TEST(Classify, ThreadOftenBlockedInIoIsNotPegged) {
+  // On an overloaded host an I/O thread queues for a core after each completion, so its demand
+  // is high; being seen in state D says it waits on storage.
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.host = host({{10, 80, i % 2 ? 'D' : 'R'}}, 10, 200);
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_DOUBLE_EQ(c.host->top_thread_io_share, 0.5);
+  EXPECT_EQ(c.verdict.rule, "io-bound");
+}
