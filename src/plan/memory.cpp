@@ -361,6 +361,7 @@ struct Candidate {
   std::string change;
   std::string cost;
   std::function<bool(MemoryInput&)> apply;  // false: not applicable to this input
+  std::string group;  // a later change of the same group supersedes an earlier one (ZeRO-1 -> 3)
 };
 
 std::vector<Candidate> candidates(const MemoryResult& base) {
@@ -372,14 +373,16 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
                  if (x.flash_attention || !per_layer) return false;
                  x.flash_attention = true;
                  return true;
-               }});
+               },
+               "flash"});
   c.push_back({"enable sequence parallelism", "none; reduce-scatter + all-gather replace the "
                "tensor-parallel all-reduce",
                [](MemoryInput& x) {
                  if (x.tp == 1 || x.sequence_parallel) return false;
                  x.sequence_parallel = true;
                  return true;
-               }});
+               },
+               "sequence-parallel"});
   for (Sharding s : {Sharding::zero1, Sharding::zero2}) {
     c.push_back({fmt::format("shard with ZeRO-{}{}", static_cast<int>(s),
                              s == Sharding::zero2 ? " (FSDP SHARD_GRAD_OP)" : ""),
@@ -388,7 +391,8 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
                    if (base.dp == 1 || x.sharding >= s) return false;
                    x.sharding = s;
                    return true;
-                 }});
+                 },
+                 "sharding"});
   }
   c.push_back({"selective activation recompute (attention scores)", "a few % more compute",
                [per_layer](MemoryInput& x) {
@@ -396,21 +400,24 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
                    return false;
                  x.checkpointing = {Recompute::selective, 1};
                  return true;
-               }});
+               },
+               "recompute"});
   c.push_back({"shard with ZeRO-3 (FSDP FULL_SHARD)",
                "about 1.5x DDP's communication (weights all-gathered for forward and backward)",
                [&base](MemoryInput& x) {
                  if (base.dp == 1 || x.sharding >= Sharding::zero3) return false;
                  x.sharding = Sharding::zero3;
                  return true;
-               }});
+               },
+               "sharding"});
   c.push_back({"full activation checkpointing", "about 33% more compute (forward runs twice)",
                [](MemoryInput& x) {
                  if (x.checkpointing.mode == Recompute::full && x.checkpointing.every == 1)
                    return false;
                  x.checkpointing = {Recompute::full, 1};
                  return true;
-               }});
+               },
+               "recompute"});
   for (std::int64_t div : {2, 4, 8, 16}) {
     if (in.batch / div < 1 || in.batch % div != 0) continue;
     const std::int64_t smaller = in.batch / div;
@@ -420,32 +427,45 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
                    if (x.batch <= smaller) return false;
                    x.batch = smaller;
                    return true;
-                 }});
+                 },
+                 "batch"});
   }
   c.push_back({"8-bit Adam (bitsandbytes)", "changes optimizer numerics",
                [](MemoryInput& x) {
                  if (x.optimizer != Optimizer::adam) return false;
                  x.optimizer = Optimizer::adam_8bit;
                  return true;
-               }});
+               },
+               "optimizer"});
   c.push_back({"offload optimizer states to CPU", "optimizer step on the CPU; often much slower",
                [](MemoryInput& x) {
                  if (x.offload != Offload::none) return false;
                  x.offload = Offload::optimizer;
                  return true;
-               }});
+               },
+               "offload"});
   return c;
 }
 
-std::optional<MemoryChange> try_more_gpus(const MemoryInput& in) {
-  MemoryInput x = in;
-  if (x.sharding != Sharding::zero3) x.sharding = Sharding::zero3;
-  for (int gpus = in.gpus * 2; gpus <= 4096; gpus *= 2) {
-    x.gpus = gpus;
-    MemoryResult r = estimate_memory(x);
-    if (r.fits)
-      return MemoryChange{fmt::format("{} GPUs with ZeRO-3 (FSDP FULL_SHARD)", gpus),
-                          fmt::format("{}x the GPUs", gpus / in.gpus), r.total_bytes};
+// More GPUs divide the model states but not the activations, so when doubling alone never
+// fits, the search repeats with flash attention and full checkpointing applied.
+std::optional<MemoryChange> try_more_gpus(const MemoryInput& in, bool per_layer) {
+  for (bool slim : {false, true}) {
+    MemoryInput x = in;
+    x.sharding = Sharding::zero3;
+    std::string extra;
+    if (slim) {
+      if (per_layer) x.flash_attention = true;
+      x.checkpointing = {Recompute::full, 1};
+      extra = per_layer ? ", FlashAttention and full checkpointing" : " and full checkpointing";
+    }
+    for (int gpus = in.gpus * 2; gpus <= 4096; gpus *= 2) {
+      x.gpus = gpus;
+      MemoryResult r = estimate_memory(x);
+      if (r.fits)
+        return MemoryChange{fmt::format("{} GPUs with ZeRO-3 (FSDP FULL_SHARD){}", gpus, extra),
+                            fmt::format("{}x the GPUs", gpus / in.gpus), r.total_bytes};
+    }
   }
   return std::nullopt;
 }
@@ -484,25 +504,33 @@ MemoryResult plan_memory(const MemoryInput& in) {
   }
   if (base.cheapest_fix) return base;
 
-  // No single change is enough: stack them in the same order until it fits.
+  // No single change is enough: stack them in the same order until it fits. More GPUs are
+  // reported beside the stack, since which is cheaper depends on what GPUs cost.
+  base.more_gpus = try_more_gpus(in, base.activation_model.rfind("per-layer", 0) == 0);
   MemoryInput x = in;
-  std::string combo;
-  std::string costs;
+  std::vector<const Candidate*> applied;
   for (const auto& c : cands) {
     MemoryInput y = x;
     if (!c.apply(y)) continue;
     MemoryResult r = estimate_memory(y);
     if (r.total_bytes >= estimate_memory(x).total_bytes) continue;  // no help: leave it out
     x = y;
-    combo += (combo.empty() ? "" : " + ") + c.change;
-    costs += (costs.empty() ? "" : "; ") + c.cost;
+    if (!c.group.empty())
+      std::erase_if(applied, [&](const Candidate* a) { return a->group == c.group; });
+    applied.push_back(&c);
     if (r.fits) {
-      base.cheapest_fix = MemoryChange{combo, costs, r.total_bytes};
+      MemoryChange fix{"", "", r.total_bytes};
+      for (const Candidate* a : applied) {
+        fix.change += (fix.change.empty() ? "" : " + ") + a->change;
+        fix.cost += (fix.cost.empty() ? "" : "; ") + a->cost;
+      }
+      base.cheapest_fix = fix;
       return base;
     }
   }
-  if (auto more = try_more_gpus(in)) {
-    base.cheapest_fix = more;
+  if (base.more_gpus) {
+    base.cheapest_fix = base.more_gpus;
+    base.more_gpus.reset();
     return base;
   }
   if (auto bigger = try_bigger_gpu(in, base.gpu_memory_bytes)) base.cheapest_fix = bigger;

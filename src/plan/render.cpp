@@ -97,6 +97,12 @@ json to_json(const MemoryResult& r) {
                          {"total_bytes", r.cheapest_fix->total_bytes}};
   else
     j["cheapest_fix"] = nullptr;
+  if (r.more_gpus)
+    j["more_gpus"] = {{"change", r.more_gpus->change},
+                      {"cost", r.more_gpus->cost},
+                      {"total_bytes", r.more_gpus->total_bytes}};
+  else
+    j["more_gpus"] = nullptr;
   json tried = json::array();
   for (const auto& t : r.tried)
     tried.push_back({{"change", t.change}, {"cost", t.cost}, {"total_bytes", t.total_bytes}});
@@ -145,6 +151,9 @@ std::string render_text(const MemoryResult& r) {
                        r.cheapest_fix->cost);
   else if (!r.fits)
     out += "No change tried here makes it fit; it needs more or larger GPUs than searched.\n";
+  if (r.more_gpus)
+    out += fmt::format("Or, with more GPUs: {} -> {} per GPU\n", r.more_gpus->change,
+                       format_bytes(r.more_gpus->total_bytes));
   for (const auto& n : r.notes) out += fmt::format("note: {}\n", n);
   return out;
 }

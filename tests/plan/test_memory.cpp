@@ -266,3 +266,20 @@ TEST(PlanMemory, BreakdownSumsToTotal) {
   EXPECT_DOUBLE_EQ(r.model_state_bytes + r.activation_bytes, r.total_bytes);
   EXPECT_EQ(r.dp, 8);
 }
+
+// LLaMA-2-70B on 8 A100-80GB: 16 B x 69B / 8 = 138 GB of states even fully sharded, so the fix
+// must stack changes. A stronger sharding stage replaces a weaker one in the list, and the
+// GPU-count route (ZeRO-3 on more GPUs) is offered beside it; both must actually fit.
+TEST(PlanMemory, StackedFixListsEachKindOnce) {
+  MemoryInput in;
+  in.model = find_model("llama-2-70b");
+  in.gpus = 8;
+  auto r = plan_memory(in);
+  ASSERT_TRUE(r.cheapest_fix.has_value());
+  const auto& change = r.cheapest_fix->change;
+  EXPECT_NE(change.find("ZeRO-3"), std::string::npos);
+  EXPECT_EQ(change.find("ZeRO-1"), std::string::npos);
+  EXPECT_LE(r.cheapest_fix->total_bytes, r.usable_bytes);
+  ASSERT_TRUE(r.more_gpus.has_value());
+  EXPECT_LE(r.more_gpus->total_bytes, r.usable_bytes);
+}

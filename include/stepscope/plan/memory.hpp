@@ -85,6 +85,7 @@ struct MemoryResult {
   double usable_bytes = 0;        // after headroom
   bool fits = false;
   std::optional<MemoryChange> cheapest_fix;  // first change (cheapest first) that makes it fit
+  std::optional<MemoryChange> more_gpus;     // when the fix stacks changes: the GPU-count route
   std::vector<MemoryChange> tried;           // every candidate evaluated, for the JSON report
 };
 
