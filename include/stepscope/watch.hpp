@@ -170,6 +170,10 @@ inline constexpr double kOversubscribedMinThreads = 3;
 inline constexpr double kOversubscribedInvolPerCore = 50;
 // A cgroup throttled in this share of its quota periods is starved by its quota.
 inline constexpr double kCgroupThrottledPct = 20;
+// Share of the target's CPU demand spent waiting for a core, with the machine this busy (percent
+// of all cores), above which other work on the host competes with the job.
+inline constexpr double kContendedWaitShare = 0.30;
+inline constexpr double kContendedSystemBusyPct = 90;
 // The target's total CPU use at or above this share of its usable cores saturates the host.
 inline constexpr double kHostSaturatedRatio = 0.90;
 // Below this total CPU (percent of one core) the target is "quiet" on the host side.

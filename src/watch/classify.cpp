@@ -414,6 +414,22 @@ void add_others(Classification& c, const GpuPicture& g, const std::optional<Host
     f.next_step = "Size thread pools and workers to the quota, or raise the quota.";
     c.others.push_back(f);
   }
+  if (h && !already("oversubscribed")) {
+    double wait_cores = std::max(0.0, h->demand_cores - h->cpu_mean_pct / 100.0);
+    double wait_share = h->demand_cores > 0 ? wait_cores / h->demand_cores : 0;
+    if (wait_share >= t::kContendedWaitShare &&
+        h->system_busy_pct.value_or(0) >= t::kContendedSystemBusyPct) {
+      Finding f;
+      f.rule = "host-contended";
+      f.title = "Other work on the host competes for the cores: the job waits for a core often";
+      f.confidence = Confidence::Medium;
+      f.evidence.push_back({"host.wait_share", wait_share * 100, "%", "of the job's CPU demand spent queued for a core"});
+      f.evidence.push_back({"system.busy", *h->system_busy_pct, "%", "all cores of the machine"});
+      f.next_step = "Measurements on a shared, saturated host understate the job; find the other load or move the job.";
+      f.command = "top -b -n 1 -o %CPU | head -20";
+      c.others.push_back(f);
+    }
+  }
   // Devices of one job that disagree: a straggler or uneven placement.
   std::optional<double> lo, hi;
   int lo_idx = 0, hi_idx = 0;

@@ -260,3 +260,22 @@ TEST(Classify, ThreadOftenBlockedInIoIsNotPegged) {
   EXPECT_DOUBLE_EQ(c.host->top_thread_io_share, 0.5);
   EXPECT_EQ(c.verdict.rule, "io-bound");
 }
+
+TEST(Classify, QueuedJobOnSaturatedHostIsFlaggedContended) {
+  auto s = series_of(5, [](int) {
+    Sample x;
+    x.host = host({{38, 62, 'R'}});
+    x.host->system_busy_pct = 100;
+    return x;
+  }, 2);
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "input-bound");  // the thread still wants a whole core
+  bool contended = false;
+  for (const auto& f : c.others) contended |= f.rule == "host-contended";
+  EXPECT_TRUE(contended);
+  // The same demand on an idle machine is not contention.
+  s.samples[0].host->system_busy_pct = 20;
+  for (auto& x : s.samples) x.host->system_busy_pct = 20;
+  c = classify(s);
+  for (const auto& f : c.others) EXPECT_NE(f.rule, "host-contended");
+}
