@@ -73,6 +73,26 @@ TEST(TracegenShape, NcclArgsMatchADdpTrace) {
   }
 }
 
+TEST(TracegenShape, LegacyNcclNamesMatchAnOlderDdpTrace) {
+  const auto real = fixture_shape({"param/dlrm_8rank/kineto/worker0_step_12.1694128201545.pt.trace.json.gz",
+                                   "hta/nccl_parser_config/nccl_data.json.gz"});
+  tgtest::TempDir dir("legacy-nccl");
+  tg::Params p = tgtest::small_params("comms-bound");
+  p.nccl_version = "2.14.3";
+  p.steps = 1;
+  tgtest::Shape gen;
+  bool legacy_name = false;
+  for (const auto& f : tg::generate(p, dir.path()).files) {
+    tgtest::collect_shape(f, gen);
+    legacy_name = legacy_name || tgtest::read_file(f).find("ncclKernel_AllReduce_RING_LL_Sum_float") !=
+                                     std::string::npos;
+  }
+  EXPECT_TRUE(legacy_name);
+  tgtest::Shape kernels;
+  kernels.args_by_cat["kernel"] = gen.args_by_cat["kernel"];
+  expect_subset(kernels, real);
+}
+
 TEST(TracegenShape, RocmMatchesRealRocmTraces) {
   const auto real = fixture_shape({"tracelens/mi300/resnet_act_checkpoint.json.gz",
                                    "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"});

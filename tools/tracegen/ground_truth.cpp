@@ -61,6 +61,7 @@ nlohmann::json params_json(const Params& p) {
       {"grad_mb", p.grad_mb},
       {"busbw_gbps", p.busbw_gbps},
       {"overlap", p.overlap},
+      {"nccl_version", p.nccl_version},
       {"straggler_rank", p.straggler_rank},
       {"straggler_factor", p.straggler_factor},
       {"ckpt_every", p.ckpt_every},

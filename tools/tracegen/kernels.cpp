@@ -1,5 +1,7 @@
 #include "kernels.hpp"
 
+#include <cstdio>
+
 namespace stepscope::tracegen {
 namespace {
 
@@ -121,7 +123,18 @@ const KernelSet kRocm{&kRocmGemm, &kRocmGemm, &kRocmGemm, &kLayerNorm, &kLayerNo
                       "Memcpy HtoD (Host -> Device)", "Memcpy HtoD (Host -> Device)",
                       "Memcpy DtoH (Device -> Host)", "Memcpy DtoH (Device -> Host)"};
 
+const KernelSpec kNcclLegacy{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                             {2, 1, 1}, {512, 1, 1}, 96, 42024, 0.025, 0.4, 1};
+
 }  // namespace
+
+const KernelSpec& legacy_nccl_allreduce() { return kNcclLegacy; }
+
+bool legacy_nccl(const std::string& version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
+  return major < 2 || (major == 2 && minor < 19);
+}
 
 const KernelSet& kernels_for(Platform p, bool tensor_cores) {
   if (p == Platform::Rocm) return kRocm;

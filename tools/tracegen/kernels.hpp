@@ -1,6 +1,8 @@
 // Kernel names and launch configurations as CUPTI / roctracer report them.
 #pragma once
 
+#include <string>
+
 #include "schedule.hpp"
 
 namespace stepscope::tracegen {
@@ -28,5 +30,8 @@ struct KernelSet {
 };
 
 const KernelSet& kernels_for(Platform p, bool tensor_cores);
+// NCCL before 2.19 named its kernels per collective/algorithm/type (ncclKernel_*).
+const KernelSpec& legacy_nccl_allreduce();
+bool legacy_nccl(const std::string& version);
 
 }  // namespace stepscope::tracegen

@@ -144,7 +144,10 @@ void KinetoWriter::write_header() {
                  "\"default_pg\", \"backend_config\": \"{}\", \"pg_size\": {}, \"ranks\": {}}}]",
                  backend, l_.rank, p_.ranks, gpu ? "cuda:nccl" : "cpu:gloo", p_.ranks,
                  group_ranks_);
-  if (gpu) fmt::format_to(out, ", \"nccl_version\": \"2.21.5\"");
+  if (gpu) {
+    fmt::format_to(out, ", \"nccl_version\": ");
+    write_json_string(buf_, p_.nccl_version);
+  }
   Rng id(p_.seed, 0x7472616365ULL, static_cast<std::uint64_t>(l_.rank));
   fmt::format_to(out,
                  "}},\n  \"record_shapes\": 0,\n  \"with_stack\": 0,\n  \"profile_memory\": 0,\n"

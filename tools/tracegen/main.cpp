@@ -75,6 +75,7 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--grad-mb", &tg::Params::grad_mb, "gradient bytes all-reduced per step (MB)");
   o.add(app, "--busbw-gbps", &tg::Params::busbw_gbps, "all-reduce bus bandwidth");
   o.add(app, "--overlap", &tg::Params::overlap, "all-reduce overlapped with backward (1/0)");
+  o.add(app, "--nccl-version", &tg::Params::nccl_version, "NCCL version (kernel naming)");
   o.add(app, "--straggler-rank", &tg::Params::straggler_rank, "slow rank (-1: none)");
   o.add(app, "--straggler-factor", &tg::Params::straggler_factor, "slow rank's compute factor");
   o.add(app, "--ckpt-every", &tg::Params::ckpt_every, "checkpoint every K steps (0: never)");

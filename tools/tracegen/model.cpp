@@ -320,9 +320,11 @@ class StepRecipe {
     open_annotation(th, "nccl:all_reduce", 4);
     const ns_t grads_ready = b_.stream_free(cs_);
     const ns_t dur = allreduce_duration(p_, c_.index, bucket);
-    const std::size_t k = b_.launch_kernel(th, *k_.allreduce, GpuClass::Comm, ms_, dur,
-                                           host_ns(9), grads_ready);
-    out_[k].comm_nelems = nelems;
+    const bool legacy = p_.platform == Platform::Cuda && legacy_nccl(p_.nccl_version);
+    const KernelSpec& spec = legacy ? legacy_nccl_allreduce() : *k_.allreduce;
+    const std::size_t k =
+        b_.launch_kernel(th, spec, GpuClass::Comm, ms_, dur, host_ns(9), grads_ready);
+    if (!legacy) out_[k].comm_nelems = nelems;  // older Kineto put no collective args here
     const Event& rt = out_[static_cast<std::size_t>(out_[k].partner)];
     const ns_t arrival = std::max(rt.end() - rt.dur / 5, grads_ready);
     r.arrivals.push_back(arrival);

@@ -74,6 +74,7 @@ struct Params {
   double grad_mb = 200;
   double busbw_gbps = 90;
   bool overlap = true;  // launched from backward hooks (DDP) or after backward (no overlap)
+  std::string nccl_version = "2.21.5";  // before 2.19: ncclKernel_* names, no collective args
   int straggler_rank = -1;
   double straggler_factor = 1.3;
 
