@@ -410,9 +410,11 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
                  return true;
                },
                "sharding"});
+  const bool has_activations = base.activation_bytes > 0;
   c.push_back({"full activation checkpointing", "about 33% more compute (forward runs twice)",
-               [](MemoryInput& x) {
-                 if (x.checkpointing.mode == Recompute::full && x.checkpointing.every == 1)
+               [has_activations](MemoryInput& x) {
+                 if (!has_activations ||
+                     (x.checkpointing.mode == Recompute::full && x.checkpointing.every == 1))
                    return false;
                  x.checkpointing = {Recompute::full, 1};
                  return true;
@@ -423,8 +425,8 @@ std::vector<Candidate> candidates(const MemoryResult& base) {
     const std::int64_t smaller = in.batch / div;
     c.push_back({fmt::format("micro-batch {} with {}x gradient accumulation", smaller, div),
                  "same global batch and math; smaller GEMMs run less efficiently",
-                 [smaller](MemoryInput& x) {
-                   if (x.batch <= smaller) return false;
+                 [smaller, has_activations](MemoryInput& x) {
+                   if (!has_activations || x.batch <= smaller) return false;
                    x.batch = smaller;
                    return true;
                  },
