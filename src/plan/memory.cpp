@@ -261,19 +261,16 @@ Checkpointing parse_checkpointing(std::string_view text) {
   return {Recompute::full, k};
 }
 
-MemoryResult estimate_memory(const MemoryInput& in) {
-  const ModelArch& m = in.model;
-  validate(in, m);
-  MemoryResult r;
-  r.input = in;
-  r.params = model_parameters(m);
-  r.dp = in.gpus / (in.tp * in.pp);
-  r.seq = in.seq > 0 ? in.seq : (m.max_seq > 0 ? m.max_seq : 2048);
+namespace {
 
+// Weights, gradients, optimizer states and master weights per GPU, after tensor/pipeline
+// splitting, ZeRO sharding and CPU offload.
+void add_model_states(const MemoryInput& in, MemoryResult& r) {
+  const ModelArch& m = in.model;
   const bool master = in.master_weights.value_or(mixed_precision(in.dtype)) &&
                       mixed_precision(in.dtype);
   if (in.master_weights.value_or(false) && !mixed_precision(in.dtype))
-    r.notes.push_back("fp32 training has no separate master copy; --master-weights ignored");
+    r.notes.push_back("fp32 training keeps no separate master copy");
 
   // Tensor and pipeline parallelism split the parameters; assumed even across ranks.
   const double local = r.params / static_cast<double>(in.tp * in.pp);
@@ -334,7 +331,10 @@ MemoryResult estimate_memory(const MemoryInput& in) {
 
   for (const auto& item : r.items) r.model_state_bytes += item.bytes;
 
-  const ActivationEstimate act = estimate_activations(in, m, r.seq);
+}
+
+void add_activations(const MemoryInput& in, MemoryResult& r) {
+  const ActivationEstimate act = estimate_activations(in, in.model, r.seq);
   r.activation_model = act.model;
   r.activation_formula = act.formula;
   r.notes.insert(r.notes.end(), act.notes.begin(), act.notes.end());
@@ -347,11 +347,31 @@ MemoryResult estimate_memory(const MemoryInput& in) {
   r.activation_bytes = act.layers_bytes + act.logits_bytes;
   r.total_bytes = r.model_state_bytes + r.activation_bytes;
 
+}
+
+void judge_fit(const MemoryInput& in, MemoryResult& r) {
   const GpuSpec& gpu = find_gpu(in.gpu);
   r.gpu_key = gpu.key;
   r.gpu_memory_bytes = gpu.memory_gb * kGB;
   r.usable_bytes = r.gpu_memory_bytes * (1.0 - in.headroom);
   r.fits = r.total_bytes <= r.usable_bytes;
+
+}
+
+}  // namespace
+
+MemoryResult estimate_memory(const MemoryInput& in) {
+  const ModelArch& m = in.model;
+  validate(in, m);
+  MemoryResult r;
+  r.input = in;
+  r.params = model_parameters(m);
+  r.dp = in.gpus / (in.tp * in.pp);
+  r.seq = in.seq > 0 ? in.seq : (m.max_seq > 0 ? m.max_seq : 2048);
+
+  add_model_states(in, r);
+  add_activations(in, r);
+  judge_fit(in, r);
   return r;
 }
 
