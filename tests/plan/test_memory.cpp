@@ -283,3 +283,24 @@ TEST(PlanMemory, StackedFixListsEachKindOnce) {
   ASSERT_TRUE(r.more_gpus.has_value());
   EXPECT_LE(r.more_gpus->total_bytes, r.usable_bytes);
 }
+
+// 1F1B with pp=2 over 8 layers: the first stage keeps 2 micro-batches of its 4 layers = 8 layers'
+// worth (no vocab, so the last stage has no logits to outweigh it).
+TEST(PlanMemory, PipelineFirstStageHoldsPpMicroBatches) {
+  MemoryInput in;
+  in.model = korthikanti_block(8);
+  in.seq = 2048;
+  in.gpus = 2;
+  in.pp = 2;
+  EXPECT_DOUBLE_EQ(estimate_memory(in).activation_bytes, 8 * (285212672.0 + 671088640.0));
+}
+
+// The 12x model under full checkpointing: 32 layer inputs (sbh x 2 B each) plus one layer
+// rebuilt at 12 sbh x 2 B: 2048*4096*2*(32 + 12) = 738,197,504 B.
+TEST(PlanMemory, SimpleModelWithFullCheckpointing) {
+  MemoryInput in;
+  in.model = resolve_model(std::nullopt, ModelOverrides{.hidden = 4096, .layers = 32, .params = 7e9});
+  in.seq = 2048;
+  in.checkpointing = {Recompute::full, 1};
+  EXPECT_DOUBLE_EQ(estimate_memory(in).activation_bytes, 738197504.0);
+}
