@@ -54,6 +54,7 @@ class GzipFileSource final : public ByteSource {
  public:
   GzipFileSource(FilePtr f, std::string path, std::uint64_t size)
       : f_(std::move(f)), path_(std::move(path)), size_(size), in_(kReadBlock) {
+    read_isize();
     start_member();
   }
 
@@ -84,8 +85,21 @@ class GzipFileSource final : public ByteSource {
   bool truncated() const override { return truncated_; }
   std::uint64_t consumed() const override { return consumed_; }
   std::uint64_t total() const override { return size_; }
+  std::uint64_t expected_output() const override { return isize_; }
 
  private:
+  // The last 4 bytes of a gzip member hold its decoded size mod 2^32: exact for one member
+  // under 4 GiB, which is what profilers write; a smaller value than the file means it wrapped.
+  void read_isize() {
+    unsigned char tail[4];
+    if (size_ < 18 || std::fseek(f_.get(), -4, SEEK_END) != 0) return;
+    if (std::fread(tail, 1, 4, f_.get()) == 4) {
+      std::uint64_t v = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (std::uint64_t{tail[3]} << 24);
+      isize_ = v >= size_ ? v : 0;
+    }
+    std::rewind(f_.get());
+  }
+
   void start_member() {
     isal_inflate_init(&state_);
     state_.crc_flag = ISAL_GZIP;
@@ -121,6 +135,7 @@ class GzipFileSource final : public ByteSource {
   std::vector<std::uint8_t> in_;
   inflate_state state_{};
   std::uint64_t consumed_ = 0;
+  std::uint64_t isize_ = 0;
   bool member_started_ = false;
   bool truncated_ = false;
   bool corrupt_ = false;

@@ -20,6 +20,9 @@ class ByteSource {
   // Compressed (on-disk) bytes consumed so far, for progress reporting.
   virtual std::uint64_t consumed() const = 0;
   virtual std::uint64_t total() const = 0;
+  // Best guess of the decoded size (gzip's ISIZE footer, or the file size), 0 if unknown; lets
+  // the reader size its columns once instead of growing them by doubling.
+  virtual std::uint64_t expected_output() const { return total(); }
 };
 
 // Opens `path`, sniffing the gzip magic rather than trusting the extension.

@@ -33,6 +33,34 @@ std::size_t find_quote_or_backslash(const char* b, std::size_t i, std::size_t n)
   return i;
 }
 
+// Index of the next byte that can change string or nesting state ('"', '\\', '{', '}', '[', ']')
+// at or after i, or n. Inside an event nothing else matters, so the scan jumps between these.
+std::size_t find_event_structural(const char* b, std::size_t i, std::size_t n) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i slash = _mm_set1_epi8('\\');
+  // '{' 0x7b and '[' 0x5b differ only in bit 0x20, as do '}' 0x7d and ']' 0x5d.
+  const __m128i fold = _mm_set1_epi8(0x20);
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  while (i + 16 <= n) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    __m128i f = _mm_or_si128(v, fold);
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                               _mm_or_si128(_mm_cmpeq_epi8(f, open), _mm_cmpeq_epi8(f, close)));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    i += 16;
+  }
+#endif
+  while (i < n) {
+    char c = b[i];
+    if (c == '"' || c == '\\' || c == '{' || c == '}' || c == '[' || c == ']') return i;
+    ++i;
+  }
+  return n;
+}
+
 }  // namespace
 
 JsonChunker::JsonChunker(ByteSource& src, std::string name, std::size_t block_size)
@@ -127,7 +155,7 @@ void JsonChunker::scan() {
   const std::size_t n = buf_.size();
   std::size_t i = pos_;
   while (i < n) {
-    if (in_string_) {
+    if (in_string_ && !in_event_) {
       if (escaped_) {
         escaped_ = false;
         ++i;
@@ -153,22 +181,57 @@ void JsonChunker::scan() {
       continue;
     }
     if (in_event_) {
-      // Inside an event only strings and nesting matter; simdjson checks the rest.
-      char c = b[i];
-      if (c == '"') {
-        in_string_ = true;
-      } else if (c == '{' || c == '[') {
-        ++event_depth_;
-      } else if (c == '}' || c == ']') {
-        if (--event_depth_ == 0) end_event(i);
-      }
-      ++i;
+      i = scan_event(b, i, n);
       continue;
     }
     structural(b[i], i);
     ++i;
   }
   pos_ = i;
+}
+
+// Scans inside an event, where only strings and nesting matter (simdjson checks the rest), with
+// the state in locals so the loop runs from registers. Returns where the scan stopped.
+std::size_t JsonChunker::scan_event(const char* b, std::size_t i, std::size_t n) {
+  int depth = event_depth_;
+  bool in_str = in_string_;
+  if (escaped_ && i < n) {
+    escaped_ = false;
+    ++i;
+  }
+  while (i < n) {
+    std::size_t j = in_str ? find_quote_or_backslash(b, i, n) : find_event_structural(b, i, n);
+    if (j == n) {
+      i = n;
+      break;
+    }
+    char c = b[j];
+    i = j + 1;
+    if (in_str) {
+      if (c == '\\') {
+        if (i < n) ++i;
+        else escaped_ = true;
+      } else {
+        in_str = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) {
+        in_string_ = false;
+        event_depth_ = 0;
+        end_event(j);
+        return i;
+      }
+    }
+  }
+  event_depth_ = depth;
+  in_string_ = in_str;
+  return i;
 }
 
 void JsonChunker::end_event(std::size_t at) {

@@ -30,7 +30,7 @@ enum class ChunkState { Found, End };
 
 class JsonChunker {
  public:
-  JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 4 << 20);
+  JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 1 << 20);
 
   // Fills `out` with the next run of complete events (Found) or reports the end of the input.
   // Throws InputError for text that cannot be a trace, naming the byte offset.
@@ -53,6 +53,7 @@ class JsonChunker {
   void in_event_array(char c, std::size_t at);
   void top_level_byte(char c, std::size_t at);
   void end_event(std::size_t at);
+  std::size_t scan_event(const char* b, std::size_t i, std::size_t n);
   void push(char c, std::size_t at);
   void pop(char c, std::size_t at);
   void finish_top_value(std::size_t end);

@@ -1,0 +1,129 @@
+// Ingest throughput and memory against a bare simdjson DOM parse of the same bytes, in one run.
+//
+//   bench_ingest TRACE [--jobs N]
+//
+// Order matters: the streaming ingest runs first, so the peak RSS read right after it is the
+// ingest's own; only then is the whole file decoded into memory for the baseline parse.
+#include <fmt/core.h>
+#include <isa-l.h>
+#include <simdjson.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stepscope/analysis.hpp"
+#include "stepscope/ingest.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+std::string read_all(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot open " + path);
+  std::string s;
+  char buf[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+// Whole-buffer igzip decode into a padded string, for the baseline.
+simdjson::padded_string decode(const std::string& raw, std::size_t expected) {
+  bool gz = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
+            static_cast<unsigned char>(raw[1]) == 0x8b;
+  if (!gz) return simdjson::padded_string(raw);
+  simdjson::padded_string out(expected);
+  inflate_state st{};
+  isal_inflate_init(&st);
+  st.crc_flag = ISAL_GZIP;
+  st.next_in = reinterpret_cast<std::uint8_t*>(const_cast<char*>(raw.data()));
+  st.avail_in = static_cast<std::uint32_t>(raw.size());
+  st.next_out = reinterpret_cast<std::uint8_t*>(out.data());
+  st.avail_out = static_cast<std::uint32_t>(expected);
+  isal_inflate(&st);
+  return out;
+}
+
+struct Run {
+  double secs = 0;
+  std::uint64_t bytes = 0;
+  std::size_t events = 0;
+};
+
+Run time_ingest(const std::string& path, int jobs, bool with_analysis) {
+  stepscope::IngestOptions o;
+  o.jobs = jobs;
+  auto t0 = Clock::now();
+  stepscope::Trace t = stepscope::read_traces({path}, o);
+  if (with_analysis) {
+    auto r = stepscope::analyze(t);
+    (void)r;
+  }
+  Run run{seconds_since(t0), t.ranks[0].bytes_read, t.ranks[0].events.size()};
+  return run;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_ingest TRACE [--jobs N]\n");
+    return 2;
+  }
+  std::string path = argv[1];
+  int jobs = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--jobs") == 0) jobs = std::atoi(argv[i + 1]);
+
+  double rss_before = peak_rss_mb();
+  Run one = time_ingest(path, 1, false);
+  double rss_ingest = peak_rss_mb();
+  Run analysed = time_ingest(path, 1, true);
+  Run many = time_ingest(path, jobs, false);
+
+  std::string raw = read_all(path);
+  auto t0 = Clock::now();
+  simdjson::padded_string json = decode(raw, one.bytes);
+  double decode_secs = seconds_since(t0);
+  simdjson::dom::parser parser;
+  t0 = Clock::now();
+  auto doc = parser.parse(json);
+  double parse_secs = seconds_since(t0);
+  if (doc.error()) {
+    std::fprintf(stderr, "baseline parse failed: %s\n", simdjson::error_message(doc.error()));
+    return 2;
+  }
+
+  double mb = static_cast<double>(one.bytes) / 1e6;
+  double ingest_rate = mb / one.secs, parse_rate = mb / parse_secs;
+  fmt::print("trace            {} ({:.1f} MB of JSON, {} events)\n", path, mb, one.events);
+  fmt::print("bare DOM parse   {:8.1f} MB/s  (simdjson, whole buffer in memory)\n", parse_rate);
+  fmt::print("gzip decode      {:8.1f} MB/s  (igzip, whole buffer; 0 if plain)\n",
+             raw.size() == one.bytes ? 0.0 : mb / decode_secs);
+  fmt::print("ingest, 1 thread {:8.1f} MB/s  ratio to bare parse {:.2f}\n", ingest_rate,
+             ingest_rate / parse_rate);
+  fmt::print("ingest+analyze   {:8.1f} MB/s  ratio to bare parse {:.2f}\n", mb / analysed.secs,
+             (mb / analysed.secs) / parse_rate);
+  fmt::print("ingest, {} threads {:6.1f} MB/s  ratio to bare parse {:.2f}\n", jobs, mb / many.secs,
+             (mb / many.secs) / parse_rate);
+  fmt::print("peak RSS ingest  {:8.1f} MB  ({:.3f} x the JSON size; {:.1f} MB before)\n", rss_ingest,
+             rss_ingest / mb, rss_before);
+  return 0;
+}
