@@ -389,3 +389,21 @@ TEST(Triage, UnknownExtraLogIsNotedNotFatal) {
   for (const auto& n : t.series.notes) noted |= n.find("notes.txt") != std::string::npos;
   EXPECT_TRUE(noted);
 }
+
+TEST(TriagePidstat, OneLinePerProcessLayoutWithEpochTimes) {
+  // `pidstat -h -u -r -p 4242 1`: one line per interval, epoch seconds, '#' header.
+  const char* log =
+      "Linux 6.1.0 (box) \t01/02/2024 \t_x86_64_\t(8 CPU)\n\n"
+      "#      Time   UID       PID    %usr %system  %guest   %wait    %CPU   CPU  minflt/s  majflt/s     VSZ     RSS   %MEM  Command\n"
+      " 1704190502  1000      4242   97.00    2.00    0.00    1.00   99.00     5      0.00      0.00 3000000 2097152   3.20  python\n"
+      " 1704190503  1000      4242   98.00    1.00    0.00    0.00   99.00     5      0.00      0.00 3000000 2097152   3.20  python\n";
+  std::vector<Sample> out;
+  std::optional<int> cpus;
+  auto r = parse_pidstat(log, out, {}, &cpus);
+  EXPECT_EQ(r.records, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(cpus, 8);
+  EXPECT_DOUBLE_EQ(out[1].t_s - out[0].t_s, 1);
+  EXPECT_DOUBLE_EQ(*out[0].host->processes[0].rss_mib, 2048);
+  EXPECT_DOUBLE_EQ(*out[0].host->processes[0].wait_pct, 1);
+}
