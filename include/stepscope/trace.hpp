@@ -92,7 +92,6 @@ struct KernelArgs {
 // Arguments that only some events carry, kept out of the dense columns to keep memory per
 // event low: flows, autograd ops, copies and [memory] events.
 struct EventExtra {
-  std::int64_t flow_id = kNone;          // id of s/t/f flow events
   std::int64_t sequence_number = kNone;  // args["Sequence number"]
   std::int64_t fwd_thread_id = kNone;    // args["Fwd thread id"]
   std::int64_t bytes = kNone;            // args.bytes (copies, memsets), args.Bytes ([memory])
@@ -117,7 +116,7 @@ struct EventTable {
   std::vector<HostMem> host_mem;    // memcpy host side, from the name
   std::vector<std::int64_t> pid;    // string pids are interned: see string_track_id
   std::vector<std::int64_t> tid;
-  std::vector<std::int64_t> correlation;   // args.correlation, or kNone
+  std::vector<std::int64_t> correlation;   // args.correlation (flows: their id), or kNone
   std::vector<std::int64_t> external_id;   // args["External id"], or kNone
   std::vector<std::int32_t> stream;        // args.stream, or -1
   std::vector<std::int32_t> device;        // args.device, or -1

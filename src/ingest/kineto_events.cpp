@@ -337,7 +337,9 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
   t.host_mem.push_back(copy ? host_mem_from_name(nm) : HostMem::Unknown);
   t.pid.push_back(e.pid);
   t.tid.push_back(e.tid);
-  t.correlation.push_back(e.args.correlation);
+  // A flow's id is the correlation id of the launch it ties to its kernel (ac2g), so flows keep
+  // it in the correlation column rather than in a side record.
+  t.correlation.push_back(kind == Kind::Flow && e.flow_id != kNone ? e.flow_id : e.args.correlation);
   t.external_id.push_back(e.args.external_id);
   t.stream.push_back(static_cast<std::int32_t>(e.args.stream));
   t.device.push_back(static_cast<std::int32_t>(e.args.device));
@@ -347,11 +349,9 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
   } else {
     t.kernel_args.push_back(-1);
   }
-  bool extra = e.args.has_extra || e.flow_id != kNone;
-  if (extra) {
+  if (e.args.has_extra) {
     t.extra.push_back(static_cast<std::int32_t>(out.extras.size()));
     out.extras.push_back(e.args.extra);
-    out.extras.back().flow_id = e.flow_id;
   } else {
     t.extra.push_back(-1);
   }

@@ -85,14 +85,14 @@ struct FileReader {
     if (opts.progress) opts.progress(progress_base + src.consumed(), progress_total);
   }
 
-  // After the first run of events, the bytes per event and the expected decoded size give the
-  // event count; reserving it once avoids the doubling that would otherwise cost up to 3x the
-  // columns' size at the moment of a reallocation.
-  void reserve_from_first_batch(const EventBatch& batch, RankTrace& out) const {
+  // After the first run of events, its bytes per kept event and the expected decoded size give
+  // the event count; reserving it once avoids the doubling that would otherwise cost up to 3x
+  // the columns' size at the moment of a reallocation.
+  void reserve_after_first_batch(std::size_t batch_bytes, std::size_t kept, RankTrace& out) const {
     std::uint64_t expected = src.expected_output();
-    if (expected == 0 || batch.count() == 0) return;
-    double per_event = static_cast<double>(batch.text_size) / static_cast<double>(batch.count());
-    auto estimate = static_cast<std::size_t>(static_cast<double>(expected) / per_event * 1.1) + 16;
+    if (expected == 0 || kept == 0) return;
+    double per_event = static_cast<double>(batch_bytes) / static_cast<double>(kept);
+    auto estimate = static_cast<std::size_t>(static_cast<double>(expected) / per_event * 1.02) + 16;
     out.events.reserve(std::min<std::size_t>(estimate, std::size_t{1} << 32));
   }
 
@@ -101,9 +101,9 @@ struct FileReader {
     EventBatch batch;
     bool first = true;
     while (chunker.next(batch) == ChunkState::Found) {
-      if (first) reserve_from_first_batch(batch, out);
-      first = false;
       parse_event_batch(batch, parser, chunker.layout(), name, out, stats);
+      if (first) reserve_after_first_batch(batch.text_size, out.events.size(), out);
+      first = false;
       report_progress();
     }
   }
@@ -115,24 +115,28 @@ struct FileReader {
     struct Done {
       RankTrace part;
       BatchStats stats;
+      std::size_t text_size = 0;
     };
     std::deque<std::future<Done>> inflight;
     auto merge_front = [&] {
       Done d = inflight.front().get();  // rethrows a parse error from the worker
       inflight.pop_front();
       stats.missing_ts += d.stats.missing_ts;
+      bool first = out.events.size() == 0;
+      std::size_t kept = d.part.events.size();
+      if (first) reserve_after_first_batch(d.text_size, kept, out);
       merge_rank_part(out, std::move(d.part));
       report_progress();
     };
-    for (bool first = true;; first = false) {
+    for (;;) {
       auto batch = std::make_shared<EventBatch>();
       if (chunker.next(*batch) != ChunkState::Found) break;
-      if (first) reserve_from_first_batch(*batch, out);
       TraceLayout layout = chunker.layout();
       inflight.push_back(pool.submit([batch, layout, this] {
         thread_local simdjson::ondemand::parser parser;
         Done d;
         parse_event_batch(*batch, parser, layout, name, d.part, d.stats);
+        d.text_size = batch->text_size;
         return d;
       }));
       if (inflight.size() >= static_cast<std::size_t>(2 * jobs)) merge_front();

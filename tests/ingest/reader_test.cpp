@@ -98,7 +98,8 @@ TEST(Reader, KinetoObjectWithMetadataAndArgs) {
   EXPECT_EQ(t.gpu_by_correlation.at(42)[0], 1u);
   ASSERT_EQ(t.gpu_tracks.size(), 1u);
   EXPECT_EQ(t.gpu_tracks[0].events.size(), 2u);
-  EXPECT_EQ(t.extra_of(4)->flow_id, 42);
+  EXPECT_EQ(t.events.correlation[4], 42);
+  EXPECT_EQ(t.extra_of(4), nullptr);
   EXPECT_EQ(t.events.kind[4], Kind::Flow);
 }
 
