@@ -1,6 +1,11 @@
 // The /proc sampler and the host-side rules on real child processes.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
 #include "children.hpp"
 #include "stepscope/error.hpp"
 
@@ -174,4 +179,80 @@ TEST(ProcSampler, SyncWritingChildIsIoBound) {
   EXPECT_GE(*h->write_mbps, thresholds::kTargetIoMbps);
   EXPECT_LT(h->cpu_mean_pct, thresholds::kQuietCpuPct);
   EXPECT_EQ(classify(s).verdict.rule, "io-bound") << classify(s).verdict.title;
+}
+
+namespace {
+
+// A CPU cgroup with a quota, created for one test and removed after it. Empty path when this
+// machine does not let the tests create one (not root, or a read-only cgroup file system).
+class QuotaCgroup {
+ public:
+  explicit QuotaCgroup(double cpus) {
+    std::string name = fmt::format("stepscope_test_{}", ::getpid());
+    bool v2 = ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+    std::string dir = (v2 ? "/sys/fs/cgroup/" : "/sys/fs/cgroup/cpu/") + name;
+    if (::mkdir(dir.c_str(), 0755) != 0) return;
+    dir_ = dir;
+    const int period = 100000;
+    bool ok = v2 ? write(dir + "/cpu.max", fmt::format("{} {}", int(cpus * period), period))
+                 : write(dir + "/cpu.cfs_period_us", std::to_string(period)) &&
+                       write(dir + "/cpu.cfs_quota_us", std::to_string(int(cpus * period)));
+    if (!ok) {
+      ::rmdir(dir_.c_str());
+      dir_.clear();
+    }
+  }
+  ~QuotaCgroup() {
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  const std::string& dir() const { return dir_; }
+  bool join(pid_t pid) const { return write(dir_ + "/cgroup.procs", std::to_string(pid)); }
+
+ private:
+  static bool write(const std::string& path, const std::string& value) {
+    std::ofstream out(path);
+    out << value;
+    out.flush();
+    return bool(out);
+  }
+  std::string dir_;
+};
+
+}  // namespace
+
+TEST(ProcSampler, ThreadsUnderACgroupQuotaAreOversubscribed) {
+  QuotaCgroup cg(0.5);
+  if (cg.dir().empty()) GTEST_SKIP() << "cannot create a CPU cgroup here";
+  // The child joins the cgroup before it starts its threads, so all of them are limited.
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  {
+    Child child([&] {
+      char c;
+      ::close(go[1]);
+      if (::read(go[0], &c, 1) != 1) ::_exit(2);
+      std::vector<std::thread> pool;
+      for (int i = 0; i < 4; ++i) pool.emplace_back(busy_loop);
+      for (auto& t : pool) t.join();
+    });
+    ::close(go[0]);
+    ASSERT_TRUE(cg.join(child.pid()));
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    ::close(go[1]);
+    settle();
+    auto s = sample_for(child.pid(), 6, 250ms);
+    ASSERT_TRUE(s.target.cgroup_quota_cpus);
+    EXPECT_DOUBLE_EQ(*s.target.cgroup_quota_cpus, 0.5);
+    EXPECT_DOUBLE_EQ(s.target.effective_cpus(), 0.5);
+    auto h = host_stats(s);
+    ASSERT_TRUE(h);
+    // Four threads share half a core: the quota caps the whole tree.
+    EXPECT_LE(h->cpu_mean_pct, 60);
+    // Throttled periods are read; how many depends on how much CPU the crowded test machine
+    // leaves the job, so only preemption or throttling together must carry the verdict.
+    ASSERT_TRUE(h->cgroup_throttled_pct);
+    EXPECT_GE(h->demand_cores / s.target.effective_cpus(), thresholds::kOversubscribedDemandRatio);
+    auto c = classify(s);
+    EXPECT_EQ(c.verdict.rule, "oversubscribed") << c.verdict.title;
+  }
 }
