@@ -2,7 +2,7 @@
 """Records the example trace that `make run` analyses.
 
 A small CPU training loop under torch.profiler: an MLP on synthetic data whose DataLoader
-(num_workers=0) spends about a millisecond per sample in its transform, so the main thread
+(num_workers=0) spends about four milliseconds per sample in its transform, so the main thread
 waits on input for most of each step -- an input-bound job with a known cause.
 
 Usage: python3 examples/record_example.py [OUT.json.gz]   (Debian: apt-get install python3-torch)
@@ -19,7 +19,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, Dataset
 
-SLEEP_PER_SAMPLE_S = 0.001
+SLEEP_PER_SAMPLE_S = 0.004
 BATCH = 16
 FEATURES = 256
 
