@@ -164,6 +164,8 @@ TEST(TracegenCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("-s healthy -o " + dir.path() + " --steps abc"), 2);
   EXPECT_EQ(run_cli("-s healthy"), 2);
   EXPECT_EQ(run_cli("-s straggler -o " + dir.path() + " --ranks 2 --straggler-rank 5"), 2);
+  EXPECT_EQ(run_cli("-s healthy -o " + dir.path() + " --platform tpu"), 2);
+  EXPECT_EQ(run_cli("-s healthy -o " + dir.path() + " --first-step -3"), 2);
 }
 
 TEST(TracegenCli, OverridesApplyOnTopOfThePreset) {
@@ -176,6 +178,15 @@ TEST(TracegenCli, OverridesApplyOnTopOfThePreset) {
   EXPECT_EQ(truth["parameters"]["steps"], 2);        // from the command line
   EXPECT_EQ(truth["seed"], 7);
   EXPECT_EQ(truth["steps"].size(), 6u);
+}
+
+TEST(TracegenCli, PlatformSwitchesNames) {
+  TempDir dir("cli-rocm");
+  ASSERT_EQ(run_cli("-s sync-stall -o " + dir.path() + " --steps 1 --layers 2 --platform rocm"), 0);
+  const std::string trace = read_file(dir.path() + "/rank-0.pt.trace.json");
+  EXPECT_NE(trace.find("hipLaunchKernel"), std::string::npos);
+  EXPECT_NE(trace.find("AMD Instinct MI300X"), std::string::npos);
+  EXPECT_EQ(trace.find("cudaLaunchKernel"), std::string::npos);
 }
 
 }  // namespace

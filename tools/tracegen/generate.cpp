@@ -129,6 +129,7 @@ std::string validate(const Params& p) {
   if (p.ranks < 1) return "--ranks must be at least 1";
   if (p.steps < 1) return "--steps must be at least 1";
   if (p.layers < 1) return "--layers must be at least 1";
+  if (p.first_step < 0) return "--first-step must not be negative";
   if (p.jitter < 0 || p.jitter > 0.3) return "--jitter must be within [0, 0.3]";
   if (p.straggler_rank >= p.ranks) return "--straggler-rank must be below --ranks";
   if (p.straggler_factor <= 0) return "--straggler-factor must be positive";

@@ -92,9 +92,11 @@ void list_scenarios() {
 
 int main(int argc, char** argv) {
   CLI::App app{"stepscope-tracegen: synthetic Kineto traces with ground truth"};
-  std::string scenario = "healthy", out_dir;
+  std::string scenario = "healthy", out_dir, platform;
   bool list = false;
   app.add_option("-s,--scenario", scenario, "scenario preset (see --list)");
+  CLI::Option* platform_opt = app.add_option("--platform", platform, "cuda, rocm or cpu (names and layout)")
+                                  ->check(CLI::IsMember({"cuda", "rocm", "cpu"}));
   app.add_option("-o,--out", out_dir, "output directory");
   app.add_flag("--list", list, "list the scenarios and exit");
   Overrides overrides;
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
                  scenario.c_str());
     return 2;
   }
+  if (platform_opt->count() > 0) tg::set_platform(p, platform);
   overrides.apply(p);
   if (out_dir.empty()) {
     std::fprintf(stderr, "stepscope-tracegen: --out DIR is required\n");

@@ -196,6 +196,20 @@ const char* platform_name(Platform p) {
 
 const std::vector<Scenario>& scenarios() { return kScenarios; }
 
+void set_platform(Params& p, std::string_view platform) {
+  if (platform == "rocm") {
+    p.platform = Platform::Rocm;
+    p.gpu_name = "AMD Instinct MI300X";
+  } else if (platform == "cpu") {
+    p.platform = Platform::Cpu;
+    p.gpu_name.clear();
+  } else {
+    p.platform = Platform::Cuda;
+    if (p.gpu_name.empty() || p.gpu_name.find("AMD") != std::string::npos)
+      p.gpu_name = "NVIDIA A100-SXM4-80GB";
+  }
+}
+
 const Scenario* find_scenario(std::string_view name) {
   for (const auto& s : kScenarios)
     if (name == s.name) return &s;

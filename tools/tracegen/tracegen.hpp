@@ -144,6 +144,9 @@ struct GenerateResult {
 // inconsistent parameters.
 GenerateResult generate(const Params& p, const std::string& out_dir);
 
+// Switches the platform and the GPU model that goes with it (overridable afterwards).
+void set_platform(Params& p, std::string_view platform);
+
 // Checks parameter ranges; returns an empty string when valid, else a one-line reason.
 std::string validate(const Params& p);
 
