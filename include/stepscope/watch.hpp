@@ -31,11 +31,11 @@ struct GpuReading {
   std::optional<double> temp_c;
   std::optional<double> mem_used_mib;
   std::optional<double> mem_total_mib;
-  std::optional<double> pcie_rx_mbps;  // MB/s, host to device
-  std::optional<double> pcie_tx_mbps;  // MB/s, device to host
+  std::optional<double> pcie_rx_mbps;             // MB/s, host to device
+  std::optional<double> pcie_tx_mbps;             // MB/s, device to host
   std::optional<std::uint64_t> throttle_reasons;  // NVML clocks-event bit mask
-  std::vector<int> target_pids;  // watched processes holding a context on this GPU
-  double target_mem_mib = 0;     // GPU memory those processes hold
+  std::vector<int> target_pids;                   // watched processes holding a context on this GPU
+  double target_mem_mib = 0;                      // GPU memory those processes hold
 };
 
 // NVML clocks-event ("throttle") reason bits, as the driver reports them.
@@ -58,8 +58,8 @@ struct ThreadReading {
   int pid = 0;
   int tid = 0;
   std::string comm;
-  char state = '?';           // R running/runnable, S sleeping, D blocked in I/O, ...
-  double cpu_pct = 0;         // 100 = one core for the whole interval
+  char state = '?';                // R running/runnable, S sleeping, D blocked in I/O, ...
+  double cpu_pct = 0;              // 100 = one core for the whole interval
   std::optional<double> wait_pct;  // time runnable but waiting for a core (run-queue delay)
 };
 
@@ -67,11 +67,11 @@ struct ProcessReading {
   int pid = 0;
   int ppid = 0;
   std::string comm;
-  double cpu_pct = 0;  // all threads, 100 = one core
+  double cpu_pct = 0;              // all threads, 100 = one core
   std::optional<double> wait_pct;  // run-queue wait, all threads (when only per-process is known)
   int threads = 0;
   std::optional<double> rss_mib;
-  std::optional<double> read_mbps;   // storage reads (/proc/PID/io read_bytes), MB/s
+  std::optional<double> read_mbps;  // storage reads (/proc/PID/io read_bytes), MB/s
   std::optional<double> write_mbps;
   std::optional<double> voluntary_cs_per_s;
   std::optional<double> involuntary_cs_per_s;
@@ -80,8 +80,8 @@ struct ProcessReading {
 // The host side at one instant: the target tree and the machine around it. Optional fields are
 // those an offline log may lack.
 struct HostReading {
-  std::vector<ProcessReading> processes;  // the target tree, root first
-  std::vector<ThreadReading> threads;     // all threads of the tree (may be empty offline)
+  std::vector<ProcessReading> processes;    // the target tree, root first
+  std::vector<ThreadReading> threads;       // all threads of the tree (may be empty offline)
   std::optional<double> system_busy_pct;    // all cores, 100 = every core busy
   std::optional<double> system_iowait_pct;  // all cores, share of time idle with I/O pending
   std::optional<double> disk_read_mbps;
@@ -100,11 +100,11 @@ struct Sample {
 
 // What does not change during a watch.
 struct TargetInfo {
-  int pid = 0;                 // 0 when unknown (offline logs)
-  std::string command;         // argv of the root process, space-joined
+  int pid = 0;          // 0 when unknown (offline logs)
+  std::string command;  // argv of the root process, space-joined
   int online_cpus = 0;
-  std::optional<int> affinity_cpus;          // cores the target may run on
-  std::optional<double> cgroup_quota_cpus;   // cpu.max quota / period; empty = unlimited
+  std::optional<int> affinity_cpus;         // cores the target may run on
+  std::optional<double> cgroup_quota_cpus;  // cpu.max quota / period; empty = unlimited
   std::optional<std::string> cgroup_path;
   std::optional<std::string> omp_num_threads;  // from the target's environment
   std::optional<std::string> mkl_num_threads;
@@ -116,8 +116,8 @@ struct Series {
   TargetInfo target;
   std::vector<Sample> samples;
   double interval_s = 1.0;
-  bool gpu_observed = false;    // a GPU source ran (even if the target used no GPU)
-  std::string gpu_status;       // why GPUs are or are not in the samples
+  bool gpu_observed = false;       // a GPU source ran (even if the target used no GPU)
+  std::string gpu_status;          // why GPUs are or are not in the samples
   std::vector<std::string> notes;  // warnings from sampling or parsing, one line each
 };
 
@@ -197,8 +197,8 @@ enum class Confidence { Low, Medium, High };
 struct Evidence {
   std::string metric;  // "gpu.util.mean"
   double value = 0;
-  std::string unit;    // "%", "cores", "MHz", ...
-  std::string meaning; // one short clause: what this number says here
+  std::string unit;     // "%", "cores", "MHz", ...
+  std::string meaning;  // one short clause: what this number says here
 };
 
 struct Finding {
@@ -216,7 +216,7 @@ struct GpuStats {
   std::string name;
   int samples = 0;
   std::optional<double> util_mean, util_std, util_min, util_max;
-  std::optional<double> swing_share;  // share of transitions that are saw-tooth swings
+  std::optional<double> swing_share;     // share of transitions that are saw-tooth swings
   std::optional<double> sm_clock_ratio;  // mean SM clock / max SM clock
   std::optional<double> power_ratio;     // mean power / limit
   std::optional<double> mem_used_ratio;  // max memory used / total
@@ -245,9 +245,9 @@ struct HostStats {
   double top_process_cpu_pct = 0;
   int top_process_pid = 0;
   std::string top_process_comm;
-  double demand_cores = 0;       // mean total demand of the tree, in cores
-  double runnable_threads = 0;   // mean threads in state R
-  double io_blocked_threads = 0; // mean threads in state D
+  double demand_cores = 0;        // mean total demand of the tree, in cores
+  double runnable_threads = 0;    // mean threads in state R
+  double io_blocked_threads = 0;  // mean threads in state D
   std::optional<double> involuntary_cs_per_s;
   std::optional<double> voluntary_cs_per_s;
   std::optional<double> read_mbps, write_mbps;  // the tree's storage traffic

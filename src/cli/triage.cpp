@@ -1,4 +1,6 @@
 // `stepscope triage`: the watch classification from recorded nvidia-smi / top / pidstat logs.
+#include "stepscope/watch/triage.hpp"
+
 #include <fmt/core.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include "cli/command.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/watch/render.hpp"
-#include "stepscope/watch/triage.hpp"
 
 namespace stepscope::cli {
 namespace {
@@ -47,15 +48,20 @@ int run(const TriageArgs& args) {
   watch::TriageOptions o;
   o.columns = split_columns(args.columns);
   if (!args.match.empty()) o.match = args.match;
-  if (args.pid < 0) throw InputError(fmt::format("--pid {}: a process id must be positive", args.pid));
+  if (args.pid < 0)
+    throw InputError(fmt::format("--pid {}: a process id must be positive", args.pid));
   o.pid = args.pid;
-  if (!(args.interval_s > 0)) throw InputError(fmt::format("--interval {}: must be above 0 seconds", args.interval_s));
+  if (!(args.interval_s > 0))
+    throw InputError(fmt::format("--interval {}: must be above 0 seconds", args.interval_s));
   o.interval_s = args.interval_s;
   if (args.cpus < 0) throw InputError(fmt::format("--cpus {}: must be positive", args.cpus));
   if (args.cpus > 0) o.cpus = args.cpus;
 
   auto result = watch::triage_files(args.files, o);
-  std::string json = args.json_path.empty() ? "" : watch::render_json(result.series, result.classification, "triage", &result.logs);
+  std::string json =
+      args.json_path.empty()
+          ? ""
+          : watch::render_json(result.series, result.classification, "triage", &result.logs);
   if (args.json_path == "-") {
     fmt::print("{}", json);
     return kExitOk;
@@ -65,7 +71,8 @@ int run(const TriageArgs& args) {
     if (!out || !(out << json).flush())
       throw InputError(fmt::format("--json {}: cannot write", args.json_path));
   }
-  fmt::print("{}", watch::render_summary(result.series, result.classification, source_line(result)));
+  fmt::print("{}",
+             watch::render_summary(result.series, result.classification, source_line(result)));
   return kExitOk;
 }
 
@@ -84,10 +91,12 @@ const RegisterCommand kRegister{Command{
       sub->add_option("--match", args->match,
                       "Host logs: take processes whose command contains this (repeatable; "
                       "default python, pt_main_thread, pt_data_worker, torchrun)");
-      sub->add_option("--interval", args->interval_s, "Seconds between readings in logs without timestamps")
+      sub->add_option("--interval", args->interval_s,
+                      "Seconds between readings in logs without timestamps")
           ->default_val(1.0);
       sub->add_option("--cpus", args->cpus, "Cores the job could use, when the logs do not say");
-      sub->add_option("--json", args->json_path, "Also write the result as JSON to FILE ('-' for stdout, instead of text)");
+      sub->add_option("--json", args->json_path,
+                      "Also write the result as JSON to FILE ('-' for stdout, instead of text)");
       sub->footer(
           "Record on the GPU host, e.g.:\n"
           "  nvidia-smi dmon -s pucvmet -o T -d 1 -c 30 > dmon.log & top -b -d 1 -n 30 > top.log\n"

@@ -64,9 +64,11 @@ void write_json(const std::string& path, const std::string& text) {
 
 int run(const WatchArgs& args) {
   watch::validate(args.options);
-  if (args.options.pid) watch::describe_process(args.options.pid);  // fail on a bad pid before loading NVML
-  auto gpu = args.no_gpu ? watch::no_gpu_source("GPU sampling turned off (--no-gpu); host side only")
-                         : watch::open_nvml(args.nvml_library);
+  if (args.options.pid)
+    watch::describe_process(args.options.pid);  // fail on a bad pid before loading NVML
+  auto gpu = args.no_gpu
+                 ? watch::no_gpu_source("GPU sampling turned off (--no-gpu); host side only")
+                 : watch::open_nvml(args.nvml_library);
   bool json_to_stdout = args.json_path == "-";
   bool live = !args.no_live && !json_to_stdout && ::isatty(STDOUT_FILENO);
   if (!gpu->available()) fmt::print(stderr, "stepscope: {}\n", gpu->status());
@@ -77,25 +79,30 @@ int run(const WatchArgs& args) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   LiveView view(args.options.seconds);
-  watch::WatchResult result = watch::run_watch(
-      args.options, *gpu, g_stop, live ? watch::SampleCallback([&](const watch::Series& s) { view.draw(s); })
-                                      : watch::SampleCallback());
+  watch::WatchResult result =
+      watch::run_watch(args.options, *gpu, g_stop,
+                       live ? watch::SampleCallback([&](const watch::Series& s) { view.draw(s); })
+                            : watch::SampleCallback());
   if (live) view.clear();
 
   const auto& series = result.series;
-  std::string source = fmt::format("watched pid {} for {:.1f} s: {} samples every {} ms{}",
-                                   series.target.pid,
-                                   series.samples.empty() ? 0.0 : series.samples.back().t_s,
-                                   series.samples.size(), args.options.interval_ms,
-                                   result.interrupted ? " (interrupted)" : "");
-  if (!args.json_path.empty()) write_json(args.json_path, watch::render_json(series, result.classification, "watch"));
-  if (!json_to_stdout) fmt::print("{}", watch::render_summary(series, result.classification, source));
+  std::string source =
+      fmt::format("watched pid {} for {:.1f} s: {} samples every {} ms{}", series.target.pid,
+                  series.samples.empty() ? 0.0 : series.samples.back().t_s, series.samples.size(),
+                  args.options.interval_ms, result.interrupted ? " (interrupted)" : "");
+  if (!args.json_path.empty())
+    write_json(args.json_path, watch::render_json(series, result.classification, "watch"));
+  if (!json_to_stdout)
+    fmt::print("{}", watch::render_summary(series, result.classification, source));
 
   std::fflush(stdout);
   if (result.launched) {
-    if (args.stop_command && !result.target_exited) ::kill(result.launched, SIGTERM);
+    if (args.stop_command && !result.target_exited)
+      ::kill(result.launched, SIGTERM);
     else if (!result.target_exited && !result.interrupted)
-      fmt::print(stderr, "stepscope: the command keeps running; waiting for it to finish (--stop ends it instead)\n");
+      fmt::print(stderr,
+                 "stepscope: the command keeps running; waiting for it to finish (--stop ends it "
+                 "instead)\n");
     int status = watch::wait_for_command(result.launched);
     if (status != 0) fmt::print(stderr, "stepscope: the command exited with status {}\n", status);
   }
@@ -107,20 +114,21 @@ const RegisterCommand kRegister{Command{
       auto args = std::make_shared<WatchArgs>();
       auto* sub = app.add_subcommand(
           "watch",
-          "Sample a live job (CPU per process and thread, I/O, cgroup quota, and GPUs through NVML) "
+          "Sample a live job (CPU per process and thread, I/O, cgroup quota, and GPUs through "
+          "NVML) "
           "and classify it: GPU-bound, input-bound, I/O-bound, oversubscribed, ...");
       sub->add_option("--pid", args->options.pid, "Watch this running process and its children");
       sub->add_option("command", args->options.command,
                       "Or start this command and watch it (put it after --)");
-      sub->add_option("--seconds", args->options.seconds, "How long to watch")
-          ->default_val(10.0);
+      sub->add_option("--seconds", args->options.seconds, "How long to watch")->default_val(10.0);
       sub->add_option("--interval", args->options.interval_ms, "Milliseconds between samples")
           ->default_val(1000);
-      sub->add_option("--json", args->json_path,
-                      "Also write the full result as JSON to FILE ('-' for stdout, instead of text)");
+      sub->add_option(
+          "--json", args->json_path,
+          "Also write the full result as JSON to FILE ('-' for stdout, instead of text)");
       sub->add_option("--nvml-lib", args->nvml_library,
-                      fmt::format("NVML library to load (default ${} or {})", watch::kNvmlLibraryEnv,
-                                  watch::kNvmlDefaultLibrary));
+                      fmt::format("NVML library to load (default ${} or {})",
+                                  watch::kNvmlLibraryEnv, watch::kNvmlDefaultLibrary));
       sub->add_flag("--no-gpu", args->no_gpu, "Do not read GPUs; judge the host side only");
       sub->add_flag("--no-live", args->no_live, "No refreshing view, only the final summary");
       sub->add_flag("--stop", args->stop_command,

@@ -58,16 +58,15 @@ GpuPicture gpu_picture(const std::vector<GpuStats>& all) {
   p.clock_ratio = mean_of(chosen, &GpuStats::sm_clock_ratio);
   p.power_ratio = mean_of(chosen, &GpuStats::power_ratio);
   for (const auto* g : chosen) {
-    if (g->mem_used_ratio) p.mem_used_ratio = std::max(p.mem_used_ratio.value_or(0), *g->mem_used_ratio);
+    if (g->mem_used_ratio)
+      p.mem_used_ratio = std::max(p.mem_used_ratio.value_or(0), *g->mem_used_ratio);
     p.throttled_share = std::max(p.throttled_share, g->throttled_share);
     p.throttle_reasons |= g->throttle_reasons_seen;
   }
   return p;
 }
 
-bool sawtooth(const GpuPicture& g) {
-  return g.swing_share.value_or(0) >= t::kSawtoothSwingShare;
-}
+bool sawtooth(const GpuPicture& g) { return g.swing_share.value_or(0) >= t::kSawtoothSwingShare; }
 
 // The host signals, each a yes/no with the numbers kept for the evidence.
 struct HostSignals {
@@ -112,12 +111,10 @@ HostSignals host_signals(const HostStats& h) {
 
 std::string cores_text(double cores) {
   return std::abs(cores - std::round(cores)) < 0.05 ? fmt::format("{:.0f}", cores)
-                                                   : fmt::format("{:.1f}", cores);
+                                                    : fmt::format("{:.1f}", cores);
 }
 
-int suggested_threads(const HostStats& h) {
-  return std::max(1, int(std::floor(h.effective_cpus)));
-}
+int suggested_threads(const HostStats& h) { return std::max(1, int(std::floor(h.effective_cpus))); }
 
 // --- evidence helpers ------------------------------------------------------------------------
 
@@ -125,16 +122,18 @@ void gpu_util_evidence(Finding& f, const GpuPicture& g) {
   f.evidence.push_back({"gpu.util.mean", g.util_mean, "%", "share of time a kernel was running"});
   f.evidence.push_back({"gpu.util.std", g.util_std, "pp", "spread of GPU-Util between samples"});
   if (g.swing_share)
-    f.evidence.push_back({"gpu.util.swing_share", *g.swing_share * 100, "%",
-                          fmt::format("transitions swinging by >= {:.0f} points",
-                                      t::kSawtoothSwingPct)});
+    f.evidence.push_back(
+        {"gpu.util.swing_share", *g.swing_share * 100, "%",
+         fmt::format("transitions swinging by >= {:.0f} points", t::kSawtoothSwingPct)});
 }
 
 void gpu_power_evidence(Finding& f, const GpuPicture& g) {
   if (g.clock_ratio)
-    f.evidence.push_back({"gpu.sm_clock.ratio", *g.clock_ratio * 100, "%", "SM clock vs its maximum"});
+    f.evidence.push_back(
+        {"gpu.sm_clock.ratio", *g.clock_ratio * 100, "%", "SM clock vs its maximum"});
   if (g.power_ratio)
-    f.evidence.push_back({"gpu.power.ratio", *g.power_ratio * 100, "%", "board power vs its limit"});
+    f.evidence.push_back(
+        {"gpu.power.ratio", *g.power_ratio * 100, "%", "board power vs its limit"});
 }
 
 void pegged_evidence(Finding& f, const HostStats& h) {
@@ -166,9 +165,9 @@ void io_evidence(Finding& f, const HostStats& h) {
 
 void oversubscription_evidence(Finding& f, const HostStats& h, const HostSignals& s,
                                const TargetInfo& target) {
-  f.evidence.push_back({"host.demand_ratio", s.demand_ratio, "x",
-                        fmt::format("threads wanting a core vs {} usable cores",
-                                    cores_text(h.effective_cpus))});
+  f.evidence.push_back(
+      {"host.demand_ratio", s.demand_ratio, "x",
+       fmt::format("threads wanting a core vs {} usable cores", cores_text(h.effective_cpus))});
   f.evidence.push_back({"host.threads.max", double(h.max_threads), "threads", "in the tree"});
   if (s.invol_per_core)
     f.evidence.push_back({"host.involuntary_cs", *s.invol_per_core, "/s per core",
@@ -176,13 +175,15 @@ void oversubscription_evidence(Finding& f, const HostStats& h, const HostSignals
   if (h.cgroup_throttled_pct)
     f.evidence.push_back({"cgroup.throttled", *h.cgroup_throttled_pct, "%",
                           "quota periods in which the cgroup was throttled"});
-  f.evidence.push_back({"env.OMP_NUM_THREADS", target.omp_num_threads ? std::atof(target.omp_num_threads->c_str()) : 0,
-                        "", target.omp_num_threads ? "set in the target's environment" : "unset: each pool sizes itself to all cores"});
+  if (target.omp_num_threads)
+    f.evidence.push_back({"env.OMP_NUM_THREADS", std::atof(target.omp_num_threads->c_str()),
+                          "threads", "set in the target's environment"});
 }
 
 std::string profile_command() {
   return "record 5 steps with torch.profiler(schedule=schedule(wait=1, warmup=1, active=3), "
-         "on_trace_ready=tensorboard_trace_handler('./tb_trace')), then: stepscope analyze ./tb_trace";
+         "on_trace_ready=tensorboard_trace_handler('./tb_trace')), then: stepscope analyze "
+         "./tb_trace";
 }
 
 // --- findings --------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ Finding gpu_bound(const GpuPicture& g) {
   bool steady = g.util_std <= t::kSteadyUtilStdPct;
   bool clocks_known = g.clock_ratio || g.power_ratio;
   f.title = "GPU-bound: the GPU is busy and fed; only faster GPU work speeds this up";
-  f.confidence = (steady && clocks_known) ? Confidence::High
+  f.confidence = (steady && clocks_known)   ? Confidence::High
                  : (steady || clocks_known) ? Confidence::Medium
                                             : Confidence::Low;
   gpu_util_evidence(f, g);
@@ -208,7 +209,8 @@ Finding gpu_bound(const GpuPicture& g) {
 Finding utilisation_lies(const GpuPicture& g) {
   Finding f;
   f.rule = "utilisation-lies";
-  f.title = "GPU-Util is high but clocks/power say the SMs are mostly idle: a trickle of small kernels";
+  f.title =
+      "GPU-Util is high but clocks/power say the SMs are mostly idle: a trickle of small kernels";
   f.confidence = Confidence::Medium;
   gpu_util_evidence(f, g);
   gpu_power_evidence(f, g);
@@ -240,7 +242,8 @@ Finding memory_full(const GpuPicture& g) {
   f.rule = "memory-full-low-util";
   f.title = "GPU memory is nearly full while the GPU is mostly idle";
   f.confidence = Confidence::Medium;
-  f.evidence.push_back({"gpu.memory.used_ratio", g.mem_used_ratio.value_or(0) * 100, "%", "peak memory used vs total"});
+  f.evidence.push_back({"gpu.memory.used_ratio", g.mem_used_ratio.value_or(0) * 100, "%",
+                        "peak memory used vs total"});
   gpu_util_evidence(f, g);
   f.next_step =
       "A full card with idle SMs points at the caching allocator retrying or fragmenting, or at "
@@ -258,13 +261,15 @@ Finding input_bound(const HostStats& h, const GpuPicture* g) {
     f.confidence = sawtooth(*g) ? Confidence::High : Confidence::Medium;
     gpu_util_evidence(f, *g);
   } else {
-    f.title = "CPU-pegged: one thread saturates a core (a data-loading bottleneck if a GPU waits on it)";
+    f.title =
+        "CPU-pegged: one thread saturates a core (a data-loading bottleneck if a GPU waits on it)";
     f.confidence = Confidence::Medium;
   }
   pegged_evidence(f, h);
   cpu_evidence(f, h);
   f.next_step = fmt::format(
-      "Load data in parallel: DataLoader(num_workers={} (usable cores - 1), persistent_workers=True, "
+      "Load data in parallel: DataLoader(num_workers={} (usable cores - 1), "
+      "persistent_workers=True, "
       "pin_memory=True). If the pegged thread is already a worker, move the heavy transform to "
       "the GPU or cache decoded samples. See what the thread runs first.",
       std::max(1, suggested_threads(h) - 1));
@@ -284,8 +289,11 @@ Finding oversubscribed(const HostStats& h, const HostSignals& s, const TargetInf
   f.next_step = fmt::format(
       "Cap the intra-op thread pools to the {} usable core(s): OMP_NUM_THREADS={} "
       "MKL_NUM_THREADS={} (or torch.set_num_threads({})), and one thread per DataLoader worker. "
-      "Do not add workers: that adds threads.",
-      cores_text(h.effective_cpus), n, n, n);
+      "Do not add workers: that adds threads.{}",
+      cores_text(h.effective_cpus), n, n, n,
+      target.omp_num_threads ? ""
+                             : " OMP_NUM_THREADS is unset, so each pool sizes itself to every "
+                               "core the machine has, not to the job's share.");
   f.command = fmt::format("OMP_NUM_THREADS={} MKL_NUM_THREADS={} {}", n, n,
                           target.command.empty() ? "<your training command>" : target.command);
   return f;
@@ -336,7 +344,8 @@ Finding gpu_underfed(const GpuPicture& g, const std::optional<HostStats>& h) {
         "{}Record the host next to the GPU: a pegged loader, busy disks or too many threads each "
         "call for a different fix.",
         sawtooth(g) ? "A saw-tooth GPU most often waits on the input pipeline. " : "");
-    f.command = "top -b -d 1 -n 30 > top.log  (with the GPU log), then: stepscope triage dmon.log top.log";
+    f.command =
+        "top -b -d 1 -n 30 > top.log  (with the GPU log), then: stepscope triage dmon.log top.log";
     return f;
   }
   f.title = starved ? "GPU starved, yet the host is not busy: stalls between GPU work"
@@ -390,6 +399,52 @@ Finding nothing_to_judge() {
 
 // --- further findings ------------------------------------------------------------------------
 
+// Devices of one job that disagree: a straggler rank or uneven placement. Only the devices the
+// target uses count when it is known to use any.
+std::optional<Finding> gpu_imbalance(const std::vector<GpuStats>& gpus) {
+  bool any_used =
+      std::any_of(gpus.begin(), gpus.end(), [](const GpuStats& g) { return g.used_by_target; });
+  const GpuStats* lo = nullptr;
+  const GpuStats* hi = nullptr;
+  for (const auto& d : gpus) {
+    if (!d.util_mean || (any_used && !d.used_by_target)) continue;
+    if (!lo || *d.util_mean < *lo->util_mean) lo = &d;
+    if (!hi || *d.util_mean > *hi->util_mean) hi = &d;
+  }
+  if (!lo || !hi || *hi->util_mean - *lo->util_mean <= t::kGpuImbalancePct) return std::nullopt;
+  Finding f;
+  f.rule = "gpu-imbalance";
+  f.title = fmt::format("GPUs disagree: GPU {} at {:.0f}% vs GPU {} at {:.0f}%", hi->index,
+                        *hi->util_mean, lo->index, *lo->util_mean);
+  f.confidence = Confidence::Medium;
+  f.evidence.push_back(
+      {"gpu.util.spread", *hi->util_mean - *lo->util_mean, "pp", "busiest minus idlest GPU"});
+  f.next_step = "One rank lags or work is unevenly placed; compare per-rank traces.";
+  f.command = "stepscope analyze <trace dir with one trace per rank>";
+  return f;
+}
+
+// The job queues for cores on a machine that is busy with other work: its numbers understate it.
+std::optional<Finding> host_contended(const HostStats& h) {
+  double wait_cores = std::max(0.0, h.demand_cores - h.cpu_mean_pct / 100.0);
+  double wait_share = h.demand_cores > 0 ? wait_cores / h.demand_cores : 0;
+  if (wait_share < t::kContendedWaitShare ||
+      h.system_busy_pct.value_or(0) < t::kContendedSystemBusyPct)
+    return std::nullopt;
+  Finding f;
+  f.rule = "host-contended";
+  f.title = "Other work on the host competes for the cores: the job often waits for one";
+  f.confidence = Confidence::Medium;
+  f.evidence.push_back({"host.wait_share", wait_share * 100, "%",
+                        "of the job's CPU demand spent queued for a core"});
+  f.evidence.push_back({"system.busy", *h.system_busy_pct, "%", "all cores of the machine"});
+  f.next_step =
+      "Readings on a shared, saturated host understate the job; find the other load or move the "
+      "job.";
+  f.command = "top -b -n 1 -o %CPU | head -20";
+  return f;
+}
+
 void add_others(Classification& c, const GpuPicture& g, const std::optional<HostStats>& h,
                 const std::optional<HostSignals>& s, const Series& series) {
   auto already = [&](const std::string& rule) {
@@ -414,49 +469,16 @@ void add_others(Classification& c, const GpuPicture& g, const std::optional<Host
     f.next_step = "Size thread pools and workers to the quota, or raise the quota.";
     c.others.push_back(f);
   }
-  if (h && !already("oversubscribed")) {
-    double wait_cores = std::max(0.0, h->demand_cores - h->cpu_mean_pct / 100.0);
-    double wait_share = h->demand_cores > 0 ? wait_cores / h->demand_cores : 0;
-    if (wait_share >= t::kContendedWaitShare &&
-        h->system_busy_pct.value_or(0) >= t::kContendedSystemBusyPct) {
-      Finding f;
-      f.rule = "host-contended";
-      f.title = "Other work on the host competes for the cores: the job waits for a core often";
-      f.confidence = Confidence::Medium;
-      f.evidence.push_back({"host.wait_share", wait_share * 100, "%", "of the job's CPU demand spent queued for a core"});
-      f.evidence.push_back({"system.busy", *h->system_busy_pct, "%", "all cores of the machine"});
-      f.next_step = "Measurements on a shared, saturated host understate the job; find the other load or move the job.";
-      f.command = "top -b -n 1 -o %CPU | head -20";
-      c.others.push_back(f);
-    }
-  }
-  // Devices of one job that disagree: a straggler or uneven placement.
-  std::optional<double> lo, hi;
-  int lo_idx = 0, hi_idx = 0;
-  for (const auto& d : c.gpus) {
-    if (!d.util_mean || (!d.used_by_target && std::any_of(c.gpus.begin(), c.gpus.end(), [](const GpuStats& x) { return x.used_by_target; })))
-      continue;
-    if (!lo || *d.util_mean < *lo) { lo = d.util_mean; lo_idx = d.index; }
-    if (!hi || *d.util_mean > *hi) { hi = d.util_mean; hi_idx = d.index; }
-  }
-  if (lo && hi && *hi - *lo > t::kGpuImbalancePct) {
-    Finding f;
-    f.rule = "gpu-imbalance";
-    f.title = fmt::format("GPUs disagree: GPU {} at {:.0f}% vs GPU {} at {:.0f}%", hi_idx, *hi,
-                          lo_idx, *lo);
-    f.confidence = Confidence::Medium;
-    f.evidence.push_back({"gpu.util.spread", *hi - *lo, "pp", "busiest minus idlest GPU"});
-    f.next_step = "One rank lags or work is unevenly placed; compare per-rank traces.";
-    f.command = "stepscope analyze <trace dir with one trace per rank>";
-    c.others.push_back(f);
-  }
+  if (h && !already("oversubscribed"))
+    if (auto f = host_contended(*h)) c.others.push_back(*f);
+  if (auto f = gpu_imbalance(c.gpus)) c.others.push_back(*f);
 }
 
 Finding gpu_verdict(const GpuPicture& g, const std::optional<HostStats>& h,
                     const std::optional<HostSignals>& s, const Series& series) {
   if (g.util_mean >= t::kGpuBusyUtilPct) {
-    bool slowed = g.throttled_share >= t::kThrottledShare &&
-                  g.clock_ratio.value_or(1) < t::kHighClockRatio;
+    bool slowed =
+        g.throttled_share >= t::kThrottledShare && g.clock_ratio.value_or(1) < t::kHighClockRatio;
     if (slowed) return throttled(g);
     bool power_low = g.power_ratio && *g.power_ratio < t::kLowPowerRatio;
     bool clock_low = g.clock_ratio && *g.clock_ratio < t::kHighClockRatio;
@@ -507,9 +529,12 @@ Classification classify(const Series& series) {
 
 const char* to_string(Confidence c) {
   switch (c) {
-    case Confidence::Low: return "low";
-    case Confidence::Medium: return "medium";
-    case Confidence::High: return "high";
+    case Confidence::Low:
+      return "low";
+    case Confidence::Medium:
+      return "medium";
+    case Confidence::High:
+      return "high";
   }
   return "?";
 }

@@ -57,12 +57,13 @@ void validate(const WatchOptions& o) {
     throw InputError(fmt::format("--interval {}: must be between {} and {} ms", o.interval_ms,
                                  kMinIntervalMs, kMaxIntervalMs));
   if (!(o.seconds > 0) || o.seconds > kMaxSeconds || !std::isfinite(o.seconds))
-    throw InputError(fmt::format("--seconds {}: must be above 0 and at most {:.0f}", o.seconds,
-                                 kMaxSeconds));
+    throw InputError(
+        fmt::format("--seconds {}: must be above 0 and at most {:.0f}", o.seconds, kMaxSeconds));
   if (o.seconds * 1000.0 < o.interval_ms)
-    throw InputError(fmt::format("--seconds {} is shorter than one --interval of {} ms: no sample "
-                                 "would be taken",
-                                 o.seconds, o.interval_ms));
+    throw InputError(
+        fmt::format("--seconds {} is shorter than one --interval of {} ms: no sample "
+                    "would be taken",
+                    o.seconds, o.interval_ms));
 }
 
 WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::atomic<bool>& stop,
@@ -114,8 +115,9 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
     if (on_sample) on_sample(series);
   }
   if (result.target_exited)
-    series.notes.push_back(fmt::format("the target exited after {:.1f} s",
-                                       std::chrono::duration<double>(Clock::now() - start).count()));
+    series.notes.push_back(
+        fmt::format("the target exited after {:.1f} s",
+                    std::chrono::duration<double>(Clock::now() - start).count()));
   if (gpu.available()) {
     bool matched = false;
     for (const auto& s : series.samples)

@@ -92,14 +92,15 @@ void bind_all(void* lib, NvmlApi& a) {
   bind(lib, a.clock, {"nvmlDeviceGetClockInfo"});
   bind(lib, a.max_clock, {"nvmlDeviceGetMaxClockInfo"});
   bind(lib, a.power, {"nvmlDeviceGetPowerUsage"});
-  bind(lib, a.power_limit, {"nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementLimit"});
+  bind(lib, a.power_limit,
+       {"nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementLimit"});
   bind(lib, a.temperature, {"nvmlDeviceGetTemperature"});
   bind(lib, a.memory, {"nvmlDeviceGetMemoryInfo"});
   bind(lib, a.pcie, {"nvmlDeviceGetPcieThroughput"});
-  bind(lib, a.throttle, {"nvmlDeviceGetCurrentClocksEventReasons",
-                         "nvmlDeviceGetCurrentClocksThrottleReasons"});
-  bind(lib, a.processes, {"nvmlDeviceGetComputeRunningProcesses_v3",
-                          "nvmlDeviceGetComputeRunningProcesses_v2"});
+  bind(lib, a.throttle,
+       {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(lib, a.processes,
+       {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
   if (!a.processes) bind(lib, a.processes_v1, {"nvmlDeviceGetComputeRunningProcesses"});
 }
 
@@ -141,13 +142,15 @@ class NvmlSource final : public GpuSource {
       return;
     }
     if (nvmlReturn_t rc = api_.init(); rc != kNvmlSuccess) {
-      status_ = fmt::format("NVML failed to start: {}; triaging the host side only", error_text(rc));
+      status_ =
+          fmt::format("NVML failed to start: {}; triaging the host side only", error_text(rc));
       return;
     }
     initialised_ = true;
     unsigned count = 0;
     if (nvmlReturn_t rc = api_.device_count(&count); rc != kNvmlSuccess) {
-      status_ = fmt::format("NVML cannot count GPUs: {}; triaging the host side only", error_text(rc));
+      status_ =
+          fmt::format("NVML cannot count GPUs: {}; triaging the host side only", error_text(rc));
       return;
     }
     for (unsigned i = 0; i < count; ++i) {
@@ -160,7 +163,8 @@ class NvmlSource final : public GpuSource {
     if (devices_.empty())
       status_ = fmt::format("NVML (driver {}) sees no GPU; triaging the host side only", driver);
     else
-      status_ = fmt::format("NVML from {}, driver {}, {} GPU(s)", library_, driver, devices_.size());
+      status_ =
+          fmt::format("NVML from {}, driver {}, {} GPU(s)", library_, driver, devices_.size());
   }
 
   template <typename... Params, typename... Args>
@@ -207,7 +211,8 @@ class NvmlSource final : public GpuSource {
       g.mem_util_pct = u.memory;
     }
     unsigned v = 0;
-    if (ok(api_.clock, d, kClockSm, &v) || ok(api_.clock, d, kClockGraphics, &v)) g.sm_clock_mhz = v;
+    if (ok(api_.clock, d, kClockSm, &v) || ok(api_.clock, d, kClockGraphics, &v))
+      g.sm_clock_mhz = v;
     if (ok(api_.max_clock, d, kClockSm, &v) || ok(api_.max_clock, d, kClockGraphics, &v))
       g.sm_clock_max_mhz = v;
     if (ok(api_.clock, d, kClockMem, &v)) g.mem_clock_mhz = v;

@@ -5,12 +5,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fmt/format.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -408,7 +407,9 @@ bool ProcSampler::root_alive() const {
   return st && st->state != 'Z' && st->state != 'X';
 }
 
-std::optional<HostReading> ProcSampler::sample() { return sample(std::chrono::steady_clock::now()); }
+std::optional<HostReading> ProcSampler::sample() {
+  return sample(std::chrono::steady_clock::now());
+}
 
 std::optional<HostReading> ProcSampler::sample(std::chrono::steady_clock::time_point now) {
   auto snap = std::make_unique<Snapshot>();
@@ -491,8 +492,10 @@ std::optional<HostReading> ProcSampler::sample(std::chrono::steady_clock::time_p
     if (old != a.processes.end()) {
       const auto& q = old->second;
       pr.cpu_pct = double(delta(p.ticks, q.ticks)) / hz / dt * 100.0;
-      if (p.read_bytes && q.read_bytes) pr.read_mbps = double(delta(*p.read_bytes, *q.read_bytes)) / kMB / dt;
-      if (p.write_bytes && q.write_bytes) pr.write_mbps = double(delta(*p.write_bytes, *q.write_bytes)) / kMB / dt;
+      if (p.read_bytes && q.read_bytes)
+        pr.read_mbps = double(delta(*p.read_bytes, *q.read_bytes)) / kMB / dt;
+      if (p.write_bytes && q.write_bytes)
+        pr.write_mbps = double(delta(*p.write_bytes, *q.write_bytes)) / kMB / dt;
       if (p.vcs && q.vcs) pr.voluntary_cs_per_s = double(delta(*p.vcs, *q.vcs)) / dt;
       if (p.ivcs && q.ivcs) pr.involuntary_cs_per_s = double(delta(*p.ivcs, *q.ivcs)) / dt;
     }
@@ -548,7 +551,8 @@ std::optional<HostReading> ProcSampler::sample(std::chrono::steady_clock::time_p
   if (a.cgroup && b.cgroup) {
     auto periods = delta(b.cgroup->periods, a.cgroup->periods);
     r.cgroup_throttled_pct =
-        periods ? double(delta(b.cgroup->throttled, a.cgroup->throttled)) / double(periods) * 100.0 : 0.0;
+        periods ? double(delta(b.cgroup->throttled, a.cgroup->throttled)) / double(periods) * 100.0
+                : 0.0;
   }
   return r;
 }

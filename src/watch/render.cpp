@@ -38,7 +38,8 @@ std::string live_host_lines(const Series& series, const HostReading& h) {
     wr += p.write_mbps.value_or(0);
   }
   std::string out = fmt::format(
-      "host  cpu {:>5.0f}% of a core · {} proc · {} threads ({} running, {} in I/O) · io r {:.1f} w {:.1f} MB/s\n",
+      "host  cpu {:>5.0f}% of a core · {} proc · {} threads ({} running, {} in I/O) · io r {:.1f} "
+      "w {:.1f} MB/s\n",
       cpu, h.processes.size(), threads, runnable, in_io, rd, wr);
   if (top)
     out += fmt::format("      top thread {} '{}' {:.0f}% on CPU + {:.0f}% waiting for one\n",
@@ -53,10 +54,14 @@ std::string live_host_lines(const Series& series, const HostReading& h) {
 
 std::string live_gpu_line(const GpuReading& g) {
   return fmt::format(
-      "gpu{} util {:>3}% mem {:>3}% · sm {}/{} MHz · {}/{} W · {} C · mem {}/{} MiB · pcie rx {} MB/s · {}{}\n",
+      "gpu{} util {:>3}% mem {:>3}% · sm {}/{} MHz · {}/{} W · {} C · mem {}/{} MiB · pcie rx {} "
+      "MB/s · {}{}\n",
       g.index, opt(g.util_pct), opt(g.mem_util_pct), opt(g.sm_clock_mhz), opt(g.sm_clock_max_mhz),
-      opt(g.power_w), opt(g.power_limit_w), opt(g.temp_c), opt(g.mem_used_mib), opt(g.mem_total_mib),
-      opt(g.pcie_rx_mbps), g.throttle_reasons ? "throttle " + throttle::describe(*g.throttle_reasons & ~throttle::kGpuIdle) : "",
+      opt(g.power_w), opt(g.power_limit_w), opt(g.temp_c), opt(g.mem_used_mib),
+      opt(g.mem_total_mib), opt(g.pcie_rx_mbps),
+      g.throttle_reasons
+          ? "throttle " + throttle::describe(*g.throttle_reasons & ~throttle::kGpuIdle)
+          : "",
       g.target_pids.empty() ? "" : fmt::format(" · {} watched proc", g.target_pids.size()));
 }
 
@@ -72,10 +77,10 @@ json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullp
 json finding_json(const Finding& f) {
   json ev = json::array();
   for (const auto& e : f.evidence)
-    ev.push_back({{"metric", e.metric}, {"value", e.value}, {"unit", e.unit}, {"meaning", e.meaning}});
-  return {{"rule", f.rule},           {"title", f.title},
-          {"confidence", to_string(f.confidence)}, {"evidence", ev},
-          {"next_step", f.next_step}, {"command", f.command}};
+    ev.push_back(
+        {{"metric", e.metric}, {"value", e.value}, {"unit", e.unit}, {"meaning", e.meaning}});
+  return {{"rule", f.rule}, {"title", f.title},         {"confidence", to_string(f.confidence)},
+          {"evidence", ev}, {"next_step", f.next_step}, {"command", f.command}};
 }
 
 json gpu_stats_json(const GpuStats& g) {
@@ -105,11 +110,16 @@ json host_stats_json(const HostStats& h) {
           {"usable_cpus", h.effective_cpus},
           {"max_processes", h.max_processes},
           {"max_threads", h.max_threads},
-          {"top_thread", {{"tid", h.top_thread_tid}, {"comm", h.top_thread_comm},
-                          {"demand_pct", h.top_thread_demand_pct}, {"cpu_pct", h.top_thread_cpu_pct},
-                          {"io_share", h.top_thread_io_share}}},
-          {"top_process", {{"pid", h.top_process_pid}, {"comm", h.top_process_comm},
-                           {"cpu_pct", h.top_process_cpu_pct}}},
+          {"top_thread",
+           {{"tid", h.top_thread_tid},
+            {"comm", h.top_thread_comm},
+            {"demand_pct", h.top_thread_demand_pct},
+            {"cpu_pct", h.top_thread_cpu_pct},
+            {"io_share", h.top_thread_io_share}}},
+          {"top_process",
+           {{"pid", h.top_process_pid},
+            {"comm", h.top_process_comm},
+            {"cpu_pct", h.top_process_cpu_pct}}},
           {"demand_cores", h.demand_cores},
           {"runnable_threads", h.runnable_threads},
           {"io_blocked_threads", h.io_blocked_threads},
@@ -137,9 +147,14 @@ json sample_json(const Sample& s) {
     const auto& h = *s.host;
     json procs = json::array();
     for (const auto& p : h.processes)
-      procs.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"comm", p.comm}, {"cpu_pct", p.cpu_pct},
-                       {"threads", p.threads}, {"rss_mib", opt_json(p.rss_mib)},
-                       {"read_mbps", opt_json(p.read_mbps)}, {"write_mbps", opt_json(p.write_mbps)},
+      procs.push_back({{"pid", p.pid},
+                       {"ppid", p.ppid},
+                       {"comm", p.comm},
+                       {"cpu_pct", p.cpu_pct},
+                       {"threads", p.threads},
+                       {"rss_mib", opt_json(p.rss_mib)},
+                       {"read_mbps", opt_json(p.read_mbps)},
+                       {"write_mbps", opt_json(p.write_mbps)},
                        {"voluntary_cs_per_s", opt_json(p.voluntary_cs_per_s)},
                        {"involuntary_cs_per_s", opt_json(p.involuntary_cs_per_s)}});
     std::vector<const ThreadReading*> top;
@@ -148,8 +163,11 @@ json sample_json(const Sample& s) {
     if (top.size() > kJsonThreadsPerSample) top.resize(kJsonThreadsPerSample);
     json threads = json::array();
     for (const auto* t : top)
-      threads.push_back({{"tid", t->tid}, {"pid", t->pid}, {"comm", t->comm},
-                         {"state", std::string(1, t->state)}, {"cpu_pct", t->cpu_pct},
+      threads.push_back({{"tid", t->tid},
+                         {"pid", t->pid},
+                         {"comm", t->comm},
+                         {"state", std::string(1, t->state)},
+                         {"cpu_pct", t->cpu_pct},
                          {"wait_pct", opt_json(t->wait_pct)}});
     j["host"] = {{"processes", procs},
                  {"top_threads", threads},
@@ -165,18 +183,24 @@ json sample_json(const Sample& s) {
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
-    gpus.push_back({{"index", g.index}, {"name", g.name}, {"util_pct", opt_json(g.util_pct)},
-                    {"mem_util_pct", opt_json(g.mem_util_pct)},
-                    {"sm_clock_mhz", opt_json(g.sm_clock_mhz)},
-                    {"sm_clock_max_mhz", opt_json(g.sm_clock_max_mhz)},
-                    {"mem_clock_mhz", opt_json(g.mem_clock_mhz)}, {"power_w", opt_json(g.power_w)},
-                    {"power_limit_w", opt_json(g.power_limit_w)}, {"temp_c", opt_json(g.temp_c)},
-                    {"mem_used_mib", opt_json(g.mem_used_mib)},
-                    {"mem_total_mib", opt_json(g.mem_total_mib)},
-                    {"pcie_rx_mbps", opt_json(g.pcie_rx_mbps)},
-                    {"pcie_tx_mbps", opt_json(g.pcie_tx_mbps)},
-                    {"throttle_reasons", g.throttle_reasons ? json(*g.throttle_reasons) : json(nullptr)},
-                    {"target_pids", g.target_pids}, {"target_mem_mib", g.target_mem_mib}});
+    gpus.push_back(
+        {{"index", g.index},
+         {"name", g.name},
+         {"util_pct", opt_json(g.util_pct)},
+         {"mem_util_pct", opt_json(g.mem_util_pct)},
+         {"sm_clock_mhz", opt_json(g.sm_clock_mhz)},
+         {"sm_clock_max_mhz", opt_json(g.sm_clock_max_mhz)},
+         {"mem_clock_mhz", opt_json(g.mem_clock_mhz)},
+         {"power_w", opt_json(g.power_w)},
+         {"power_limit_w", opt_json(g.power_limit_w)},
+         {"temp_c", opt_json(g.temp_c)},
+         {"mem_used_mib", opt_json(g.mem_used_mib)},
+         {"mem_total_mib", opt_json(g.mem_total_mib)},
+         {"pcie_rx_mbps", opt_json(g.pcie_rx_mbps)},
+         {"pcie_tx_mbps", opt_json(g.pcie_tx_mbps)},
+         {"throttle_reasons", g.throttle_reasons ? json(*g.throttle_reasons) : json(nullptr)},
+         {"target_pids", g.target_pids},
+         {"target_mem_mib", g.target_mem_mib}});
   j["gpus"] = gpus;
   return j;
 }
@@ -208,8 +232,7 @@ std::string render_live(const Series& series, double window_s) {
   std::string out;
   double t = series.samples.empty() ? 0 : series.samples.back().t_s;
   out += fmt::format("stepscope watch · pid {} · {:.1f}/{:.0f} s · {} usable core(s)\n",
-                     series.target.pid, t, window_s,
-                     format_value(series.target.effective_cpus()));
+                     series.target.pid, t, window_s, format_value(series.target.effective_cpus()));
   if (series.samples.empty()) return out;
   const Sample& s = series.samples.back();
   if (s.host) out += live_host_lines(series, *s.host);
@@ -225,22 +248,25 @@ std::string render_summary(const Series& series, const Classification& c,
     out += fmt::format("target: {}\n", sanitize(series.target.command));
   if (series.target.pid || series.target.online_cpus) {
     std::string limits = fmt::format("{} online", series.target.online_cpus);
-    if (series.target.affinity_cpus) limits += fmt::format(", affinity {}", *series.target.affinity_cpus);
+    if (series.target.affinity_cpus)
+      limits += fmt::format(", affinity {}", *series.target.affinity_cpus);
     if (series.target.cgroup_quota_cpus)
       limits += fmt::format(", cgroup quota {}", format_value(*series.target.cgroup_quota_cpus));
-    out += fmt::format("cpus:   {} usable ({})", format_value(series.target.effective_cpus()), limits);
+    out +=
+        fmt::format("cpus:   {} usable ({})", format_value(series.target.effective_cpus()), limits);
     out += fmt::format(" · OMP_NUM_THREADS={} MKL_NUM_THREADS={}\n",
                        series.target.omp_num_threads.value_or("unset"),
                        series.target.mkl_num_threads.value_or("unset"));
   }
   out += "\n";
   const Finding& v = c.verdict;
-  out += fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), v.title);
+  out +=
+      fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), v.title);
   size_t width = 0;
   for (const auto& e : v.evidence) width = std::max(width, e.metric.size());
   for (const auto& e : v.evidence)
-    out += fmt::format("    {:<{}}  {:>8} {:<12} {}\n", e.metric, width, format_value(e.value), e.unit,
-                       sanitize(e.meaning));
+    out += fmt::format("    {:<{}}  {:>8} {:<12} {}\n", e.metric, width, format_value(e.value),
+                       e.unit, sanitize(e.meaning));
   if (!v.next_step.empty()) out += fmt::format("  next: {}\n", v.next_step);
   if (!v.command.empty()) out += fmt::format("  run:  {}\n", sanitize(v.command));
   if (!c.others.empty()) {
@@ -294,8 +320,11 @@ std::string render_json(const Series& series, const Classification& c, const std
   json log_reports = json::array();
   if (logs)
     for (const auto& l : *logs)
-      log_reports.push_back({{"file", l.file}, {"format", to_string(l.kind)}, {"rows", l.records},
-                             {"malformed", l.malformed}, {"problems", l.problems}});
+      log_reports.push_back({{"file", l.file},
+                             {"format", to_string(l.kind)},
+                             {"rows", l.records},
+                             {"malformed", l.malformed},
+                             {"problems", l.problems}});
   json doc = {{"schema", kWatchJsonSchema},
               {"source", source},
               {"target", target},

@@ -253,10 +253,10 @@ double TargetInfo::effective_cpus() const {
 namespace throttle {
 std::string describe(std::uint64_t mask) {
   static const std::pair<std::uint64_t, const char*> kNames[] = {
-      {kGpuIdle, "gpu-idle"},           {kApplicationsClocks, "applications-clocks"},
-      {kSwPowerCap, "sw-power-cap"},    {kHwSlowdown, "hw-slowdown"},
-      {kSyncBoost, "sync-boost"},       {kSwThermal, "sw-thermal"},
-      {kHwThermal, "hw-thermal"},       {kHwPowerBrake, "hw-power-brake"}};
+      {kGpuIdle, "gpu-idle"},        {kApplicationsClocks, "applications-clocks"},
+      {kSwPowerCap, "sw-power-cap"}, {kHwSlowdown, "hw-slowdown"},
+      {kSyncBoost, "sync-boost"},    {kSwThermal, "sw-thermal"},
+      {kHwThermal, "hw-thermal"},    {kHwPowerBrake, "hw-power-brake"}};
   std::string out;
   for (const auto& [bit, name] : kNames) {
     if (!(mask & bit)) continue;

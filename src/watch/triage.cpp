@@ -159,7 +159,8 @@ class Timeline {
 
 void problem(LogReport& r, int line_no, const std::string& why) {
   ++r.malformed;
-  if (r.problems.size() < kProblemsKept) r.problems.push_back(fmt::format("line {}: {}", line_no, why));
+  if (r.problems.size() < kProblemsKept)
+    r.problems.push_back(fmt::format("line {}: {}", line_no, why));
 }
 
 bool matches(const std::string& command, int pid, const TriageOptions& o) {
@@ -187,29 +188,45 @@ void apply_dmon_field(const std::string& name, const std::string& value, GpuRead
     return;
   }
   auto v = number(value);
-  if (name == "sm") g.util_pct = v;
-  else if (name == "mem") g.mem_util_pct = v;
-  else if (name == "pclk") g.sm_clock_mhz = v;
-  else if (name == "mclk") g.mem_clock_mhz = v;
-  else if (name == "pwr") g.power_w = v;
-  else if (name == "gtemp") g.temp_c = v;
-  else if (name == "fb") g.mem_used_mib = v;
-  else if (name == "rxpci") g.pcie_rx_mbps = v;
-  else if (name == "txpci") g.pcie_tx_mbps = v;
+  if (name == "sm")
+    g.util_pct = v;
+  else if (name == "mem")
+    g.mem_util_pct = v;
+  else if (name == "pclk")
+    g.sm_clock_mhz = v;
+  else if (name == "mclk")
+    g.mem_clock_mhz = v;
+  else if (name == "pwr")
+    g.power_w = v;
+  else if (name == "gtemp")
+    g.temp_c = v;
+  else if (name == "fb")
+    g.mem_used_mib = v;
+  else if (name == "rxpci")
+    g.pcie_rx_mbps = v;
+  else if (name == "txpci")
+    g.pcie_tx_mbps = v;
   // Violation counters: pviol is the share of time power-capped, tviol whether thermally capped.
-  else if (name == "pviol" && v) g.throttle_reasons = g.throttle_reasons.value_or(0) | (*v > 0 ? throttle::kSwPowerCap : 0);
-  else if (name == "tviol" && v) g.throttle_reasons = g.throttle_reasons.value_or(0) | (*v > 0 ? throttle::kSwThermal : 0);
+  else if (name == "pviol" && v)
+    g.throttle_reasons = g.throttle_reasons.value_or(0) | (*v > 0 ? throttle::kSwPowerCap : 0);
+  else if (name == "tviol" && v)
+    g.throttle_reasons = g.throttle_reasons.value_or(0) | (*v > 0 ? throttle::kSwThermal : 0);
 }
 
 }  // namespace
 
 const char* to_string(LogKind kind) {
   switch (kind) {
-    case LogKind::Dmon: return "nvidia-smi dmon";
-    case LogKind::QueryGpu: return "nvidia-smi --query-gpu csv";
-    case LogKind::Top: return "top -b";
-    case LogKind::Pidstat: return "pidstat";
-    case LogKind::Unknown: return "unknown";
+    case LogKind::Dmon:
+      return "nvidia-smi dmon";
+    case LogKind::QueryGpu:
+      return "nvidia-smi --query-gpu csv";
+    case LogKind::Top:
+      return "top -b";
+    case LogKind::Pidstat:
+      return "pidstat";
+    case LogKind::Unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -268,7 +285,8 @@ LogReport parse_dmon(const std::string& text, std::vector<Sample>& out, const Tr
     }
     auto t = tokens(line);
     if (t.size() != header.names.size()) {
-      problem(r, no, fmt::format("{} fields where the header names {}", t.size(), header.names.size()));
+      problem(r, no,
+              fmt::format("{} fields where the header names {}", t.size(), header.names.size()));
       continue;
     }
     GpuReading g;
@@ -322,21 +340,28 @@ std::string query_key(const std::string& header_field) {
   const std::string old_prefix = "clocks_throttle_reasons.";
   if (k.rfind(old_prefix, 0) == 0) k = "clocks_event_reasons." + k.substr(old_prefix.size());
   static const std::map<std::string, std::string> kAliases = {
-      {"gpu_name", "name"},           {"gpu_bus_id", "pci.bus_id"},
-      {"gpu_uuid", "uuid"},           {"clocks.current.sm", "clocks.sm"},
-      {"clocks.current.graphics", "clocks.gr"}, {"clocks.graphics", "clocks.gr"},
-      {"clocks.current.memory", "clocks.mem"},  {"clocks.memory", "clocks.mem"},
-      {"clocks.max.graphics", "clocks.max.gr"}, {"clocks.max.memory", "clocks.max.mem"},
-      {"power.draw.instant", "power.draw"},     {"enforced.power.limit", "power.limit.enforced"},
+      {"gpu_name", "name"},
+      {"gpu_bus_id", "pci.bus_id"},
+      {"gpu_uuid", "uuid"},
+      {"clocks.current.sm", "clocks.sm"},
+      {"clocks.current.graphics", "clocks.gr"},
+      {"clocks.graphics", "clocks.gr"},
+      {"clocks.current.memory", "clocks.mem"},
+      {"clocks.memory", "clocks.mem"},
+      {"clocks.max.graphics", "clocks.max.gr"},
+      {"clocks.max.memory", "clocks.max.mem"},
+      {"power.draw.instant", "power.draw"},
+      {"enforced.power.limit", "power.limit.enforced"},
       {"clocks_throttle_reasons_active", "clocks_event_reasons.active"}};
   if (auto it = kAliases.find(k); it != kAliases.end()) return it->second;
   return k;
 }
 
 bool is_query_header(const std::vector<std::string>& fields) {
-  static const char* kKnown[] = {"timestamp", "index", "name", "pci.bus_id", "uuid",
-                                 "utilization.gpu", "utilization.memory", "memory.used",
-                                 "memory.total", "temperature.gpu", "power.draw", "clocks.sm"};
+  static const char* kKnown[] = {"timestamp",          "index",       "name",
+                                 "pci.bus_id",         "uuid",        "utilization.gpu",
+                                 "utilization.memory", "memory.used", "memory.total",
+                                 "temperature.gpu",    "power.draw",  "clocks.sm"};
   return std::any_of(fields.begin(), fields.end(), [](const std::string& f) {
     std::string k = query_key(f);
     return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* n) { return k == n; });
@@ -449,8 +474,10 @@ bool apply_query_field(const std::string& key, const std::string& value, QueryRo
   }
   if (auto bit = reason_bit(key)) {
     std::string v = lower(value);
-    if (v == "active") g.throttle_reasons = g.throttle_reasons.value_or(0) | *bit;
-    else if (v == "not active") g.throttle_reasons = g.throttle_reasons.value_or(0);
+    if (v == "active")
+      g.throttle_reasons = g.throttle_reasons.value_or(0) | *bit;
+    else if (v == "not active")
+      g.throttle_reasons = g.throttle_reasons.value_or(0);
     return true;
   }
   return true;  // a column the rules do not use
@@ -484,13 +511,15 @@ LogReport parse_query_gpu(const std::string& text, std::vector<Sample>& out,
       continue;
     }
     if (fields.size() != keys.size()) {
-      problem(r, no, fmt::format("{} fields where the header names {}", fields.size(), keys.size()));
+      problem(r, no,
+              fmt::format("{} fields where the header names {}", fields.size(), keys.size()));
       continue;
     }
     QueryRow row;
     std::string why;
     bool ok = true;
-    for (size_t k = 0; k < keys.size() && ok; ++k) ok = apply_query_field(keys[k], fields[k], row, why);
+    for (size_t k = 0; k < keys.size() && ok; ++k)
+      ok = apply_query_field(keys[k], fields[k], row, why);
     if (!ok) {
       problem(r, no, why);
       continue;
@@ -505,10 +534,12 @@ LogReport parse_query_gpu(const std::string& text, std::vector<Sample>& out,
     double t_s;
     if (row.when) {
       // Rows of one query share a timestamp to the millisecond at most; equal means same tick.
-      t_s = (last_when && *row.when == *last_when) ? last_t : timeline.place(row.when, o.interval_s);
+      t_s =
+          (last_when && *row.when == *last_when) ? last_t : timeline.place(row.when, o.interval_s);
       last_when = row.when;
     } else {
-      bool new_tick = out.empty() || out.back().gpus.empty() || row.g.index <= out.back().gpus.back().index;
+      bool new_tick =
+          out.empty() || out.back().gpus.empty() || row.g.index <= out.back().gpus.back().index;
       t_s = new_tick ? timeline.place(std::nullopt, o.interval_s) : last_t;
     }
     last_t = t_s;
@@ -551,7 +582,11 @@ std::optional<double> top_mib(const std::string& s) {
   std::string digits = s;
   if (std::isalpha(static_cast<unsigned char>(unit))) {
     digits.pop_back();
-    scale = unit == 'k' ? 1.0 / 1024 : unit == 'm' ? 1.0 : unit == 'g' ? 1024.0 : unit == 't' ? 1024.0 * 1024 : 0;
+    scale = unit == 'k'   ? 1.0 / 1024
+            : unit == 'm' ? 1.0
+            : unit == 'g' ? 1024.0
+            : unit == 't' ? 1024.0 * 1024
+                          : 0;
     if (scale == 0) return std::nullopt;
   }
   auto v = number(digits);
@@ -727,14 +762,17 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
     if (t.empty() || t[0] == "Average:") continue;
     if (names.empty()) continue;  // preamble
     if (t.size() < time_tokens + names.size()) {
-      problem(r, no, fmt::format("{} fields where the header names {}", t.size(), time_tokens + names.size()));
+      problem(
+          r, no,
+          fmt::format("{} fields where the header names {}", t.size(), time_tokens + names.size()));
       continue;
     }
     std::map<std::string, std::string> row;
     for (size_t k = 0; k + 1 < names.size(); ++k) row[names[k]] = t[time_tokens + k];
     std::string command = t[time_tokens + names.size() - 1];
     for (size_t k = time_tokens + names.size(); k < t.size(); ++k) command += " " + t[k];
-    bool is_thread = row.count("TID") && row["TID"] != "-" && (!row.count("TGID") || row["TGID"] == "-");
+    bool is_thread =
+        row.count("TID") && row["TID"] != "-" && (!row.count("TGID") || row["TGID"] == "-");
     std::string id_text = is_thread ? row["TID"] : (row.count("TGID") ? row["TGID"] : row["PID"]);
     auto id = number(id_text);
     if (!id) {
@@ -785,12 +823,17 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
     if (cpu) proc->cpu_pct = *cpu;
     if (auto v = row.count("%wait") ? number(row["%wait"]) : std::nullopt) proc->wait_pct = v;
     // pidstat's kB are 1024 bytes.
-    if (auto v = row.count("kB_rd/s") ? number(row["kB_rd/s"]) : std::nullopt) proc->read_mbps = *v * 1024 / 1e6;
-    if (auto v = row.count("kB_wr/s") ? number(row["kB_wr/s"]) : std::nullopt) proc->write_mbps = *v * 1024 / 1e6;
-    if (auto v = row.count("cswch/s") ? number(row["cswch/s"]) : std::nullopt) proc->voluntary_cs_per_s = v;
-    if (auto v = row.count("nvcswch/s") ? number(row["nvcswch/s"]) : std::nullopt) proc->involuntary_cs_per_s = v;
+    if (auto v = row.count("kB_rd/s") ? number(row["kB_rd/s"]) : std::nullopt)
+      proc->read_mbps = *v * 1024 / 1e6;
+    if (auto v = row.count("kB_wr/s") ? number(row["kB_wr/s"]) : std::nullopt)
+      proc->write_mbps = *v * 1024 / 1e6;
+    if (auto v = row.count("cswch/s") ? number(row["cswch/s"]) : std::nullopt)
+      proc->voluntary_cs_per_s = v;
+    if (auto v = row.count("nvcswch/s") ? number(row["nvcswch/s"]) : std::nullopt)
+      proc->involuntary_cs_per_s = v;
     if (auto v = row.count("RSS") ? number(row["RSS"]) : std::nullopt) proc->rss_mib = *v / 1024;
-    if (auto v = row.count("threads") ? number(row["threads"]) : std::nullopt) proc->threads = int(*v);
+    if (auto v = row.count("threads") ? number(row["threads"]) : std::nullopt)
+      proc->threads = int(*v);
   }
   return r;
 }
@@ -799,7 +842,9 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
 
 TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>& logs,
                          const TriageOptions& o) {
-  if (logs.empty()) throw InputError("no log given: triage FILE... (nvidia-smi dmon or --query-gpu csv, top -b, pidstat)");
+  if (logs.empty())
+    throw InputError(
+        "no log given: triage FILE... (nvidia-smi dmon or --query-gpu csv, top -b, pidstat)");
   if (!(o.interval_s > 0)) throw InputError("--interval must be above 0 seconds");
   TriageResult result;
   Series& series = result.series;
@@ -808,11 +853,20 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   for (const auto& [name, text] : logs) {
     LogReport r;
     switch (detect_log_kind(text)) {
-      case LogKind::Dmon: r = parse_dmon(text, gpu_samples, o); break;
-      case LogKind::QueryGpu: r = parse_query_gpu(text, gpu_samples, o); break;
-      case LogKind::Top: r = parse_top(text, host_samples, o, &cpus_seen); break;
-      case LogKind::Pidstat: r = parse_pidstat(text, host_samples, o, &cpus_seen); break;
-      case LogKind::Unknown: break;
+      case LogKind::Dmon:
+        r = parse_dmon(text, gpu_samples, o);
+        break;
+      case LogKind::QueryGpu:
+        r = parse_query_gpu(text, gpu_samples, o);
+        break;
+      case LogKind::Top:
+        r = parse_top(text, host_samples, o, &cpus_seen);
+        break;
+      case LogKind::Pidstat:
+        r = parse_pidstat(text, host_samples, o, &cpus_seen);
+        break;
+      case LogKind::Unknown:
+        break;
     }
     r.file = name;
     result.logs.push_back(r);
@@ -823,9 +877,12 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
     std::string why;
     for (const auto& r : result.logs) {
       why += fmt::format("{}{}: ", why.empty() ? "" : "; ", r.file);
-      if (r.kind == LogKind::Unknown) why += "not a format triage reads";
-      else if (!r.problems.empty()) why += r.problems.front();
-      else why += fmt::format("no data rows in this {} log", to_string(r.kind));
+      if (r.kind == LogKind::Unknown)
+        why += "not a format triage reads";
+      else if (!r.problems.empty())
+        why += r.problems.front();
+      else
+        why += fmt::format("no data rows in this {} log", to_string(r.kind));
     }
     throw InputError("nothing to triage: " + why);
   }
@@ -842,26 +899,32 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   if (host_logs && std::none_of(host_samples.begin(), host_samples.end(), [](const Sample& s) {
         return s.host && !s.host->processes.empty();
       }))
-    series.notes.push_back(o.pid ? fmt::format("no row for pid {} in the host logs", o.pid)
-                                 : "no process in the host logs matches the job's names; pass --pid or --match");
+    series.notes.push_back(
+        o.pid ? fmt::format("no row for pid {} in the host logs", o.pid)
+              : "no process in the host logs matches the job's names; pass --pid or --match");
   // Host frames without a matching process still carry the system iowait, but judging the job
   // from them would call it idle: keep only frames that saw the job.
-  host_samples.erase(std::remove_if(host_samples.begin(), host_samples.end(),
-                                    [](const Sample& s) { return !s.host || s.host->processes.empty(); }),
-                     host_samples.end());
+  host_samples.erase(
+      std::remove_if(host_samples.begin(), host_samples.end(),
+                     [](const Sample& s) { return !s.host || s.host->processes.empty(); }),
+      host_samples.end());
   series.samples = std::move(gpu_samples);
   series.samples.insert(series.samples.end(), host_samples.begin(), host_samples.end());
   series.gpu_observed = std::any_of(series.samples.begin(), series.samples.end(),
                                     [](const Sample& s) { return !s.gpus.empty(); });
-  series.gpu_status = series.gpu_observed ? "from nvidia-smi logs" : "no GPU log given; host side only";
+  series.gpu_status =
+      series.gpu_observed ? "from nvidia-smi logs" : "no GPU log given; host side only";
   if (!series.gpu_observed) series.notes.push_back(series.gpu_status);
   series.interval_s = o.interval_s;
   series.target.pid = o.pid;
-  if (o.cpus) series.target.online_cpus = int(std::ceil(*o.cpus)), series.target.cgroup_quota_cpus = *o.cpus;
-  else if (cpus_seen) series.target.online_cpus = *cpus_seen;
+  if (o.cpus)
+    series.target.online_cpus = int(std::ceil(*o.cpus)), series.target.cgroup_quota_cpus = *o.cpus;
+  else if (cpus_seen)
+    series.target.online_cpus = *cpus_seen;
   else if (host_logs)
-    series.notes.push_back("the logs do not say how many cores the job had; pass --cpus N to judge "
-                           "saturation and oversubscription");
+    series.notes.push_back(
+        "the logs do not say how many cores the job had; pass --cpus N to judge "
+        "saturation and oversubscription");
   result.classification = classify(series);
   return result;
 }

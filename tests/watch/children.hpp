@@ -89,7 +89,8 @@ inline void many_threads_on_one_core(int threads) {
 // refuses O_DIRECT.
 inline void heavy_file_io(const std::string& path) {
   constexpr size_t kBlock = 1 << 20;
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT | O_DSYNC, 0600);
+  int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT | O_DSYNC, 0600);
   if (fd < 0) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DSYNC, 0600);
   if (fd < 0) ::_exit(3);
   ::unlink(path.c_str());

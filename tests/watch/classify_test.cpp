@@ -262,12 +262,15 @@ TEST(Classify, ThreadOftenBlockedInIoIsNotPegged) {
 }
 
 TEST(Classify, QueuedJobOnSaturatedHostIsFlaggedContended) {
-  auto s = series_of(5, [](int) {
-    Sample x;
-    x.host = host({{38, 62, 'R'}});
-    x.host->system_busy_pct = 100;
-    return x;
-  }, 2);
+  auto s = series_of(
+      5,
+      [](int) {
+        Sample x;
+        x.host = host({{38, 62, 'R'}});
+        x.host->system_busy_pct = 100;
+        return x;
+      },
+      2);
   auto c = classify(s);
   EXPECT_EQ(c.verdict.rule, "input-bound");  // the thread still wants a whole core
   bool contended = false;

@@ -1,13 +1,13 @@
 // The two commands end to end: exit codes, one-line errors, JSON on stdout.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -69,7 +69,8 @@ TEST(Cli, WatchJsonOnStdout) {
 TEST(Cli, TriageReadsALogAndReportsMalformedLines) {
   if (!have_binary()) GTEST_SKIP() << "stepscope binary not built";
   std::string path = ::testing::TempDir() + "stepscope_cli_dmon.log";
-  std::ofstream(path) << "# gpu    pwr     sm\n# Idx      W      %\n    0    300     97\n    0    310     99\n    0  3";
+  std::ofstream(path) << "# gpu    pwr     sm\n# Idx      W      %\n    0    300     97\n    0    "
+                         "310     99\n    0  3";
   auto r = run("triage " + path);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("verdict: gpu-bound"), std::string::npos) << r.out;

@@ -1,7 +1,7 @@
 // The NVML path through the real dlopen code, against a test double of libnvidia-ml that replays
 // scripted readings (tests/watch/fake_nvml.c, compiled here into a shared library).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <fstream>
@@ -158,10 +158,10 @@ TEST(Nvml, WatchReplaysThermalThrottling) {
   ASSERT_FALSE(fake_library().empty());
   Child child({"sleep", "10"}, {});
   settle();
-  Script s(fmt::format(
-      "device H100 1980 700 81559\n"
-      "tick 0 99 60 1100 2619 690 91 50000 0 0 0x60 {}\n",
-      child.pid()));
+  Script s(
+      fmt::format("device H100 1980 700 81559\n"
+                  "tick 0 99 60 1100 2619 690 91 50000 0 0 0x60 {}\n",
+                  child.pid()));
   auto gpu = open_nvml(fake_library());
   WatchOptions o;
   o.pid = child.pid();

@@ -1,7 +1,6 @@
 // The /proc sampler and the host-side rules on real child processes.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -52,7 +51,8 @@ TEST(ProcParsers, NetDevSkipsLoopback) {
   auto n = procfs::parse_net_dev(
       "Inter-|   Receive                                                |  Transmit\n"
       " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
-      "    lo:    3267      29    0    0    0     0          0         0     3267      29    0    0    0     0       0          0\n"
+      "    lo:    3267      29    0    0    0     0          0         0     3267      29    0    "
+      "0    0     0       0          0\n"
       "  eth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n"
       "  eth1: 500 5 0 0 0 0 0 0 700 7 0 0 0 0 0 0\n");
   EXPECT_EQ(n.rx_bytes, 1500u);
@@ -60,7 +60,8 @@ TEST(ProcParsers, NetDevSkipsLoopback) {
 }
 
 TEST(ProcParsers, KeyValueFields) {
-  std::string status = "Name:\tpython\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t34\n";
+  std::string status =
+      "Name:\tpython\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t34\n";
   EXPECT_EQ(procfs::field(status, "voluntary_ctxt_switches"), 12u);
   EXPECT_EQ(procfs::field(status, "nonvoluntary_ctxt_switches"), 34u);
   EXPECT_FALSE(procfs::field(status, "ctxt_switches"));

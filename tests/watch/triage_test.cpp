@@ -1,9 +1,10 @@
 // Offline triage: the log readers on every layout the tools write, and the verdicts on them.
+#include "stepscope/watch/triage.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "stepscope/error.hpp"
-#include "stepscope/watch/triage.hpp"
 
 using namespace stepscope::watch;
 
@@ -35,16 +36,26 @@ const char* kDmonDefault =
 // `nvidia-smi dmon -s pucvmet -o DT` from an older driver (no jpg/ofa), with a header repeat
 // and a last line cut off when the job was killed.
 const char* kDmonDatedSawtooth =
-    "#Date       Time        gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk pviol tviol    fb  bar1 sbecc dbecc   pci rxpci txpci\n"
-    "#YYYYMMDD   HH:MM:SS    Idx     W     C     C     %     %     %     %   MHz   MHz     %  bool    MB    MB  errs  errs  errs  MB/s  MB/s\n"
-    " 20240102   23:59:58      0    90    40     -     5     1     0     0  1593  1410     0     0 30000     5     0     0     0    10     1\n"
-    " 20240102   23:59:59      0   310    45     -    92    40     0     0  1593  1410     0     0 30000     5     0     0     0  2500     1\n"
-    " 20240103   00:00:00      0    95    41     -     8     2     0     0  1593  1410     0     0 30000     5     0     0     0    12     1\n"
-    "#Date       Time        gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk pviol tviol    fb  bar1 sbecc dbecc   pci rxpci txpci\n"
-    "#YYYYMMDD   HH:MM:SS    Idx     W     C     C     %     %     %     %   MHz   MHz     %  bool    MB    MB  errs  errs  errs  MB/s  MB/s\n"
-    " 20240103   00:00:01      0   305    46     -    90    39     0     0  1593  1410     0     0 30000     5     0     0     0  2400     1\n"
-    " 20240103   00:00:02      0    92    41     -     6     1     0     0  1593  1410     0     0 30000     5     0     0     0    11     1\n"
-    " 20240103   00:00:03      0   300    45     -    88    38     0     0  1593  1410     0     0 30000     5     0     0     0  2450     1\n"
+    "#Date       Time        gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk pviol tviol "
+    "   fb  bar1 sbecc dbecc   pci rxpci txpci\n"
+    "#YYYYMMDD   HH:MM:SS    Idx     W     C     C     %     %     %     %   MHz   MHz     %  bool "
+    "   MB    MB  errs  errs  errs  MB/s  MB/s\n"
+    " 20240102   23:59:58      0    90    40     -     5     1     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0    10     1\n"
+    " 20240102   23:59:59      0   310    45     -    92    40     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0  2500     1\n"
+    " 20240103   00:00:00      0    95    41     -     8     2     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0    12     1\n"
+    "#Date       Time        gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk pviol tviol "
+    "   fb  bar1 sbecc dbecc   pci rxpci txpci\n"
+    "#YYYYMMDD   HH:MM:SS    Idx     W     C     C     %     %     %     %   MHz   MHz     %  bool "
+    "   MB    MB  errs  errs  errs  MB/s  MB/s\n"
+    " 20240103   00:00:01      0   305    46     -    90    39     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0  2400     1\n"
+    " 20240103   00:00:02      0    92    41     -     6     1     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0    11     1\n"
+    " 20240103   00:00:03      0   300    45     -    88    38     0     0  1593  1410     0     0 "
+    "30000     5     0     0     0  2450     1\n"
     " 20240103   00:00:04      0    9";
 
 // The seed's 30-second check, `nvidia-smi dmon -s pu -d 1 -o T`, in the CSV form newer drivers
@@ -58,17 +69,26 @@ const char* kDmonCsvTimed =
 
 // `nvidia-smi --query-gpu=... --format=csv -l 1`: units in the header and the values, N/A.
 const char* kQueryCsvUnits =
-    "timestamp, name, index, utilization.gpu [%], utilization.memory [%], clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], power.limit [W], memory.used [MiB], memory.total [MiB], temperature.gpu, clocks_throttle_reasons.active\n"
-    "2024/01/02 10:15:00.123, NVIDIA A100-SXM4-80GB, 0, 100 %, 3 %, 1410 MHz, 1410 MHz, 95.12 W, 400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
-    "2024/01/02 10:15:01.124, NVIDIA A100-SXM4-80GB, 0, 100 %, 2 %, 1410 MHz, 1410 MHz, 96.40 W, 400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
-    "2024/01/02 10:15:02.125, NVIDIA A100-SXM4-80GB, 0, 99 %, 3 %, 1410 MHz, 1410 MHz, [N/A], 400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
-    "timestamp, name, index, utilization.gpu [%], utilization.memory [%], clocks.sm [MHz], clocks.max.sm [MHz], power.draw [W], power.limit [W], memory.used [MiB], memory.total [MiB], temperature.gpu, clocks_throttle_reasons.active\n"
-    "2024/01/02 10:15:03.125, NVIDIA A100-SXM4-80GB, 0, 100 %, 3 %, 1410 MHz, 1410 MHz, 94.00 W, 400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
+    "timestamp, name, index, utilization.gpu [%], utilization.memory [%], clocks.sm [MHz], "
+    "clocks.max.sm [MHz], power.draw [W], power.limit [W], memory.used [MiB], memory.total [MiB], "
+    "temperature.gpu, clocks_throttle_reasons.active\n"
+    "2024/01/02 10:15:00.123, NVIDIA A100-SXM4-80GB, 0, 100 %, 3 %, 1410 MHz, 1410 MHz, 95.12 W, "
+    "400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
+    "2024/01/02 10:15:01.124, NVIDIA A100-SXM4-80GB, 0, 100 %, 2 %, 1410 MHz, 1410 MHz, 96.40 W, "
+    "400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
+    "2024/01/02 10:15:02.125, NVIDIA A100-SXM4-80GB, 0, 99 %, 3 %, 1410 MHz, 1410 MHz, [N/A], "
+    "400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
+    "timestamp, name, index, utilization.gpu [%], utilization.memory [%], clocks.sm [MHz], "
+    "clocks.max.sm [MHz], power.draw [W], power.limit [W], memory.used [MiB], memory.total [MiB], "
+    "temperature.gpu, clocks_throttle_reasons.active\n"
+    "2024/01/02 10:15:03.125, NVIDIA A100-SXM4-80GB, 0, 100 %, 3 %, 1410 MHz, 1410 MHz, 94.00 W, "
+    "400.00 W, 10240 MiB, 81920 MiB, 45, 0x0000000000000000\n"
     "2024/01/02 10:15:04.125, NVIDIA A100-SXM4-80GB, 0, 10";
 
 // `--format=csv,nounits` with the newer clocks_event_reasons names and per-reason columns.
 const char* kQueryCsvNoUnitsThrottled =
-    "index, utilization.gpu, clocks.current.sm, clocks.max.sm, power.draw, enforced.power.limit, clocks_event_reasons.hw_thermal_slowdown, clocks_event_reasons.sw_power_cap\n"
+    "index, utilization.gpu, clocks.current.sm, clocks.max.sm, power.draw, enforced.power.limit, "
+    "clocks_event_reasons.hw_thermal_slowdown, clocks_event_reasons.sw_power_cap\n"
     "0, 99, 1005, 1980, 690.5, 700.00, Active, Not Active\n"
     "0, 98, 990, 1980, 689.0, 700.00, Active, Not Active\n"
     "0, 99, 1010, 1980, 695.1, 700.00, Active, Active\n";
@@ -345,11 +365,15 @@ TEST(TriagePidstat, ThreadRowsAndPreemptionShowOversubscription) {
   // `pidstat -t -u -w -p 4242 1`: 8 busy intra-op threads on a 2-core slice.
   std::string log =
       "Linux 6.1.0 (box) \t01/02/2024 \t_x86_64_\t(2 CPU)\n\n"
-      "10:15:01      UID      TGID       TID    %usr %system  %guest   %wait    %CPU   CPU  Command\n"
-      "10:15:02     1000      4242         -  190.00   10.00    0.00  600.00  200.00     1  python\n";
+      "10:15:01      UID      TGID       TID    %usr %system  %guest   %wait    %CPU   CPU  "
+      "Command\n"
+      "10:15:02     1000      4242         -  190.00   10.00    0.00  600.00  200.00     1  "
+      "python\n";
   for (int i = 0; i < 8; ++i)
-    log += fmt::format("10:15:02     1000         -      {}   24.00    1.00    0.00   75.00   25.00     {}  |__python\n",
-                       4242 + i, i % 2);
+    log += fmt::format(
+        "10:15:02     1000         -      {}   24.00    1.00    0.00   75.00   25.00     {}  "
+        "|__python\n",
+        4242 + i, i % 2);
   log +=
       "\n10:15:01      UID      TGID       TID   cswch/s nvcswch/s  Command\n"
       "10:15:02     1000      4242         -     10.00    900.00  python\n";
@@ -394,9 +418,12 @@ TEST(TriagePidstat, OneLinePerProcessLayoutWithEpochTimes) {
   // `pidstat -h -u -r -p 4242 1`: one line per interval, epoch seconds, '#' header.
   const char* log =
       "Linux 6.1.0 (box) \t01/02/2024 \t_x86_64_\t(8 CPU)\n\n"
-      "#      Time   UID       PID    %usr %system  %guest   %wait    %CPU   CPU  minflt/s  majflt/s     VSZ     RSS   %MEM  Command\n"
-      " 1704190502  1000      4242   97.00    2.00    0.00    1.00   99.00     5      0.00      0.00 3000000 2097152   3.20  python\n"
-      " 1704190503  1000      4242   98.00    1.00    0.00    0.00   99.00     5      0.00      0.00 3000000 2097152   3.20  python\n";
+      "#      Time   UID       PID    %usr %system  %guest   %wait    %CPU   CPU  minflt/s  "
+      "majflt/s     VSZ     RSS   %MEM  Command\n"
+      " 1704190502  1000      4242   97.00    2.00    0.00    1.00   99.00     5      0.00      "
+      "0.00 3000000 2097152   3.20  python\n"
+      " 1704190503  1000      4242   98.00    1.00    0.00    0.00   99.00     5      0.00      "
+      "0.00 3000000 2097152   3.20  python\n";
   std::vector<Sample> out;
   std::optional<int> cpus;
   auto r = parse_pidstat(log, out, {}, &cpus);

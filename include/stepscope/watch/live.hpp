@@ -13,7 +13,7 @@
 
 namespace stepscope::watch {
 
-inline constexpr int kMinIntervalMs = 50;      // below this /proc reading costs more than it tells
+inline constexpr int kMinIntervalMs = 50;  // below this /proc reading costs more than it tells
 inline constexpr int kMaxIntervalMs = 60'000;
 inline constexpr double kMaxSeconds = 86'400;  // one day
 

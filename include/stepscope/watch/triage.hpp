@@ -55,7 +55,8 @@ TriageResult triage_files(const std::vector<std::string>& paths, const TriageOpt
 
 // The individual readers; each appends one Sample per reading to `out`.
 LogReport parse_dmon(const std::string& text, std::vector<Sample>& out, const TriageOptions& o);
-LogReport parse_query_gpu(const std::string& text, std::vector<Sample>& out, const TriageOptions& o);
+LogReport parse_query_gpu(const std::string& text, std::vector<Sample>& out,
+                          const TriageOptions& o);
 LogReport parse_top(const std::string& text, std::vector<Sample>& out, const TriageOptions& o,
                     std::optional<int>* cpus_seen = nullptr);
 LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const TriageOptions& o,
