@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <unordered_map>
+#include <tuple>
 
 #include "gpu_timeline_internal.hpp"
 
@@ -13,33 +12,59 @@ namespace stepscope::detail {
 
 namespace {
 
-// Start of the host call that launched each correlation id.
-std::unordered_map<std::int64_t, ns_t> launch_call_ts(const EventTable& ev) {
-  std::unordered_map<std::int64_t, ns_t> out;
+// (correlation, start) of every host runtime/driver call, sorted: which call launched a kernel.
+using CallStart = std::pair<std::int64_t, ns_t>;
+
+std::vector<CallStart> launch_call_ts(const EventTable& ev) {
+  std::vector<CallStart> out;
   for (std::size_t i = 0; i < ev.size(); ++i)
     if ((ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) && ev.correlation[i] >= 0)
-      out.emplace(ev.correlation[i], ev.ts[i]);
+      out.emplace_back(ev.correlation[i], ev.ts[i]);
+  // Stable: for a repeated correlation the first call in file order wins.
+  std::stable_sort(out.begin(), out.end(), [](const CallStart& a, const CallStart& b) { return a.first < b.first; });
   return out;
 }
 
-bool is_launch_call(const RankTrace& rank, std::size_t i) {
-  const EventTable& ev = rank.events;
-  if (ev.phase[i] != Phase::Complete) return false;
-  if (ev.kind[i] != Kind::Runtime && ev.kind[i] != Kind::Driver) return false;
-  return rank.name_of(i).find("Launch") != std::string_view::npos;
+const CallStart* find_call(const std::vector<CallStart>& calls, std::int64_t corr) {
+  if (corr < 0) return nullptr;
+  auto it = std::lower_bound(calls.begin(), calls.end(), corr,
+                             [](const CallStart& c, std::int64_t x) { return c.first < x; });
+  return it != calls.end() && it->first == corr ? &*it : nullptr;
 }
 
+// Launch calls by name ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel",
+// "cudaGraphLaunch", ...), decided once per distinct name.
+class LaunchNames {
+ public:
+  explicit LaunchNames(const RankTrace& r) : rank_(r), known_(r.strings.size(), -1) {}
+  bool operator()(StrId id) {
+    if (id >= known_.size()) known_.resize(id + 1, -1);
+    if (known_[id] < 0) known_[id] = rank_.str(id).find("Launch") != std::string_view::npos;
+    return known_[id] == 1;
+  }
+
+ private:
+  const RankTrace& rank_;
+  std::vector<std::int8_t> known_;
+};
+
+// A kernel as the gap computation needs it; sorting these contiguous records by (device,
+// stream, start) puts each stream's kernels in time order.
+struct KernelSlot {
+  std::int64_t device, stream;
+  ns_t ts, end;
+};
+
 // Positive gaps between a kernel's start and the previous kernel's end on the same stream.
-std::vector<double> stream_gaps(const EventTable& ev, const std::vector<std::uint32_t>& kernels) {
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint32_t>> by_stream;
-  for (auto i : kernels) by_stream[{ev.device[i], ev.stream[i]}].push_back(i);
+std::vector<double> stream_gaps(std::vector<KernelSlot> ks) {
+  std::stable_sort(ks.begin(), ks.end(), [](const KernelSlot& a, const KernelSlot& b) {
+    return std::tie(a.device, a.stream, a.ts) < std::tie(b.device, b.stream, b.ts);
+  });
   std::vector<double> gaps;
-  for (auto& [key, ks] : by_stream) {
-    std::stable_sort(ks.begin(), ks.end(), [&](auto a, auto b) { return ev.ts[a] < ev.ts[b]; });
-    for (std::size_t k = 1; k < ks.size(); ++k) {
-      ns_t gap = ev.ts[ks[k]] - ev.end(ks[k - 1]);
-      if (gap > 0) gaps.push_back(static_cast<double>(gap));
-    }
+  for (std::size_t k = 1; k < ks.size(); ++k) {
+    if (ks[k].device != ks[k - 1].device || ks[k].stream != ks[k - 1].stream) continue;
+    ns_t gap = ks[k].ts - ks[k - 1].end;
+    if (gap > 0) gaps.push_back(static_cast<double>(gap));
   }
   return gaps;
 }
@@ -49,22 +74,26 @@ std::vector<double> stream_gaps(const EventTable& ev, const std::vector<std::uin
 LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWindow>& steps,
                                const GpuTimelineOptions& opts) {
   const EventTable& ev = rank.events;
-  auto launched_at = launch_call_ts(ev);
+  auto calls = launch_call_ts(ev);
+  LaunchNames is_launch(rank);
   LaunchOverhead out;
   out.short_kernel = opts.short_kernel;
   out.kernels_per_step.assign(steps.size(), 0);
-  std::vector<std::uint32_t> kernels;
+  std::vector<KernelSlot> kernels;
   std::vector<double> durs, launch_durs;
   std::int64_t short_count = 0;
   for (std::size_t i = 0; i < ev.size(); ++i) {
-    if (is_launch_call(rank, i)) launch_durs.push_back(static_cast<double>(ev.dur[i]));
-    if (!is_kernel(ev, i)) continue;
-    kernels.push_back(static_cast<std::uint32_t>(i));
+    if (ev.phase[i] != Phase::Complete) continue;
+    Kind k = ev.kind[i];
+    if ((k == Kind::Runtime || k == Kind::Driver) && is_launch(ev.name[i]))
+      launch_durs.push_back(static_cast<double>(ev.dur[i]));
+    if (k != Kind::Kernel) continue;
+    kernels.push_back({ev.device[i], ev.stream[i], ev.ts[i], ev.end(i)});
     durs.push_back(static_cast<double>(ev.dur[i]));
     if (ev.dur[i] < opts.short_kernel) ++short_count;
     // A kernel belongs to the step whose host range launched it (it may run after the step).
-    auto it = launched_at.find(ev.correlation[i]);
-    ns_t when = ev.correlation[i] >= 0 && it != launched_at.end() ? it->second : ev.ts[i];
+    const CallStart* call = find_call(calls, ev.correlation[i]);
+    ns_t when = call ? call->second : ev.ts[i];
     if (int s = step_index(steps, when); s >= 0) ++out.kernels_per_step[static_cast<std::size_t>(s)];
   }
   out.kernels = static_cast<std::int64_t>(kernels.size());
@@ -78,7 +107,7 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWind
     out.mean_kernels_per_step = static_cast<double>(in_steps) / static_cast<double>(steps.size());
   }
   out.kernel_duration = summarize(std::move(durs));
-  out.gaps = summarize(stream_gaps(ev, kernels));
+  out.gaps = summarize(stream_gaps(std::move(kernels)));
   out.launch_call = summarize(std::move(launch_durs));
   return out;
 }

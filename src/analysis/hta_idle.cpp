@@ -30,9 +30,16 @@ std::unordered_map<std::int64_t, ns_t> launch_ts_by_correlation(const View& v) {
   return out;
 }
 
+// The fields of a row the breakdown needs, kept contiguous per stream (sorting pointers into
+// the row table would chase cache misses).
+struct Slot {
+  ns_t ts, end;
+  std::int64_t correlation;
+};
+
 struct StreamRows {
   std::int64_t stream;
-  std::vector<const Row*> rows;
+  std::vector<Slot> rows;
 };
 
 std::vector<StreamRows> rows_per_stream(const View& v) {
@@ -42,25 +49,25 @@ std::vector<StreamRows> rows_per_stream(const View& v) {
     if (r.stream == -1 || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
     auto [it, fresh] = slot.emplace(r.stream, out.size());
     if (fresh) out.push_back({r.stream, {}});
-    out[it->second].rows.push_back(&r);
+    out[it->second].rows.push_back({r.ts, r.end, r.correlation});
   }
   return out;
 }
 
 HtaStreamIdle analyze_stream(StreamRows& s, const std::unordered_map<std::int64_t, ns_t>& launch_ts,
                              ns_t kernel_delay) {
-  std::stable_sort(s.rows.begin(), s.rows.end(), [](const Row* a, const Row* b) { return a->ts < b->ts; });
+  std::stable_sort(s.rows.begin(), s.rows.end(), [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
   HtaStreamIdle out;
   out.stream = s.stream;
   out.kernels = static_cast<std::int64_t>(s.rows.size());
   std::array<std::vector<double>, kIdleCategoryCount> gaps;
   out.category[static_cast<int>(IdleCategory::Other)].present = true;  // the first row
   for (std::size_t k = 1; k < s.rows.size(); ++k) {
-    ns_t prev_end = s.rows[k - 1]->end;
-    ns_t gap = s.rows[k]->ts - prev_end;
-    auto it = launch_ts.find(s.rows[k]->correlation);
+    ns_t prev_end = s.rows[k - 1].end;
+    ns_t gap = s.rows[k].ts - prev_end;
     IdleCategory c = IdleCategory::Other;
-    if (s.rows[k]->correlation >= 0 && it != launch_ts.end() && it->second > prev_end)
+    auto it = s.rows[k].correlation >= 0 ? launch_ts.find(s.rows[k].correlation) : launch_ts.end();
+    if (it != launch_ts.end() && it->second > prev_end)
       c = IdleCategory::HostWait;
     else if (gap < kernel_delay)
       c = IdleCategory::KernelWait;

@@ -45,21 +45,25 @@ void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) 
 
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   auto corrs = launch_correlations(v, opts.include_memory_events);
-  // GPU rows of those correlations, sorted by correlation (a stable sort keeps file order).
-  std::vector<const Row*> gpu;
-  for (const Row& r : v.rows)
-    if (r.stream != -1 && r.correlation >= 0 && contains(corrs, r.correlation)) gpu.push_back(&r);
-  std::stable_sort(gpu.begin(), gpu.end(), [](const Row* a, const Row* b) { return a->correlation < b->correlation; });
-  auto by_corr = [](const Row* r, std::int64_t c) { return r->correlation < c; };
+  // GPU rows of those correlations as (correlation, row) pairs sorted by correlation; the pairs
+  // are contiguous so the lookups below do not chase pointers into the row table.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> gpu;
+  for (std::size_t k = 0; k < v.rows.size(); ++k) {
+    const Row& r = v.rows[k];
+    if (r.stream != -1 && r.correlation >= 0 && contains(corrs, r.correlation))
+      gpu.emplace_back(r.correlation, static_cast<std::uint32_t>(k));
+  }
+  std::stable_sort(gpu.begin(), gpu.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
     if (c.stream != -1 || c.correlation < 0 || !contains(corrs, c.correlation)) continue;
-    for (auto it = std::lower_bound(gpu.begin(), gpu.end(), c.correlation, by_corr);
-         it != gpu.end() && (*it)->correlation == c.correlation; ++it) {
-      const Row& g = **it;
+    auto it = std::lower_bound(gpu.begin(), gpu.end(), c.correlation,
+                               [](const auto& p, std::int64_t x) { return p.first < x; });
+    for (; it != gpu.end() && it->first == c.correlation; ++it) {
+      const Row& g = v.rows[it->second];
       HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
                   std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
       ++out.events;

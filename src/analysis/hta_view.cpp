@@ -112,7 +112,8 @@ class NameInfo {
     std::string_view s = rank_.str(id);
     type_[id] = hta_kernel_type(s);
     flags_[id] = static_cast<std::uint8_t>(launch_flags(s) | (is_profiler_step_name(s) ? kStepName : 0) |
-                                           (is_idle_category(s) ? kIdleCategory : 0));
+                                           (is_idle_category(s) ? kIdleCategory : 0) |
+                                           (s == "Event Sync" || s == "Context Sync" ? kSyncName : 0));
     known_[id] = 1;
   }
 
@@ -124,9 +125,15 @@ class NameInfo {
 
 // trace_filter._filter_gpu_kernels_with_cuda_sync: a GPU row for the CPU/GPU split is one with
 // a stream and a correlation, plus the stream-less Event Sync / Context Sync rows.
-bool is_gpu_for_filter(const Row& row, std::string_view name) {
-  return (row.stream >= 0 && row.correlation >= 0) || name == "Event Sync" ||
-         name == "Context Sync";
+bool is_gpu_for_filter(const Row& row) {
+  return (row.stream >= 0 && row.correlation >= 0) || (row.flags & kSyncName);
+}
+
+// Most rows are host ops with no stream and no correlation (cpu_op, python_function, ...): no
+// figure reads them beyond counting them and, for the last-step filter, their start. They are
+// kept as start times only, which keeps the row table small.
+bool is_silent(const Row& row) {
+  return row.stream == -1 && row.correlation < 0 && !(row.flags & (kStepName | kSyncName));
 }
 
 std::int64_t step_number(std::string_view n) {
@@ -150,20 +157,23 @@ int count_step_names(const std::vector<Row>& rows) {
 // later than the last one ends); GPU rows are kept when a kept host row shares their
 // correlation. It is a pandas inner merge on correlation, so a GPU row appears once per kept
 // host row with its correlation; we reproduce that multiplicity.
-std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows, bool include_last,
-                                HtaLoad& load) {
+std::vector<Row> drop_last_step(const std::vector<Row>& rows, const std::vector<ns_t>& silent,
+                                bool include_last, HtaLoad& load, std::int64_t& silent_kept) {
   std::vector<char> gpu(rows.size());
   ns_t last_start = std::numeric_limits<ns_t>::min(), last_end = last_start;
   for (std::size_t k = 0; k < rows.size(); ++k) {
-    std::string_view n = r.str(rows[k].name);
-    gpu[k] = is_gpu_for_filter(rows[k], n);
+    gpu[k] = is_gpu_for_filter(rows[k]);
     if (!gpu[k] && (rows[k].flags & kStepName)) {
       last_start = std::max(last_start, rows[k].ts);
       last_end = std::max(last_end, rows[k].end);
     }
   }
   load.cutoff_ts = include_last ? last_end : last_start;
-  std::unordered_map<std::int64_t, int> host_corr;
+  std::unordered_map<std::int64_t, std::int64_t> host_corr;
+  silent_kept = 0;
+  for (ns_t ts : silent)
+    if (include_last ? ts <= last_end : ts < last_start) ++silent_kept;
+  if (silent_kept > 0) host_corr[-1] += silent_kept;  // silent rows have no correlation
   std::vector<Row> out;
   out.reserve(rows.size());
   for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -177,7 +187,7 @@ std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows
     if (!gpu[k]) continue;
     auto it = host_corr.find(rows[k].correlation);
     if (it == host_corr.end()) continue;
-    for (int c = 0; c < it->second; ++c) out.push_back(rows[k]);
+    for (std::int64_t c = 0; c < it->second; ++c) out.push_back(rows[k]);
   }
   return out;
 }
@@ -185,10 +195,8 @@ std::vector<Row> drop_last_step(const RankTrace& r, const std::vector<Row>& rows
 std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<Row>& rows) {
   std::vector<std::int64_t> its;
   for (const Row& row : rows) {
-    if (!(row.flags & kStepName)) continue;
-    std::string_view n = r.str(row.name);
-    if (is_gpu_for_filter(row, n)) continue;
-    if (auto v = step_number(n); v >= 0) its.push_back(v);
+    if (!(row.flags & kStepName) || is_gpu_for_filter(row)) continue;
+    if (auto v = step_number(r.str(row.name)); v >= 0) its.push_back(v);
   }
   std::sort(its.begin(), its.end());
   its.erase(std::unique(its.begin(), its.end()), its.end());
@@ -215,7 +223,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   View v;
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
-  rows.reserve(ev.size());
+  std::vector<ns_t> silent;  // starts of the silent rows (see is_silent)
   NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_hta_row(r, i)) continue;
@@ -231,15 +239,19 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
     row.name = ev.name[i];
     names.fill(row, ev.category[i]);
-    rows.push_back(row);
+    if (is_silent(row))
+      silent.push_back(row.ts);
+    else
+      rows.push_back(row);
   }
   v.load.profiler_step_names = count_step_names(rows);
+  auto silent_kept = static_cast<std::int64_t>(silent.size());
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
-    rows = drop_last_step(r, rows, opts.include_last_profiler_step, v.load);
+    rows = drop_last_step(rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
   }
   v.load.iterations = kept_iterations(r, rows);
-  v.load.rows_kept = static_cast<std::int64_t>(rows.size());
+  v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept;
   v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
   v.rows = std::move(rows);
   merge_gpu_rows(v);

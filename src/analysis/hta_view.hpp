@@ -19,6 +19,7 @@ enum RowFlag : std::uint8_t {
   kLaunchKernel = 2,   // name is a kernel launch call HTA's launch stats count
   kLaunchMemory = 4,   // name is cudaMemcpyAsync / cudaMemsetAsync
   kStepName = 8,       // name contains "ProfilerStep"
+  kSyncName = 16,      // name is "Event Sync" or "Context Sync" (GPU rows without a stream)
 };
 
 // One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
@@ -41,7 +42,9 @@ struct Interval {
 
 struct View {
   HtaLoad load;
-  std::vector<Row> rows;  // file order
+  // Kept rows in file order, except host rows with neither stream nor correlation (plain host
+  // ops), which no figure reads: they are only counted in load.rows_kept.
+  std::vector<Row> rows;
   // merge_intervals of the GPU rows: all of them, and per HtaKernelType (indexed by its value).
   std::vector<Interval> merged_all;
   std::array<std::vector<Interval>, 4> merged_by_type;
