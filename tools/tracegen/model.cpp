@@ -1,6 +1,7 @@
 #include "model.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
@@ -18,7 +19,9 @@ constexpr std::string_view kLoaderMain =
 // Events hold string_views; the few composed names live here for the whole run (node-based
 // set: references stay valid as it grows).
 std::string_view intern(std::string s) {
+  static std::mutex mu;
   static std::unordered_set<std::string> names;
+  const std::lock_guard<std::mutex> lock(mu);
   return *names.insert(std::move(s)).first;
 }
 
