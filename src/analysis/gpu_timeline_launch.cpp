@@ -7,29 +7,19 @@
 #include <tuple>
 
 #include "gpu_timeline_internal.hpp"
+#include "hta_view.hpp"
 
 namespace stepscope::detail {
 
 namespace {
 
-// (correlation, start) of every host runtime/driver call, sorted: which call launched a kernel.
-using CallStart = std::pair<std::int64_t, ns_t>;
-
-std::vector<CallStart> launch_call_ts(const EventTable& ev) {
-  std::vector<CallStart> out;
+// Start of the host runtime/driver call of every correlation id: which call launched a kernel.
+hta::CorrelationMap<ns_t> launch_call_ts(const EventTable& ev) {
+  std::vector<std::pair<std::int64_t, ns_t>> calls;
   for (std::size_t i = 0; i < ev.size(); ++i)
     if ((ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) && ev.correlation[i] >= 0)
-      out.emplace_back(ev.correlation[i], ev.ts[i]);
-  // Stable: for a repeated correlation the first call in file order wins.
-  std::stable_sort(out.begin(), out.end(), [](const CallStart& a, const CallStart& b) { return a.first < b.first; });
-  return out;
-}
-
-const CallStart* find_call(const std::vector<CallStart>& calls, std::int64_t corr) {
-  if (corr < 0) return nullptr;
-  auto it = std::lower_bound(calls.begin(), calls.end(), corr,
-                             [](const CallStart& c, std::int64_t x) { return c.first < x; });
-  return it != calls.end() && it->first == corr ? &*it : nullptr;
+      calls.emplace_back(ev.correlation[i], ev.ts[i]);
+  return hta::CorrelationMap<ns_t>(calls);
 }
 
 // Launch calls by name ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel",
@@ -92,8 +82,8 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWind
     durs.push_back(static_cast<double>(ev.dur[i]));
     if (ev.dur[i] < opts.short_kernel) ++short_count;
     // A kernel belongs to the step whose host range launched it (it may run after the step).
-    const CallStart* call = find_call(calls, ev.correlation[i]);
-    ns_t when = call ? call->second : ev.ts[i];
+    const ns_t* call = ev.correlation[i] >= 0 ? calls.find(ev.correlation[i]) : nullptr;
+    ns_t when = call ? *call : ev.ts[i];
     if (int s = step_index(steps, when); s >= 0) ++out.kernels_per_step[static_cast<std::size_t>(s)];
   }
   out.kernels = static_cast<std::int64_t>(kernels.size());

@@ -22,12 +22,11 @@ namespace stepscope::hta {
 namespace {
 
 // ts of the host row that launched each correlation (the runtime call), first in file order.
-std::unordered_map<std::int64_t, ns_t> launch_ts_by_correlation(const View& v) {
-  std::unordered_map<std::int64_t, ns_t> out;
-  out.reserve(v.rows.size() / 4);
+CorrelationMap<ns_t> launch_ts_by_correlation(const View& v) {
+  std::vector<std::pair<std::int64_t, ns_t>> calls;
   for (const Row& r : v.rows)
-    if (r.stream == -1 && r.correlation >= 0) out.emplace(r.correlation, r.ts);
-  return out;
+    if (r.stream == -1 && r.correlation >= 0) calls.emplace_back(r.correlation, r.ts);
+  return CorrelationMap<ns_t>(calls);
 }
 
 // The fields of a row the breakdown needs, kept contiguous per stream (sorting pointers into
@@ -54,7 +53,7 @@ std::vector<StreamRows> rows_per_stream(const View& v) {
   return out;
 }
 
-HtaStreamIdle analyze_stream(StreamRows& s, const std::unordered_map<std::int64_t, ns_t>& launch_ts,
+HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationMap<ns_t>& launch_ts,
                              ns_t kernel_delay) {
   std::stable_sort(s.rows.begin(), s.rows.end(), [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
   HtaStreamIdle out;
@@ -66,8 +65,8 @@ HtaStreamIdle analyze_stream(StreamRows& s, const std::unordered_map<std::int64_
     ns_t prev_end = s.rows[k - 1].end;
     ns_t gap = s.rows[k].ts - prev_end;
     IdleCategory c = IdleCategory::Other;
-    auto it = s.rows[k].correlation >= 0 ? launch_ts.find(s.rows[k].correlation) : launch_ts.end();
-    if (it != launch_ts.end() && it->second > prev_end)
+    const ns_t* launched = s.rows[k].correlation >= 0 ? launch_ts.find(s.rows[k].correlation) : nullptr;
+    if (launched && *launched > prev_end)
       c = IdleCategory::HostWait;
     else if (gap < kernel_delay)
       c = IdleCategory::KernelWait;

@@ -21,19 +21,13 @@ namespace stepscope::hta {
 
 namespace {
 
-// Correlation ids of the launch calls, sorted for lookups.
-std::vector<std::int64_t> launch_correlations(const View& v, bool memory) {
+// Correlation ids of the launch calls.
+CorrelationMap<char> launch_correlations(const View& v, bool memory) {
   std::uint8_t want = memory ? (kLaunchKernel | kLaunchMemory) : kLaunchKernel;
-  std::vector<std::int64_t> out;
+  std::vector<std::pair<std::int64_t, char>> ids;
   for (const Row& r : v.rows)
-    if (r.correlation >= 0 && (r.flags & want)) out.push_back(r.correlation);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-bool contains(const std::vector<std::int64_t>& sorted, std::int64_t c) {
-  return std::binary_search(sorted.begin(), sorted.end(), c);
+    if (r.correlation >= 0 && (r.flags & want)) ids.emplace_back(r.correlation, 1);
+  return CorrelationMap<char>(ids);
 }
 
 void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) {
@@ -50,7 +44,7 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
   std::vector<std::pair<std::int64_t, std::uint32_t>> gpu;
   for (std::size_t k = 0; k < v.rows.size(); ++k) {
     const Row& r = v.rows[k];
-    if (r.stream != -1 && r.correlation >= 0 && contains(corrs, r.correlation))
+    if (r.stream != -1 && r.correlation >= 0 && corrs.find(r.correlation))
       gpu.emplace_back(r.correlation, static_cast<std::uint32_t>(k));
   }
   std::stable_sort(gpu.begin(), gpu.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -59,7 +53,7 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
-    if (c.stream != -1 || c.correlation < 0 || !contains(corrs, c.correlation)) continue;
+    if (c.stream != -1 || c.correlation < 0 || !corrs.find(c.correlation)) continue;
     auto it = std::lower_bound(gpu.begin(), gpu.end(), c.correlation,
                                [](const auto& p, std::int64_t x) { return p.first < x; });
     for (; it != gpu.end() && it->first == c.correlation; ++it) {

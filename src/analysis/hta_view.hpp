@@ -2,8 +2,11 @@
 // (interval merging, pandas-style statistics) the HTA-compatible figures are built from.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -61,5 +64,52 @@ ns_t total_length(const std::vector<Interval>& merged);
 // pandas statistics over a sample (NaN where pandas gives NaN).
 SampleStats describe(std::vector<double> values);
 double quantile_linear(const std::vector<double>& sorted, double q);
+
+}  // namespace stepscope::hta
+
+namespace stepscope::hta {
+
+// Correlation id → value. Kineto numbers correlations with a counter, so ids are dense and a
+// flat array indexed by (id - min) beats hashing; a sparse id set falls back to a hash map.
+template <class T>
+class CorrelationMap {
+ public:
+  // `entries` in file order; for a repeated id the first entry wins.
+  explicit CorrelationMap(const std::vector<std::pair<std::int64_t, T>>& entries) {
+    if (entries.empty()) return;
+    auto [lo, hi] = std::minmax_element(entries.begin(), entries.end(),
+                                        [](const auto& a, const auto& b) { return a.first < b.first; });
+    min_ = lo->first;
+    auto range = static_cast<std::uint64_t>(hi->first - lo->first) + 1;
+    dense_ = range <= 4 * entries.size() + 4096;
+    if (dense_) {
+      values_.resize(range);
+      present_.assign(range, 0);
+      for (const auto& [id, v] : entries) {
+        auto k = static_cast<std::size_t>(id - min_);
+        if (!present_[k]) values_[k] = v, present_[k] = 1;
+      }
+    } else {
+      for (const auto& [id, v] : entries) sparse_.emplace(id, v);
+    }
+  }
+
+  const T* find(std::int64_t id) const {
+    if (dense_) {
+      if (id < min_ || static_cast<std::uint64_t>(id - min_) >= present_.size()) return nullptr;
+      auto k = static_cast<std::size_t>(id - min_);
+      return present_[k] ? &values_[k] : nullptr;
+    }
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  bool dense_ = true;
+  std::int64_t min_ = 0;
+  std::vector<T> values_;
+  std::vector<std::uint8_t> present_;
+  std::unordered_map<std::int64_t, T> sparse_;
+};
 
 }  // namespace stepscope::hta
