@@ -30,9 +30,18 @@ CorrelationMap<char> launch_correlations(const View& v, bool memory) {
   return CorrelationMap<char>(ids);
 }
 
-void keep_worst(std::vector<HtaLaunch>& v, std::size_t n, ns_t HtaLaunch::*key) {
-  std::stable_sort(v.begin(), v.end(), [key](const HtaLaunch& a, const HtaLaunch& b) { return a.*key > b.*key; });
-  if (v.size() > n) v.resize(n);
+// The n largest by `key` (ties keep file order), without sorting the whole join.
+std::vector<HtaLaunch> worst(const std::vector<HtaLaunch>& all, std::size_t n, ns_t HtaLaunch::*key) {
+  std::vector<std::size_t> idx(all.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+  auto before = [&](std::size_t a, std::size_t b) {
+    return all[a].*key != all[b].*key ? all[a].*key > all[b].*key : a < b;
+  };
+  n = std::min(n, idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(), before);
+  std::vector<HtaLaunch> out;
+  for (std::size_t k = 0; k < n; ++k) out.push_back(all[idx[k]]);
+  return out;
 }
 
 }  // namespace
@@ -75,10 +84,8 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
   out.gpu_duration = describe(std::move(gpu_d));
   out.launch_delay = describe(std::move(delay_d));
   auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
-  out.worst_delays = joined;
-  keep_worst(out.worst_delays, n, &HtaLaunch::launch_delay);
-  out.worst_runtimes = std::move(joined);
-  keep_worst(out.worst_runtimes, n, &HtaLaunch::cpu_duration);
+  out.worst_delays = worst(joined, n, &HtaLaunch::launch_delay);
+  out.worst_runtimes = worst(joined, n, &HtaLaunch::cpu_duration);
   return out;
 }
 
