@@ -128,10 +128,14 @@ void overhead_lines(const GpuTimeline& t, std::string& s) {
   if (o.available)
     s += fmt::format("  occupancy    achieved {}  SM efficiency {}  (args on {} of kernel time)\n",
                      pct(o.achieved_occupancy_pct), pct(o.sm_efficiency_pct), pct(100 * o.coverage));
-  for (const auto& d : t.memory.devices)
-    s += fmt::format("  memory       device {}:{} peak allocated {:.2f} GB (step {}), reserved {:.2f} GB\n",
-                     d.device_type, d.device_id, static_cast<double>(d.peak_allocated) / 1e9, d.peak_allocated_step,
-                     static_cast<double>(d.peak_reserved) / 1e9);
+  for (const auto& d : t.memory.devices) {
+    // c10::DeviceType: 0 is the host, 1 CUDA (ROCm reports as CUDA too).
+    std::string where = d.device_type == 0 ? "host" : d.device_type == 1 ? fmt::format("gpu {}", d.device_id)
+                                                                          : fmt::format("device {}:{}", d.device_type, d.device_id);
+    std::string step = d.peak_allocated_step >= 0 ? fmt::format(" in step {}", d.peak_allocated_step) : "";
+    s += fmt::format("  memory       {} peak allocated {:.2f} GB{}, peak reserved {:.2f} GB\n", where,
+                     static_cast<double>(d.peak_allocated) / 1e9, step, static_cast<double>(d.peak_reserved) / 1e9);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "analysis/hta_view.hpp"
+#include "report/gpu_timeline_json.hpp"
+#include "report/gpu_timeline_text.hpp"
 #include "stepscope/gpu_timeline.hpp"
 #include "trace_builder.hpp"
 
@@ -427,6 +430,40 @@ TEST(HtaRound, TiesToEvenLikeNumpy) {
   EXPECT_DOUBLE_EQ(hta_round(61.25, 1), 61.2);
   EXPECT_DOUBLE_EQ(hta_round(2.5, 0), 2.0);
   EXPECT_DOUBLE_EQ(hta_round(53.5649, 2), 53.56);
+}
+
+// Correlation ids are usually a dense counter (flat table); a sparse set takes the hash path.
+// Both must answer the same, first entry winning on a repeated id.
+TEST(CorrelationMap, DenseAndSparseAgree) {
+  std::vector<std::pair<std::int64_t, ns_t>> dense = {{5, 50}, {6, 60}, {5, 99}, {9, 90}};
+  std::vector<std::pair<std::int64_t, ns_t>> sparse = {{5, 50}, {6'000'000'000, 60}, {5, 99}};
+  hta::CorrelationMap<ns_t> d(dense), s(sparse);
+  ASSERT_NE(d.find(5), nullptr);
+  EXPECT_EQ(*d.find(5), 50);
+  EXPECT_EQ(*d.find(9), 90);
+  EXPECT_EQ(d.find(7), nullptr);
+  EXPECT_EQ(d.find(4), nullptr);
+  EXPECT_EQ(d.find(100), nullptr);
+  ASSERT_NE(s.find(6'000'000'000), nullptr);
+  EXPECT_EQ(*s.find(6'000'000'000), 60);
+  EXPECT_EQ(*s.find(5), 50);
+  EXPECT_EQ(s.find(7), nullptr);
+}
+
+// The JSON report carries HTA's rounding under HTA's names and null for undefined values; the
+// text section names the figures.
+TEST(GpuTimelineReport, JsonAndText) {
+  TraceBuilder b = host_and_sync_gaps();
+  GpuTimeline t = analyze_gpu_timeline(b.trace());
+  nlohmann::json j = to_json(t);
+  const auto& tb = j["hta"]["temporal_breakdown"];
+  EXPECT_DOUBLE_EQ(tb["kernel_time_us"].get<double>(), 205.0);
+  EXPECT_DOUBLE_EQ(tb["idle_time_pctg"].get<double>(), 80.49);  // 165 / 205 = 80.4878...
+  EXPECT_TRUE(j["hta"]["comm_comp_overlap"]["comp_comm_overlap_pctg"].is_null());
+  EXPECT_EQ(j["sync_points"]["count"].get<int>(), 1);
+  std::string text = gpu_timeline_text(t);
+  EXPECT_NE(text.find("idle 80.49%"), std::string::npos) << text;
+  EXPECT_NE(text.find("sync points  1 calls"), std::string::npos) << text;
 }
 
 }  // namespace
