@@ -71,7 +71,6 @@ int run(const WatchArgs& args) {
                  : watch::open_nvml(args.nvml_library);
   bool json_to_stdout = args.json_path == "-";
   bool live = !args.no_live && !json_to_stdout && ::isatty(STDOUT_FILENO);
-  if (!gpu->available()) fmt::print(stderr, "stepscope: {}\n", gpu->status());
 
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;

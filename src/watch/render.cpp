@@ -237,6 +237,7 @@ std::string render_live(const Series& series, double window_s) {
   const Sample& s = series.samples.back();
   if (s.host) out += live_host_lines(series, *s.host);
   for (const auto& g : s.gpus) out += live_gpu_line(g);
+  if (!series.gpu_observed) out += fmt::format("gpu   none: {}\n", sanitize(series.gpu_status));
   return out;
 }
 
@@ -261,7 +262,7 @@ std::string render_summary(const Series& series, const Classification& c,
   out += "\n";
   const Finding& v = c.verdict;
   out +=
-      fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), v.title);
+      fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), sanitize(v.title));
   size_t width = 0;
   for (const auto& e : v.evidence) width = std::max(width, e.metric.size());
   for (const auto& e : v.evidence)
@@ -272,7 +273,7 @@ std::string render_summary(const Series& series, const Classification& c,
   if (!c.others.empty()) {
     out += "\nalso:\n";
     for (const auto& f : c.others) {
-      out += fmt::format("  {}: {}\n", f.rule, f.title);
+      out += fmt::format("  {}: {}\n", f.rule, sanitize(f.title));
       if (!f.next_step.empty()) out += fmt::format("    next: {}\n", f.next_step);
       if (!f.command.empty()) out += fmt::format("    run:  {}\n", sanitize(f.command));
     }

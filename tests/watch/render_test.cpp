@@ -1,0 +1,89 @@
+// The text and JSON views: every number of the verdict reaches them, untrusted names are escaped.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "stepscope/watch/render.hpp"
+
+using namespace stepscope::watch;
+
+namespace {
+
+Series pegged_series() {
+  Series s;
+  s.target.pid = 4242;
+  s.target.command = "python train.py";
+  s.target.online_cpus = 8;
+  s.gpu_status = "no NVIDIA driver: test";
+  s.notes.push_back(s.gpu_status);
+  for (int i = 0; i < 4; ++i) {
+    Sample x;
+    x.t_s = i;
+    HostReading h;
+    ProcessReading p;
+    p.pid = 4242;
+    p.comm = "py\x1b[2Jthon";  // a hostile process name
+    p.cpu_pct = 99;
+    p.threads = 1;
+    h.processes.push_back(p);
+    ThreadReading t;
+    t.pid = t.tid = 4242;
+    t.comm = p.comm;
+    t.cpu_pct = 99;
+    t.wait_pct = 0.5;
+    t.state = 'R';
+    h.threads.push_back(t);
+    x.host = h;
+    s.samples.push_back(x);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(Render, JsonCarriesVerdictStatsAndSamples) {
+  auto s = pegged_series();
+  auto c = classify(s);
+  auto doc = nlohmann::json::parse(render_json(s, c, "watch"));
+  EXPECT_EQ(doc["schema"], kWatchJsonSchema);
+  EXPECT_EQ(doc["target"]["pid"], 4242);
+  EXPECT_EQ(doc["target"]["usable_cpus"], 8.0);
+  EXPECT_TRUE(doc["target"]["OMP_NUM_THREADS"].is_null());
+  EXPECT_EQ(doc["verdict"]["rule"], "input-bound");
+  EXPECT_FALSE(doc["verdict"]["evidence"].empty());
+  EXPECT_NEAR(doc["host_stats"]["top_thread"]["demand_pct"].get<double>(), 99.5, 1e-9);
+  EXPECT_EQ(doc["samples"].size(), 4u);
+  EXPECT_EQ(doc["samples"][0]["host"]["top_threads"][0]["state"], "R");
+  EXPECT_EQ(doc["notes"][0], "no NVIDIA driver: test");
+  EXPECT_FALSE(doc.contains("logs"));
+  std::vector<LogReport> logs(1);
+  logs[0].file = "dmon.log";
+  logs[0].malformed = 2;
+  auto with_logs = nlohmann::json::parse(render_json(s, c, "triage", &logs));
+  EXPECT_EQ(with_logs["logs"][0]["malformed"], 2);
+}
+
+TEST(Render, SummaryShowsVerdictNextStepAndEscapesNames) {
+  auto s = pegged_series();
+  auto c = classify(s);
+  std::string text = render_summary(s, c, "watched pid 4242");
+  EXPECT_NE(text.find("verdict: input-bound"), std::string::npos) << text;
+  EXPECT_NE(text.find("py-spy top --pid 4242"), std::string::npos);
+  EXPECT_NE(text.find("no NVIDIA driver: test"), std::string::npos);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);  // no escape sequence reaches the terminal
+  EXPECT_NE(text.find("py?[2Jthon"), std::string::npos);
+}
+
+TEST(Render, LiveBlockShowsLatestSampleAndMissingGpu) {
+  auto s = pegged_series();
+  std::string live = render_live(s, 10);
+  EXPECT_NE(live.find("3.0/10 s"), std::string::npos) << live;
+  EXPECT_NE(live.find("cpu    99% of a core"), std::string::npos) << live;
+  EXPECT_NE(live.find("gpu   none: no NVIDIA driver"), std::string::npos);
+  EXPECT_EQ(live.find('\x1b'), std::string::npos);
+}
+
+TEST(Render, SanitizeReplacesControlCharacters) {
+  EXPECT_EQ(sanitize("a\tb\nc\x7f"), "a?b?c?");
+  EXPECT_EQ(sanitize("plain"), "plain");
+}
