@@ -116,7 +116,7 @@ std::string cores_text(double cores) {
 
 int suggested_threads(const HostStats& h) { return std::max(1, int(std::floor(h.effective_cpus))); }
 
-// --- evidence helpers ------------------------------------------------------------------------
+// --- evidence ---------------------------------------------------------------------------------
 
 void gpu_util_evidence(Finding& f, const GpuPicture& g) {
   f.evidence.push_back({"gpu.util.mean", g.util_mean, "%", "share of time a kernel was running"});

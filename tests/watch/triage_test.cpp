@@ -58,7 +58,7 @@ const char* kDmonDatedSawtooth =
     "30000     5     0     0     0  2450     1\n"
     " 20240103   00:00:04      0    9";
 
-// The seed's 30-second check, `nvidia-smi dmon -s pu -d 1 -o T`, in the CSV form newer drivers
+// The classic 30-second check, `nvidia-smi dmon -s pu -d 1 -o T`, in the CSV form newer drivers
 // write with `--format csv`.
 const char* kDmonCsvTimed =
     "#Time, gpu, pwr, gtemp, mtemp, sm, mem, enc, dec, jpg, ofa\n"
