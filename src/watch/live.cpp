@@ -113,6 +113,10 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
     if (gpu.available()) s.gpus = gpu.sample(sampler.tree());
     series.samples.push_back(std::move(s));
     if (on_sample) on_sample(series);
+    // A slow sample (a tree with thousands of threads) must not be followed by a burst of
+    // catch-up samples a few milliseconds apart: resume the rhythm from now.
+    auto after = Clock::now();
+    if (after > next + interval) next = after - interval;
   }
   if (result.target_exited)
     series.notes.push_back(
