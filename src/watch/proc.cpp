@@ -367,32 +367,191 @@ TargetInfo describe_process(int pid, const std::string& proc) {
 // ---------------------------------------------------------------------------------------------
 // Sampler
 
-struct ProcSampler::Snapshot {
-  struct Thread {
-    int pid = 0;
-    std::string comm;
-    char state = '?';
-    unsigned long long ticks = 0;
-    std::optional<unsigned long long> run_ns, wait_ns;  // schedstat, when the kernel keeps it
-  };
-  struct Process {
-    int ppid = 0;
-    std::string comm;
-    unsigned long long ticks = 0;  // includes threads that already exited
-    int threads = 0;
-    long long rss_pages = 0;
-    std::optional<unsigned long long> read_bytes, write_bytes;
-    std::optional<unsigned long long> vcs, ivcs;  // summed over live threads
-  };
+namespace {
+
+struct ThreadCounters {
+  int pid = 0;
+  std::string comm;
+  char state = '?';
+  unsigned long long ticks = 0;
+  std::optional<unsigned long long> run_ns, wait_ns;  // schedstat, when the kernel keeps it
+};
+
+struct ProcessCounters {
+  int ppid = 0;
+  std::string comm;
+  unsigned long long ticks = 0;  // includes threads that already exited
+  int threads = 0;
+  long long rss_pages = 0;
+  std::optional<unsigned long long> read_bytes, write_bytes;
+  std::optional<unsigned long long> vcs, ivcs;  // summed over live threads
+};
+
+struct TreeCounters {
   std::chrono::steady_clock::time_point at;
   std::vector<int> order;
-  std::map<int, Process> processes;
-  std::map<int, Thread> threads;
+  std::map<int, ProcessCounters> processes;
+  std::map<int, ThreadCounters> threads;
   std::optional<procfs::CpuTimes> cpu;
   std::vector<procfs::DiskCounters> disks;
   std::optional<procfs::NetCounters> net;
   std::optional<ThrottleCounters> cgroup;
 };
+
+// Reads one thread's counters; adds its context switches to its process.
+std::optional<ThreadCounters> read_thread(const std::string& tdir, int pid, ProcessCounters& p) {
+  auto stat_text = read_file(tdir + "/stat");
+  if (!stat_text) return std::nullopt;
+  auto ts = procfs::parse_stat(*stat_text);
+  if (!ts) return std::nullopt;
+  ThreadCounters t;
+  t.pid = pid;
+  t.comm = ts->comm;
+  t.state = ts->state;
+  t.ticks = ts->utime + ts->stime;
+  if (auto sched = read_file(tdir + "/schedstat")) {
+    unsigned long long run = 0, wait = 0;
+    if (std::sscanf(sched->c_str(), "%llu %llu", &run, &wait) == 2) {
+      t.run_ns = run;
+      t.wait_ns = wait;
+    }
+  }
+  if (auto status = read_file(tdir + "/status")) {
+    auto v = procfs::field(*status, "voluntary_ctxt_switches");
+    auto iv = procfs::field(*status, "nonvoluntary_ctxt_switches");
+    if (v) p.vcs = p.vcs.value_or(0) + *v;
+    if (iv) p.ivcs = p.ivcs.value_or(0) + *iv;
+  }
+  return t;
+}
+
+// Reads one process and its threads into `snap`; a process that vanished is skipped.
+void read_process(const std::string& proc, int pid, TreeCounters& snap) {
+  std::string dir = fmt::format("{}/{}", proc, pid);
+  auto stat_text = read_file(dir + "/stat");
+  if (!stat_text) return;
+  auto st = procfs::parse_stat(*stat_text);
+  if (!st) return;
+  ProcessCounters p;
+  p.ppid = st->ppid;
+  p.comm = st->comm;
+  p.ticks = st->utime + st->stime;
+  p.rss_pages = st->rss_pages;
+  // Another user's /proc/PID/io is unreadable without privileges; the rates then stay empty.
+  if (auto io = read_file(dir + "/io")) {
+    p.read_bytes = procfs::field(*io, "read_bytes");
+    p.write_bytes = procfs::field(*io, "write_bytes");
+  }
+  for (int tid : numeric_entries(dir + "/task")) {
+    if (auto t = read_thread(fmt::format("{}/task/{}", dir, tid), pid, p)) {
+      ++p.threads;
+      snap.threads[tid] = std::move(*t);
+    }
+  }
+  snap.processes[pid] = std::move(p);
+}
+
+double per_second(unsigned long long now, unsigned long long before, double dt) {
+  return double(delta(now, before)) / dt;
+}
+
+std::vector<ProcessReading> process_rates(const TreeCounters& a, const TreeCounters& b, double dt) {
+  static const double page_mib = double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  const double hz = ticks_per_second();
+  std::vector<ProcessReading> out;
+  for (int pid : b.order) {
+    auto it = b.processes.find(pid);
+    if (it == b.processes.end()) continue;
+    const auto& p = it->second;
+    ProcessReading pr;
+    pr.pid = pid;
+    pr.ppid = p.ppid;
+    pr.comm = p.comm;
+    pr.threads = p.threads;
+    pr.rss_mib = double(p.rss_pages) * page_mib;
+    // A process new since the last snapshot gets no rates yet: its counters started before it
+    // joined the tree, so a difference against zero would overstate them.
+    auto old = a.processes.find(pid);
+    if (old != a.processes.end()) {
+      const auto& q = old->second;
+      pr.cpu_pct = per_second(p.ticks, q.ticks, dt) / hz * 100.0;
+      if (p.read_bytes && q.read_bytes)
+        pr.read_mbps = per_second(*p.read_bytes, *q.read_bytes, dt) / kMB;
+      if (p.write_bytes && q.write_bytes)
+        pr.write_mbps = per_second(*p.write_bytes, *q.write_bytes, dt) / kMB;
+      if (p.vcs && q.vcs) pr.voluntary_cs_per_s = per_second(*p.vcs, *q.vcs, dt);
+      if (p.ivcs && q.ivcs) pr.involuntary_cs_per_s = per_second(*p.ivcs, *q.ivcs, dt);
+    }
+    out.push_back(pr);
+  }
+  return out;
+}
+
+std::vector<ThreadReading> thread_rates(const TreeCounters& a, const TreeCounters& b, double dt) {
+  const double hz = ticks_per_second();
+  std::vector<ThreadReading> out;
+  for (const auto& [tid, t] : b.threads) {
+    ThreadReading tr;
+    tr.pid = t.pid;
+    tr.tid = tid;
+    tr.comm = t.comm;
+    tr.state = t.state;
+    auto old = a.threads.find(tid);
+    if (old != a.threads.end()) {
+      const auto& u = old->second;
+      // schedstat counts nanoseconds; the tick counters are only 10 ms coarse.
+      if (t.run_ns && u.run_ns) {
+        tr.cpu_pct = per_second(*t.run_ns, *u.run_ns, dt) / 1e9 * 100.0;
+        tr.wait_pct = per_second(*t.wait_ns, *u.wait_ns, dt) / 1e9 * 100.0;
+      } else {
+        tr.cpu_pct = per_second(t.ticks, u.ticks, dt) / hz * 100.0;
+      }
+    }
+    out.push_back(tr);
+  }
+  return out;
+}
+
+void system_rates(const TreeCounters& a, const TreeCounters& b, double dt, HostReading& r) {
+  if (a.cpu && b.cpu) {
+    double total = double(delta(b.cpu->total, a.cpu->total));
+    if (total > 0) {
+      double idle = double(delta(b.cpu->idle, a.cpu->idle));
+      double iowait = double(delta(b.cpu->iowait, a.cpu->iowait));
+      r.system_iowait_pct = iowait / total * 100.0;
+      r.system_busy_pct = std::max(0.0, total - idle - iowait) / total * 100.0;
+    }
+  }
+  if (!a.disks.empty() && !b.disks.empty()) {
+    double rd = 0, wr = 0, busy = 0;
+    for (const auto& d : b.disks) {
+      auto old = std::find_if(a.disks.begin(), a.disks.end(),
+                              [&](const procfs::DiskCounters& x) { return x.name == d.name; });
+      if (old == a.disks.end()) continue;
+      // /proc/diskstats counts 512-byte sectors whatever the device's sector size.
+      rd += per_second(d.sectors_read, old->sectors_read, dt) * 512.0;
+      wr += per_second(d.sectors_written, old->sectors_written, dt) * 512.0;
+      busy = std::max(busy, per_second(d.io_ticks_ms, old->io_ticks_ms, dt) / 1000.0 * 100.0);
+    }
+    r.disk_read_mbps = rd / kMB;
+    r.disk_write_mbps = wr / kMB;
+    r.disk_busy_pct = std::min(100.0, busy);
+  }
+  if (a.net && b.net) {
+    r.net_rx_mbps = per_second(b.net->rx_bytes, a.net->rx_bytes, dt) / kMB;
+    r.net_tx_mbps = per_second(b.net->tx_bytes, a.net->tx_bytes, dt) / kMB;
+  }
+  if (a.cgroup && b.cgroup) {
+    auto periods = delta(b.cgroup->periods, a.cgroup->periods);
+    r.cgroup_throttled_pct =
+        periods ? double(delta(b.cgroup->throttled, a.cgroup->throttled)) / double(periods) * 100.0
+                : 0.0;
+  }
+}
+
+}  // namespace
+
+struct ProcSampler::Snapshot : TreeCounters {};
 
 ProcSampler::ProcSampler(int root_pid, std::string proc_root)
     : root_(root_pid), proc_(std::move(proc_root)) {}
@@ -415,50 +574,7 @@ std::optional<HostReading> ProcSampler::sample(std::chrono::steady_clock::time_p
   auto snap = std::make_unique<Snapshot>();
   snap->at = now;
   snap->order = process_tree(root_, proc_);
-  for (int pid : snap->order) {
-    std::string dir = fmt::format("{}/{}", proc_, pid);
-    auto stat_text = read_file(dir + "/stat");
-    if (!stat_text) continue;
-    auto st = procfs::parse_stat(*stat_text);
-    if (!st) continue;
-    Snapshot::Process p;
-    p.ppid = st->ppid;
-    p.comm = st->comm;
-    p.ticks = st->utime + st->stime;
-    p.rss_pages = st->rss_pages;
-    if (auto io = read_file(dir + "/io")) {
-      p.read_bytes = procfs::field(*io, "read_bytes");
-      p.write_bytes = procfs::field(*io, "write_bytes");
-    }
-    for (int tid : numeric_entries(dir + "/task")) {
-      std::string tdir = fmt::format("{}/task/{}", dir, tid);
-      auto tstat_text = read_file(tdir + "/stat");
-      if (!tstat_text) continue;
-      auto ts = procfs::parse_stat(*tstat_text);
-      if (!ts) continue;
-      Snapshot::Thread t;
-      t.pid = pid;
-      t.comm = ts->comm;
-      t.state = ts->state;
-      t.ticks = ts->utime + ts->stime;
-      if (auto sched = read_file(tdir + "/schedstat")) {
-        unsigned long long run = 0, wait = 0;
-        if (std::sscanf(sched->c_str(), "%llu %llu", &run, &wait) == 2) {
-          t.run_ns = run;
-          t.wait_ns = wait;
-        }
-      }
-      if (auto status = read_file(tdir + "/status")) {
-        auto v = procfs::field(*status, "voluntary_ctxt_switches");
-        auto iv = procfs::field(*status, "nonvoluntary_ctxt_switches");
-        if (v) p.vcs = p.vcs.value_or(0) + *v;
-        if (iv) p.ivcs = p.ivcs.value_or(0) + *iv;
-      }
-      ++p.threads;
-      snap->threads[tid] = std::move(t);
-    }
-    snap->processes[pid] = std::move(p);
-  }
+  for (int pid : snap->order) read_process(proc_, pid, *snap);
   if (auto t = read_file(proc_ + "/stat")) snap->cpu = procfs::parse_proc_stat(*t);
   if (auto t = read_file(proc_ + "/diskstats")) snap->disks = procfs::parse_diskstats(*t);
   if (auto t = read_file(proc_ + "/net/dev")) snap->net = procfs::parse_net_dev(*t);
@@ -468,92 +584,12 @@ std::optional<HostReading> ProcSampler::sample(std::chrono::steady_clock::time_p
   std::unique_ptr<Snapshot> before = std::move(previous_);
   previous_ = std::move(snap);
   if (!before) return std::nullopt;
-  const Snapshot& a = *before;
-  const Snapshot& b = *previous_;
-  double dt = std::chrono::duration<double>(b.at - a.at).count();
+  double dt = std::chrono::duration<double>(previous_->at - before->at).count();
   if (dt <= 0) return std::nullopt;
-  double hz = ticks_per_second();
-  static const double page_mib = double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-
   HostReading r;
-  for (int pid : b.order) {
-    auto it = b.processes.find(pid);
-    if (it == b.processes.end()) continue;
-    const auto& p = it->second;
-    ProcessReading pr;
-    pr.pid = pid;
-    pr.ppid = p.ppid;
-    pr.comm = p.comm;
-    pr.threads = p.threads;
-    pr.rss_mib = double(p.rss_pages) * page_mib;
-    // A process new since the last snapshot gets no rates yet: its counters started before it
-    // joined the tree, so a difference against zero would overstate them.
-    auto old = a.processes.find(pid);
-    if (old != a.processes.end()) {
-      const auto& q = old->second;
-      pr.cpu_pct = double(delta(p.ticks, q.ticks)) / hz / dt * 100.0;
-      if (p.read_bytes && q.read_bytes)
-        pr.read_mbps = double(delta(*p.read_bytes, *q.read_bytes)) / kMB / dt;
-      if (p.write_bytes && q.write_bytes)
-        pr.write_mbps = double(delta(*p.write_bytes, *q.write_bytes)) / kMB / dt;
-      if (p.vcs && q.vcs) pr.voluntary_cs_per_s = double(delta(*p.vcs, *q.vcs)) / dt;
-      if (p.ivcs && q.ivcs) pr.involuntary_cs_per_s = double(delta(*p.ivcs, *q.ivcs)) / dt;
-    }
-    r.processes.push_back(pr);
-  }
-  for (const auto& [tid, t] : b.threads) {
-    ThreadReading tr;
-    tr.pid = t.pid;
-    tr.tid = tid;
-    tr.comm = t.comm;
-    tr.state = t.state;
-    auto old = a.threads.find(tid);
-    if (old != a.threads.end()) {
-      const auto& u = old->second;
-      // schedstat counts nanoseconds; the tick counters are only 10 ms coarse.
-      if (t.run_ns && u.run_ns) {
-        tr.cpu_pct = double(delta(*t.run_ns, *u.run_ns)) / 1e9 / dt * 100.0;
-        tr.wait_pct = double(delta(*t.wait_ns, *u.wait_ns)) / 1e9 / dt * 100.0;
-      } else {
-        tr.cpu_pct = double(delta(t.ticks, u.ticks)) / hz / dt * 100.0;
-      }
-    }
-    r.threads.push_back(tr);
-  }
-  if (a.cpu && b.cpu) {
-    double total = double(delta(b.cpu->total, a.cpu->total));
-    if (total > 0) {
-      double idle = double(delta(b.cpu->idle, a.cpu->idle));
-      double iowait = double(delta(b.cpu->iowait, a.cpu->iowait));
-      r.system_iowait_pct = iowait / total * 100.0;
-      r.system_busy_pct = std::max(0.0, total - idle - iowait) / total * 100.0;
-    }
-  }
-  if (!a.disks.empty() && !b.disks.empty()) {
-    double rd = 0, wr = 0, busy = 0;
-    for (const auto& d : b.disks) {
-      auto old = std::find_if(a.disks.begin(), a.disks.end(),
-                              [&](const procfs::DiskCounters& x) { return x.name == d.name; });
-      if (old == a.disks.end()) continue;
-      // /proc/diskstats counts 512-byte sectors whatever the device's sector size.
-      rd += double(delta(d.sectors_read, old->sectors_read)) * 512.0;
-      wr += double(delta(d.sectors_written, old->sectors_written)) * 512.0;
-      busy = std::max(busy, double(delta(d.io_ticks_ms, old->io_ticks_ms)) / 1000.0 / dt * 100.0);
-    }
-    r.disk_read_mbps = rd / kMB / dt;
-    r.disk_write_mbps = wr / kMB / dt;
-    r.disk_busy_pct = std::min(100.0, busy);
-  }
-  if (a.net && b.net) {
-    r.net_rx_mbps = double(delta(b.net->rx_bytes, a.net->rx_bytes)) / kMB / dt;
-    r.net_tx_mbps = double(delta(b.net->tx_bytes, a.net->tx_bytes)) / kMB / dt;
-  }
-  if (a.cgroup && b.cgroup) {
-    auto periods = delta(b.cgroup->periods, a.cgroup->periods);
-    r.cgroup_throttled_pct =
-        periods ? double(delta(b.cgroup->throttled, a.cgroup->throttled)) / double(periods) * 100.0
-                : 0.0;
-  }
+  r.processes = process_rates(*before, *previous_, dt);
+  r.threads = thread_rates(*before, *previous_, dt);
+  system_rates(*before, *previous_, dt, r);
   return r;
 }
 
