@@ -12,6 +12,36 @@ using nlohmann::json;
 double us(ns_t v) { return static_cast<double>(v) / 1000.0; }
 double us(double v_ns) { return v_ns / 1000.0; }
 
+// Names come from the trace and may hold invalid UTF-8, which nlohmann refuses to dump: every
+// byte that does not start a well-formed sequence becomes U+FFFD.
+std::string utf8_safe(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  std::size_t i = 0;
+  while (i < in.size()) {
+    auto c = static_cast<unsigned char>(in[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= in.size() && !(len == 2 && c < 0xC2);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 0x2;
+    if (ok && len == 3) {
+      auto c1 = static_cast<unsigned char>(in[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      auto c1 = static_cast<unsigned char>(in[i + 1]);
+      ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 // NaN and infinities become null (JSON has neither).
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -89,7 +119,7 @@ json overlap_json(const HtaCommCompOverlap& o) {
 json top_kernels_json(const std::vector<HtaKernelRow>& rows) {
   json out = json::array();
   for (const HtaKernelRow& r : rows) {
-    out.push_back({{"name", r.name},
+    out.push_back({{"name", utf8_safe(r.name)},
                    {"kernel_type", hta_kernel_type_name(r.type)},
                    {"others", r.others},
                    {"sum_us", us(r.sum)},
@@ -164,7 +194,7 @@ json classes_json(const KernelClasses& c) {
 json syncs_json(const SyncPoints& s) {
   json by_name = json::array(), worst = json::array();
   for (const SyncByName& b : s.by_name)
-    by_name.push_back({{"name", b.name}, {"count", b.count}, {"host_blocked_us", us(b.host_blocked)}, {"gpu_idle_after_us", us(b.gpu_idle_after)}});
+    by_name.push_back({{"name", utf8_safe(b.name)}, {"count", b.count}, {"host_blocked_us", us(b.host_blocked)}, {"gpu_idle_after_us", us(b.gpu_idle_after)}});
   for (const SyncCall& c : s.worst)
     worst.push_back({{"event", c.event}, {"ts_us", us(c.ts)}, {"host_blocked_us", us(c.host_blocked)},
                      {"gpu_idle_after_us", us(c.gpu_idle_after)}, {"step", c.step}});

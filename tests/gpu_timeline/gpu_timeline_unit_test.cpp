@@ -466,5 +466,17 @@ TEST(GpuTimelineReport, JsonAndText) {
   EXPECT_NE(text.find("sync points  1 calls"), std::string::npos) << text;
 }
 
+// A kernel name with invalid UTF-8 (a truncated sequence and a stray continuation byte) must
+// still serialise: each byte that does not start a well-formed sequence becomes U+FFFD (here
+// E2 and 82 of the truncated sequence, and the stray 80).
+TEST(GpuTimelineReport, InvalidUtf8NamesStillDump) {
+  TraceBuilder b;
+  b.launch(std::string("bad\xE2\x82kernel\x80"), 0, 5, 10, 10, 7, 1);
+  GpuTimeline t = analyze_gpu_timeline(b.trace());
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = to_json(t).dump());
+  EXPECT_NE(dumped.find("bad\xEF\xBF\xBD\xEF\xBF\xBD" "kernel\xEF\xBF\xBD"), std::string::npos) << dumped;
+}
+
 }  // namespace
 }  // namespace stepscope
