@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/partition.hpp"
+#include "stepscope/ranks.hpp"
+#include "stepscope/stability.hpp"
 #include "stepscope/trace.hpp"
+#include "stepscope/verdict.hpp"
 
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.1";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.2";
 
 struct StreamSummary {
   std::int64_t device = 0;
@@ -55,9 +59,17 @@ struct AnalysisResult {
   std::string schema = kJsonSchemaVersion;
   std::vector<IngestSummary> ranks;
   std::vector<std::string> warnings;  // about the set of ranks
+  // The step partition of every rank, its stability, and the ranks side by side.
+  std::vector<RankPartition> partitions;
+  std::vector<Stability> stability;   // one per rank, same order as `partitions`
+  RankComparison rank_comparison;
+  // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
+  Diagnosis diagnosis;
 };
 
-struct AnalyzeOptions {};
+struct AnalyzeOptions {
+  PartitionOptions partition;  // --stage NAME=REGEX rules
+};
 
 IngestSummary summarize_ingest(const RankTrace& t);
 AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts = {});

@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "stepscope/analysis.hpp"
+#include "stepscope/steps.hpp"
 
 namespace stepscope {
 namespace {
@@ -13,16 +14,6 @@ const char* rank_source_name(RankTrace::RankSource s) {
     case RankTrace::RankSource::FileOrder: return "file order";
   }
   return "file order";
-}
-
-// N of "ProfilerStep#N", or -1.
-std::int64_t profiler_step_number(std::string_view name) {
-  constexpr std::string_view prefix = "ProfilerStep#";
-  if (name.substr(0, prefix.size()) != prefix) return -1;
-  std::int64_t n = -1;
-  auto digits = name.substr(prefix.size());
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
 }
 
 std::vector<std::int64_t> host_profiler_steps(const RankTrace& t) {
@@ -73,9 +64,14 @@ IngestSummary summarize_ingest(const RankTrace& t) {
   return s;
 }
 
-AnalysisResult analyze(const Trace& trace, const AnalyzeOptions&) {
+AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   AnalysisResult r;
-  for (const auto& rank : trace.ranks) r.ranks.push_back(summarize_ingest(rank));
+  for (const auto& rank : trace.ranks) {
+    r.ranks.push_back(summarize_ingest(rank));
+    r.partitions.push_back(partition_rank(rank, opts.partition));
+    r.stability.push_back(compute_stability(r.partitions.back()));
+  }
+  r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
   return r;
 }

@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "cli/progress.hpp"
 #include "stepscope/analysis.hpp"
+#include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/report.hpp"
@@ -21,6 +22,7 @@ struct AnalyzeArgs {
   int jobs = 0;
   bool verbose = false;
   bool quiet = false;
+  std::vector<std::string> stages;  // NAME=REGEX
 };
 
 void write_json(const std::string& where, const nlohmann::json& j) {
@@ -39,9 +41,12 @@ int run_analyze(const AnalyzeArgs& a) {
   io.jobs = a.jobs;
   ProgressBar bar("reading", !a.quiet);
   io.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  AnalyzeOptions ao;
+  for (const auto& s : a.stages) ao.partition.stage_rules.push_back(parse_stage_rule(s));
   Trace trace = read_traces(a.paths, io);
   bar.finish();
-  AnalysisResult result = analyze(trace);
+  AnalysisResult result = analyze(trace, ao);
+  diagnose(result);
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
   if (a.json_out != "-") {
     TextOptions t;
@@ -60,7 +65,11 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("-v,--verbose", args->verbose, "Show every category and thread");
+  cmd->add_option("--stage", args->stages,
+                  "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "
+                  "sync, side); repeatable")
+      ->type_name("NAME=REGEX");
+  cmd->add_flag("-v,--verbose", args->verbose, "Show every category, step and thread, and the ingest summary");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_analyze(*args); };
 }}};

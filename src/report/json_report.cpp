@@ -1,3 +1,4 @@
+#include "report/diagnosis_render.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -40,7 +41,13 @@ nlohmann::json to_json(const AnalysisResult& r) {
   nlohmann::json j;
   j["schema"] = r.schema;
   auto& ranks = j["ranks"] = nlohmann::json::array();
-  for (const auto& s : r.ranks) ranks.push_back({{"ingest", ingest_json(s)}});
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
+    if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
+    if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
+    ranks.push_back(std::move(rank));
+  }
+  report_detail::add_diagnosis_json(r, j);
   j["warnings"] = r.warnings;
   return j;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "report/diagnosis_render.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -84,6 +85,11 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
+  for (const auto& s : r.ranks)
+    for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
+  out += report_detail::render_diagnosis_text(r, opts);
+  if (!opts.verbose) return out;
+  out += "\ningest:\n";
   for (const auto& s : r.ranks) {
     render_rank(s, opts, out);
     out += "\n";

@@ -1,0 +1,111 @@
+// The step partition: every instant of every step window gets exactly one category.
+//
+// Priority at an instant (see docs/partition.md): a compute kernel runs -> compute of the stage of
+// the host op that launched it; else a communication kernel -> exposed grad sync; else a copy or
+// memset; else the GPU is idle and the time is blamed on what the host's main thread (then the
+// autograd thread) is inside. CPU-only traces are partitioned on the host timeline alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepscope/kernel_class.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+enum class Category : std::uint8_t {
+  ComputeForward,
+  ComputeBackward,
+  ComputeOptimizer,
+  ComputeOther,
+  GradSyncExposed,
+  H2DCopy,
+  D2HCopy,
+  Memset,
+  BatchWait,
+  SyncStall,
+  SideWork,
+  LaunchOverhead,
+  HostCompute,
+  Idle,
+};
+inline constexpr int kCategoryCount = 14;
+using CategoryTimes = std::array<ns_t, kCategoryCount>;
+
+// snake_case names, identical to the generator's ground truth ("compute_forward", ...).
+const char* category_name(Category c);
+// Short label for tables ("compute: forward", "batch wait", ...).
+const char* category_label(Category c);
+inline bool is_compute(Category c) { return c <= Category::ComputeOther; }
+ns_t compute_ns(const CategoryTimes& t);
+ns_t total_ns(const CategoryTimes& t);
+
+// Where the steps came from.
+enum class StepSource : std::uint8_t {
+  ProfilerStep,     // ProfilerStep#N annotations
+  Annotation,       // a repeated top-level annotation (record_function("forward") ...)
+  OptimizerStep,    // Optimizer.step#... boundaries
+  WholeTrace,       // nothing to split on: one window
+};
+const char* step_source_name(StepSource s);
+
+struct StepPartition {
+  std::int64_t number = 0;     // N of ProfilerStep#N, else the 0-based index
+  std::string name;            // "ProfilerStep#12", or the annotation that opened the step
+  ns_t start = 0, end = 0;     // window: host start .. max(host end, end of GPU work launched in it)
+  ns_t host_end = 0;
+  bool warmup = false;         // excluded from the steady-state figures
+  std::string warmup_reason;   // "first step", "compilation"
+  CategoryTimes ns{};          // sums to end - start exactly
+  ns_t duration() const { return end - start; }
+};
+
+// Time of compute kernels by class inside the steady-state windows (sum of kernel durations,
+// not a union: used for the mix, not for the partition).
+struct ComputeMix {
+  std::array<ns_t, kKernelClassCount> class_ns{};
+  std::uint64_t kernels = 0;         // compute kernels in steady-state windows
+  ns_t softmax_ns = 0;               // softmax kernels (an unfused attention's signature)
+  bool recompute_seen = false;       // activation checkpointing recomputes forward in backward
+  bool fused_optimizer_seen = false; // the optimizer already runs a fused (single-kernel) step
+  ns_t kernel_ns() const;
+};
+
+struct RankPartition {
+  int rank = 0;
+  bool gpu = false;                    // partitioned with GPU activity (else host timeline only)
+  StepSource source = StepSource::WholeTrace;
+  std::string source_detail;           // the annotation name for StepSource::Annotation
+  std::string main_thread;             // "pid/tid (name)"
+  std::vector<StepPartition> steps;
+  // Steady state: the mean window and the mean of each category over non-warm-up steps (all steps
+  // when every step is warm-up).
+  std::size_t steady_steps = 0;
+  double steady_mean_ns = 0;
+  std::array<double, kCategoryCount> steady_mean_category{};
+  ComputeMix mix;
+  std::uint64_t sync_calls = 0;        // synchronising host calls in steady-state steps
+  std::uint64_t item_calls = 0;        // of which aten::item (loss.item() and friends)
+  std::vector<std::string> notes;
+};
+
+// A user rule: host ops whose name matches `regex` count as `stage`.
+// stage is one of forward, backward, optimizer, data, sync, side.
+struct StageRule {
+  std::string stage;
+  std::string regex;
+};
+
+struct PartitionOptions {
+  std::vector<StageRule> stage_rules;
+};
+
+// Parses "NAME=REGEX"; throws InputError on a bad stage name or regex.
+StageRule parse_stage_rule(const std::string& text);
+
+RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});
+
+}  // namespace stepscope

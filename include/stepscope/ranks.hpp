@@ -1,0 +1,38 @@
+// Ranks side by side: rank-local vs global slowdown, the straggler, collective skew.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepscope/partition.hpp"
+
+namespace stepscope {
+
+struct RankRow {
+  int rank = 0;
+  double step_ns = 0;        // steady-state mean step
+  double compute_ns = 0;     // steady-state mean compute
+  double grad_sync_ns = 0;   // steady-state mean exposed grad sync
+};
+
+struct StepSkew {
+  std::int64_t step = 0;
+  ns_t skew_ns = 0;  // longest minus shortest exposed grad sync across ranks in this step
+};
+
+struct RankComparison {
+  std::vector<RankRow> rows;
+  bool local = false;            // the slowdown is rank-local (one rank differs), else global
+  std::optional<int> straggler;  // the rank the others wait for inside collectives
+  double straggler_excess = 0;   // its compute over the other ranks' median compute (fraction)
+  double median_wait_ns = 0;     // the other ranks' median exposed grad sync per step
+  double balanced_saving_ns = 0; // step time a balanced rank set would save per step
+  std::vector<StepSkew> skew;
+  double mean_skew_ns = 0;
+};
+
+RankComparison compare_ranks(const std::vector<RankPartition>& ranks);
+
+}  // namespace stepscope

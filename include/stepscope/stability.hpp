@@ -1,0 +1,49 @@
+// Step stability: is step time stable or bursty, which steps spike, and do spikes recur.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stepscope/partition.hpp"
+
+namespace stepscope {
+
+struct Spike {
+  std::int64_t step = 0;      // step number
+  ns_t duration = 0;
+  ns_t excess = 0;            // over the typical quiet step
+  Category grew = Category::Idle;  // the category that grew the most over its quiet-step mean
+  ns_t grew_by = 0;
+};
+
+enum class PeriodKind : std::uint8_t {
+  None,
+  LoaderWorkers,   // batch wait every N steps: workers / prefetch depth cannot keep up
+  EpochBoundary,   // a long batch wait recurring: worker respawn at each epoch
+  Checkpoint,      // side work (or an op-free host gap) every K steps
+  Other,
+};
+const char* period_kind_name(PeriodKind k);
+
+struct Periodicity {
+  PeriodKind kind = PeriodKind::None;
+  int every = 0;               // spikes recur every `every` steps
+  Category category = Category::Idle;
+  ns_t mean_excess = 0;        // mean spike excess over the quiet step
+  std::size_t occurrences = 0;
+};
+
+struct Stability {
+  int rank = 0;
+  std::size_t steps = 0;        // steady-state steps the figures cover
+  double mean_ns = 0, p50_ns = 0, p90_ns = 0, max_ns = 0;
+  double cv = 0;                // standard deviation / mean
+  double quiet_ns = 0;          // the typical quiet step (lower quartile)
+  std::vector<Spike> spikes;
+  Periodicity period;
+  bool bursty = false;
+};
+
+Stability compute_stability(const RankPartition& r);
+
+}  // namespace stepscope

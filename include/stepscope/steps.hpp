@@ -1,0 +1,34 @@
+// Step detection: where each training step starts and ends on the host.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepscope/partition.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+struct HostWindow {
+  std::int64_t number = 0;
+  std::string name;
+  ns_t start = 0, end = 0;
+};
+
+struct StepDetection {
+  StepSource source = StepSource::WholeTrace;
+  std::string detail;     // annotation name for StepSource::Annotation
+  int main_track = -1;    // index into RankTrace::host_tracks of the training loop's thread
+  std::vector<HostWindow> windows;  // in time order
+};
+
+// N of "ProfilerStep#N", or -1.
+std::int64_t profiler_step_number(std::string_view name);
+
+// In order of preference: ProfilerStep#N annotations; a top-level annotation repeated on the
+// main thread (the first of an instrumented step's stages); Optimizer.step boundaries; the
+// whole trace as one window.
+StepDetection detect_steps(const RankTrace& t);
+
+}  // namespace stepscope

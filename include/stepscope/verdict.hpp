@@ -1,0 +1,69 @@
+// The diagnosis: one bound with its evidence and runner-up, findings, and ranked levers.
+// Types only; `diagnose` (stepscope/diagnose.hpp) fills them from an AnalysisResult.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepscope {
+
+enum class Bound : std::uint8_t {
+  GpuCompute,
+  InputPipeline,
+  Copy,           // H2D / D2H copies and memsets
+  HostLaunch,     // host compute and kernel launch overhead
+  SyncStall,
+  Communication,
+  SideWork,
+  Straggler,
+  Unattributed,   // time no profiled op explains (resolved before it reaches a verdict)
+};
+inline constexpr int kBoundCount = 9;
+// The ids the trace generator's ground truth uses: "gpu-bound", "input-bound", ...
+const char* bound_id(Bound b);
+// Words for reports: "GPU compute", "input pipeline", ...; CPU-only traces say "compute (host CPU)".
+const char* bound_label(Bound b, bool gpu = true);
+
+struct Verdict {
+  Bound bound = Bound::GpuCompute;
+  bool gpu = true;              // false for CPU-only traces: "compute" is the host's
+  double share = 0;             // of the mean steady-state step held by the bound's categories
+  std::string scope;            // "every step", or "4 of 11 steps (every 4 steps)"
+  Bound runner_up = Bound::GpuCompute;
+  double runner_up_share = 0;
+  bool has_runner_up = false;
+  std::string compute_kind;     // when compute dominates: what kind of compute
+  std::vector<std::string> evidence;  // the numbers that decided it
+  std::string headline;         // one line: the bound, its share, the best lever's gain
+};
+
+struct Lever {
+  std::string id;              // "num_workers"
+  std::string title;           // what it changes
+  std::string knob;            // the PyTorch knob
+  std::string targets;         // the categories it shrinks
+  double target_ns = 0;        // time per step it acts on
+  double removable_ns = 0;     // what it can remove at most per step
+  double step_ns = 0;          // the mean step it applies to
+  double speedup = 1;          // Amdahl bound: step / (step - removable)
+  std::string basis;           // how `removable_ns` was derived
+  std::string risk;
+  std::string numerics;        // warning where it can change numerics ("" when it cannot)
+  std::string comparability;   // warning where it breaks comparability between runs
+  bool applies = false;        // the trace shows the time this lever acts on
+};
+
+struct Finding {
+  std::string id;
+  std::string text;
+};
+
+struct Diagnosis {
+  bool present = false;
+  Verdict verdict;
+  std::vector<Finding> findings;
+  std::vector<Lever> levers;   // the whole catalogue, applicable ones first by expected gain
+};
+
+}  // namespace stepscope

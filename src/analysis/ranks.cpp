@@ -1,0 +1,90 @@
+#include "stepscope/ranks.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace stepscope {
+namespace {
+
+// The slowest rank's compute must exceed the others' median by this much to be called a
+// straggler: below it, kernel-time jitter between identical ranks (a few percent) could explain it.
+constexpr double kStragglerComputeExcess = 0.10;
+// ... and the other ranks must wait for it: their exposed grad sync at least this share of a step.
+constexpr double kStragglerWaitShare = 0.05;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+RankRow row_of(const RankPartition& p) {
+  RankRow r;
+  r.rank = p.rank;
+  r.step_ns = p.steady_mean_ns;
+  for (int c = 0; c < 4; ++c) r.compute_ns += p.steady_mean_category[static_cast<std::size_t>(c)];
+  r.grad_sync_ns = p.steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
+  return r;
+}
+
+void find_straggler(RankComparison& out) {
+  auto slow = std::max_element(out.rows.begin(), out.rows.end(),
+                               [](const RankRow& a, const RankRow& b) { return a.compute_ns < b.compute_ns; });
+  std::vector<double> compute, wait;
+  for (const auto& r : out.rows)
+    if (r.rank != slow->rank) compute.push_back(r.compute_ns), wait.push_back(r.grad_sync_ns);
+  const double m = median(compute);
+  out.median_wait_ns = median(wait);
+  if (m <= 0) return;
+  out.straggler_excess = (slow->compute_ns - m) / m;
+  const bool others_wait = out.median_wait_ns >= kStragglerWaitShare * slow->step_ns &&
+                           slow->grad_sync_ns < out.median_wait_ns;
+  if (out.straggler_excess >= kStragglerComputeExcess && others_wait) {
+    out.straggler = slow->rank;
+    out.local = true;
+    // Balanced ranks would all finish with the median compute; the others' wait bounds the gain.
+    out.balanced_saving_ns = std::min(slow->compute_ns - m, out.median_wait_ns);
+  }
+}
+
+void collective_skew(const std::vector<RankPartition>& ranks, RankComparison& out) {
+  std::map<std::int64_t, std::pair<ns_t, ns_t>> by_step;  // min, max exposed grad sync
+  std::map<std::int64_t, std::size_t> seen;
+  for (const auto& p : ranks)
+    for (const auto& s : p.steps) {
+      if (s.warmup) continue;
+      ns_t g = s.ns[static_cast<std::size_t>(Category::GradSyncExposed)];
+      auto [it, fresh] = by_step.try_emplace(s.number, g, g);
+      if (!fresh) it->second.first = std::min(it->second.first, g), it->second.second = std::max(it->second.second, g);
+      ++seen[s.number];
+    }
+  double total = 0;
+  for (const auto& [step, mm] : by_step) {
+    if (seen[step] != ranks.size()) continue;
+    out.skew.push_back({step, mm.second - mm.first});
+    total += static_cast<double>(mm.second - mm.first);
+  }
+  out.mean_skew_ns = out.skew.empty() ? 0 : total / static_cast<double>(out.skew.size());
+}
+
+}  // namespace
+
+RankComparison compare_ranks(const std::vector<RankPartition>& ranks) {
+  RankComparison out;
+  for (const auto& p : ranks) out.rows.push_back(row_of(p));
+  if (ranks.size() < 2) return out;
+  find_straggler(out);
+  collective_skew(ranks, out);
+  if (!out.straggler) {
+    // Without a straggler, one rank whose step is much longer than the median is still local.
+    std::vector<double> steps;
+    for (const auto& r : out.rows) steps.push_back(r.step_ns);
+    const double m = median(steps);
+    for (const auto& r : out.rows)
+      if (m > 0 && r.step_ns > (1 + kStragglerComputeExcess) * m) out.local = true;
+  }
+  return out;
+}
+
+}  // namespace stepscope

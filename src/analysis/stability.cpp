@@ -1,0 +1,141 @@
+#include "stepscope/stability.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepscope {
+namespace {
+
+// A step this much longer than the typical quiet step is a spike. Seed 000 asks "stable or
+// bursty?" without a number; a quarter over the quiet step is far beyond the few-percent
+// step-to-step jitter of a healthy loop, yet catches a missed batch or a checkpoint.
+constexpr double kSpikeRatio = 1.25;
+// Coefficient of variation above which step time is called bursty even without a spike.
+constexpr double kBurstyCv = 0.10;
+// A batch-wait spike this many quiet steps long is a worker respawn (an epoch boundary: workers
+// re-import and rebuild the dataset, seed 001 T5), not a worker that fell one batch behind.
+constexpr double kEpochStallSteps = 4.0;
+// ... and it must recur no more often than every 3 steps: an epoch of one or two steps is not a
+// real training set-up, whereas 2 workers each a batch behind give exactly that period.
+constexpr int kMinEpochSteps = 3;
+
+double percentile(std::vector<double> v, double p) {  // nearest rank
+  std::sort(v.begin(), v.end());
+  auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
+}
+
+std::vector<const StepPartition*> steady(const RankPartition& r) {
+  std::vector<const StepPartition*> out;
+  for (const auto& s : r.steps)
+    if (!s.warmup) out.push_back(&s);
+  return out;
+}
+
+// Mean of each category over the steps that are not spikes: what a spike grew over.
+std::array<double, kCategoryCount> quiet_means(const std::vector<const StepPartition*>& steps,
+                                               const std::vector<bool>& spike) {
+  std::array<double, kCategoryCount> m{};
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (spike[i]) continue;
+    ++n;
+    for (int c = 0; c < kCategoryCount; ++c) m[static_cast<std::size_t>(c)] += static_cast<double>(steps[i]->ns[static_cast<std::size_t>(c)]);
+  }
+  for (auto& v : m) v = n ? v / static_cast<double>(n) : 0;
+  return m;
+}
+
+Spike describe_spike(const StepPartition& s, double quiet, const std::array<double, kCategoryCount>& base) {
+  Spike sp;
+  sp.step = s.number;
+  sp.duration = s.duration();
+  sp.excess = static_cast<ns_t>(static_cast<double>(s.duration()) - quiet);
+  double best = -1;
+  for (int c = 0; c < kCategoryCount; ++c) {
+    double grew = static_cast<double>(s.ns[static_cast<std::size_t>(c)]) - base[static_cast<std::size_t>(c)];
+    if (grew > best) best = grew, sp.grew = static_cast<Category>(c), sp.grew_by = static_cast<ns_t>(grew);
+  }
+  return sp;
+}
+
+PeriodKind period_kind(Category grew, int every, double mean_excess, double quiet) {
+  switch (grew) {
+    case Category::BatchWait:
+      return mean_excess >= kEpochStallSteps * quiet && every >= kMinEpochSteps ? PeriodKind::EpochBoundary
+                                                                               : PeriodKind::LoaderWorkers;
+    case Category::SideWork:
+    case Category::Idle:  // an op-free host gap: work the profiler does not see (torch.save, fsync)
+      return PeriodKind::Checkpoint;
+    default: return PeriodKind::Other;
+  }
+}
+
+// Spikes at equally spaced positions (at least two of them) recur every that many steps.
+Periodicity find_period(const std::vector<std::size_t>& positions, const std::vector<Spike>& spikes,
+                        double quiet) {
+  Periodicity p;
+  if (positions.size() < 2) return p;
+  const std::size_t gap = positions[1] - positions[0];
+  for (std::size_t i = 2; i < positions.size(); ++i)
+    if (positions[i] - positions[i - 1] != gap) return p;
+  if (gap < 2) return p;
+  std::array<int, kCategoryCount> votes{};
+  double excess = 0;
+  for (const auto& s : spikes) ++votes[static_cast<std::size_t>(s.grew)], excess += static_cast<double>(s.excess);
+  p.category = static_cast<Category>(std::max_element(votes.begin(), votes.end()) - votes.begin());
+  p.every = static_cast<int>(gap);
+  p.occurrences = spikes.size();
+  p.mean_excess = static_cast<ns_t>(excess / static_cast<double>(spikes.size()));
+  p.kind = period_kind(p.category, p.every, static_cast<double>(p.mean_excess), quiet);
+  return p;
+}
+
+}  // namespace
+
+const char* period_kind_name(PeriodKind k) {
+  switch (k) {
+    case PeriodKind::None: return "none";
+    case PeriodKind::LoaderWorkers: return "loader workers / prefetch depth";
+    case PeriodKind::EpochBoundary: return "epoch boundary (worker respawn)";
+    case PeriodKind::Checkpoint: return "checkpointing / periodic side work";
+    case PeriodKind::Other: return "other";
+  }
+  return "none";
+}
+
+Stability compute_stability(const RankPartition& r) {
+  Stability st;
+  st.rank = r.rank;
+  const auto steps = steady(r);
+  st.steps = steps.size();
+  if (steps.empty()) return st;
+  std::vector<double> d;
+  for (const auto* s : steps) d.push_back(static_cast<double>(s->duration()));
+  double mean = 0, var = 0;
+  for (double v : d) mean += v;
+  mean /= static_cast<double>(d.size());
+  for (double v : d) var += (v - mean) * (v - mean);
+  st.mean_ns = mean;
+  st.cv = mean > 0 ? std::sqrt(var / static_cast<double>(d.size())) / mean : 0;
+  st.p50_ns = percentile(d, 0.5);
+  st.p90_ns = percentile(d, 0.9);
+  st.max_ns = *std::max_element(d.begin(), d.end());
+  // The lower quartile stands for a quiet step even when every other step spikes.
+  st.quiet_ns = percentile(d, 0.25);
+
+  std::vector<bool> spike(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) spike[i] = d[i] > kSpikeRatio * st.quiet_ns;
+  const auto base = quiet_means(steps, spike);
+  std::vector<std::size_t> positions;  // position among all steps, warm-up included
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!spike[i]) continue;
+    st.spikes.push_back(describe_spike(*steps[i], st.quiet_ns, base));
+    positions.push_back(static_cast<std::size_t>(steps[i] - r.steps.data()));
+  }
+  st.period = find_period(positions, st.spikes, st.quiet_ns);
+  st.bursty = !st.spikes.empty() || st.cv > kBurstyCv;
+  return st;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,147 @@
+#include "stepscope/steps.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace stepscope {
+namespace {
+
+bool is_timed_host(const RankTrace& t, std::uint32_t i) {
+  return t.events.phase[i] == Phase::Complete;
+}
+
+bool is_annotation_kind(Kind k) { return k == Kind::UserAnnotation || k == Kind::CpuOp; }
+
+// The thread holding ProfilerStep markers, else the one with the most ops and annotations:
+// the training loop runs there.
+int find_main_track(const RankTrace& t) {
+  int best = -1;
+  std::size_t best_ops = 0;
+  for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
+    std::size_t ops = 0;
+    for (auto i : t.host_tracks[k].events) {
+      if (!is_timed_host(t, i)) continue;
+      if (is_annotation_kind(t.events.kind[i]) && profiler_step_number(t.name_of(i)) >= 0)
+        return static_cast<int>(k);
+      ops += is_annotation_kind(t.events.kind[i]) ? 1 : 0;
+    }
+    if (best < 0 || ops > best_ops) best = static_cast<int>(k), best_ops = ops;
+  }
+  return best;
+}
+
+std::vector<HostWindow> profiler_step_windows(const RankTrace& t, const Track& track) {
+  std::vector<HostWindow> w;
+  for (auto i : track.events) {
+    if (!is_timed_host(t, i) || !is_annotation_kind(t.events.kind[i])) continue;
+    auto n = profiler_step_number(t.name_of(i));
+    if (n >= 0) w.push_back({n, std::string(t.name_of(i)), t.events.ts[i], t.events.end(i)});
+  }
+  return w;
+}
+
+// Events of the track not enclosed by another (tracks list enclosing events first).
+std::vector<std::uint32_t> top_level(const RankTrace& t, const Track& track) {
+  std::vector<std::uint32_t> out;
+  ns_t covered = INT64_MIN;
+  for (auto i : track.events) {
+    if (!is_timed_host(t, i)) continue;
+    if (t.events.ts[i] >= covered) out.push_back(i);
+    covered = std::max(covered, t.events.end(i));
+  }
+  return out;
+}
+
+// Windows opened by each occurrence of `name` among `tops`; each closes where the next opens,
+// the last at the end of the top-level work that follows it.
+std::vector<HostWindow> windows_between(const RankTrace& t, const std::vector<std::uint32_t>& tops,
+                                        StrId name) {
+  std::vector<HostWindow> w;
+  for (auto i : tops) {
+    if (t.events.name[i] != name) continue;
+    if (!w.empty()) w.back().end = t.events.ts[i];
+    w.push_back({static_cast<std::int64_t>(w.size()), std::string(t.str(name)), t.events.ts[i],
+                 t.events.end(i)});
+  }
+  if (!w.empty())
+    for (auto i : tops)
+      if (t.events.ts[i] >= w.back().start) w.back().end = std::max(w.back().end, t.events.end(i));
+  return w;
+}
+
+// The repeated top-level user annotation that comes first in the loop (e.g. "h2d" or "forward"
+// of an instrumented step). Returns kNoStr when none repeats.
+StrId first_repeated_annotation(const RankTrace& t, const std::vector<std::uint32_t>& tops) {
+  std::map<StrId, std::pair<std::size_t, ns_t>> seen;  // count, first start
+  for (auto i : tops) {
+    if (t.events.kind[i] != Kind::UserAnnotation) continue;
+    auto& s = seen.try_emplace(t.events.name[i], 0, t.events.ts[i]).first->second;
+    ++s.first;
+  }
+  StrId best = kNoStr;
+  ns_t best_first = INT64_MAX;
+  for (const auto& [name, s] : seen)
+    if (s.first >= 2 && s.second < best_first) best = name, best_first = s.second;
+  return best;
+}
+
+bool is_optimizer_step(std::string_view name) { return name.rfind("Optimizer.step#", 0) == 0; }
+
+// Steps closed by each Optimizer.step: the first opens at the first top-level op.
+std::vector<HostWindow> optimizer_windows(const RankTrace& t, const std::vector<std::uint32_t>& tops,
+                                          const Track& track) {
+  std::vector<std::uint32_t> opt;
+  for (auto i : track.events)
+    if (is_timed_host(t, i) && is_optimizer_step(t.name_of(i))) opt.push_back(i);
+  std::vector<HostWindow> w;
+  if (opt.size() < 2 || tops.empty()) return w;
+  ns_t open = t.events.ts[tops.front()];
+  for (auto i : opt) {
+    if (t.events.end(i) <= open) continue;
+    w.push_back({static_cast<std::int64_t>(w.size()), std::string(t.name_of(i)), open, t.events.end(i)});
+    open = t.events.end(i);
+  }
+  return w;
+}
+
+}  // namespace
+
+std::int64_t profiler_step_number(std::string_view name) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.substr(0, prefix.size()) != prefix) return -1;
+  std::int64_t n = -1;
+  auto digits = name.substr(prefix.size());
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
+}
+
+StepDetection detect_steps(const RankTrace& t) {
+  StepDetection d;
+  d.main_track = find_main_track(t);
+  if (d.main_track >= 0) {
+    const Track& track = t.host_tracks[static_cast<std::size_t>(d.main_track)];
+    d.windows = profiler_step_windows(t, track);
+    if (!d.windows.empty()) {
+      d.source = StepSource::ProfilerStep;
+      return d;
+    }
+    const auto tops = top_level(t, track);
+    if (StrId a = first_repeated_annotation(t, tops); a != kNoStr) {
+      d.windows = windows_between(t, tops, a);
+      d.source = StepSource::Annotation;
+      d.detail = std::string(t.str(a));
+      return d;
+    }
+    d.windows = optimizer_windows(t, tops, track);
+    if (!d.windows.empty()) {
+      d.source = StepSource::OptimizerStep;
+      return d;
+    }
+  }
+  d.source = StepSource::WholeTrace;
+  d.windows = {{0, "whole trace", t.first_ts(), t.last_end()}};
+  return d;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,226 @@
+// The lever catalogue: one entry per lever, its expected gain an Amdahl bound from this trace.
+//
+// A lever acts on some categories of the step; it can remove at most a fraction of their time
+// (the fractions below, each with its source). The step then becomes step - removable, so the
+// speedup can be no more than step / (step - removable): an upper bound, never a promise.
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "diagnose/diagnose_internal.hpp"
+
+namespace stepscope {
+namespace {
+
+using namespace diagnose_detail;
+
+// Workers prefetching in the background can hide the whole batch wait (seed 001 T4: with
+// num_workers=0 nothing overlaps; with enough workers fetching overlaps compute entirely).
+constexpr double kHideAll = 1.0;
+// Pinned memory + non_blocking copies run on a copy stream under compute (seed 001 T6).
+constexpr double kAsyncCopyHides = 1.0;
+// Doubling the micro-batch halves the per-sample host and launch overhead (seed 001 T18).
+constexpr double kMicroBatchAmortize = 0.5;
+// bf16 tensor-core GEMMs/convolutions run several times faster than fp32 SIMT ones (seed 001
+// T13); claiming half of that time back is conservative.
+constexpr double kLowPrecisionCut = 0.5;
+// TF32 on fp32 matmuls: seed 001 T9 reports fp32 runs 2-4x slow without it; half the SIMT GEMM time.
+constexpr double kTf32Cut = 0.5;
+// channels_last: a layout speedup for conv nets under AMP (seed 001 T11); a fifth of conv time.
+constexpr double kChannelsLastCut = 0.2;
+// torch.compile fuses pointwise chains: half of elementwise/norm time and of launch overhead (seed 001 T15).
+constexpr double kFusionCut = 0.5;
+// CUDA graphs replay a step's launches without the host (seed 001 T15 reduce-overhead mode).
+constexpr double kGraphsCut = 0.9;
+// A fused (single-kernel) optimizer step replaces per-parameter kernels: half the optimizer time.
+constexpr double kFusedOptimizerCut = 0.5;
+// DDP bucketing overlaps all-reduce with backward (seed 001 T23); most exposed sync can hide.
+constexpr double kOverlapHides = 0.8;
+// Accumulating over 4 micro-batches all-reduces once instead of 4 times (no_sync).
+constexpr double kAccumulationSteps = 4.0;
+// FSDP backward/forward prefetch hides the next layer's all-gather under compute (seed 001 T23).
+constexpr double kPrefetchHides = 0.5;
+// Activation checkpointing costs ~20-30% extra compute (seed 001 T17); the lower end.
+constexpr double kRecomputeShare = 0.2;
+
+double cat(const JobStep& j, Category c) { return j.category[static_cast<std::size_t>(c)]; }
+
+double compute(const JobStep& j) {
+  return cat(j, Category::ComputeForward) + cat(j, Category::ComputeBackward) +
+         cat(j, Category::ComputeOptimizer) + cat(j, Category::ComputeOther);
+}
+
+struct Mix {
+  double total = 0, gemm_simt = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
+  bool recompute = false, fused_optimizer = false;
+  double share(double v) const { return total > 0 ? v / total : 0; }
+};
+
+Mix job_mix(const AnalysisResult& r) {
+  Mix m;
+  for (const auto& p : r.partitions) {
+    auto at = [&](KernelClass c) { return static_cast<double>(p.mix.class_ns[static_cast<std::size_t>(c)]); };
+    m.total += static_cast<double>(p.mix.kernel_ns());
+    m.gemm_simt += at(KernelClass::Gemm);
+    m.gemm_tc += at(KernelClass::GemmTensorCore);
+    m.conv += at(KernelClass::Convolution);
+    m.eltwise_norm += at(KernelClass::Elementwise) + at(KernelClass::ReductionNorm);
+    m.attention += at(KernelClass::Attention);
+    m.softmax += static_cast<double>(p.mix.softmax_ns);
+    m.recompute = m.recompute || p.mix.recompute_seen;
+    m.fused_optimizer = m.fused_optimizer || p.mix.fused_optimizer_seen;
+  }
+  return m;
+}
+
+// Mean per-step excess of periodic spikes of a given kind (over all steady steps).
+double periodic_excess(const AnalysisResult& r, PeriodKind kind) {
+  double total = 0;
+  std::size_t n = 0;
+  for (const auto& s : r.stability) {
+    if (!s.steps) continue;
+    ++n;
+    if (s.period.kind == kind)
+      total += static_cast<double>(s.period.mean_excess) * static_cast<double>(s.period.occurrences) /
+               static_cast<double>(s.steps);
+  }
+  return n ? total / static_cast<double>(n) : 0;
+}
+
+struct Entry {
+  const char* id;
+  const char* title;
+  const char* knob;
+  const char* risk;
+  const char* numerics;
+  const char* comparability;
+};
+
+constexpr const char* kNumericsLink =
+    "can change numerics: compare loss curves / eval metrics against the unchanged run before trusting it";
+
+Lever make(const Entry& e, const std::string& targets, double target_ns, double fraction,
+           const std::string& basis, double step) {
+  Lever l;
+  l.id = e.id;
+  l.title = e.title;
+  l.knob = e.knob;
+  l.risk = e.risk;
+  l.numerics = e.numerics;
+  l.comparability = e.comparability;
+  l.targets = targets;
+  l.target_ns = target_ns;
+  l.step_ns = step;
+  l.removable_ns = std::clamp(target_ns * fraction, 0.0, step * 0.999);
+  l.speedup = step > 0 ? step / (step - l.removable_ns) : 1;
+  l.basis = basis;
+  l.applies = l.removable_ns > 0;
+  return l;
+}
+
+}  // namespace
+
+namespace diagnose_detail {
+
+std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const Verdict& v) {
+  const double step = j.step_ns;
+  const double wait = cat(j, Category::BatchWait);
+  const double host = cat(j, Category::LaunchOverhead) + cat(j, Category::HostCompute);
+  const double sync = cat(j, Category::SyncStall);
+  const double comm = cat(j, Category::GradSyncExposed);
+  const double side = cat(j, Category::SideWork) + (v.bound == Bound::SideWork ? cat(j, Category::Idle) : 0);
+  const double cmp = compute(j);
+  const Mix m = job_mix(r);
+  const bool gpu = j.gpu;
+  std::vector<Lever> out;
+  auto add = [&](const Entry& e, const std::string& targets, double ns, double f, const std::string& basis) {
+    out.push_back(make(e, targets, ns, f, basis, step));
+  };
+
+  add({"num_workers", "raise DataLoader num_workers", "DataLoader(num_workers=N)",
+       "each worker holds a copy of the dataset object: too many exhaust host RAM or oversubscribe cores", "", ""},
+      "batch wait", wait, kHideAll, "background workers can hide all of the batch wait");
+  add({"preprocess_cache", "pre-process or cache the data once", "offline tokenisation/decoding, a cached dataset (WebDataset, Arrow)",
+       "disk space and a pipeline to keep in sync with the raw data; a cached augmentation is no longer random", "",
+       "changes what each epoch sees when augmentations are cached"},
+      "batch wait", wait, kHideAll, "work moved out of the loop no longer stalls it");
+  add({"persistent_workers", "keep loader workers alive across epochs", "DataLoader(persistent_workers=True)",
+       "workers keep their memory between epochs", "", ""},
+      "epoch-start batch wait", periodic_excess(r, PeriodKind::EpochBoundary), kHideAll,
+      "the respawn stall at each epoch start disappears");
+  add({"prefetch_factor", "deepen the loader's prefetch queue", "DataLoader(prefetch_factor=4)",
+       "more batches resident in host memory; no help if workers are slower on average than the step", "", ""},
+      "periodic batch wait", periodic_excess(r, PeriodKind::LoaderWorkers), kHideAll,
+      "a deeper queue absorbs the recurring loader stall");
+  add({"pin_memory", "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
+       "pinned pages cannot be swapped: large pinned pools pressure host RAM", "", ""},
+      "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides, "the copy overlaps compute on a copy stream");
+  add({"remove_item", "remove per-step .item() / print / .cpu()", "log every N steps; keep metrics on the device",
+       "less frequent loss logging", "", ""},
+      "sync stall", sync, kHideAll, "without the sync the host runs ahead and the GPU queue never drains");
+  add({"micro_batch", "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
+       "more activation memory; optimisation behaviour changes with the batch", "",
+       "a different batch size is a different experiment: pin it across compared runs"},
+      "launch overhead + host compute", gpu ? host : 0, kMicroBatchAmortize,
+      "per-step host and launch costs are paid once for twice the samples");
+  add({"amp_bf16", "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
+       "numerical edge cases; fp16 needs a GradScaler", kNumericsLink, ""},
+      "SIMT GEMM + convolution kernels", gpu ? cmp * m.share(m.gemm_simt + m.conv) : 0, kLowPrecisionCut,
+      "16-bit tensor-core math replaces fp32 kernels");
+  add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high')",
+       "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
+      "SIMT GEMM kernels", gpu ? cmp * m.share(m.gemm_simt) : 0, kTf32Cut, "fp32 GEMMs move to tensor cores");
+  add({"channels_last", "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
+       "no benefit for transformers; some custom ops expect NCHW", "", ""},
+      "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");
+  add({"torch_compile", "torch.compile the model", "model = torch.compile(model)",
+       "compile time on the first steps; varying shapes recompile and past the cache limit fall back to eager "
+       "(pad/bucket shapes or dynamic=True)", kNumericsLink, "exclude compile warm-up steps when comparing"},
+      "elementwise/norm kernels + launch overhead",
+      gpu ? cmp * m.share(m.eltwise_norm) + cat(j, Category::LaunchOverhead) : 0, kFusionCut,
+      "fused pointwise chains and fewer launches");
+  add({"cuda_graphs", "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
+       "static shapes and addresses required; extra memory for graph pools", "", ""},
+      "launch overhead + host compute", gpu ? host : 0, kGraphsCut, "the step's launches replay without the host");
+  add({"fused_optimizer", "fused optimizer step", "torch.optim.AdamW(..., fused=True)",
+       "only for supported optimizers and dtypes", "rounding of the update can differ slightly", ""},
+      "optimizer compute", gpu && !m.fused_optimizer ? cat(j, Category::ComputeOptimizer) : 0, kFusedOptimizerCut,
+      "one kernel per step instead of several per parameter");
+  add({"sdpa", "fused attention (SDPA / FlashAttention)", "F.scaled_dot_product_attention with bf16/fp16 inputs",
+       "silently falls back to the math kernel when constraints are not met: force the backend to verify",
+       kNumericsLink, ""},
+      "softmax kernels of unfused attention", gpu && m.attention == 0 ? cmp * m.share(m.softmax) : 0, kHideAll,
+      "the seq x seq score matrix is never materialised");
+  add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
+       "cluster-specific tuning; too small buckets add launch overhead", "", ""},
+      "exposed grad sync", comm, kOverlapHides, "all-reduce overlapped with backward");
+  add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
+       "longer optimiser feedback loop", "",
+       "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
+      "exposed grad sync", comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
+  add({"fsdp_prefetch", "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
+       "more memory in flight (limit_all_gathers)", "", ""},
+      "exposed grad sync", comm, kPrefetchHides, "the next layer's all-gather runs under current compute");
+  add({"async_checkpoint", "asynchronous or less frequent checkpointing", "torch.distributed.checkpoint.async_save, or save every more steps",
+       "more work lost on a crash between saves; async saves hold a copy in memory", "", ""},
+      "side work", side, kHideAll, "the save leaves the training loop");
+  add({"fix_straggler", "fix the straggler (data skew, slow hardware, placement)",
+       "balance samples per rank; check the slow rank's GPU clocks, thermals and PCIe/NVLink",
+       "needs access to the node; may mean replacing hardware", "", ""},
+      "straggler wait", r.rank_comparison.straggler ? r.rank_comparison.balanced_saving_ns : 0, 1.0,
+      "every rank finishes with the median compute");
+  add({"no_activation_checkpointing", "disable activation checkpointing when memory allows",
+       "drop torch.utils.checkpoint / gradient_checkpointing_enable()", "more activation memory: may OOM", "", ""},
+      "recomputed forward", m.recompute ? cmp : 0, kRecomputeShare, "recompute costs about a fifth of compute");
+
+  for (auto& l : out) l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets,
+                                            ms(l.target_ns), ms(l.removable_ns));
+  std::stable_sort(out.begin(), out.end(), [](const Lever& a, const Lever& b) {
+    if (a.applies != b.applies) return a.applies;
+    return a.speedup > b.speedup;
+  });
+  return out;
+}
+
+}  // namespace diagnose_detail
+}  // namespace stepscope

@@ -1,0 +1,123 @@
+#include "report/diagnosis_render.hpp"
+#include "stepscope/diagnose.hpp"
+
+namespace stepscope::report_detail {
+namespace {
+
+nlohmann::json categories_json(const CategoryTimes& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int c = 0; c < kCategoryCount; ++c) j[category_name(static_cast<Category>(c))] = t[static_cast<std::size_t>(c)];
+  return j;
+}
+
+nlohmann::json mean_categories_json(const std::array<double, kCategoryCount>& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int c = 0; c < kCategoryCount; ++c) j[category_name(static_cast<Category>(c))] = t[static_cast<std::size_t>(c)];
+  return j;
+}
+
+nlohmann::json verdict_json(const Verdict& v) {
+  nlohmann::json j;
+  j["bound"] = bound_id(v.bound);
+  j["label"] = bound_label(v.bound, v.gpu);
+  j["share"] = v.share;
+  j["scope"] = v.scope;
+  j["runner_up"] = v.has_runner_up ? nlohmann::json(bound_id(v.runner_up)) : nlohmann::json(nullptr);
+  j["runner_up_share"] = v.runner_up_share;
+  j["compute_kind"] = v.compute_kind;
+  j["evidence"] = v.evidence;
+  j["headline"] = v.headline;
+  return j;
+}
+
+nlohmann::json lever_json(const Lever& l) {
+  return {{"id", l.id}, {"title", l.title}, {"knob", l.knob}, {"targets", l.targets},
+          {"target_ns", l.target_ns}, {"removable_ns", l.removable_ns}, {"step_ns", l.step_ns},
+          {"speedup_bound", l.speedup}, {"basis", l.basis}, {"risk", l.risk}, {"numerics_warning", l.numerics},
+          {"comparability_warning", l.comparability}, {"applies", l.applies}};
+}
+
+nlohmann::json ranks_json(const RankComparison& rc) {
+  nlohmann::json j;
+  auto& rows = j["rows"] = nlohmann::json::array();
+  for (const auto& r : rc.rows)
+    rows.push_back({{"rank", r.rank}, {"step_ns", r.step_ns}, {"compute_ns", r.compute_ns},
+                    {"grad_sync_exposed_ns", r.grad_sync_ns}});
+  j["slowdown"] = rc.local ? "rank-local" : "global";
+  j["straggler"] = rc.straggler ? nlohmann::json(*rc.straggler) : nlohmann::json(nullptr);
+  j["straggler_compute_excess"] = rc.straggler_excess;
+  j["median_wait_ns"] = rc.median_wait_ns;
+  j["balanced_saving_ns"] = rc.balanced_saving_ns;
+  j["mean_collective_skew_ns"] = rc.mean_skew_ns;
+  auto& skew = j["collective_skew"] = nlohmann::json::array();
+  for (const auto& s : rc.skew) skew.push_back({{"step", s.step}, {"skew_ns", s.skew_ns}});
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json partition_json(const RankPartition& p) {
+  nlohmann::json j;
+  j["gpu"] = p.gpu;
+  j["step_source"] = step_source_name(p.source);
+  j["step_source_detail"] = p.source_detail;
+  j["main_thread"] = p.main_thread;
+  j["steady_steps"] = p.steady_steps;
+  j["steady_mean_step_ns"] = p.steady_mean_ns;
+  j["steady_mean_categories_ns"] = mean_categories_json(p.steady_mean_category);
+  j["sync_calls"] = p.sync_calls;
+  j["notes"] = p.notes;
+  auto& steps = j["steps"] = nlohmann::json::array();
+  for (const auto& s : p.steps)
+    steps.push_back({{"number", s.number}, {"name", s.name}, {"start_ns", s.start}, {"end_ns", s.end},
+                     {"host_end_ns", s.host_end}, {"duration_ns", s.duration()}, {"warmup", s.warmup},
+                     {"warmup_reason", s.warmup_reason}, {"categories_ns", categories_json(s.ns)}});
+  nlohmann::json mix = nlohmann::json::object();
+  for (int c = 0; c < kKernelClassCount; ++c)
+    mix[kernel_class_name(static_cast<KernelClass>(c))] = p.mix.class_ns[static_cast<std::size_t>(c)];
+  j["compute_kernel_ns_by_class"] = mix;
+  j["compute_kernels"] = p.mix.kernels;
+  return j;
+}
+
+nlohmann::json stability_json(const Stability& s) {
+  nlohmann::json j;
+  j["steps"] = s.steps;
+  j["mean_ns"] = s.mean_ns;
+  j["p50_ns"] = s.p50_ns;
+  j["p90_ns"] = s.p90_ns;
+  j["max_ns"] = s.max_ns;
+  j["cv"] = s.cv;
+  j["quiet_step_ns"] = s.quiet_ns;
+  j["bursty"] = s.bursty;
+  auto& spikes = j["spikes"] = nlohmann::json::array();
+  for (const auto& sp : s.spikes)
+    spikes.push_back({{"step", sp.step}, {"duration_ns", sp.duration}, {"excess_ns", sp.excess},
+                      {"grew", category_name(sp.grew)}, {"grew_by_ns", sp.grew_by}});
+  if (s.period.kind == PeriodKind::None) {
+    j["periodicity"] = nullptr;
+  } else {
+    j["periodicity"] = {{"every", s.period.every}, {"kind", period_kind_name(s.period.kind)},
+                        {"category", category_name(s.period.category)}, {"mean_excess_ns", s.period.mean_excess},
+                        {"occurrences", s.period.occurrences}};
+  }
+  return j;
+}
+
+void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j) {
+  const JobStep job = job_step(r);
+  j["steady_state_step"] = {{"mean_step_ns", job.step_ns}, {"categories_ns", mean_categories_json(job.category)},
+                            {"gpu", job.gpu}};
+  j["rank_comparison"] = ranks_json(r.rank_comparison);
+  if (!r.diagnosis.present) {
+    j["verdict"] = nullptr;
+    return;
+  }
+  j["verdict"] = verdict_json(r.diagnosis.verdict);
+  auto& findings = j["findings"] = nlohmann::json::array();
+  for (const auto& f : r.diagnosis.findings) findings.push_back({{"id", f.id}, {"text", f.text}});
+  auto& levers = j["levers"] = nlohmann::json::array();
+  for (const auto& l : r.diagnosis.levers) levers.push_back(lever_json(l));
+}
+
+}  // namespace stepscope::report_detail

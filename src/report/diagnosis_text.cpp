@@ -1,0 +1,130 @@
+// Text report: the verdict first, then the partition table, stability, ranks, evidence, levers.
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "report/diagnosis_render.hpp"
+#include "stepscope/diagnose.hpp"
+
+namespace stepscope::report_detail {
+namespace {
+
+std::string ms(double ns) {
+  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
+  return fmt::format("{:.1f} us", ns / 1e3);
+}
+
+std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
+
+void verdict_lines(const Diagnosis& d, std::string& out) {
+  const Verdict& v = d.verdict;
+  out += fmt::format("verdict: {}\n", terminal_safe(v.headline));
+  if (v.has_runner_up)
+    out += fmt::format("  runner-up: {} ({} of the step)\n", bound_label(v.runner_up, v.gpu), pct(v.runner_up_share));
+  if (!v.compute_kind.empty() && v.bound == Bound::GpuCompute)
+    out += fmt::format("  compute kind: {}\n", terminal_safe(v.compute_kind));
+}
+
+void steps_line(const AnalysisResult& r, std::string& out) {
+  for (const auto& p : r.partitions) {
+    std::size_t warm = static_cast<std::size_t>(
+        std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; }));
+    std::string from = step_source_name(p.source);
+    if (p.source == StepSource::Annotation) from += " '" + terminal_safe(p.source_detail) + "'";
+    out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {} timeline\n", p.rank, p.steps.size(),
+                       p.steps.size() == 1 ? "" : "s", from, warm, p.gpu ? "GPU" : "host (CPU-only)");
+  }
+}
+
+void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::string& out) {
+  out += fmt::format("\npartition of the mean steady-state step ({}{}):\n", ms(job.step_ns),
+                     ranks > 1 ? fmt::format(", mean of {} ranks", ranks) : "");
+  out += fmt::format("  {:<22} {:>11} {:>8}\n", "category", "per step", "% step");
+  for (int c = 0; c < kCategoryCount; ++c) {
+    double v = job.category[static_cast<std::size_t>(c)];
+    if (v <= 0 && !verbose) continue;
+    out += fmt::format("  {:<22} {:>11} {:>8}\n", category_label(static_cast<Category>(c)), ms(v),
+                       pct(job.step_ns > 0 ? v / job.step_ns : 0));
+  }
+}
+
+void stability_lines(const AnalysisResult& r, std::string& out) {
+  for (const auto& s : r.stability) {
+    if (!s.steps) continue;
+    out += fmt::format("\nstability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", s.rank,
+                       s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
+    for (const auto& sp : s.spikes)
+      out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, ms(static_cast<double>(sp.duration)),
+                         ms(static_cast<double>(sp.excess)), category_label(sp.grew), ms(static_cast<double>(sp.grew_by)));
+    if (s.period.kind != PeriodKind::None)
+      out += fmt::format("  periodic: every {} steps ({}) — {}\n", s.period.every, category_label(s.period.category),
+                         period_kind_name(s.period.kind));
+  }
+}
+
+void ranks_table(const RankComparison& rc, std::string& out) {
+  if (rc.rows.size() < 2) return;
+  out += "\nranks (steady-state means):\n";
+  out += fmt::format("  {:>5} {:>11} {:>11} {:>13}\n", "rank", "step", "compute", "grad sync exp");
+  for (const auto& row : rc.rows)
+    out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}\n", row.rank, ms(row.step_ns), ms(row.compute_ns),
+                       ms(row.grad_sync_ns), rc.straggler && *rc.straggler == row.rank ? "  <- straggler" : "");
+  out += fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
+  if (rc.straggler)
+    out += fmt::format("; straggler rank {} (+{} compute); balanced ranks would save {} per step", *rc.straggler,
+                       pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
+  out += fmt::format("; collective skew {} per step\n", ms(rc.mean_skew_ns));
+}
+
+void evidence_lines(const Diagnosis& d, std::string& out) {
+  out += "\nevidence:\n";
+  for (const auto& e : d.verdict.evidence) out += fmt::format("  - {}\n", terminal_safe(e));
+  for (const auto& f : d.findings) out += fmt::format("  - {}\n", terminal_safe(f.text));
+}
+
+void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
+  out += "\nlevers (expected gain is an upper bound from this trace):\n";
+  std::size_t shown = 0;
+  for (const auto& l : d.levers) {
+    // Below a 1% bound a lever is noise for this trace (still listed in JSON and --verbose).
+    if (!l.applies || (!verbose && (shown >= 6 || l.speedup < 1.01))) continue;
+    ++shown;
+    out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {})\n", shown, l.title, l.speedup, ms(l.step_ns),
+                       ms(l.step_ns - l.removable_ns));
+    out += fmt::format("     knob: {}\n     why: {}\n     risk: {}\n", l.knob, l.basis, l.risk);
+    if (!l.numerics.empty()) out += fmt::format("     numerics: {}\n", l.numerics);
+    if (!l.comparability.empty()) out += fmt::format("     comparability: {}\n", l.comparability);
+  }
+  if (!shown) out += "  none: the trace shows no time a catalogued lever acts on\n";
+}
+
+void step_table(const RankPartition& p, std::string& out) {
+  out += fmt::format("\nsteps of rank {} (ms per category):\n  {:<18}", p.rank, "step");
+  for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>8.8}", category_name(static_cast<Category>(c)));
+  out += "\n";
+  for (const auto& s : p.steps) {
+    out += fmt::format("  {:<18.18}", terminal_safe(s.name) + (s.warmup ? "*" : ""));
+    for (auto v : s.ns) out += fmt::format(" {:>8.2f}", static_cast<double>(v) / 1e6);
+    out += "\n";
+  }
+}
+
+}  // namespace
+
+std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts) {
+  std::string out;
+  if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
+  verdict_lines(r.diagnosis, out);
+  steps_line(r, out);
+  partition_table(job_step(r), r.partitions.size(), opts.verbose, out);
+  stability_lines(r, out);
+  ranks_table(r.rank_comparison, out);
+  evidence_lines(r.diagnosis, out);
+  lever_lines(r.diagnosis, opts.verbose, out);
+  if (opts.verbose)
+    for (const auto& p : r.partitions) step_table(p, out);
+  return out;
+}
+
+}  // namespace stepscope::report_detail
