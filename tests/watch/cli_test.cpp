@@ -68,7 +68,8 @@ TEST(Cli, WatchJsonOnStdout) {
 
 TEST(Cli, TriageReadsALogAndReportsMalformedLines) {
   if (!have_binary()) GTEST_SKIP() << "stepscope binary not built";
-  std::string path = ::testing::TempDir() + "stepscope_cli_dmon.log";
+  std::string path =
+      ::testing::TempDir() + "stepscope_cli_dmon_" + std::to_string(::getpid()) + ".log";
   std::ofstream(path) << "# gpu    pwr     sm\n# Idx      W      %\n    0    300     97\n    0    "
                          "310     99\n    0  3";
   auto r = run("triage " + path);

@@ -16,17 +16,29 @@ using namespace watch_test;
 
 namespace {
 
-// Builds the double once per test run with the system C compiler.
-const std::string& fake_library() {
-  static const std::string path = [] {
-    std::string out = ::testing::TempDir() + "libstepscope_fake_nvml.so";
+// Builds the double once per test process with the system C compiler, and removes it at exit.
+class FakeLibrary {
+ public:
+  FakeLibrary() {
+    // Per process: ctest runs the tests of this binary as parallel processes.
+    path_ = ::testing::TempDir() + fmt::format("libstepscope_fake_nvml_{}.so", ::getpid());
     const char* cc = std::getenv("CC");
     std::string cmd = fmt::format("{} -shared -fPIC -O1 -o '{}' '{}/tests/watch/fake_nvml.c'",
-                                  cc && *cc ? cc : "cc", out, STEPSCOPE_SOURCE_DIR);
-    if (std::system(cmd.c_str()) != 0) return std::string();
-    return out;
-  }();
-  return path;
+                                  cc && *cc ? cc : "cc", path_, STEPSCOPE_SOURCE_DIR);
+    if (std::system(cmd.c_str()) != 0) path_.clear();
+  }
+  ~FakeLibrary() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::string& fake_library() {
+  static const FakeLibrary library;
+  return library.path();
 }
 
 // Writes a script and points the double at it for the lifetime of the object.

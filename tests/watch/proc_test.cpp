@@ -170,7 +170,7 @@ TEST(ProcSampler, ManyThreadsOnOneCoreAreOversubscribed) {
 }
 
 TEST(ProcSampler, SyncWritingChildIsIoBound) {
-  std::string path = ::testing::TempDir() + "stepscope_io_test.bin";
+  std::string path = ::testing::TempDir() + fmt::format("stepscope_io_test_{}.bin", ::getpid());
   Child child([path] { heavy_file_io(path); });
   settle();
   auto s = sample_for(child.pid(), 8, 200ms);

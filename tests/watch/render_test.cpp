@@ -1,9 +1,9 @@
 // The text and JSON views: every number of the verdict reaches them, untrusted names are escaped.
+#include "stepscope/watch/render.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "stepscope/watch/render.hpp"
 
 using namespace stepscope::watch;
 
