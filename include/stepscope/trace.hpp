@@ -118,7 +118,7 @@ struct EventTable {
   std::vector<std::int64_t> tid;
   std::vector<std::int64_t> correlation;   // args.correlation (flows: their id), or kNone
   std::vector<std::int64_t> external_id;   // args["External id"], or kNone
-  std::vector<std::int32_t> stream;        // args.stream, or -1
+  std::vector<std::int64_t> stream;        // args.stream, or -1 (old traces write 4294967295)
   std::vector<std::int32_t> device;        // args.device, or -1
   std::vector<std::int32_t> kernel_args;   // index into RankTrace::kernel_args, or -1
   std::vector<std::int32_t> extra;         // index into RankTrace::extras, or -1

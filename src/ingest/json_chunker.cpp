@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "stepscope/error.hpp"
@@ -63,8 +64,13 @@ std::size_t find_event_structural(const char* b, std::size_t i, std::size_t n) {
 
 }  // namespace
 
+// Small inputs get a block of their own size: many small rank files (or fuzz inputs) should not
+// each pay for a full block.
 JsonChunker::JsonChunker(ByteSource& src, std::string name, std::size_t block_size)
-    : src_(src), name_(std::move(name)), block_size_(block_size) {}
+    : src_(src),
+      name_(std::move(name)),
+      block_size_(std::clamp<std::size_t>(std::max(src.expected_output(), src.total()) + 1, 4096,
+                                          block_size)) {}
 
 void JsonChunker::fail(std::size_t at, const std::string& what) const {
   throw InputError(fmt::format("{}: byte {}: {}", name_, base_offset_ + at, what));

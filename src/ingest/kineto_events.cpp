@@ -97,20 +97,16 @@ std::string_view field_key(od::field& f) {
 }
 
 bool as_int64(od::value v, std::int64_t& out) {
-  auto t = v.type();
-  if (t.error()) return false;
-  if (t.value_unsafe() == od::json_type::number) {
-    auto i = v.get_int64();
-    if (!i.error()) {
-      out = i.value_unsafe();
-      return true;
-    }
-    auto d = v.get_double();
-    if (d.error()) return false;
-    out = static_cast<std::int64_t>(d.value_unsafe());
+  // Integers are the common case; only a failed integer read pays for the type check.
+  auto i = v.get_int64();
+  if (!i.error()) {
+    out = i.value_unsafe();
     return true;
   }
-  return false;
+  auto d = v.get_double();
+  if (d.error()) return false;
+  out = static_cast<std::int64_t>(d.value_unsafe());
+  return true;
 }
 
 bool as_double(od::value v, double& out) {
@@ -252,43 +248,58 @@ struct EventFields {
   ArgValues args;
 };
 
-void parse_one_event(od::object obj, const Where& where, RankTrace& out,
-                     EventFields& e) {
+void read_string_field(od::value v, const Where& where, const char* what, RankTrace& out, StrId& dst) {
+  auto s = v.get_string();
+  if (s.error()) where.fail(fmt::format("\"{}\" is not a string", what));
+  dst = out.strings.intern(s.value_unsafe());
+}
+
+// Dispatches on the key's length first: every event has these few keys, and comparing lengths
+// is cheaper than a chain of string compares.
+void parse_one_event(od::object obj, const Where& where, RankTrace& out, EventFields& e) {
   for (auto fr : obj) {
     if (fr.error()) where.fail(simdjson::error_message(fr.error()));
     od::field f = std::move(fr.value_unsafe());
     std::string_view k = field_key(f);
     od::value v = f.value();
-    if (k.size() == 2 && k == "ph") {
-      auto s = v.get_string();
-      if (s.error()) where.fail("\"ph\" is not a string");
-      e.phase = phase_from(s.value_unsafe());
-      e.has_ph = true;
-    } else if (k == "name") {
-      auto s = v.get_string();
-      if (s.error()) where.fail("\"name\" is not a string");
-      e.name = out.strings.intern(s.value_unsafe());
-    } else if (k == "cat") {
-      auto s = v.get_string();
-      if (s.error()) where.fail("\"cat\" is not a string");
-      e.cat = out.strings.intern(s.value_unsafe());
-      e.has_cat = true;
-    } else if (k == "ts") {
-      if (!as_time(v, e.ts)) where.fail("\"ts\" is not a number");
-      e.has_ts = true;
-    } else if (k == "dur") {
-      if (!as_time(v, e.dur)) where.fail("\"dur\" is not a number");
-    } else if (k == "pid") {
-      if (!as_track_id(v, out.strings, e.pid)) where.fail("\"pid\" is neither a number nor a string");
-    } else if (k == "tid") {
-      if (!as_track_id(v, out.strings, e.tid)) where.fail("\"tid\" is neither a number nor a string");
-    } else if (k == "id") {
-      std::int64_t x = 0;
-      if (as_int64(v, x)) e.flow_id = x;
-    } else if (k == "args") {
-      auto o = v.get_object();
-      if (o.error()) where.fail("\"args\" is not an object");
-      parse_args(o.value_unsafe(), out.strings, e.phase, e.ts, e.name, e.args, out.counters);
+    switch (k.size()) {
+      case 2:
+        if (k == "ph") {
+          auto s = v.get_string();
+          if (s.error()) where.fail("\"ph\" is not a string");
+          e.phase = phase_from(s.value_unsafe());
+          e.has_ph = true;
+        } else if (k == "ts") {
+          if (!as_time(v, e.ts)) where.fail("\"ts\" is not a number");
+          e.has_ts = true;
+        } else if (k == "id") {
+          std::int64_t x = 0;
+          if (as_int64(v, x)) e.flow_id = x;
+        }
+        break;
+      case 3:
+        if (k == "cat") {
+          read_string_field(v, where, "cat", out, e.cat);
+          e.has_cat = true;
+        } else if (k == "pid") {
+          if (!as_track_id(v, out.strings, e.pid)) where.fail("\"pid\" is neither a number nor a string");
+        } else if (k == "tid") {
+          if (!as_track_id(v, out.strings, e.tid)) where.fail("\"tid\" is neither a number nor a string");
+        } else if (k == "dur") {
+          if (!as_time(v, e.dur)) where.fail("\"dur\" is not a number");
+        }
+        break;
+      case 4:
+        if (k == "name") {
+          read_string_field(v, where, "name", out, e.name);
+        } else if (k == "args") {
+          auto o = v.get_object();
+          if (o.error()) where.fail("\"args\" is not an object");
+          parse_args(o.value_unsafe(), out.strings, e.phase, e.ts, e.name, e.args, out.counters);
+        }
+        break;
+      default:
+        break;
     }
   }
   if (!e.has_ph) where.fail("event has no \"ph\" (phase)");
@@ -341,7 +352,7 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
   // it in the correlation column rather than in a side record.
   t.correlation.push_back(kind == Kind::Flow && e.flow_id != kNone ? e.flow_id : e.args.correlation);
   t.external_id.push_back(e.args.external_id);
-  t.stream.push_back(static_cast<std::int32_t>(e.args.stream));
+  t.stream.push_back(e.args.stream);
   t.device.push_back(static_cast<std::int32_t>(e.args.device));
   if (e.args.has_kernel) {
     t.kernel_args.push_back(static_cast<std::int32_t>(out.kernel_args.size()));
