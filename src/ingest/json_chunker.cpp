@@ -268,22 +268,14 @@ void JsonChunker::structural(char c, std::size_t at) {
     top_level_byte(c, at);
     return;
   }
-  // Nested inside a captured top-level value.
-  switch (c) {
-    case '"':
-      in_string_ = true;
-      break;
-    case '{':
-    case '[':
-      push(c, at);
-      break;
-    case '}':
-    case ']':
-      pop(c, at);
-      break;
-    default:
-      break;
-  }
+  nested_byte(c, at);
+}
+
+// Bytes inside a captured top-level value: only strings and nesting matter.
+void JsonChunker::nested_byte(char c, std::size_t at) {
+  if (c == '"') in_string_ = true;
+  else if (c == '{' || c == '[') push(c, at);
+  else if (c == '}' || c == ']') pop(c, at);
 }
 
 void JsonChunker::start_document(char c, std::size_t at) {
@@ -361,17 +353,11 @@ void JsonChunker::top_level_byte(char c, std::size_t at) {
       stack_.pop_back();
       doc_done_ = true;
       break;
-    case '"':
-      in_string_ = true;
-      break;
-    case '{':
-    case '[':
-      push(c, at);
-      break;
     case ']':
       fail(at, "unbalanced ']'");
     default:
       if (!in_top_value_) fail(at, fmt::format("unexpected '{}' in the trace object", c));
+      nested_byte(c, at);
       break;
   }
 }

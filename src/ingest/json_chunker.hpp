@@ -52,6 +52,7 @@ class JsonChunker {
   void start_document(char c, std::size_t at);
   void in_event_array(char c, std::size_t at);
   void top_level_byte(char c, std::size_t at);
+  void nested_byte(char c, std::size_t at);
   void end_event(std::size_t at);
   std::size_t scan_event(const char* b, std::size_t i, std::size_t n);
   void push(char c, std::size_t at);
