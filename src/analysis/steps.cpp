@@ -13,20 +13,25 @@ bool is_timed_host(const RankTrace& t, std::uint32_t i) {
 
 bool is_annotation_kind(Kind k) { return k == Kind::UserAnnotation || k == Kind::CpuOp; }
 
-// The thread holding ProfilerStep markers, else the one with the most ops and annotations:
-// the training loop runs there.
+bool is_loop_marker(std::string_view name) {
+  return name.rfind("Optimizer.step#", 0) == 0 || name.rfind("enumerate(DataLoader)", 0) == 0;
+}
+
+// The thread holding ProfilerStep markers; else the one holding the loop's own markers (optimizer
+// steps, batch fetches: the autograd thread can hold more ops but never these); else the one
+// with the most ops and annotations: the training loop runs there.
 int find_main_track(const RankTrace& t) {
   int best = -1;
-  std::size_t best_ops = 0;
+  std::pair<std::size_t, std::size_t> best_score{0, 0};  // (loop markers, ops)
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
-    std::size_t ops = 0;
+    std::pair<std::size_t, std::size_t> score{0, 0};
     for (auto i : t.host_tracks[k].events) {
-      if (!is_timed_host(t, i)) continue;
-      if (is_annotation_kind(t.events.kind[i]) && profiler_step_number(t.name_of(i)) >= 0)
-        return static_cast<int>(k);
-      ops += is_annotation_kind(t.events.kind[i]) ? 1 : 0;
+      if (!is_timed_host(t, i) || !is_annotation_kind(t.events.kind[i])) continue;
+      if (profiler_step_number(t.name_of(i)) >= 0) return static_cast<int>(k);
+      ++score.second;
+      if (is_loop_marker(t.name_of(i))) ++score.first;
     }
-    if (best < 0 || ops > best_ops) best = static_cast<int>(k), best_ops = ops;
+    if (best < 0 || score > best_score) best = static_cast<int>(k), best_score = score;
   }
   return best;
 }

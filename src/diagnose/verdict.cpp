@@ -92,12 +92,13 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
                      pct(share(KernelClass::Attention)));
 }
 
-void runner_up(Verdict& v, const Groups& g, double step) {
+// `merged`: the verdict already holds the unattributed time, so it cannot be the runner-up.
+void runner_up(Verdict& v, const Groups& g, double step, bool merged) {
   double best = -1;
   for (int b = 0; b < kBoundCount; ++b) {
     auto bb = static_cast<Bound>(b);
     if (bb == v.bound || bb == Bound::Straggler || g[static_cast<std::size_t>(b)] <= 0) continue;
-    if (v.bound == Bound::SideWork && bb == Bound::Unattributed) continue;
+    if (merged && bb == Bound::Unattributed) continue;
     if (g[static_cast<std::size_t>(b)] > best) best = g[static_cast<std::size_t>(b)], v.runner_up = bb;
   }
   v.has_runner_up = best > 0;
@@ -278,13 +279,15 @@ void diagnose(AnalysisResult& r) {
                                      *rc.straggler, pct(rc.straggler_excess), ms(rc.median_wait_ns)));
     v.bound = Bound::Straggler;
   }
-  if (v.bound == Bound::Unattributed) v.bound = resolve_unattributed(r, v);
+  const bool unattributed = v.bound == Bound::Unattributed;
+  if (unattributed) v.bound = resolve_unattributed(r, v);
+  // A bound resolved from unattributed time holds that time too.
   const double held = v.bound == Bound::Straggler
                           ? g[static_cast<std::size_t>(Bound::Communication)]
                           : g[static_cast<std::size_t>(v.bound)] +
-                                (v.bound == Bound::SideWork ? g[static_cast<std::size_t>(Bound::Unattributed)] : 0);
+                                (unattributed || v.bound == Bound::SideWork ? g[static_cast<std::size_t>(Bound::Unattributed)] : 0);
   v.share = held / job.step_ns;
-  runner_up(v, g, job.step_ns);
+  runner_up(v, g, job.step_ns, unattributed || v.bound == Bound::SideWork);
   if (v.bound == Bound::GpuCompute || (v.has_runner_up && v.runner_up == Bound::GpuCompute)) {
     v.compute_kind = compute_kind(r, job);
     if (!v.compute_kind.empty()) v.evidence.push_back("compute: " + v.compute_kind);

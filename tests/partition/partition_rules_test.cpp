@@ -1,0 +1,159 @@
+// The partition's priority rules on small traces written inline. Expected values are worked out
+// by hand from the event times (microseconds) in each test, instant by instant.
+#include <gtest/gtest.h>
+
+#include "partition/support.hpp"
+#include "stepscope/error.hpp"
+
+namespace stepscope {
+namespace {
+
+constexpr ns_t us(double v) { return static_cast<ns_t>(v * 1000); }
+
+ns_t at(const StepPartition& s, Category c) { return s.ns[static_cast<std::size_t>(c)]; }
+
+TEST(Partition, PriorityAndSyncTailOnAGpuStep) {
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.host("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 20, "user_annotation");
+  b.host("## forward ##", 20, 20, "user_annotation");
+  b.host("aten::linear", 21, 9);
+  b.launch("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 22, 25, 20);
+  b.host("Optimizer.step#AdamW.step", 40, 10, "user_annotation");
+  b.launch("multi_tensor_apply_kernel", 41, 46, 10);
+  b.host("aten::item", 50, 20);
+  b.host("ProfilerStep#2", 100, 50, "user_annotation");
+  b.launch("vectorized_elementwise_kernel", 101, 110, 10);
+  const AnalysisResult r = test::analyze_json(b.trace());
+  ASSERT_EQ(r.partitions.size(), 1u);
+  const RankPartition& p = r.partitions[0];
+  ASSERT_TRUE(p.gpu);
+  ASSERT_EQ(p.source, StepSource::ProfilerStep);
+  ASSERT_EQ(p.steps.size(), 2u);
+  const StepPartition& s1 = p.steps[0];
+  EXPECT_EQ(s1.duration(), us(100));
+  EXPECT_EQ(at(s1, Category::BatchWait), us(20));       // [0,20) loader, GPU idle
+  EXPECT_EQ(at(s1, Category::HostCompute), us(4));      // [20,22) [24,25) [45,46)
+  EXPECT_EQ(at(s1, Category::LaunchOverhead), us(2));   // [22,24) the GEMM's launch
+  EXPECT_EQ(at(s1, Category::ComputeForward), us(20));  // [25,45) launched inside ## forward ##
+  EXPECT_EQ(at(s1, Category::ComputeOptimizer), us(10));
+  EXPECT_EQ(at(s1, Category::SyncStall), us(44));       // [56,70) in item, [70,100) its idle tail
+  EXPECT_EQ(total_ns(s1.ns), s1.duration());
+  const StepPartition& s2 = p.steps[1];
+  EXPECT_EQ(at(s2, Category::SyncStall), us(8));  // the tail carried over: [100,101) [103,110)
+  EXPECT_EQ(at(s2, Category::LaunchOverhead), us(2));
+  EXPECT_EQ(at(s2, Category::ComputeOther), us(10));
+  EXPECT_EQ(at(s2, Category::Idle), us(30));
+  EXPECT_TRUE(s1.warmup);
+  EXPECT_FALSE(s2.warmup);
+}
+
+TEST(Partition, BackwardOnTheAutogradThread) {
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.host("autograd::engine::evaluate_function: AddmmBackward0", 10, 30, "cpu_op", 2);
+  b.launch("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize", 12, 20, 30, "kernel", 2);
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const StepPartition& s = r.partitions.at(0).steps.at(0);
+  EXPECT_EQ(at(s, Category::Idle), us(60));            // [0,10) and [50,100)
+  EXPECT_EQ(at(s, Category::HostCompute), us(8));      // autograd thread [10,12) [14,20)
+  EXPECT_EQ(at(s, Category::LaunchOverhead), us(2));
+  EXPECT_EQ(at(s, Category::ComputeBackward), us(30));
+}
+
+TEST(Partition, CommunicationAndCopiesRankBelowCompute) {
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 1, 10, 40);
+  b.launch("ampere_sgemm_128x64_tn", 2, 20, 10);
+  b.launch("Memcpy HtoD (Pinned -> Device)", 3, 45, 10, "gpu_memcpy", 1, "cudaMemcpyAsync");
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const StepPartition& s = r.partitions.at(0).steps.at(0);
+  EXPECT_EQ(at(s, Category::ComputeOther), us(10));     // [20,30) over the all-reduce
+  EXPECT_EQ(at(s, Category::GradSyncExposed), us(30));  // [10,20) [30,50)
+  EXPECT_EQ(at(s, Category::H2DCopy), us(5));           // [50,55) once the all-reduce ended
+}
+
+TEST(Partition, CpuOnlyWithoutStageMarkersCountsOpsAsCompute) {
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 30, "user_annotation");
+  b.host("aten::mm", 30, 50);
+  b.host("aten::item", 80, 5);
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const RankPartition& p = r.partitions.at(0);
+  EXPECT_FALSE(p.gpu);
+  const StepPartition& s = p.steps.at(0);
+  EXPECT_EQ(at(s, Category::BatchWait), us(30));
+  EXPECT_EQ(at(s, Category::ComputeOther), us(50));
+  EXPECT_EQ(at(s, Category::SyncStall), us(5));
+  EXPECT_EQ(at(s, Category::Idle), us(15));
+}
+
+TEST(Partition, UserStageRuleRelabelsOps) {
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.host("my_reader", 0, 30);
+  b.host("aten::mm", 30, 50);
+  AnalyzeOptions o;
+  o.partition.stage_rules.push_back(parse_stage_rule("data=^my_"));
+  const AnalysisResult with_rule = test::analyze_json(b.trace(), o);
+  const StepPartition& s = with_rule.partitions.at(0).steps.at(0);
+  EXPECT_EQ(at(s, Category::BatchWait), us(30));
+  const AnalysisResult without = test::analyze_json(b.trace());
+  const StepPartition& plain = without.partitions.at(0).steps.at(0);
+  EXPECT_EQ(at(plain, Category::BatchWait), 0);
+}
+
+TEST(Partition, BadStageRulesAreRejected) {
+  EXPECT_THROW(parse_stage_rule("nonsense"), InputError);
+  EXPECT_THROW(parse_stage_rule("lunch=foo"), InputError);
+  EXPECT_THROW(parse_stage_rule("forward=(unclosed"), InputError);
+  EXPECT_EQ(parse_stage_rule("forward=^model\\.").regex, "^model\\.");
+}
+
+TEST(Steps, RepeatedTopLevelAnnotationOpensEachStep) {
+  test::KinetoBuilder b;
+  for (double t0 : {0.0, 100.0}) {
+    b.host("h2d", t0, 5, "user_annotation");
+    b.host("forward", t0 + 10, 50, "user_annotation");
+  }
+  b.host("forward", 110, 60, "user_annotation");  // a longer second forward
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const RankPartition& p = r.partitions.at(0);
+  ASSERT_EQ(p.source, StepSource::Annotation);
+  EXPECT_EQ(p.source_detail, "h2d");
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].start, 0);
+  EXPECT_EQ(p.steps[0].end, us(100));
+  EXPECT_EQ(p.steps[1].end, us(170));
+}
+
+TEST(Steps, OptimizerStepBoundaries) {
+  test::KinetoBuilder b;
+  b.host("aten::mm", 0, 40);
+  b.host("Optimizer.step#SGD.step", 40, 10);
+  b.host("aten::mm", 50, 40);
+  b.host("Optimizer.step#SGD.step", 90, 10);
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const RankPartition& p = r.partitions.at(0);
+  ASSERT_EQ(p.source, StepSource::OptimizerStep);
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].end, us(50));
+  EXPECT_EQ(p.steps[1].start, us(50));
+  EXPECT_EQ(p.steps[1].end, us(100));
+}
+
+TEST(Steps, NothingToSplitOnIsOneWindowAndSaysSo) {
+  test::KinetoBuilder b;
+  b.host("aten::mm", 0, 50);
+  const AnalysisResult r = test::analyze_json(b.trace());
+  const RankPartition& p = r.partitions.at(0);
+  EXPECT_EQ(p.source, StepSource::WholeTrace);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].duration(), us(50));
+  EXPECT_FALSE(p.notes.empty());
+}
+
+}  // namespace
+}  // namespace stepscope
