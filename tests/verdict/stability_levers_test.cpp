@@ -1,0 +1,175 @@
+// Stability, rank comparison, verdict rules and lever arithmetic on partitions built by hand:
+// the expected numbers follow from the step times written in each test.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "partition/support.hpp"
+
+namespace stepscope {
+namespace {
+
+constexpr ns_t ms(double v) { return static_cast<ns_t>(v * 1e6); }
+
+// A step of `compute` ms of forward compute plus `extra` ms of category `c`.
+StepPartition step(std::int64_t n, double compute, Category c = Category::Idle, double extra = 0) {
+  StepPartition s;
+  s.number = n;
+  s.name = "ProfilerStep#" + std::to_string(n);
+  s.start = ms(100.0 * static_cast<double>(n));
+  s.ns[static_cast<std::size_t>(Category::ComputeForward)] = ms(compute);
+  s.ns[static_cast<std::size_t>(c)] += ms(extra);
+  s.end = s.host_end = s.start + total_ns(s.ns);
+  return s;
+}
+
+RankPartition rank_of(int rank, std::vector<StepPartition> steps) {
+  RankPartition p;
+  p.rank = rank;
+  p.gpu = true;
+  p.source = StepSource::ProfilerStep;
+  p.steps = std::move(steps);
+  p.steps.front().warmup = true;
+  std::size_t n = 0;
+  for (const auto& s : p.steps) {
+    if (s.warmup) continue;
+    ++n;
+    p.steady_mean_ns += static_cast<double>(s.duration());
+    for (int c = 0; c < kCategoryCount; ++c)
+      p.steady_mean_category[static_cast<std::size_t>(c)] += static_cast<double>(s.ns[static_cast<std::size_t>(c)]);
+  }
+  p.steady_steps = n;
+  p.steady_mean_ns /= static_cast<double>(n);
+  for (auto& v : p.steady_mean_category) v /= static_cast<double>(n);
+  return p;
+}
+
+TEST(Stability, PercentilesAndCvOfAStableRun) {
+  // Steady steps 40, 41, 42, 43 ms (step 0 is warm-up).
+  RankPartition p = rank_of(0, {step(0, 90), step(1, 40), step(2, 41), step(3, 42), step(4, 43)});
+  const Stability s = compute_stability(p);
+  EXPECT_EQ(s.steps, 4u);
+  EXPECT_DOUBLE_EQ(s.p50_ns, static_cast<double>(ms(41)));  // nearest rank: 2nd of 4
+  EXPECT_DOUBLE_EQ(s.p90_ns, static_cast<double>(ms(43)));
+  EXPECT_DOUBLE_EQ(s.max_ns, static_cast<double>(ms(43)));
+  // mean 41.5, population sd sqrt(1.25) = 1.118 -> CV 2.69%
+  EXPECT_NEAR(s.cv, 1.118034 / 41.5, 1e-5);
+  EXPECT_FALSE(s.bursty);
+  EXPECT_TRUE(s.spikes.empty());
+  EXPECT_EQ(s.period.kind, PeriodKind::None);
+}
+
+TEST(Stability, SpikeEveryFourthStepNamesTheCategoryThatGrew) {
+  std::vector<StepPartition> steps{step(0, 40)};
+  for (int n = 1; n <= 12; ++n) steps.push_back(n % 4 == 0 ? step(n, 40, Category::BatchWait, 30) : step(n, 40));
+  const Stability s = compute_stability(rank_of(0, steps));
+  ASSERT_EQ(s.spikes.size(), 3u);  // steps 4, 8, 12
+  EXPECT_EQ(s.spikes[0].step, 4);
+  EXPECT_EQ(s.spikes[0].grew, Category::BatchWait);
+  EXPECT_EQ(s.spikes[0].excess, ms(30));
+  EXPECT_EQ(s.period.every, 4);
+  EXPECT_EQ(s.period.kind, PeriodKind::LoaderWorkers);  // 30 ms < 4 quiet steps of 40 ms
+  EXPECT_TRUE(s.bursty);
+}
+
+TEST(Stability, LongRecurringWaitIsAnEpochBoundary) {
+  std::vector<StepPartition> steps{step(0, 40)};
+  for (int n = 1; n <= 15; ++n) steps.push_back(n % 5 == 0 ? step(n, 40, Category::BatchWait, 400) : step(n, 40));
+  const Stability s = compute_stability(rank_of(0, steps));
+  EXPECT_EQ(s.period.every, 5);
+  EXPECT_EQ(s.period.kind, PeriodKind::EpochBoundary);
+}
+
+TEST(Ranks, SlowComputeRankIsTheStraggler) {
+  // Ranks 0, 1, 3: 40 ms compute + 12 ms waiting in the all-reduce; rank 2: 52 ms compute, 0 wait.
+  std::vector<RankPartition> ranks;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<StepPartition> steps;
+    for (int n = 0; n < 4; ++n)
+      steps.push_back(r == 2 ? step(n, 52) : step(n, 40, Category::GradSyncExposed, 12));
+    ranks.push_back(rank_of(r, steps));
+  }
+  const RankComparison rc = compare_ranks(ranks);
+  ASSERT_TRUE(rc.straggler.has_value());
+  EXPECT_EQ(*rc.straggler, 2);
+  EXPECT_NEAR(rc.straggler_excess, 0.30, 1e-9);
+  EXPECT_NEAR(rc.balanced_saving_ns, static_cast<double>(ms(12)), 1);
+  ASSERT_EQ(rc.skew.size(), 3u);  // steady steps 1..3 present on every rank
+  EXPECT_EQ(rc.skew[0].skew_ns, ms(12));
+}
+
+TEST(Ranks, EqualRanksHaveNoStraggler) {
+  std::vector<RankPartition> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.push_back(rank_of(r, {step(0, 40, Category::GradSyncExposed, 12), step(1, 40, Category::GradSyncExposed, 12)}));
+  const RankComparison rc = compare_ranks(ranks);
+  EXPECT_FALSE(rc.straggler.has_value());
+  EXPECT_FALSE(rc.local);
+}
+
+TEST(Verdict, GroupRuleQuarterOfTheStepOrMoreThanCompute) {
+  std::array<double, kCategoryCount> c{};
+  c[static_cast<std::size_t>(Category::ComputeForward)] = 70;
+  c[static_cast<std::size_t>(Category::BatchWait)] = 24;
+  c[static_cast<std::size_t>(Category::SyncStall)] = 6;
+  EXPECT_EQ(step_bound(c, 100), Bound::GpuCompute);  // 24% < 25% and < compute
+  c[static_cast<std::size_t>(Category::BatchWait)] = 25;
+  c[static_cast<std::size_t>(Category::ComputeForward)] = 69;
+  EXPECT_EQ(step_bound(c, 100), Bound::InputPipeline);
+  // Launch overhead and host compute count together.
+  std::array<double, kCategoryCount> h{};
+  h[static_cast<std::size_t>(Category::ComputeBackward)] = 40;
+  h[static_cast<std::size_t>(Category::LaunchOverhead)] = 21;
+  h[static_cast<std::size_t>(Category::HostCompute)] = 21;
+  h[static_cast<std::size_t>(Category::H2DCopy)] = 18;
+  EXPECT_EQ(step_bound(h, 100), Bound::HostLaunch);
+}
+
+TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
+  // Steady steps: 60 ms compute + 40 ms batch wait -> removing the wait gives 100/60 = 1.667x.
+  AnalysisResult r;
+  r.partitions.push_back(rank_of(0, {step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
+                                     step(2, 60, Category::BatchWait, 40)}));
+  r.stability.push_back(compute_stability(r.partitions[0]));
+  diagnose(r);
+  ASSERT_TRUE(r.diagnosis.present);
+  EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
+  EXPECT_NEAR(r.diagnosis.verdict.share, 0.40, 1e-9);
+  EXPECT_EQ(r.diagnosis.verdict.runner_up, Bound::GpuCompute);
+  const Lever& top = r.diagnosis.levers.front();
+  EXPECT_EQ(top.id, "num_workers");
+  EXPECT_NEAR(top.speedup, 100.0 / 60.0, 1e-9);
+  EXPECT_NEAR(top.removable_ns, static_cast<double>(ms(40)), 1);
+  // Levers on time this trace does not have do not apply.
+  for (const auto& l : r.diagnosis.levers) {
+    if (l.id == "ddp_buckets" || l.id == "remove_item") {
+      EXPECT_FALSE(l.applies) << l.id;
+    }
+  }
+  // Levers that can change numerics or comparability say so.
+  for (const auto& l : r.diagnosis.levers) {
+    if (l.id == "amp_bf16" || l.id == "tf32" || l.id == "torch_compile") {
+      EXPECT_FALSE(l.numerics.empty()) << l.id;
+    }
+    if (l.id == "micro_batch" || l.id == "accumulate_allreduce") {
+      EXPECT_FALSE(l.comparability.empty()) << l.id;
+    }
+  }
+}
+
+TEST(Levers, CatalogueCoversEveryRequiredLever) {
+  AnalysisResult r;
+  r.partitions.push_back(rank_of(0, {step(0, 60), step(1, 60)}));
+  r.stability.push_back(compute_stability(r.partitions[0]));
+  diagnose(r);
+  std::set<std::string> ids;
+  for (const auto& l : r.diagnosis.levers) ids.insert(l.id);
+  for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "prefetch_factor", "preprocess_cache",
+                         "remove_item", "micro_batch", "amp_bf16", "tf32", "channels_last", "torch_compile",
+                         "cuda_graphs", "fused_optimizer", "sdpa", "ddp_buckets", "accumulate_allreduce",
+                         "fsdp_prefetch", "async_checkpoint", "fix_straggler", "no_activation_checkpointing"})
+    EXPECT_TRUE(ids.count(id)) << id;
+}
+
+}  // namespace
+}  // namespace stepscope
