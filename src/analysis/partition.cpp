@@ -130,6 +130,29 @@ RankFacts rank_facts(const RankTrace& t, int main_track, const std::vector<Compi
   return f;
 }
 
+// classify_kernel matches many name patterns; a trace repeats few kernel names millions of times.
+class KernelClasses {
+ public:
+  explicit KernelClasses(const RankTrace& t) : t_(t), cls_(t.strings.size(), -1), softmax_(t.strings.size(), -1) {}
+  KernelClass of(std::size_t i) {
+    StrId id = t_.events.name[i];
+    if (cls_[id] < 0) cls_[id] = static_cast<std::int8_t>(classify_kernel(t_.str(id)));
+    return static_cast<KernelClass>(cls_[id]);
+  }
+  bool softmax(std::size_t i) {
+    StrId id = t_.events.name[i];
+    if (softmax_[id] < 0) {
+      std::string_view n = t_.str(id);
+      softmax_[id] = n.find("softmax") != std::string_view::npos || n.find("Softmax") != std::string_view::npos;
+    }
+    return softmax_[id] > 0;
+  }
+
+ private:
+  const RankTrace& t_;
+  std::vector<std::int8_t> cls_, softmax_;
+};
+
 struct GpuActivity {
   ns_t start, end;
   int channel;
@@ -147,7 +170,7 @@ int stage_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
 }
 
 // Channel of a GPU activity, or -1 for rows that are not work (sync markers).
-int gpu_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
+int gpu_channel(const RankTrace& t, const RankFacts& f, KernelClasses& classes, std::size_t i) {
   switch (t.events.kind[i]) {
     case Kind::Memset: return kGpuMemset;
     case Kind::Memcpy:
@@ -158,7 +181,7 @@ int gpu_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
     case Kind::Kernel: break;
     default: return -1;
   }
-  switch (classify_kernel(t.name_of(i))) {
+  switch (classes.of(i)) {
     case KernelClass::Communication: return kGpuComm;
     case KernelClass::Sync: return -1;
     case KernelClass::MemcpyHtoD: return kGpuHtoD;
@@ -168,12 +191,12 @@ int gpu_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
   }
 }
 
-std::vector<GpuActivity> gpu_activities(const RankTrace& t, const RankFacts& f) {
+std::vector<GpuActivity> gpu_activities(const RankTrace& t, const RankFacts& f, KernelClasses& classes) {
   std::vector<GpuActivity> out;
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events) {
       if (t.events.dur[i] <= 0 || !is_gpu_activity(t.events.kind[i])) continue;
-      int ch = gpu_channel(t, f, i);
+      int ch = gpu_channel(t, f, classes, i);
       if (ch >= 0) out.push_back({t.events.ts[i], t.events.end(i), ch, i});
     }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -194,13 +217,25 @@ void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const RankFact
     }
 }
 
+// An op nested inside an op of the same role and stage changes no count that matters: its
+// edges are skipped (a large share of a trace's host ops), which keeps the sweep's sort small.
 void add_host_edges(std::vector<Edge>& edges, const RankTrace& t, const RankFacts& f,
                     const Track& track, int role0, int stage0) {
+  struct Open {
+    ns_t end;
+    int role, stage;
+  };
+  std::vector<Open> stack;
   for (auto i : track.events) {
     int r = f.role[i];
     if (r < 0) continue;
-    add_interval(edges, t.events.ts[i], t.events.end(i), role0 + r);
-    if (f.stage[i] != kNoStage) add_interval(edges, t.events.ts[i], t.events.end(i), stage0 + f.stage[i]);
+    const ns_t ts = t.events.ts[i], end = t.events.end(i);
+    while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
+    if (!stack.empty() && stack.back().end >= end && stack.back().role == r && stack.back().stage == f.stage[i])
+      continue;
+    add_interval(edges, ts, end, role0 + r);
+    if (f.stage[i] != kNoStage) add_interval(edges, ts, end, stage0 + f.stage[i]);
+    stack.push_back({end, r, f.stage[i]});
   }
 }
 
@@ -337,15 +372,14 @@ bool in_steady(const std::vector<StepPartition>& steps, ns_t ts) {
   return false;
 }
 
-void compute_mix(const RankTrace& t, const std::vector<GpuActivity>& gpu, RankPartition& r) {
+void compute_mix(const RankTrace& t, const std::vector<GpuActivity>& gpu, KernelClasses& classes,
+                 RankPartition& r) {
   for (const auto& a : gpu) {
     if (a.channel > kGpuStage0 + 3 || t.events.kind[a.event] != Kind::Kernel) continue;
     if (!in_steady(r.steps, a.start)) continue;
-    std::string_view name = t.name_of(a.event);
-    r.mix.class_ns[static_cast<std::size_t>(classify_kernel(name))] += a.end - a.start;
+    r.mix.class_ns[static_cast<std::size_t>(classes.of(a.event))] += a.end - a.start;
     ++r.mix.kernels;
-    if (name.find("softmax") != std::string_view::npos || name.find("Softmax") != std::string_view::npos)
-      r.mix.softmax_ns += a.end - a.start;
+    if (classes.softmax(a.event)) r.mix.softmax_ns += a.end - a.start;
   }
 }
 
@@ -411,7 +445,8 @@ RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   const auto rules = compile_rules(opts.stage_rules);
   const RankFacts f = rank_facts(t, d.main_track, rules);
   r.gpu = f.gpu;
-  const std::vector<GpuActivity> gpu = f.gpu ? gpu_activities(t, f) : std::vector<GpuActivity>{};
+  KernelClasses classes(t);
+  const std::vector<GpuActivity> gpu = f.gpu ? gpu_activities(t, f, classes) : std::vector<GpuActivity>{};
 
   for (const auto& w : d.windows) {
     StepPartition s;
@@ -444,7 +479,7 @@ RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
   mark_warmup(t, r.steps, main);
   steady_state(r);
-  compute_mix(t, gpu, r);
+  compute_mix(t, gpu, classes, r);
   for (int k : host_tracks)
     for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
       if (f.role[i] == kSync && in_steady(r.steps, t.events.ts[i])) {
