@@ -278,6 +278,7 @@ void diagnose(AnalysisResult& r) {
                                      "grad sync is {} per step (theirs is waiting, not the network)",
                                      *rc.straggler, pct(rc.straggler_excess), ms(rc.median_wait_ns)));
     v.bound = Bound::Straggler;
+    v.scope = fmt::format("rank {} is slow, the other ranks wait for it", *rc.straggler);
   }
   const bool unattributed = v.bound == Bound::Unattributed;
   if (unattributed) v.bound = resolve_unattributed(r, v);

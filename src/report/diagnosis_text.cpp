@@ -49,18 +49,35 @@ void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::s
   }
 }
 
+void stability_rank(const Stability& s, std::string& out) {
+  out += fmt::format("stability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", s.rank,
+                     s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
+  for (const auto& sp : s.spikes)
+    out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, ms(static_cast<double>(sp.duration)),
+                       ms(static_cast<double>(sp.excess)), category_label(sp.grew), ms(static_cast<double>(sp.grew_by)));
+  if (s.period.kind != PeriodKind::None)
+    out += fmt::format("  periodic: every {} steps ({}) — {}\n", s.period.every, category_label(s.period.category),
+                       period_kind_name(s.period.kind));
+}
+
+// Bursty ranks in full; stable ranks of a multi-rank job on one line.
 void stability_lines(const AnalysisResult& r, std::string& out) {
+  out += "\n";
+  std::vector<const Stability*> stable;
   for (const auto& s : r.stability) {
     if (!s.steps) continue;
-    out += fmt::format("\nstability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", s.rank,
-                       s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
-    for (const auto& sp : s.spikes)
-      out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, ms(static_cast<double>(sp.duration)),
-                         ms(static_cast<double>(sp.excess)), category_label(sp.grew), ms(static_cast<double>(sp.grew_by)));
-    if (s.period.kind != PeriodKind::None)
-      out += fmt::format("  periodic: every {} steps ({}) — {}\n", s.period.every, category_label(s.period.category),
-                         period_kind_name(s.period.kind));
+    if (s.bursty || r.stability.size() == 1) stability_rank(s, out);
+    else stable.push_back(&s);
   }
+  if (stable.empty()) return;
+  double lo = stable.front()->p50_ns, hi = lo, cv = 0;
+  std::string ids;
+  for (const auto* s : stable) {
+    lo = std::min(lo, s->p50_ns), hi = std::max(hi, s->p50_ns), cv = std::max(cv, s->cv);
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(s->rank);
+  }
+  out += fmt::format("stability: stable on ranks {} — p50 {} to {}, CV at most {:.1f}%\n", ids, ms(lo), ms(hi), cv * 100);
 }
 
 void ranks_table(const RankComparison& rc, std::string& out) {
