@@ -1,0 +1,90 @@
+// The reports render the one result: text leads with the verdict, JSON carries every step.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "partition/support.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+AnalysisResult input_bound_cpu() {
+  return test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"});
+}
+
+TEST(TextReport, LeadsWithTheVerdictThenTheSections) {
+  const std::string text = render_text(input_bound_cpu());
+  EXPECT_EQ(text.rfind("verdict: input pipeline", 0), 0u) << text.substr(0, 200);
+  const auto partition = text.find("partition of the mean steady-state step");
+  const auto stability = text.find("stability");
+  const auto evidence = text.find("evidence:");
+  const auto levers = text.find("levers");
+  ASSERT_NE(partition, std::string::npos);
+  EXPECT_LT(partition, stability);
+  EXPECT_LT(stability, evidence);
+  EXPECT_LT(evidence, levers);
+  EXPECT_NE(text.find("num_workers"), std::string::npos);
+  EXPECT_EQ(text.find("events by category"), std::string::npos);  // the ingest summary is --verbose only
+  TextOptions verbose;
+  verbose.verbose = true;
+  EXPECT_NE(render_text(input_bound_cpu(), verbose).find("events by category"), std::string::npos);
+}
+
+TEST(JsonReport, CarriesPerStepPartitionsAndTheDiagnosis) {
+  const AnalysisResult r = input_bound_cpu();
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["schema"], "stepscope.analysis/0.2");
+  ASSERT_EQ(j["ranks"].size(), 1u);
+  EXPECT_TRUE(j["ranks"][0].contains("ingest"));
+  const auto& steps = j["ranks"][0]["partition"]["steps"];
+  ASSERT_EQ(steps.size(), r.partitions[0].steps.size());
+  for (const auto& s : steps) {
+    ns_t sum = 0;
+    for (const auto& [k, v] : s["categories_ns"].items()) sum += v.get<ns_t>();
+    EXPECT_EQ(sum, s["duration_ns"].get<ns_t>());
+  }
+  EXPECT_EQ(j["verdict"]["bound"], "input-bound");
+  EXPECT_FALSE(j["verdict"]["evidence"].empty());
+  EXPECT_EQ(j["levers"].size(), r.diagnosis.levers.size());
+  EXPECT_TRUE(j["levers"][0].contains("speedup_bound"));
+  EXPECT_TRUE(j["ranks"][0]["stability"].contains("cv"));
+}
+
+TEST(TextReport, UntrustedNamesAreEscaped) {
+  test::KinetoBuilder b;
+  b.host("step\x1b[2J", 0, 50, "user_annotation");
+  b.host("aten::mm", 10, 30);
+  b.host("step\x1b[2J", 100, 50, "user_annotation");
+  TextOptions verbose;
+  verbose.verbose = true;
+  const std::string text = render_text(test::analyze_json(b.trace()), verbose);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("\\x1b"), std::string::npos);
+}
+
+// Runs the CLI; returns its exit status and first output line.
+std::pair<int, std::string> cli(const std::string& args) {
+  std::string cmd = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope analyze -q " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 512> line{};
+  std::string first = fgets(line.data(), line.size(), p) ? line.data() : "";
+  while (fgets(line.data(), line.size(), p)) {
+  }
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, first};
+}
+
+TEST(Cli, AnalyzeExitsZeroAndRejectsBadStageRules) {
+  const std::string example = std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz";
+  auto [rc, first] = cli(example);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(first.rfind("verdict: input pipeline", 0), 0u) << first;
+  auto [rc2, msg] = cli("--stage 'lunch=x' " + example);
+  EXPECT_EQ(rc2, 2) << msg;
+}
+
+}  // namespace
+}  // namespace stepscope
