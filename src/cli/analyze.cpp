@@ -53,7 +53,7 @@ int run_analyze(const AnalyzeArgs& a) {
     t.verbose = a.verbose;
     fmt::print("{}", render_text(result, t));
   }
-  return kExitOk;
+  return result.diagnosis.present ? kExitOk : kExitNothing;
 }
 
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
