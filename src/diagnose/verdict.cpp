@@ -155,6 +155,15 @@ void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
     }
 }
 
+// "2 of 4 steps, every 3 steps": where spiky side work actually lands.
+std::string spike_scope(const AnalysisResult& r) {
+  std::size_t spikes = 0, steps = 0;
+  for (const auto& s : r.stability) spikes += s.spikes.size(), steps += s.steps;
+  std::string out = fmt::format("concentrated in {} of {} steps", spikes, steps);
+  if (const Periodicity* p = any_period(r)) out += fmt::format(", every {} steps", p->every);
+  return out;
+}
+
 Bound resolve_unattributed(const AnalysisResult& r, Verdict& v) {
   if (idle_spikes(r)) {
     v.evidence.push_back("the time no profiled op explains comes in spikes: host work outside the profiler's "
@@ -167,7 +176,7 @@ Bound resolve_unattributed(const AnalysisResult& r, Verdict& v) {
 }
 
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
-  std::string s = fmt::format("{}: {} of each step", bound_label(v.bound, v.gpu), pct(v.share));
+  std::string s = fmt::format("{}: {} of the mean step", bound_label(v.bound, v.gpu), pct(v.share));
   if (!v.scope.empty()) s += " (" + v.scope + ")";
   for (const auto& l : levers)
     if (l.applies && l.speedup > 1.005) {
@@ -282,6 +291,7 @@ void diagnose(AnalysisResult& r) {
   }
   const bool unattributed = v.bound == Bound::Unattributed;
   if (unattributed) v.bound = resolve_unattributed(r, v);
+  if (unattributed && v.bound == Bound::SideWork) v.scope = spike_scope(r);
   // A bound resolved from unattributed time holds that time too.
   const double held = v.bound == Bound::Straggler
                           ? g[static_cast<std::size_t>(Bound::Communication)]

@@ -63,6 +63,7 @@ TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
   EXPECT_EQ(s.period.every, 3);
   EXPECT_EQ(s.period.kind, PeriodKind::Checkpoint);
   EXPECT_EQ(r.diagnosis.levers.front().id, "async_checkpoint");
+  EXPECT_NE(r.diagnosis.verdict.scope.find("every 3 steps"), std::string::npos) << r.diagnosis.verdict.scope;
 }
 
 TEST(CpuFixtures, LargeMlpIsComputeBound) {
