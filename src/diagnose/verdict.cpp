@@ -175,8 +175,24 @@ Bound resolve_unattributed(const AnalysisResult& r, Verdict& v) {
   return Bound::HostLaunch;
 }
 
+// What the bound's share is made of, in the words of the partition.
+const char* held_by(Bound b) {
+  switch (b) {
+    case Bound::GpuCompute: return "compute is";
+    case Bound::InputPipeline: return "batch wait is";
+    case Bound::Copy: return "copies and memsets are";
+    case Bound::HostLaunch: return "host compute and launch overhead are";
+    case Bound::SyncStall: return "sync stalls are";
+    case Bound::Communication: return "exposed grad sync is";
+    case Bound::SideWork: return "side work is";
+    case Bound::Straggler: return "waiting in collectives is";
+    case Bound::Unattributed: return "unattributed time is";
+  }
+  return "";
+}
+
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
-  std::string s = fmt::format("{}: {} of the mean step", bound_label(v.bound, v.gpu), pct(v.share));
+  std::string s = fmt::format("{}: {} {} of the mean step", bound_label(v.bound, v.gpu), held_by(v.bound), pct(v.share));
   if (!v.scope.empty()) s += " (" + v.scope + ")";
   for (const auto& l : levers)
     if (l.applies && l.speedup > 1.005) {
