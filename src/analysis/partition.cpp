@@ -383,6 +383,13 @@ void compute_mix(const RankTrace& t, const std::vector<GpuActivity>& gpu, Kernel
   }
 }
 
+// How far a window reaches into the next one's host span (GPU work still draining).
+ns_t max_overlap(const std::vector<StepPartition>& steps) {
+  ns_t lag = 0;
+  for (std::size_t i = 1; i < steps.size(); ++i) lag = std::max(lag, steps[i - 1].end - steps[i].start);
+  return lag;
+}
+
 std::string track_label(const RankTrace& t, int k) {
   if (k < 0) return "";
   const Track& tr = t.host_tracks[static_cast<std::size_t>(k)];
@@ -492,6 +499,10 @@ RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
           f.stage[i] == kOptimizer)
         r.mix.fused_optimizer_seen = true;
     }
+  if (ns_t lag = max_overlap(r.steps); lag > 0)
+    r.notes.push_back(fmt::format("the host runs ahead of the GPU: step windows overlap by up to {:.2f} ms "
+                                  "(each window runs to the end of the GPU work it launched)",
+                                  static_cast<double>(lag) / 1e6));
   if (d.source == StepSource::WholeTrace)
     r.notes.push_back("no step markers, repeated annotations or optimizer steps: the whole trace is one window");
   if (cls.ops_are_compute)
