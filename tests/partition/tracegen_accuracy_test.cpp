@@ -135,3 +135,36 @@ TEST(Straggler, NoneInABalancedJob) {
 
 }  // namespace
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+// The compute kind where the preset plants it (docs/tracegen.md's scenario table).
+TEST(ComputeKind, NamedFromTheKernelMix) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"memory-bound", "memory-bound kernel mix"}, {"no-tensor-cores", "no tensor cores"}, {"healthy", "dense math"}};
+  for (const auto& [scenario, kind] : cases) {
+    const ScenarioRun run = run_scenario(scenario, "--steps 4");
+    ASSERT_FALSE(run.dir.empty());
+    const Verdict& v = run.result.diagnosis.verdict;
+    EXPECT_EQ(v.bound, Bound::GpuCompute) << scenario;
+    EXPECT_EQ(v.compute_kind.rfind(kind, 0), 0u) << scenario << ": " << v.compute_kind;
+    std::filesystem::remove_all(run.dir);
+  }
+}
+
+TEST(ComputeKind, Fp32GemmsMakePrecisionLeversApply) {
+  const ScenarioRun run = run_scenario("no-tensor-cores", "--steps 4");
+  ASSERT_FALSE(run.dir.empty());
+  bool tf32 = false, amp = false;
+  for (const auto& l : run.result.diagnosis.levers) {
+    tf32 = tf32 || (l.id == "tf32" && l.applies && l.speedup > 1.1);
+    amp = amp || (l.id == "amp_bf16" && l.applies && l.speedup > 1.1);
+  }
+  EXPECT_TRUE(tf32);
+  EXPECT_TRUE(amp);
+  std::filesystem::remove_all(run.dir);
+}
+
+}  // namespace
+}  // namespace stepscope
