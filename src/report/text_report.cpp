@@ -85,8 +85,10 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
-  for (const auto& s : r.ranks)
-    for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
+  // --verbose shows them again in each rank's ingest section.
+  if (!opts.verbose)
+    for (const auto& s : r.ranks)
+      for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
   out += report_detail::render_diagnosis_text(r, opts);
   if (!opts.verbose) return out;
   out += "\ningest:\n";
