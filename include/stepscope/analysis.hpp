@@ -10,6 +10,7 @@
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
+#include "stepscope/gpu_timeline.hpp"
 #include "stepscope/trace.hpp"
 #include "stepscope/verdict.hpp"
 
@@ -63,6 +64,8 @@ struct AnalysisResult {
   std::vector<RankPartition> partitions;
   std::vector<Stability> stability;   // one per rank, same order as `partitions`
   RankComparison rank_comparison;
+  // The GPU timeline of every rank (HTA-compatible figures and ours), same order as `ranks`.
+  std::vector<GpuTimeline> gpu_timelines;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
 };

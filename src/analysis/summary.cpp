@@ -70,6 +70,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
     r.ranks.push_back(summarize_ingest(rank));
     r.partitions.push_back(partition_rank(rank, opts.partition));
     r.stability.push_back(compute_stability(r.partitions.back()));
+    r.gpu_timelines.push_back(analyze_gpu_timeline(rank));
   }
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;

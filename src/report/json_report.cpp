@@ -1,4 +1,5 @@
 #include "report/diagnosis_render.hpp"
+#include "report/gpu_timeline_json.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -45,8 +46,11 @@ nlohmann::json to_json(const AnalysisResult& r) {
     nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
     if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
     if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
+    if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
     ranks.push_back(std::move(rank));
   }
+  if (!r.gpu_timelines.empty())
+    j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(r.gpu_timelines));
   report_detail::add_diagnosis_json(r, j);
   j["warnings"] = r.warnings;
   return j;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "report/diagnosis_render.hpp"
+#include "report/gpu_timeline_text.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -82,6 +83,19 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
 
 }  // namespace
 
+// One rank's GPU timeline is shown by default; with many ranks the others only under --verbose,
+// since the verdict and ranks table already compare them.
+namespace {
+void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
+  bool shown = false;
+  for (const auto& g : r.gpu_timelines) {
+    if (!g.has_gpu_activity || (shown && !opts.verbose)) continue;
+    out += "\n" + gpu_timeline_text(g);
+    shown = true;
+  }
+}
+}  // namespace
+
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
@@ -90,6 +104,7 @@ std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
     for (const auto& s : r.ranks)
       for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
   out += report_detail::render_diagnosis_text(r, opts);
+  render_gpu_timelines(r, opts, out);
   if (!opts.verbose) return out;
   out += "\ningest:\n";
   for (const auto& s : r.ranks) {
