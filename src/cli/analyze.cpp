@@ -26,7 +26,8 @@ struct AnalyzeArgs {
 };
 
 void write_json(const std::string& where, const nlohmann::json& j) {
-  std::string text = j.dump(2) + "\n";
+  // Names come from the trace and may hold invalid UTF-8: replace it rather than fail the report.
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (where == "-") {
     fmt::print("{}", text);
     return;
