@@ -196,6 +196,10 @@ struct RankTrace {
   std::vector<KernelArgs> kernel_args;
   std::vector<EventExtra> extras;
   std::vector<CounterSample> counters;
+  // Launch flows (ac2g, older async_cpu_to_gpu) are counted per category, not stored: their id
+  // is the correlation id that the launch and its GPU activity already carry, and they are a
+  // third of a CUDA trace's events.
+  std::unordered_map<StrId, std::uint64_t> launch_flow_counts;
   std::unordered_map<std::int64_t, std::string> process_names;  // pid -> name
   std::unordered_map<std::int64_t, std::string> thread_names;   // tid -> name
 

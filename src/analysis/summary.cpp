@@ -44,6 +44,11 @@ IngestSummary summarize_ingest(const RankTrace& t) {
     ++s.events_by_category[cat.empty() ? std::string("(none)") : std::string(cat)];
     ++s.events_by_kind[kind_name(t.events.kind[i])];
   }
+  for (auto [cat, n] : t.launch_flow_counts) {
+    s.events += n;
+    s.events_by_category[std::string(t.str(cat))] += n;
+    s.events_by_kind[kind_name(Kind::Flow)] += n;
+  }
   s.first_ts = t.first_ts();
   s.last_end = t.last_end();
   s.counters = t.counters.size();

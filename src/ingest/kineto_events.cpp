@@ -327,6 +327,8 @@ void store_metadata(const EventFields& e, RankTrace& out) {
   else if (what == "thread_name") out.thread_names[e.tid] = std::string(e.args.meta_name);
 }
 
+bool is_launch_flow(std::string_view cat) { return cat == "ac2g" || cat == "async_cpu_to_gpu"; }
+
 void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
   EventTable& t = out.events;
   Kind kind;
@@ -336,6 +338,10 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
     kind = layout == TraceLayout::LegacyArray ? Kind::CpuOp : Kind::Other;
   else
     kind = kind_from_category(out.strings.view(e.cat));
+  if (kind == Kind::Flow && is_launch_flow(out.strings.view(e.cat))) {
+    ++out.launch_flow_counts[e.cat];
+    return;
+  }
   t.ts.push_back(e.ts);
   t.dur.push_back(e.phase == Phase::Complete && e.dur > 0 ? e.dur : 0);
   t.name.push_back(e.name);
@@ -464,6 +470,7 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
     c.series = map[c.series];
     into.counters.push_back(c);
   }
+  for (auto [cat, n] : part.launch_flow_counts) into.launch_flow_counts[map[cat]] += n;
   for (auto& [pid, nm] : part.process_names) into.process_names[remap_track(pid, map)] = nm;
   for (auto& [tid, nm] : part.thread_names) into.thread_names[remap_track(tid, map)] = nm;
 }

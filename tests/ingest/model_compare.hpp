@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "stepscope/trace.hpp"
 
 namespace stepscope {
@@ -35,6 +38,12 @@ inline void expect_same_model(const RankTrace& a, const RankTrace& b) {
   EXPECT_EQ(a.host_tracks.size(), b.host_tracks.size());
   EXPECT_EQ(a.gpu_tracks.size(), b.gpu_tracks.size());
   EXPECT_EQ(a.thread_names, b.thread_names);
+  auto flows = [](const RankTrace& t) {
+    std::map<std::string, std::uint64_t> m;
+    for (auto [cat, n] : t.launch_flow_counts) m[std::string(t.str(cat))] = n;
+    return m;
+  };
+  EXPECT_EQ(flows(a), flows(b));
 }
 
 }  // namespace stepscope
