@@ -121,6 +121,19 @@ void StepBuilder::set_stream_free(int stream, ns_t t) {
   throw std::logic_error("tracegen: too many streams");
 }
 
+// GPU activity inherits its launch call's stage and ids, the two point at each other, and the
+// stream is busy until the activity ends.
+std::size_t StepBuilder::attach_to_launch(Event& g, std::size_t rt, int stream) {
+  g.stage = out_[rt].stage;
+  g.ext_id = out_[rt].ext_id;
+  g.corr = out_[rt].corr;
+  g.partner = static_cast<std::int32_t>(rt);
+  out_.push_back(g);
+  out_[rt].partner = static_cast<std::int32_t>(out_.size() - 1);
+  set_stream_free(stream, g.end());
+  return out_.size() - 1;
+}
+
 std::size_t StepBuilder::launch_kernel(int th, const KernelSpec& k, GpuClass cls, int stream,
                                        ns_t dur, ns_t launch_dur, ns_t not_before, bool ext_api) {
   const Api& api = api_for(platform_);
@@ -137,14 +150,7 @@ std::size_t StepBuilder::launch_kernel(int th, const KernelSpec& k, GpuClass cls
   g.thread = stream;
   g.ts = std::max({reached, stream_free(stream), not_before});
   g.dur = dur;
-  g.stage = out_[rt].stage;
-  g.ext_id = out_[rt].ext_id;
-  g.corr = out_[rt].corr;
-  g.partner = static_cast<std::int32_t>(rt);
-  out_.push_back(g);
-  out_[rt].partner = static_cast<std::int32_t>(out_.size() - 1);
-  set_stream_free(stream, g.end());
-  return out_.size() - 1;
+  return attach_to_launch(g, rt, stream);
 }
 
 std::size_t StepBuilder::copy(int th, GpuClass dir, std::string_view name, std::int64_t bytes,
@@ -165,13 +171,7 @@ std::size_t StepBuilder::copy(int th, GpuClass dir, std::string_view name, std::
   g.dur = dur;
   g.bytes = bytes;
   g.pageable = pageable;
-  g.stage = out_[rt].stage;
-  g.ext_id = out_[rt].ext_id;
-  g.corr = out_[rt].corr;
-  g.partner = static_cast<std::int32_t>(rt);
-  out_.push_back(g);
-  out_[rt].partner = static_cast<std::int32_t>(out_.size() - 1);
-  set_stream_free(stream, g.end());
+  attach_to_launch(g, rt, stream);
   if (blocking || pageable) {
     // The call returns once the copy has landed; the host sat inside it meanwhile.
     Event& r = out_[rt];
@@ -193,14 +193,7 @@ std::size_t StepBuilder::memset(int th, std::int64_t bytes, ns_t dur, int stream
   g.ts = std::max(out_[rt].end() - call_dur / 5, stream_free(stream));
   g.dur = dur;
   g.bytes = bytes;
-  g.stage = out_[rt].stage;
-  g.ext_id = out_[rt].ext_id;
-  g.corr = out_[rt].corr;
-  g.partner = static_cast<std::int32_t>(rt);
-  out_.push_back(g);
-  out_[rt].partner = static_cast<std::int32_t>(out_.size() - 1);
-  set_stream_free(stream, g.end());
-  return out_.size() - 1;
+  return attach_to_launch(g, rt, stream);
 }
 
 void StepBuilder::sync(int th, int stream, ns_t min_dur) {

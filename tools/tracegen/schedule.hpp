@@ -127,6 +127,7 @@ class StepBuilder {
   void set_stream_free(int stream, ns_t t);
 
  private:
+  std::size_t attach_to_launch(Event& g, std::size_t rt, int stream);
   std::size_t add_runtime(int th, std::string_view name, int cbid, ns_t dur);
   Stage current_stage(int th) const;
   std::int64_t current_ext(int th) const;
