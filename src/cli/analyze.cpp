@@ -11,6 +11,7 @@
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
+#include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope::cli {
@@ -38,16 +39,14 @@ void write_json(const std::string& where, const nlohmann::json& j) {
 }
 
 int run_analyze(const AnalyzeArgs& a) {
-  IngestOptions io;
-  io.jobs = a.jobs;
+  PipelineOptions po;
+  po.ingest.jobs = a.jobs;
   ProgressBar bar("reading", !a.quiet);
-  io.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
-  AnalyzeOptions ao;
-  for (const auto& s : a.stages) ao.partition.stage_rules.push_back(parse_stage_rule(s));
-  Trace trace = read_traces(a.paths, io);
+  po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  Analysis run = analyze_paths(a.paths, po);
   bar.finish();
-  AnalysisResult result = analyze(trace, ao);
-  diagnose(result);
+  const AnalysisResult& result = run.result;
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
   if (a.json_out != "-") {
     TextOptions t;
