@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "stepscope/analysis.hpp"
+#include "stepscope/diff.hpp"
 
 namespace stepscope {
 
@@ -16,6 +17,10 @@ struct TextOptions {
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});
 nlohmann::json to_json(const AnalysisResult& r);
+
+// Before/after reports of `stepscope diff`.
+std::string render_diff_text(const DiffResult& d, const TextOptions& opts = {});
+nlohmann::json diff_to_json(const DiffResult& d);
 
 // Trace text (kernel and op names) is untrusted: control characters could drive the terminal.
 std::string terminal_safe(std::string_view s);
