@@ -4,7 +4,7 @@ JOBS ?= 2
 EXAMPLE ?= examples/cpu_training_step.pt.trace.json.gz
 FUZZ_SECONDS ?= 600
 
-.PHONY: deps configure build run test bench fuzz clean
+.PHONY: deps configure build run test bench fuzz clean python
 
 deps:
 	@scripts/install-deps
@@ -17,6 +17,11 @@ build: configure
 
 run: build
 	./$(BUILD)/stepscope analyze $(EXAMPLE)
+
+# The Python module in the build tree: PYTHONPATH=$(BUILD)/python imports it.
+python: configure
+	@cmake --build $(BUILD) -j$(JOBS) --target stepscope_python
+	@echo "built: PYTHONPATH=$(BUILD)/python /usr/bin/python3 -c 'import stepscope'"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -1,0 +1,95 @@
+// The `stepscope._stepscope` extension: the analysis pipeline, the before/after diff and the
+// planning calculators, each returning the JSON document the CLI prints. The pure-Python package
+// turns that text into dicts, so a report read in Python is the CLI's report, byte for byte.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "stepscope/diff.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/partition.hpp"
+#include "stepscope/pipeline.hpp"
+#include "stepscope/report.hpp"
+
+namespace py = pybind11;
+
+namespace stepscope::python {
+
+std::string dump_report(const nlohmann::json& j) {
+  // As `analyze --json` writes it: names come from the trace and may hold invalid UTF-8.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stages) {
+  if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
+  PipelineOptions po;
+  po.ingest.jobs = jobs;
+  for (const auto& s : stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  return po;
+}
+
+std::string analyze_json(const std::vector<std::string>& paths, int jobs,
+                         const std::vector<std::string>& stages) {
+  const PipelineOptions po = pipeline_options(jobs, stages);
+  // Reading and analysing never touch Python objects: other Python threads run meanwhile.
+  py::gil_scoped_release unlocked;
+  const Analysis run = analyze_paths(paths, po);
+  return dump_report(to_json(run.result));
+}
+
+#ifdef STEPSCOPE_HAVE_DIFF
+std::string diff_json(const std::vector<std::string>& base, const std::vector<std::string>& test,
+                      int jobs, const std::vector<std::string>& stages, int bootstrap_samples,
+                      std::uint64_t seed, double kernel_threshold) {
+  const PipelineOptions po = pipeline_options(jobs, stages);
+  DiffOptions dopts;
+  dopts.bootstrap_samples = bootstrap_samples;
+  dopts.seed = seed;
+  dopts.kernel_threshold = kernel_threshold;
+  py::gil_scoped_release unlocked;
+  Analysis b = analyze_paths(base, po);
+  Analysis t = analyze_paths(test, po);
+  DiffResult d = diff_runs(std::move(b), std::move(t), dopts);
+  return dump_report(diff_to_json(d));
+}
+#endif
+
+}  // namespace
+}  // namespace stepscope::python
+
+PYBIND11_MODULE(_stepscope, m) {
+  using namespace stepscope::python;
+  m.doc() = "stepscope's C++ core: analysis, diff and planning, returning JSON text.";
+
+  // Bad input or bad usage: the message is the one the CLI prints after "stepscope: error: ".
+  static py::exception<stepscope::InputError> error(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const stepscope::InputError& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    }
+  });
+
+  m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
+        py::arg("stages") = std::vector<std::string>{},
+        "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
+#ifdef STEPSCOPE_HAVE_DIFF
+  m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),
+        py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
+        py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
+        "Compare two runs; the JSON document `diff --json` writes.");
+  m.attr("has_diff") = true;
+#else
+  m.attr("has_diff") = false;
+#endif
+  m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;
+
+  auto plan = m.def_submodule("plan", "Planning calculators; each returns `plan <name> --json` text.");
+  bind_plan(plan);
+}
