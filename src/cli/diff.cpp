@@ -1,0 +1,111 @@
+// `stepscope diff BASE TEST`: analyse two runs and report what changed.
+#include <fmt/core.h>
+
+#include "cli/command.hpp"
+#include "cli/output.hpp"
+#include "cli/progress.hpp"
+#include "stepscope/diff.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/pipeline.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope::cli {
+namespace {
+
+// The test run is slower than the base beyond noise by more than --fail-if-slower.
+inline constexpr int kExitRegression = 3;
+
+struct DiffArgs {
+  std::vector<std::string> sides;  // BASE TEST
+  std::vector<std::string> base, test;
+  std::string json_out;
+  int jobs = 0;
+  bool verbose = false;
+  bool quiet = false;
+  std::vector<std::string> stages;
+  int bootstrap = 2000;
+  std::uint64_t seed = 1;
+  double fail_if_slower_pct = -1;
+};
+
+// Either two positionals (a file or a directory each) or --base/--test lists (several files each).
+std::pair<std::vector<std::string>, std::vector<std::string>> sides_of(const DiffArgs& a) {
+  const bool lists = !a.base.empty() || !a.test.empty();
+  if (lists && !a.sides.empty()) throw InputError("diff: give BASE TEST, or --base ... --test ..., not both");
+  if (lists) {
+    if (a.base.empty() || a.test.empty()) throw InputError("diff: --base and --test are both needed");
+    return {a.base, a.test};
+  }
+  if (a.sides.size() != 2)
+    throw InputError("diff: expected two runs, BASE and TEST (each a trace file or a directory of rank traces)");
+  return {{a.sides[0]}, {a.sides[1]}};
+}
+
+std::string label_of(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
+Analysis read_side(const std::vector<std::string>& paths, const char* label, const DiffArgs& a) {
+  PipelineOptions po;
+  po.ingest.jobs = a.jobs;
+  ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
+  po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  Analysis run = analyze_paths(paths, po);
+  bar.finish();
+  return run;
+}
+
+bool regressed(const DiffResult& d, double threshold_pct) {
+  if (threshold_pct < 0 || !d.step.significant || d.step.speedup <= 0) return false;
+  return (1 / d.step.speedup - 1) * 100 > threshold_pct;
+}
+
+int run_diff(const DiffArgs& a) {
+  const auto [base_paths, test_paths] = sides_of(a);
+  DiffOptions opts;
+  opts.bootstrap_samples = a.bootstrap;
+  opts.seed = a.seed;
+  Analysis base = read_side(base_paths, "base", a);
+  Analysis test = read_side(test_paths, "test", a);
+  DiffResult d = diff_runs(std::move(base), std::move(test), opts);
+  d.base_label = label_of(base_paths);
+  d.test_label = label_of(test_paths);
+  if (!a.json_out.empty()) write_json(a.json_out, diff_to_json(d));
+  if (a.json_out != "-") {
+    TextOptions t;
+    t.verbose = a.verbose;
+    fmt::print("{}", render_diff_text(d, t));
+  }
+  return regressed(d, a.fail_if_slower_pct) ? kExitRegression : kExitOk;
+}
+
+const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<DiffArgs>();
+  auto* cmd = app.add_subcommand("diff", "Compare two runs: speedup beyond noise, partition, kernels, bottleneck");
+  cmd->add_option("runs", args->sides, "BASE TEST: each a trace file or a directory of per-rank traces")
+      ->expected(0, 2);
+  cmd->add_option("--base", args->base, "Trace files of the base run (instead of BASE)")->expected(1, -1);
+  cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1);
+  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")
+      ->type_name("NAME=REGEX");
+  cmd->add_option("--bootstrap", args->bootstrap, "Bootstrap resamples for the speedup interval")
+      ->default_val(2000)
+      ->check(CLI::Range(100, 1000000));
+  cmd->add_option("--seed", args->seed, "Seed of the bootstrap (same seed, same interval)")->default_val(1);
+  cmd->add_option("--fail-if-slower", args->fail_if_slower_pct,
+                  "Exit with status 3 when the test step is slower beyond noise by more than PCT percent")
+      ->type_name("PCT")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-v,--verbose", args->verbose, "Every category and every changed kernel");
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
+  return [args] { return run_diff(*args); };
+}}};
+
+}  // namespace
+}  // namespace stepscope::cli

@@ -1,0 +1,29 @@
+// Writing reports to a file or stdout, shared by the commands that produce them.
+#pragma once
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "stepscope/error.hpp"
+
+namespace stepscope::cli {
+
+// `where` is a path, or "-" for stdout. Throws InputError when the file cannot be written.
+inline void write_text(const std::string& where, const std::string& text, const char* what) {
+  if (where == "-") {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream f(where, std::ios::binary);
+  if (!f || !(f << text) || !f.flush()) throw InputError(fmt::format("{}: cannot write the {}", where, what));
+}
+
+inline void write_json(const std::string& where, const nlohmann::json& j) {
+  // Names come from the trace and may hold invalid UTF-8: replace it rather than fail the report.
+  write_text(where, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "JSON report");
+}
+
+}  // namespace stepscope::cli

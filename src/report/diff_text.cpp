@@ -1,0 +1,104 @@
+// Text report of `stepscope diff`: the answer first (faster or not, beyond noise or not, where the
+// bottleneck went), then the partition side by side, the kernels and counts that moved, and what
+// makes the runs hard to compare.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+constexpr std::size_t kKernelsShown = 10;
+
+std::string ms(double ns) {
+  const double a = std::abs(ns);
+  if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
+  return fmt::format("{:.1f} us", ns / 1e3);
+}
+
+std::string signed_ms(double ns) { return (ns > 0 ? "+" : "") + ms(ns); }
+
+std::string count(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e12) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.2f}", v);
+}
+
+void verdict_lines(const DiffResult& d, std::string& out) {
+  out += fmt::format("diff: {}\n", terminal_safe(d.headline));
+  auto side = [&](const char* label, const AnalysisResult& r) {
+    if (r.diagnosis.present)
+      out += fmt::format("  {:<5} {}\n", label, terminal_safe(r.diagnosis.verdict.headline));
+    else
+      out += fmt::format("  {:<5} no steps to diagnose\n", label);
+  };
+  side("base:", d.base);
+  side("test:", d.test);
+}
+
+void partition_table(const DiffResult& d, bool verbose, std::string& out) {
+  out += "\nstep partition (mean steady-state step):\n";
+  out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}\n", "category", "base", "test", "change", "of base");
+  for (const auto& c : d.categories) {
+    if (!verbose && c.base_ns <= 0 && c.test_ns <= 0) continue;
+    out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>8.1f}%\n", category_label(c.category), ms(c.base_ns),
+                       ms(c.test_ns), signed_ms(c.delta_ns), c.delta_pct_of_base_step);
+  }
+  out += fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "step", ms(d.step.base_ns), ms(d.step.test_ns),
+                     signed_ms(d.step.test_ns - d.step.base_ns));
+  out += fmt::format("  noise: step CV {:.1f}% (base, {} steps), {:.1f}% (test, {} steps)\n", d.step.base_cv * 100,
+                     d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
+}
+
+void kernel_row(const KernelChange& k, std::string& out) {
+  out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n", change_kind_name(k.kind), ms(k.base_ns),
+                     ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count),
+                     terminal_safe(k.name));
+}
+
+void kernel_tables(const DiffResult& d, bool verbose, std::string& out) {
+  if (d.kernel_classes.empty()) return;
+  const char* header = "  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n";
+  out += "\nGPU time per step by kernel class:\n";
+  out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "class");
+  for (const auto& k : d.kernel_classes) kernel_row(k, out);
+  if (d.kernels.empty()) return;
+  const std::size_t shown = verbose ? d.kernels.size() : std::min(d.kernels.size(), kKernelsShown);
+  out += fmt::format("\nkernels that changed (largest first, {} of {}):\n", shown, d.kernels.size());
+  out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "kernel");
+  for (std::size_t i = 0; i < shown; ++i) kernel_row(d.kernels[i], out);
+}
+
+void count_table(const DiffResult& d, std::string& out) {
+  if (d.counts.empty()) return;
+  out += "\nper step:\n";
+  for (const auto& c : d.counts)
+    out += fmt::format("  {:<18} {:>12} -> {:<12}\n", c.what, count(c.base), count(c.test));
+}
+
+void comparability_lines(const DiffResult& d, std::string& out) {
+  if (d.comparability.empty()) {
+    out += "\ncomparability: same GPUs, ranks, shapes, step count and profiler settings\n";
+    return;
+  }
+  out += "\ncomparability:\n";
+  for (const auto& w : d.comparability) out += "  ! " + terminal_safe(w) + "\n";
+}
+
+}  // namespace
+
+std::string render_diff_text(const DiffResult& d, const TextOptions& opts) {
+  std::string out;
+  out += fmt::format("base: {}\ntest: {}\n", terminal_safe(d.base_label), terminal_safe(d.test_label));
+  verdict_lines(d, out);
+  partition_table(d, opts.verbose, out);
+  kernel_tables(d, opts.verbose, out);
+  count_table(d, out);
+  comparability_lines(d, out);
+  return out;
+}
+
+}  // namespace stepscope
