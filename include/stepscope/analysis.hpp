@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/cuda_summary.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
@@ -66,6 +67,8 @@ struct AnalysisResult {
   RankComparison rank_comparison;
   // The GPU timeline of every rank (HTA-compatible figures and ours), same order as `ranks`.
   std::vector<GpuTimeline> gpu_timelines;
+  // nsys stats / analyze figures of every rank, same order as `ranks`.
+  std::vector<CudaSummary> cuda_summaries;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
 };

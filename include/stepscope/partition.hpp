@@ -101,6 +101,7 @@ struct StageRule {
 
 struct PartitionOptions {
   std::vector<StageRule> stage_rules;
+  std::string step_range;  // --step-range NAME: the annotation (NVTX range) that is one step
 };
 
 // Parses "NAME=REGEX"; throws InputError on a bad stage name or regex.

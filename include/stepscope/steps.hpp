@@ -28,7 +28,8 @@ std::int64_t profiler_step_number(std::string_view name);
 
 // In order of preference: ProfilerStep#N annotations; a top-level annotation repeated on the
 // main thread (the first of an instrumented step's stages); Optimizer.step boundaries; the
-// whole trace as one window.
-StepDetection detect_steps(const RankTrace& t);
+// whole trace as one window. A non-empty `step_range` (--step-range NAME) overrides them: each
+// range of that name on the thread holding most of them is one step; InputError if none exists.
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range = {});
 
 }  // namespace stepscope

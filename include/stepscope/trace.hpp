@@ -101,6 +101,9 @@ struct EventExtra {
   std::int32_t device_id = -1;           // [memory] args["Device Id"]
   StrId input_dims = kNoStr;             // raw JSON text of args["Input Dims"]
   StrId input_type = kNoStr;             // raw JSON text of args["Input type"]
+  // The source's other spelling, where it has one: an nsys kernel's shortName, an nsys runtime
+  // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc").
+  StrId alt_name = kNoStr;
 };
 
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
@@ -174,7 +177,7 @@ struct Track {
   std::vector<std::uint32_t> events;
 };
 
-enum class TraceLayout : std::uint8_t { Kineto, LegacyArray };
+enum class TraceLayout : std::uint8_t { Kineto, LegacyArray, NsysSqlite };
 
 // Everything read from one trace file.
 struct RankTrace {

@@ -445,7 +445,7 @@ const char* step_source_name(StepSource s) {
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   RankPartition r;
   r.rank = t.rank;
-  const StepDetection d = detect_steps(t);
+  const StepDetection d = detect_steps(t, opts.step_range);
   r.source = d.source;
   r.source_detail = d.detail;
   r.main_thread = track_label(t, d.main_track);

@@ -4,6 +4,10 @@
 #include <charconv>
 #include <map>
 
+#include <fmt/core.h>
+
+#include "stepscope/error.hpp"
+
 namespace stepscope {
 namespace {
 
@@ -110,6 +114,27 @@ std::vector<HostWindow> optimizer_windows(const RankTrace& t, const std::vector<
   return w;
 }
 
+// Every top-level occurrence of `name` on the track that holds the most of them.
+StepDetection named_range_windows(const RankTrace& t, std::string_view name) {
+  StepDetection d;
+  auto id = t.strings.find(name);
+  std::size_t best = 0;
+  for (std::size_t k = 0; id && k < t.host_tracks.size(); ++k) {
+    std::vector<HostWindow> w;
+    for (auto i : t.host_tracks[k].events) {
+      if (!is_timed_host(t, i) || t.events.name[i] != *id) continue;
+      if (!w.empty() && t.events.ts[i] < w.back().end) continue;  // nested in the previous one
+      w.push_back({static_cast<std::int64_t>(w.size()), std::string(name), t.events.ts[i], t.events.end(i)});
+    }
+    if (w.size() > best) best = w.size(), d.windows = std::move(w), d.main_track = static_cast<int>(k);
+  }
+  if (d.windows.empty())
+    throw InputError(fmt::format("--step-range {}: {} holds no range of that name", name, t.path));
+  d.source = StepSource::Annotation;
+  d.detail = std::string(name);
+  return d;
+}
+
 }  // namespace
 
 std::int64_t profiler_step_number(std::string_view name) {
@@ -121,7 +146,8 @@ std::int64_t profiler_step_number(std::string_view name) {
   return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
 }
 
-StepDetection detect_steps(const RankTrace& t) {
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range) {
+  if (!step_range.empty()) return named_range_windows(t, step_range);
   StepDetection d;
   d.main_track = find_main_track(t);
   if (d.main_track >= 0) {

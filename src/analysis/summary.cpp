@@ -35,7 +35,9 @@ IngestSummary summarize_ingest(const RankTrace& t) {
   s.rank = t.rank;
   s.rank_source = rank_source_name(t.rank_source);
   s.path = t.path;
-  s.layout = t.layout == TraceLayout::Kineto ? "kineto" : "legacy array";
+  s.layout = t.layout == TraceLayout::Kineto        ? "kineto"
+             : t.layout == TraceLayout::NsysSqlite ? "nsys sqlite"
+                                                   : "legacy array";
   s.world_size = t.distributed.world_size;
   s.backend = t.distributed.backend;
   s.events = t.events.size();
@@ -76,6 +78,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
     r.partitions.push_back(partition_rank(rank, opts.partition));
     r.stability.push_back(compute_stability(r.partitions.back()));
     r.gpu_timelines.push_back(analyze_gpu_timeline(rank));
+    r.cuda_summaries.push_back(summarize_cuda(rank));
   }
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;

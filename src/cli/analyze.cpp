@@ -24,6 +24,7 @@ struct AnalyzeArgs {
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> stages;  // NAME=REGEX
+  std::string step_range;           // annotation (NVTX range) that is one step
 };
 
 void write_json(const std::string& where, const nlohmann::json& j) {
@@ -44,6 +45,7 @@ int run_analyze(const AnalyzeArgs& a) {
   ProgressBar bar("reading", !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  po.analyze.partition.step_range = a.step_range;
   Analysis run = analyze_paths(a.paths, po);
   bar.finish();
   const AnalysisResult& result = run.result;
@@ -58,9 +60,9 @@ int run_analyze(const AnalyzeArgs& a) {
 
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
-  auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces");
+  auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces or Nsight Systems SQLite exports");
   cmd->add_option("paths", args->paths,
-                  "Trace files (.json, .json.gz) or directories of per-rank traces")
+                  "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
       ->required();
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
@@ -69,6 +71,8 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
                   "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "
                   "sync, side); repeatable")
       ->type_name("NAME=REGEX");
+  cmd->add_option("--step-range", args->step_range,
+                  "Each range (NVTX or annotation) of this name is one step, e.g. train_step");
   cmd->add_flag("-v,--verbose", args->verbose, "Show every category, step and thread, and the ingest summary");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_analyze(*args); };

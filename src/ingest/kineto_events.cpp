@@ -463,6 +463,7 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
   for (auto& x : part.extras) {
     x.input_dims = map[x.input_dims];
     x.input_type = map[x.input_type];
+    x.alt_name = map[x.alt_name];
     into.extras.push_back(x);
   }
   for (auto& c : part.counters) {

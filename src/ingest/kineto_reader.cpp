@@ -16,6 +16,7 @@
 #include "ingest/json_chunker.hpp"
 #include "ingest/kineto_events.hpp"
 #include "ingest/metadata.hpp"
+#include "ingest/nsys_sqlite.hpp"
 #include "ingest/thread_pool.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
@@ -168,7 +169,34 @@ struct FileReader {
 bool looks_like_trace_file(const fs::path& p) {
   std::string n = p.filename().string();
   auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-  return ends(".json") || ends(".json.gz");
+  return ends(".json") || ends(".json.gz") || ends(".sqlite");
+}
+
+// torch.profiler names its traces *.pt.trace.json[.gz]; when a directory holds some, other JSON
+// files beside them (a run's config, a generator's ground truth) are not ranks.
+std::vector<std::string> prefer_profiler_traces(std::vector<std::string> found) {
+  std::vector<std::string> traces;
+  for (const auto& f : found)
+    if (fs::path(f).filename().string().find(".pt.trace.json") != std::string::npos) traces.push_back(f);
+  return traces.empty() ? found : traces;
+}
+
+// Nsight Systems exports and Kineto traces come from different tools with different
+// definitions: one job's ranks must all be one or the other.
+std::vector<bool> classify_sqlite(const std::vector<std::string>& files) {
+  std::vector<bool> sqlite;
+  for (const auto& f : files) {
+    if (is_nsys_report_name(f))
+      throw InputError(fmt::format("{}: an Nsight Systems report; export it first: nsys export --type sqlite --output {}.sqlite {}",
+                                   f, fs::path(f).replace_extension().string(), f));
+    sqlite.push_back(has_sqlite_magic(f));
+    if (!sqlite.back() && fs::path(f).extension() == ".sqlite")
+      throw InputError(fmt::format("{}: not a SQLite database (no SQLite header): empty or corrupted", f));
+  }
+  if (std::find(sqlite.begin(), sqlite.end(), true) != sqlite.end() &&
+      std::find(sqlite.begin(), sqlite.end(), false) != sqlite.end())
+    throw InputError("mixed inputs: Nsight Systems exports (.sqlite) and Kineto traces cannot be analysed together; pass one kind");
+  return sqlite;
 }
 
 std::optional<int> rank_from_file_name(const std::string& path) {
@@ -200,8 +228,9 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
         if (entry.is_regular_file() && looks_like_trace_file(entry.path())) found.push_back(entry.path().string());
       if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", p, ec.message()));
       if (found.empty())
-        throw InputError(fmt::format("{}: directory holds no *.json or *.json.gz traces", p));
+        throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", p));
       std::sort(found.begin(), found.end());
+      found = prefer_profiler_traces(std::move(found));
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(p);
@@ -261,6 +290,7 @@ void assign_ranks(Trace& t) {
 
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
   auto files = expand_trace_paths(paths);
+  const std::vector<bool> sqlite = classify_sqlite(files);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;
   t.ranks.resize(files.size());
@@ -287,6 +317,10 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
         for (auto x : done) sum += x;
         opts.progress(sum, total);
       };
+    }
+    if (sqlite[i]) {
+      t.ranks[i] = read_nsys_sqlite(files[i], o);
+      return;
     }
     auto src = open_byte_source(files[i]);
     FileReader r{*src, files[i], o, inner, 0, total};

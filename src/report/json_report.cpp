@@ -1,3 +1,4 @@
+#include "report/cuda_summary_render.hpp"
 #include "report/diagnosis_render.hpp"
 #include "report/gpu_timeline_json.hpp"
 #include "stepscope/report.hpp"
@@ -47,6 +48,7 @@ nlohmann::json to_json(const AnalysisResult& r) {
     if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
     if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
     if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
+    if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
     ranks.push_back(std::move(rank));
   }
   if (!r.gpu_timelines.empty())

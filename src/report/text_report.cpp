@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "report/cuda_summary_render.hpp"
 #include "report/diagnosis_render.hpp"
 #include "report/gpu_timeline_text.hpp"
 #include "stepscope/report.hpp"
@@ -94,6 +95,13 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, std:
     shown = true;
   }
 }
+// Shown for Nsight Systems exports, whose users know these tables; for Kineto traces under
+// --verbose.
+void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
+  for (std::size_t i = 0; i < r.cuda_summaries.size() && i < r.ranks.size(); ++i)
+    if (r.cuda_summaries[i].present && (opts.verbose || r.ranks[i].layout == "nsys sqlite"))
+      out += fmt::format("\nrank {} ", r.ranks[i].rank) + cuda_summary_text(r.cuda_summaries[i]);
+}
 }  // namespace
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
@@ -105,6 +113,7 @@ std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
       for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
   out += report_detail::render_diagnosis_text(r, opts);
   render_gpu_timelines(r, opts, out);
+  render_cuda_summaries(r, opts, out);
   if (!opts.verbose) return out;
   out += "\ningest:\n";
   for (const auto& s : r.ranks) {

@@ -1,0 +1,170 @@
+// nsys stats / nsys analyze figures from the trace model. Definitions (Nsight Systems
+// documentation): cuda_gpu_kern_sum, cuda_gpu_mem_time_sum / _size_sum, cuda_api_sum (median of
+// an even count is the mean of the middle two; stddev is the sample deviation), the cuda_api_sync
+// and cuda_memcpy_async rules, and gpu_gaps / gpu_time_util (busy time is the union of a
+// device's kernels, copies and memsets).
+#include "stepscope/cuda_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace stepscope {
+namespace {
+
+bool is_api_call(Kind k) { return k == Kind::Runtime || k == Kind::Driver; }
+
+// nsys counts every row of its runtime table, including the backtrace copies that the reader
+// keeps out of the timeline.
+bool is_api_row(const RankTrace& t, std::size_t i) {
+  Kind k = t.events.kind[i];
+  return is_api_call(k) || (k == Kind::Other && t.str(t.events.category[i]) == "cuda_api_backtrace");
+}
+
+bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+
+std::string_view recorded_name(const RankTrace& t, std::size_t i) {
+  const EventExtra* x = t.extra_of(i);
+  return x && x->alt_name != kNoStr ? t.str(x->alt_name) : t.name_of(i);
+}
+
+using Groups = std::map<std::string, std::vector<ns_t>, std::less<>>;
+
+void add(Groups& g, std::string_view name, ns_t dur) {
+  auto it = g.find(name);
+  if (it == g.end()) it = g.emplace(std::string(name), std::vector<ns_t>{}).first;
+  it->second.push_back(dur);
+}
+
+// Largest total first; ties by name so the order is stable.
+std::vector<DurationStats> table(Groups groups) {
+  std::vector<DurationStats> out;
+  ns_t all = 0;
+  for (auto& [name, d] : groups) {
+    out.push_back(duration_stats(name, std::move(d)));
+    all += out.back().total;
+  }
+  for (auto& s : out) s.time_pct = all > 0 ? 100.0 * static_cast<double>(s.total) / static_cast<double>(all) : 0;
+  std::sort(out.begin(), out.end(), [](const DurationStats& a, const DurationStats& b) {
+    return a.total != b.total ? a.total > b.total : a.name < b.name;
+  });
+  return out;
+}
+
+bool is_sync_api(std::string_view n) { return n.find("Synchronize") != std::string_view::npos; }
+
+// Calls that block the host on the device: those CUPTI paired with a synchronisation record,
+// and the *Synchronize calls of traces that record none.
+std::uint64_t count_sync_calls(const RankTrace& t) {
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (!is_api_call(t.events.kind[i])) continue;
+    bool synced = false;
+    if (auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
+        t.events.correlation[i] != kNone && it != t.gpu_by_correlation.end())
+      for (auto g : it->second) synced = synced || t.events.kind[g] == Kind::GpuSync;
+    if (synced || is_sync_api(t.name_of(i))) ++n;
+  }
+  return n;
+}
+
+std::uint64_t count_pageable_async(const RankTrace& t) {
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::Memcpy || t.events.host_mem[i] != HostMem::Pageable) continue;
+    auto it = t.launch_by_correlation.find(t.events.correlation[i]);
+    if (it != t.launch_by_correlation.end() && t.name_of(it->second).find("Async") != std::string_view::npos) ++n;
+  }
+  return n;
+}
+
+DeviceBusy device_busy(std::int64_t device, std::vector<std::pair<ns_t, ns_t>> spans, ns_t threshold) {
+  std::sort(spans.begin(), spans.end());
+  DeviceBusy d;
+  d.device = device;
+  ns_t cur_start = spans.front().first, cur_end = spans.front().second, last = cur_end;
+  for (std::size_t k = 1; k < spans.size(); ++k) {
+    auto [s, e] = spans[k];
+    last = std::max(last, e);
+    if (s > cur_end) {
+      d.busy += cur_end - cur_start;
+      ns_t gap = s - cur_end;
+      d.largest_gap = std::max(d.largest_gap, gap);
+      if (gap > threshold) ++d.gaps_over_threshold;
+      cur_start = s;
+      cur_end = e;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  d.busy += cur_end - cur_start;
+  d.span = last - spans.front().first;
+  d.idle = d.span - d.busy;
+  d.idle_pct = d.span > 0 ? 100.0 * static_cast<double>(d.idle) / static_cast<double>(d.span) : 0;
+  return d;
+}
+
+}  // namespace
+
+DurationStats duration_stats(std::string name, std::vector<ns_t> d) {
+  DurationStats s;
+  s.name = std::move(name);
+  s.instances = d.size();
+  if (d.empty()) return s;
+  std::sort(d.begin(), d.end());
+  for (ns_t x : d) s.total += x;
+  std::size_t n = d.size();
+  s.min = d.front();
+  s.max = d.back();
+  s.avg = static_cast<double>(s.total) / static_cast<double>(n);
+  s.median = n % 2 ? static_cast<double>(d[n / 2])
+                   : (static_cast<double>(d[n / 2 - 1]) + static_cast<double>(d[n / 2])) / 2.0;
+  if (n > 1) {
+    // Deviations from the exact mean in long double: durations reach 1e10 ns and their squares
+    // would lose the last digits in double.
+    long double mean = static_cast<long double>(s.total) / static_cast<long double>(n), ss = 0;
+    for (ns_t x : d) ss += (static_cast<long double>(x) - mean) * (static_cast<long double>(x) - mean);
+    s.stddev = static_cast<double>(std::sqrt(ss / static_cast<long double>(n - 1)));
+  }
+  return s;
+}
+
+CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
+  CudaSummary out;
+  out.gap_threshold = gap_threshold;
+  const EventTable& ev = t.events;
+  Groups kernels, short_names, api;
+  std::map<CopyKind, std::vector<ns_t>> copies;
+  std::map<CopyKind, std::int64_t> copy_bytes;
+  std::map<std::int64_t, std::vector<std::pair<ns_t, ns_t>>> by_device;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev.phase[i] != Phase::Complete) continue;
+    Kind k = ev.kind[i];
+    if (is_gpu_work(k)) by_device[ev.device[i] >= 0 ? ev.device[i] : ev.pid[i]].emplace_back(ev.ts[i], ev.end(i));
+    if (k == Kind::Kernel) {
+      add(kernels, t.name_of(i), ev.dur[i]);
+      if (const EventExtra* x = t.extra_of(i); x && x->alt_name != kNoStr) add(short_names, t.str(x->alt_name), ev.dur[i]);
+      ++out.kernel_count;
+      out.kernel_total += ev.dur[i];
+    } else if (k == Kind::Memcpy) {
+      copies[ev.copy_kind[i]].push_back(ev.dur[i]);
+      copy_bytes[ev.copy_kind[i]] += std::max<std::int64_t>(0, t.bytes_of(i));
+    } else if (is_api_row(t, i)) {
+      add(api, recorded_name(t, i), ev.dur[i]);
+    }
+  }
+  out.kernels = table(std::move(kernels));
+  out.kernels_short_name = table(std::move(short_names));
+  out.runtime_api = table(std::move(api));
+  for (auto& [kind, durs] : copies)
+    out.memcpy_by_kind.push_back({copy_kind_name(kind), copy_bytes[kind], duration_stats(copy_kind_name(kind), std::move(durs))});
+  std::sort(out.memcpy_by_kind.begin(), out.memcpy_by_kind.end(),
+            [](const CopyKindStats& a, const CopyKindStats& b) { return a.time.total > b.time.total; });
+  out.sync_calls = count_sync_calls(t);
+  out.pageable_async_copies = count_pageable_async(t);
+  for (auto& [dev, spans] : by_device) out.devices.push_back(device_busy(dev, std::move(spans), gap_threshold));
+  out.present = !by_device.empty() || !out.runtime_api.empty();
+  return out;
+}
+
+}  // namespace stepscope

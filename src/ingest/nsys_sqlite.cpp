@@ -1,0 +1,561 @@
+// Nsight Systems SQLite exports into the trace model, with the Kineto reader's conventions
+// (GPU rows on pid = device, tid = stream; Kineto-style names and categories) so that every
+// analysis reads them unchanged.
+#include "ingest/nsys_sqlite.hpp"
+
+#include <fmt/core.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "stepscope/error.hpp"
+
+namespace stepscope::ingest {
+namespace {
+
+// One prepared statement; rows are read one at a time, so memory grows with the model only.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& path) : path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st_, nullptr) != SQLITE_OK)
+      throw InputError(fmt::format("{}: cannot read the export: {}", path, sqlite3_errmsg(db)));
+    db_ = db;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(st_); }
+
+  bool step() {
+    int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw InputError(fmt::format("{}: cannot read the export: {}", path_, sqlite3_errmsg(db_)));
+  }
+  bool null(int c) const { return c < 0 || sqlite3_column_type(st_, c) == SQLITE_NULL; }
+  bool is_text(int c) const { return c >= 0 && sqlite3_column_type(st_, c) == SQLITE_TEXT; }
+  std::int64_t i64(int c, std::int64_t fallback = kNone) const {
+    return null(c) ? fallback : sqlite3_column_int64(st_, c);
+  }
+  std::string_view text(int c) const {
+    if (null(c)) return {};
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
+    return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, c))) : std::string_view{};
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* st_ = nullptr;
+  std::string path_;
+};
+
+class Database {
+ public:
+  explicit Database(const std::string& path) : path_(path) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      throw InputError(fmt::format("{}: cannot open the SQLite file: {}", path, why));
+    }
+    Statement s(db_, "SELECT name FROM sqlite_master WHERE type = 'table'", path_);
+    while (s.step()) tables_.insert(std::string(s.text(0)));
+  }
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database() { sqlite3_close(db_); }
+
+  bool has(const std::string& table) const { return tables_.count(table) != 0; }
+  const std::set<std::string>& tables() const { return tables_; }
+  const std::string& path() const { return path_; }
+
+  std::vector<std::string> columns(const std::string& table) {
+    std::vector<std::string> cols;
+    Statement s(db_, fmt::format("PRAGMA table_info(\"{}\")", table), path_);
+    while (s.step()) cols.emplace_back(s.text(1));
+    return cols;
+  }
+
+  // SELECT of the wanted columns that the table has; col(name) gives each one's index or -1,
+  // so that a column one nsys version lacks reads as NULL.
+  struct Query {
+    std::unique_ptr<Statement> st;
+    std::map<std::string, int> index;
+    int col(const std::string& name) const {
+      auto it = index.find(name);
+      return it == index.end() ? -1 : it->second;
+    }
+  };
+  Query select(const std::string& table, const std::vector<std::string>& wanted) {
+    auto have = columns(table);
+    Query q;
+    std::string list;
+    for (const auto& w : wanted) {
+      if (std::find(have.begin(), have.end(), w) == have.end()) continue;
+      q.index[w] = static_cast<int>(q.index.size());
+      list += (list.empty() ? "\"" : ", \"") + w + "\"";
+    }
+    if (list.empty()) list = "NULL";
+    q.st = std::make_unique<Statement>(db_, fmt::format("SELECT {} FROM \"{}\"", list, table), path_);
+    return q;
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::set<std::string> tables_;
+};
+
+// globalTid / globalPid pack the process id in bits 24..47 and the thread id in bits 0..23.
+std::int64_t pid_of(std::int64_t global) { return (global >> 24) & 0xFFFFFF; }
+std::int64_t tid_of(std::int64_t global_tid) { return global_tid & 0xFFFFFF; }
+
+// CUPTI writes "no stream" as 0xFFFFFFFF in an unsigned column.
+std::int64_t stream_of(std::int64_t s) { return s == 0xFFFFFFFFLL ? -1 : s; }
+
+// Names stored as StringIds ids (or, in some tables and versions, as text).
+class Strings {
+ public:
+  void load(Database& db) {
+    if (!db.has("StringIds")) return;
+    auto q = db.select("StringIds", {"id", "value"});
+    while (q.st->step()) by_id_[q.st->i64(q.col("id"))] = std::string(q.st->text(q.col("value")));
+  }
+  std::string_view get(const Statement& s, int col) const {
+    if (s.is_text(col)) return s.text(col);
+    if (s.null(col)) return {};
+    auto it = by_id_.find(s.i64(col));
+    return it == by_id_.end() ? std::string_view{} : std::string_view(it->second);
+  }
+  std::string_view get(std::int64_t id) const {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? std::string_view{} : std::string_view(it->second);
+  }
+
+ private:
+  std::unordered_map<std::int64_t, std::string> by_id_;
+};
+
+// Enum values by their name where the export carries ENUM_* tables (schema 3); the values the
+// older schema uses otherwise (they did not change between the two).
+class Enums {
+ public:
+  void load(Database& db, const std::string& table) {
+    if (!db.has(table)) return;
+    auto q = db.select(table, {"id", "name"});
+    while (q.st->step()) values_[std::string(q.st->text(q.col("name")))] = q.st->i64(q.col("id"));
+  }
+  std::int64_t value(const std::string& name, std::int64_t fallback) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second;
+  }
+
+ private:
+  std::map<std::string, std::int64_t> values_;
+};
+
+struct Row {
+  ns_t ts = 0, dur = 0;
+  StrId name = kNoStr, category = kNoStr;
+  Kind kind = Kind::Other;
+  std::int64_t pid = 0, tid = 0, correlation = kNone, stream = -1;
+  std::int32_t device = -1;
+};
+
+void append(RankTrace& t, const Row& r, CopyKind ck = CopyKind::None, HostMem hm = HostMem::Unknown) {
+  EventTable& e = t.events;
+  e.ts.push_back(r.ts);
+  e.dur.push_back(std::max<ns_t>(0, r.dur));
+  e.name.push_back(r.name);
+  e.category.push_back(r.category);
+  e.kind.push_back(r.kind);
+  e.phase.push_back(Phase::Complete);
+  e.copy_kind.push_back(ck);
+  e.host_mem.push_back(hm);
+  e.pid.push_back(r.pid);
+  e.tid.push_back(r.tid);
+  e.correlation.push_back(r.correlation);
+  e.external_id.push_back(kNone);
+  e.stream.push_back(r.stream);
+  e.device.push_back(r.device);
+  e.kernel_args.push_back(-1);
+  e.extra.push_back(-1);
+}
+
+EventExtra& extra_of_last(RankTrace& t) {
+  t.events.extra.back() = static_cast<std::int32_t>(t.extras.size());
+  return t.extras.emplace_back();
+}
+
+class Reader {
+ public:
+  Reader(Database& db, RankTrace& out) : db_(db), out_(out) {}
+
+  void read() {
+    strings_.load(db_);
+    event_types_.load(db_, "ENUM_NSYS_EVENT_TYPE");
+    read_metadata();
+    read_gpus();
+    read_names();
+    read_kernels();
+    read_copies();
+    read_memsets();
+    read_sync();
+    read_runtime();
+    read_nvtx();
+  }
+
+ private:
+  Database& db_;
+  RankTrace& out_;
+  Strings strings_;
+  Enums event_types_;
+
+  StrId intern(std::string_view s) { return out_.strings.intern(s); }
+
+  // Row fields every GPU activity table shares: times, device, stream, correlation.
+  Row gpu_row(const Database::Query& q, std::string_view category, Kind kind) {
+    const Statement& s = *q.st;
+    Row r;
+    r.ts = s.i64(q.col("start"), 0);
+    r.dur = s.i64(q.col("end"), r.ts) - r.ts;
+    r.device = static_cast<std::int32_t>(s.i64(q.col("deviceId"), -1));
+    r.stream = stream_of(s.i64(q.col("streamId"), -1));
+    r.correlation = s.i64(q.col("correlationId"));
+    r.pid = r.device;
+    r.tid = r.stream;
+    r.kind = kind;
+    r.category = intern(category);
+    return r;
+  }
+
+  void read_metadata() {
+    out_.layout = TraceLayout::NsysSqlite;
+    for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+      if (!db_.has(table)) continue;
+      auto q = db_.select(table, {"name", "value"});
+      while (q.st->step()) {
+        std::string_view k = q.st->text(q.col("name"));
+        if (k == "EXPORT_PRODUCT_VERSION" || k == "EXPORT_SCHEMA_VERSION")
+          out_.metadata.emplace_back(std::string(k), std::string(q.st->text(q.col("value"))));
+        if (k == "EXPORT_PRODUCT_VERSION") out_.trace_name = fmt::format("Nsight Systems {}", q.st->text(q.col("value")));
+      }
+    }
+  }
+
+  void read_gpus() {
+    if (!db_.has("TARGET_INFO_GPU")) return;
+    auto q = db_.select("TARGET_INFO_GPU", {"id", "name", "totalMemory", "computeMajor", "computeMinor",
+                                            "smCount", "threadsPerWarp", "maxWarpsPerSm",
+                                            "maxRegistersPerSm", "maxShmemPerSm"});
+    const Statement& s = *q.st;
+    while (q.st->step()) {
+      DeviceProperties d;
+      d.id = s.i64(q.col("id"), static_cast<std::int64_t>(out_.devices.size()));
+      d.name = std::string(s.text(q.col("name")));
+      d.total_global_mem = s.i64(q.col("totalMemory"));
+      d.compute_major = static_cast<int>(s.i64(q.col("computeMajor")));
+      d.compute_minor = static_cast<int>(s.i64(q.col("computeMinor")));
+      d.num_sms = static_cast<int>(s.i64(q.col("smCount")));
+      d.warp_size = static_cast<int>(s.i64(q.col("threadsPerWarp")));
+      std::int64_t warps = s.i64(q.col("maxWarpsPerSm"));
+      if (warps > 0 && d.warp_size > 0) d.max_threads_per_sm = static_cast<int>(warps * d.warp_size);
+      d.regs_per_sm = static_cast<int>(s.i64(q.col("maxRegistersPerSm")));
+      d.shared_mem_per_sm = s.i64(q.col("maxShmemPerSm"));
+      out_.devices.push_back(std::move(d));
+    }
+  }
+
+  void read_names() {
+    if (db_.has("ThreadNames")) {
+      auto q = db_.select("ThreadNames", {"nameId", "globalTid"});
+      while (q.st->step())
+        out_.thread_names[tid_of(q.st->i64(q.col("globalTid"), 0))] = std::string(strings_.get(*q.st, q.col("nameId")));
+    }
+    if (db_.has("PROCESSES")) {
+      auto q = db_.select("PROCESSES", {"globalPid", "pid", "name"});
+      while (q.st->step()) {
+        std::int64_t pid = q.col("globalPid") >= 0 ? pid_of(q.st->i64(q.col("globalPid"), 0)) : q.st->i64(q.col("pid"), 0);
+        out_.process_names[pid] = std::string(q.st->text(q.col("name")));
+      }
+    }
+  }
+
+  void read_kernels() {
+    if (!db_.has("CUPTI_ACTIVITY_KIND_KERNEL")) return;
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_KERNEL",
+                        {"start", "end", "deviceId", "streamId", "correlationId", "demangledName",
+                         "shortName", "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY",
+                         "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"});
+    const Statement& s = *q.st;
+    while (q.st->step()) {
+      Row r = gpu_row(q, "kernel", Kind::Kernel);
+      std::string_view shortn = strings_.get(s, q.col("shortName"));
+      std::string_view name = strings_.get(s, q.col("demangledName"));
+      if (name.empty()) name = shortn.empty() ? strings_.get(s, q.col("mangledName")) : shortn;
+      r.name = intern(name);
+      append(out_, r);
+      if (!shortn.empty()) extra_of_last(out_).alt_name = intern(shortn);
+      KernelArgs a;
+      const char* dims[2][3] = {{"gridX", "gridY", "gridZ"}, {"blockX", "blockY", "blockZ"}};
+      for (int k = 0; k < 3; ++k) {
+        a.grid[k] = static_cast<std::int32_t>(s.i64(q.col(dims[0][k]), 0));
+        a.block[k] = static_cast<std::int32_t>(s.i64(q.col(dims[1][k]), 0));
+      }
+      a.registers_per_thread = static_cast<std::int32_t>(s.i64(q.col("registersPerThread"), -1));
+      std::int64_t st_shm = s.i64(q.col("staticSharedMemory"), -1), dyn = s.i64(q.col("dynamicSharedMemory"), -1);
+      if (st_shm >= 0 || dyn >= 0) a.shared_memory = std::max<std::int64_t>(st_shm, 0) + std::max<std::int64_t>(dyn, 0);
+      out_.events.kernel_args.back() = static_cast<std::int32_t>(out_.kernel_args.size());
+      out_.kernel_args.push_back(a);
+    }
+  }
+
+  // CUPTI's copy kinds: arrays are device memory; unified-memory migrations count by direction.
+  static CopyKind copy_kind(std::int64_t k) {
+    switch (k) {
+      case 1: case 3: case 11: return CopyKind::HtoD;
+      case 2: case 4: case 12: return CopyKind::DtoH;
+      case 5: case 6: case 7: case 8: case 13: return CopyKind::DtoD;
+      case 9: return CopyKind::HtoH;
+      case 10: return CopyKind::PtoP;
+      default: return CopyKind::Other;
+    }
+  }
+  static const char* mem_kind_name(std::int64_t k) {
+    switch (k) {
+      case 0: return "Pageable";
+      case 1: return "Pinned";
+      case 2: return "Device";
+      case 3: return "Array";
+      case 4: return "Managed";
+      case 5: return "Device Static";
+      case 6: return "Managed Static";
+      default: return "Unknown";
+    }
+  }
+  static HostMem host_mem(std::int64_t k) {
+    return k == 0 ? HostMem::Pageable : k == 1 ? HostMem::Pinned : HostMem::Unknown;
+  }
+
+  void read_copies() {
+    if (!db_.has("CUPTI_ACTIVITY_KIND_MEMCPY")) return;
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end", "deviceId", "streamId",
+                                                       "correlationId", "bytes", "copyKind", "srcKind", "dstKind"});
+    const Statement& s = *q.st;
+    while (q.st->step()) {
+      Row r = gpu_row(q, "gpu_memcpy", Kind::Memcpy);
+      CopyKind ck = copy_kind(s.i64(q.col("copyKind"), 0));
+      std::int64_t src = s.i64(q.col("srcKind"), 7), dst = s.i64(q.col("dstKind"), 7);
+      // Kineto's spelling, which the copy analyses also read: "Memcpy HtoD (Pageable -> Device)".
+      r.name = intern(fmt::format("Memcpy {} ({} -> {})", copy_kind_name(ck), mem_kind_name(src), mem_kind_name(dst)));
+      HostMem hm = ck == CopyKind::DtoH ? host_mem(dst) : ck == CopyKind::HtoD || ck == CopyKind::HtoH ? host_mem(src) : HostMem::Unknown;
+      append(out_, r, ck, hm);
+      extra_of_last(out_).bytes = s.i64(q.col("bytes"));
+    }
+  }
+
+  void read_memsets() {
+    if (!db_.has("CUPTI_ACTIVITY_KIND_MEMSET")) return;
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end", "deviceId", "streamId",
+                                                       "correlationId", "bytes", "memKind"});
+    while (q.st->step()) {
+      Row r = gpu_row(q, "gpu_memset", Kind::Memset);
+      r.name = intern(fmt::format("Memset ({})", mem_kind_name(q.st->i64(q.col("memKind"), 7))));
+      append(out_, r);
+      extra_of_last(out_).bytes = q.st->i64(q.col("bytes"));
+    }
+  }
+
+  // Kineto's cuda_sync names, from CUPTI's synchronisation types.
+  static const char* sync_name(std::int64_t t) {
+    switch (t) {
+      case 1: return "Event Sync";
+      case 2: return "Stream Wait Event";
+      case 3: return "Stream Sync";
+      case 4: return "Context Sync";
+      default: return "Sync";
+    }
+  }
+
+  void read_sync() {
+    if (!db_.has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) return;
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                        {"start", "end", "deviceId", "streamId", "correlationId", "syncType"});
+    while (q.st->step()) {
+      Row r = gpu_row(q, "cuda_sync", Kind::GpuSync);
+      r.name = intern(sync_name(q.st->i64(q.col("syncType"), 0)));
+      append(out_, r);
+    }
+  }
+
+  // "cudaMalloc_v3020" -> "cudaMalloc": the analyses know the API by its plain name.
+  static std::string_view plain_api_name(std::string_view n) {
+    auto v = n.rfind("_v");
+    if (v == std::string_view::npos || v + 2 == n.size()) return n;
+    for (std::size_t i = v + 2; i < n.size(); ++i)
+      if (n[i] < '0' || n[i] > '9') return n;
+    return n.substr(0, v);
+  }
+  static bool is_driver_api(std::string_view n) { return n.substr(0, 2) == "cu" && n.substr(0, 4) != "cuda"; }
+
+  struct ApiRow {
+    ns_t start, end;
+    std::int64_t gtid, correlation;
+    std::string_view name;
+  };
+
+  // Some versions write a second row per call that has a backtrace, enclosing the call with the
+  // same correlation id. The innermost row of a correlation id is the call; the others are kept
+  // (the runtime API summary counts every row, as nsys does) but play no part in the timeline.
+  static std::vector<bool> innermost_rows(const std::vector<ApiRow>& rows) {
+    std::vector<bool> keep(rows.size(), true);
+    std::unordered_map<std::int64_t, std::size_t> best;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].correlation == kNone || rows[i].correlation == 0) continue;
+      auto [it, fresh] = best.emplace(rows[i].correlation, i);
+      if (fresh) continue;
+      const ApiRow& b = rows[it->second];
+      bool inner = rows[i].start > b.start || (rows[i].start == b.start && rows[i].end < b.end);
+      if (inner) {
+        keep[it->second] = false;
+        it->second = i;
+      } else {
+        keep[i] = false;
+      }
+    }
+    return keep;
+  }
+
+  void read_runtime() {
+    if (!db_.has("CUPTI_ACTIVITY_KIND_RUNTIME")) return;
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_RUNTIME", {"start", "end", "globalTid", "correlationId", "nameId", "name"});
+    const Statement& s = *q.st;
+    std::vector<ApiRow> rows;
+    while (q.st->step()) {
+      ApiRow a;
+      a.start = s.i64(q.col("start"), 0);
+      a.end = s.i64(q.col("end"), a.start);
+      a.gtid = s.i64(q.col("globalTid"), 0);
+      a.correlation = s.i64(q.col("correlationId"));
+      a.name = strings_.get(s, q.col("nameId"));
+      if (a.name.empty()) a.name = intern_view(s.text(q.col("name")));
+      rows.push_back(a);
+    }
+    std::vector<bool> call = innermost_rows(rows);
+    StrId runtime_cat = intern("cuda_runtime"), driver_cat = intern("cuda_driver"),
+          backtrace_cat = intern("cuda_api_backtrace");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const ApiRow& a = rows[i];
+      std::string_view plain = plain_api_name(a.name);
+      Row r;
+      r.ts = a.start;
+      r.dur = a.end - a.start;
+      r.pid = pid_of(a.gtid);
+      r.tid = tid_of(a.gtid);
+      r.correlation = a.correlation;
+      bool driver = is_driver_api(plain);
+      r.kind = !call[i] ? Kind::Other : driver ? Kind::Driver : Kind::Runtime;
+      r.category = !call[i] ? backtrace_cat : driver ? driver_cat : runtime_cat;
+      r.name = intern(plain);
+      append(out_, r);
+      if (plain.size() != a.name.size()) extra_of_last(out_).alt_name = intern(a.name);
+    }
+  }
+
+  std::string_view intern_view(std::string_view s) { return out_.strings.view(intern(s)); }
+
+  // Ranges nsys records itself when tracing MPI, OpenSHMEM or UCX calls are host calls, not the
+  // user's annotations: they must not be taken for steps or stages.
+  static bool is_api_trace_domain(std::string_view d) {
+    return d == "MPI" || d == "OpenSHMEM" || d == "UCX" || d == "NVSHMEM";
+  }
+
+  void read_nvtx() {
+    if (!db_.has("NVTX_EVENTS")) return;
+    const std::int64_t push_pop = event_types_.value("NvtxPushPopRange", 59);
+    const std::int64_t start_end = event_types_.value("NvtxStartEndRange", 60);
+    const std::int64_t domain_create = event_types_.value("NvtxDomainCreate", 75);
+    auto q = db_.select("NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid", "domainId"});
+    const Statement& s = *q.st;
+    std::unordered_map<std::int64_t, std::string> domains;
+    std::vector<std::pair<Row, std::int64_t>> ranges;  // domain resolved once all rows are read
+    StrId nvtx_cat = intern("nvtx");
+    while (q.st->step()) {
+      std::int64_t type = s.i64(q.col("eventType"));
+      std::string_view text = s.text(q.col("text"));
+      if (text.empty()) text = strings_.get(s, q.col("textId"));
+      if (type == domain_create) {
+        domains[s.i64(q.col("domainId"), 0)] = std::string(text);
+        continue;
+      }
+      if ((type != push_pop && type != start_end) || s.null(q.col("end"))) continue;
+      Row r;
+      r.ts = s.i64(q.col("start"), 0);
+      r.dur = s.i64(q.col("end"), r.ts) - r.ts;
+      std::int64_t gtid = s.i64(q.col("globalTid"), 0);
+      r.pid = pid_of(gtid);
+      r.tid = tid_of(gtid);
+      r.kind = Kind::UserAnnotation;
+      r.category = nvtx_cat;
+      r.name = intern(text);
+      ranges.emplace_back(r, s.i64(q.col("domainId"), 0));
+    }
+    for (auto& [r, domain] : ranges) {
+      auto d = domains.find(domain);
+      if (d != domains.end() && is_api_trace_domain(d->second)) {
+        r.kind = Kind::CpuOp;
+        r.category = intern("nvtx:" + d->second);
+      }
+      append(out_, r);
+    }
+  }
+};
+
+bool is_nsys_export(const Database& db) {
+  if (db.has("StringIds") || db.has("NVTX_EVENTS")) return true;
+  for (const auto& t : db.tables())
+    if (t.rfind("CUPTI_ACTIVITY_KIND_", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+bool has_sqlite_magic(const std::string& path) {
+  static constexpr char kMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f', 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+  std::ifstream f(path, std::ios::binary);
+  char head[16] = {};
+  if (!f.read(head, sizeof head)) return false;
+  return std::memcmp(head, kMagic, sizeof head) == 0;
+}
+
+bool is_nsys_report_name(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".nsys-rep" || ext == ".qdrep";
+}
+
+RankTrace read_nsys_sqlite(const std::string& path, const IngestOptions& opts) {
+  RankTrace out;
+  out.path = path;
+  Database db(path);
+  if (!is_nsys_export(db))
+    throw InputError(fmt::format(
+        "{}: a SQLite database but not an Nsight Systems export (no StringIds, NVTX_EVENTS or "
+        "CUPTI_ACTIVITY_KIND_* table)",
+        path));
+  Reader(db, out).read();
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  out.bytes_read = ec ? 0 : size;
+  if (opts.progress) opts.progress(out.bytes_read, out.bytes_read);
+  if (out.events.size() == 0)
+    throw InputError(fmt::format("{}: the export holds no CUDA activity, runtime calls or NVTX ranges", path));
+  out.build_indexes();
+  return out;
+}
+
+}  // namespace stepscope::ingest

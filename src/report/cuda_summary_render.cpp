@@ -1,0 +1,90 @@
+#include "report/cuda_summary_render.hpp"
+
+#include <fmt/format.h>
+
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+nlohmann::json stats_json(const DurationStats& s) {
+  return {{"name", s.name},     {"instances", s.instances}, {"total_ns", s.total},
+          {"avg_ns", s.avg},    {"median_ns", s.median},    {"min_ns", s.min},
+          {"max_ns", s.max},    {"stddev_ns", s.stddev},    {"time_pct", s.time_pct}};
+}
+
+nlohmann::json table_json(const std::vector<DurationStats>& rows) {
+  auto a = nlohmann::json::array();
+  for (const auto& r : rows) a.push_back(stats_json(r));
+  return a;
+}
+
+std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+std::string short_name(std::string_view s, std::size_t width = 60) {
+  std::string t = terminal_safe(s);
+  return t.size() > width ? t.substr(0, width) + "..." : t;
+}
+
+void table_text(const char* title, const std::vector<DurationStats>& rows, std::size_t n, std::string& out) {
+  if (rows.empty()) return;
+  out += fmt::format("  {}:\n", title);
+  out += fmt::format("    {:>7}  {:>9}  {:>12}  {:>12}  {:>12}  {}\n", "time %", "instances", "total", "avg", "median", "name");
+  for (std::size_t i = 0; i < rows.size() && i < n; ++i) {
+    const auto& r = rows[i];
+    out += fmt::format("    {:>6.2f}%  {:>9}  {:>12}  {:>12}  {:>12}  {}\n", r.time_pct, r.instances,
+                       ms(static_cast<double>(r.total)), ms(r.avg), ms(r.median), short_name(r.name));
+  }
+  if (rows.size() > n) out += fmt::format("    ... {} more\n", rows.size() - n);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const CudaSummary& s) {
+  nlohmann::json j;
+  j["present"] = s.present;
+  j["kernels"] = table_json(s.kernels);
+  j["kernels_by_short_name"] = table_json(s.kernels_short_name);
+  j["kernel_count"] = s.kernel_count;
+  j["kernel_total_ns"] = s.kernel_total;
+  auto& copies = j["memcpy_by_kind"] = nlohmann::json::array();
+  for (const auto& c : s.memcpy_by_kind) {
+    nlohmann::json row = stats_json(c.time);
+    row.erase("name");
+    row.erase("time_pct");
+    row["kind"] = c.kind;
+    row["bytes"] = c.bytes;
+    copies.push_back(std::move(row));
+  }
+  j["runtime_api"] = table_json(s.runtime_api);
+  j["sync_api_calls"] = s.sync_calls;
+  j["pageable_async_memcpy"] = s.pageable_async_copies;
+  j["gap_threshold_ns"] = s.gap_threshold;
+  auto& devs = j["gpu_time_by_device"] = nlohmann::json::array();
+  for (const auto& d : s.devices)
+    devs.push_back({{"device", d.device}, {"span_ns", d.span}, {"busy_ns", d.busy}, {"idle_ns", d.idle},
+                    {"idle_pct", d.idle_pct}, {"gaps_over_threshold", d.gaps_over_threshold},
+                    {"largest_gap_ns", d.largest_gap}});
+  return j;
+}
+
+std::string cuda_summary_text(const CudaSummary& s, std::size_t rows) {
+  std::string out = "CUDA summary (nsys stats definitions):\n";
+  table_text("kernels", s.kernels, rows, out);
+  if (!s.memcpy_by_kind.empty()) {
+    out += "  copies:\n";
+    for (const auto& c : s.memcpy_by_kind)
+      out += fmt::format("    {:<6} {:>6} copies  {:>12}  {:>14} bytes\n", c.kind, c.time.instances,
+                         ms(static_cast<double>(c.time.total)), c.bytes);
+  }
+  table_text("CUDA API", s.runtime_api, rows, out);
+  out += fmt::format("  synchronising API calls: {}; pageable async copies: {}\n", s.sync_calls, s.pageable_async_copies);
+  for (const auto& d : s.devices)
+    out += fmt::format("  GPU {}: busy {} of {} ({:.1f}% idle), largest gap {}, {} gaps over {}\n", d.device,
+                       ms(static_cast<double>(d.busy)), ms(static_cast<double>(d.span)), d.idle_pct,
+                       ms(static_cast<double>(d.largest_gap)), d.gaps_over_threshold,
+                       ms(static_cast<double>(s.gap_threshold)));
+  return out;
+}
+
+}  // namespace stepscope

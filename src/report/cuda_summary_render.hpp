@@ -1,0 +1,16 @@
+// JSON and terminal forms of the nsys-style CUDA summary (stepscope/cuda_summary.hpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "stepscope/cuda_summary.hpp"
+
+namespace stepscope {
+
+// Every field, times in integer ns as nsys reports them.
+nlohmann::json to_json(const CudaSummary& s);
+// The largest rows of each table; `rows` per table.
+std::string cuda_summary_text(const CudaSummary& s, std::size_t rows = 5);
+
+}  // namespace stepscope

@@ -1,0 +1,315 @@
+// The reader on small exports built here in each real export's schema (nsys 2022.2 / schema 2.9.1
+// and nsys 2024.5 / schema 3.13.2), with values known by construction; and bad files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "export_builder.hpp"
+#include "ingest/nsys_sqlite.hpp"
+#include "stepscope/cuda_summary.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/ingest.hpp"
+#include "stepscope/pipeline.hpp"
+
+namespace stepscope {
+namespace {
+
+namespace fs = std::filesystem;
+using nsys_test::ExportBuilder;
+using nsys_test::SqlValue;
+
+const std::string kFixtures = std::string(STEPSCOPE_FIXTURES_DIR) + "/nsys/";
+const std::string kSchema2 = kFixtures + "saxpy-mpi-cuda_nsys_perlmutter0.sqlite";
+const std::string kSchema3 = kFixtures + "perlmutter-cloverleaf-cuda.sqlite";
+
+std::string scratch(const std::string& name) {
+  fs::path dir = fs::path(STEPSCOPE_BINARY_DIR) / "nsys_test_files";
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+constexpr std::int64_t kPid = 4242, kTid = 4243;
+constexpr std::int64_t kGlobalPid = (std::int64_t{1} << 48) | (kPid << 24);
+constexpr std::int64_t kGlobalTid = kGlobalPid | kTid;
+constexpr int kSteps = 3;
+constexpr std::int64_t kBytes = 1 << 20;
+
+// What the planted run looks like, step s starting at base(s): a pageable async copy, a GEMM and
+// a ReLU launched and then waited for with cudaStreamSynchronize, all inside an NVTX
+// "train_step" range, then an MPI_Send that nsys' MPI tracing recorded.
+struct Planted {
+  static std::int64_t base(int s) { return 1'000'000 + std::int64_t{s} * 10'000'000; }
+  static std::int64_t gemm_dur(int s) { return 3'000'000 + std::int64_t{s} * 1'000; }
+  static std::int64_t relu_dur(int s) { return 500'000 - std::int64_t{s} * 7; }
+  static std::int64_t copy_dur(int s) { return 500'000 + std::int64_t{s} * 3; }
+};
+
+void build_export(ExportBuilder& b) {
+  const std::vector<std::pair<std::int64_t, std::string>> strings = {
+      {1, "train_step"},       {2, "cudaLaunchKernel_v7000"}, {3, "cudaMemcpyAsync_v3020"},
+      {4, "cudaStreamSynchronize_v3020"}, {5, "void gemm<float>(int)"}, {6, "gemm"},
+      {7, "void relu(float*)"}, {8, "relu"},  {9, "MPI"}, {10, "MPI_Send"}, {11, "main thread"},
+      {12, "cudaLaunchKernel"}, {13, "_Z4gemmIfEvi"}, {14, "_Z4reluPf"}};
+  for (const auto& [id, v] : strings) b.insert("StringIds", {{"id", id}, {"value", v}});
+  b.insert("ThreadNames", {{"nameId", std::int64_t{11}}, {"priority", std::int64_t{10}}, {"globalTid", kGlobalTid}});
+  b.insert("PROCESSES", {{"globalPid", kGlobalPid}, {"pid", kPid}, {"name", std::string("./train")}});
+  b.insert("TARGET_INFO_GPU", {{"id", std::int64_t{0}}, {"name", std::string("Test GPU")},
+                               {"totalMemory", std::int64_t{1} << 34}, {"smCount", std::int64_t{108}}});
+  b.insert("NVTX_EVENTS", {{"start", std::int64_t{10}}, {"eventType", std::int64_t{75}}, {"text", std::string("MPI")},
+                           {"globalTid", kGlobalTid}, {"domainId", std::int64_t{1}}});
+  auto api = [&](std::int64_t start, std::int64_t end, std::int64_t corr, std::int64_t name) {
+    b.insert("CUPTI_ACTIVITY_KIND_RUNTIME", {{"start", start}, {"end", end}, {"eventClass", std::int64_t{0}},
+                                             {"globalTid", kGlobalTid}, {"correlationId", corr}, {"nameId", name}});
+  };
+  auto gpu = [&](const std::string& table, std::int64_t start, std::int64_t end, std::int64_t corr,
+                 std::map<std::string, SqlValue> more) {
+    more.insert({{"start", start}, {"end", end}, {"deviceId", std::int64_t{0}}, {"contextId", std::int64_t{1}},
+                 {"streamId", std::int64_t{7}}, {"correlationId", corr}, {"globalPid", kGlobalPid}});
+    b.insert(table, more);
+  };
+  for (int s = 0; s < kSteps; ++s) {
+    const std::int64_t t = Planted::base(s), c = 100 + 10 * s;
+    b.insert("NVTX_EVENTS", {{"start", t}, {"end", t + 8'000'000}, {"eventType", std::int64_t{59}},
+                             {"textId", std::int64_t{1}}, {"globalTid", kGlobalTid}});
+    api(t + 100'000, t + 150'000, c + 1, 3);
+    gpu("CUPTI_ACTIVITY_KIND_MEMCPY", t + 200'000, t + 200'000 + Planted::copy_dur(s), c + 1,
+        {{"bytes", kBytes}, {"copyKind", std::int64_t{1}}, {"srcKind", std::int64_t{0}}, {"dstKind", std::int64_t{2}}});
+    // The launch, and the enclosing copy of it that nsys 2022 writes for calls with a backtrace.
+    api(t + 800'000, t + 810'000, c + 2, 2);
+    b.insert("CUPTI_ACTIVITY_KIND_RUNTIME", {{"start", t + 799'000}, {"end", t + 811'000}, {"eventClass", std::int64_t{67}},
+                                             {"globalTid", kGlobalTid}, {"correlationId", c + 2}, {"nameId", std::int64_t{12}}});
+    gpu("CUPTI_ACTIVITY_KIND_KERNEL", t + 900'000, t + 900'000 + Planted::gemm_dur(s), c + 2,
+        {{"demangledName", std::int64_t{5}}, {"shortName", std::int64_t{6}}, {"mangledName", std::int64_t{13}},
+         {"gridX", std::int64_t{64}}, {"blockX", std::int64_t{256}}, {"registersPerThread", std::int64_t{32}}});
+    api(t + 812'000, t + 815'000, c + 3, 2);
+    gpu("CUPTI_ACTIVITY_KIND_KERNEL", t + 4'000'000, t + 4'000'000 + Planted::relu_dur(s), c + 3,
+        {{"demangledName", std::int64_t{7}}, {"shortName", std::int64_t{8}}, {"mangledName", std::int64_t{14}}});
+    api(t + 820'000, t + 4'600'000, c + 4, 4);
+    gpu("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", t + 820'000, t + 4'600'000, c + 4,
+        {{"syncType", std::int64_t{3}}, {"eventId", std::int64_t{0}}});
+    b.insert("NVTX_EVENTS", {{"start", t + 8'100'000}, {"end", t + 8'200'000}, {"eventType", std::int64_t{59}},
+                             {"textId", std::int64_t{10}}, {"globalTid", kGlobalTid}, {"domainId", std::int64_t{1}}});
+  }
+}
+
+struct Schema {
+  const char* name;
+  std::string path;
+};
+
+class NsysBuilt : public ::testing::TestWithParam<Schema> {
+ protected:
+  std::string make(const std::string& tag, const std::set<std::string>& skip = {}) {
+    std::string out = scratch(std::string(GetParam().name) + "_" + tag + ".sqlite");
+    // The 2024 export traced no NVTX: its NVTX_EVENTS table is borrowed from the 2022 schema.
+    ExportBuilder b(out, GetParam().path, skip, kSchema2, {"NVTX_EVENTS"});
+    build_export(b);
+    return out;
+  }
+};
+
+std::int64_t sum_of(std::int64_t (*f)(int)) {
+  std::int64_t s = 0;
+  for (int i = 0; i < kSteps; ++i) s += f(i);
+  return s;
+}
+
+const DurationStats* row(const std::vector<DurationStats>& t, std::string_view name) {
+  for (const auto& r : t)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
+  RankTrace t = ingest::read_nsys_sqlite(make("model"));
+  EXPECT_EQ(t.layout, TraceLayout::NsysSqlite);
+  std::map<Kind, int> kinds;
+  for (std::size_t i = 0; i < t.events.size(); ++i) ++kinds[t.events.kind[i]];
+  EXPECT_EQ(kinds[Kind::Kernel], 2 * kSteps);
+  EXPECT_EQ(kinds[Kind::Memcpy], kSteps);
+  EXPECT_EQ(kinds[Kind::GpuSync], kSteps);
+  EXPECT_EQ(kinds[Kind::Runtime], 4 * kSteps);  // backtrace copies are not calls
+  EXPECT_EQ(kinds[Kind::Other], kSteps);
+  EXPECT_EQ(kinds[Kind::UserAnnotation], kSteps);  // train_step
+  EXPECT_EQ(kinds[Kind::CpuOp], kSteps);           // MPI_Send, from nsys' MPI domain
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::Kernel) continue;
+    auto launch = t.launch_by_correlation.find(t.events.correlation[i]);
+    ASSERT_NE(launch, t.launch_by_correlation.end());
+    EXPECT_EQ(t.name_of(launch->second), "cudaLaunchKernel");
+    EXPECT_EQ(t.events.kind[launch->second], Kind::Runtime);
+    EXPECT_EQ(t.str(t.extra_of(launch->second)->alt_name), "cudaLaunchKernel_v7000");
+    EXPECT_EQ(t.events.stream[i], 7);
+    EXPECT_EQ(t.events.device[i], 0);
+  }
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::Memcpy) continue;
+    EXPECT_EQ(t.events.copy_kind[i], CopyKind::HtoD);
+    EXPECT_EQ(t.events.host_mem[i], HostMem::Pageable);
+    EXPECT_EQ(t.name_of(i), "Memcpy HtoD (Pageable -> Device)");
+    EXPECT_EQ(t.bytes_of(i), kBytes);
+  }
+  ASSERT_EQ(t.host_tracks.size(), 1u);
+  EXPECT_EQ(t.host_tracks[0].pid, kPid);
+  EXPECT_EQ(t.host_tracks[0].tid, kTid);
+  EXPECT_EQ(t.host_tracks[0].name, "main thread");
+  EXPECT_EQ(t.process_names[kPid], "./train");
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].name, "Test GPU");
+  EXPECT_EQ(t.devices[0].num_sms, 108);
+}
+
+TEST_P(NsysBuilt, SummaryMatchesThePlantedRows) {
+  RankTrace t = ingest::read_nsys_sqlite(make("summary"));
+  CudaSummary s = summarize_cuda(t);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(s.kernels[0].name, "void gemm<float>(int)");
+  EXPECT_EQ(s.kernels[0].total, sum_of(Planted::gemm_dur));
+  EXPECT_EQ(s.kernels[0].min, Planted::gemm_dur(0));
+  EXPECT_EQ(s.kernels[0].median, static_cast<double>(Planted::gemm_dur(1)));
+  EXPECT_DOUBLE_EQ(s.kernels[0].stddev, 1000.0);  // 3 values 1,000 ns apart
+  ASSERT_NE(row(s.kernels_short_name, "relu"), nullptr);
+  EXPECT_EQ(row(s.kernels_short_name, "relu")->total, sum_of(Planted::relu_dur));
+  EXPECT_EQ(s.kernel_count, 2u * kSteps);
+  ASSERT_EQ(s.memcpy_by_kind.size(), 1u);
+  EXPECT_EQ(s.memcpy_by_kind[0].kind, "HtoD");
+  EXPECT_EQ(s.memcpy_by_kind[0].bytes, kSteps * kBytes);
+  EXPECT_EQ(s.memcpy_by_kind[0].time.total, sum_of(Planted::copy_dur));
+  ASSERT_NE(row(s.runtime_api, "cudaLaunchKernel_v7000"), nullptr);
+  EXPECT_EQ(row(s.runtime_api, "cudaLaunchKernel_v7000")->instances, 2u * kSteps);
+  ASSERT_NE(row(s.runtime_api, "cudaLaunchKernel"), nullptr);  // the backtrace rows, as nsys counts
+  EXPECT_EQ(row(s.runtime_api, "cudaLaunchKernel")->instances, static_cast<std::uint64_t>(kSteps));
+  EXPECT_EQ(s.runtime_api[0].name, "cudaStreamSynchronize_v3020");
+  EXPECT_EQ(s.sync_calls, static_cast<std::uint64_t>(kSteps));
+  EXPECT_EQ(s.pageable_async_copies, static_cast<std::uint64_t>(kSteps));
+  ASSERT_EQ(s.devices.size(), 1u);
+  const DeviceBusy& d = s.devices[0];
+  EXPECT_EQ(d.busy, sum_of(Planted::gemm_dur) + sum_of(Planted::relu_dur) + sum_of(Planted::copy_dur));
+  EXPECT_EQ(d.span, Planted::base(kSteps - 1) + 4'000'000 + Planted::relu_dur(kSteps - 1) - Planted::base(0) - 200'000);
+  EXPECT_EQ(d.idle, d.span - d.busy);
+  EXPECT_EQ(d.gaps_over_threshold, 0u);
+  CudaSummary tight = summarize_cuda(t, 5'000'000);  // the gaps between steps are ~5.7 ms
+  EXPECT_EQ(tight.devices[0].gaps_over_threshold, static_cast<std::uint64_t>(kSteps - 1));
+}
+
+TEST_P(NsysBuilt, StepRangeNamesTheSteps) {
+  std::string path = make("steps");
+  PipelineOptions o;
+  o.analyze.partition.step_range = "train_step";
+  Analysis a = analyze_paths({path}, o);
+  ASSERT_EQ(a.result.partitions.size(), 1u);
+  const RankPartition& p = a.result.partitions[0];
+  EXPECT_EQ(p.source, StepSource::Annotation);
+  EXPECT_EQ(p.source_detail, "train_step");
+  ASSERT_EQ(p.steps.size(), static_cast<std::size_t>(kSteps));
+  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(p.steps[static_cast<std::size_t>(s)].start, Planted::base(s));
+  EXPECT_TRUE(p.gpu);
+  o.analyze.partition.step_range = "no_such_range";
+  EXPECT_THROW(analyze_paths({path}, o), InputError);
+}
+
+TEST_P(NsysBuilt, OptionalTablesMayBeMissing) {
+  std::string path = make("lean", {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "TARGET_INFO_GPU",
+                                   "ThreadNames", "PROCESSES", "CUPTI_ACTIVITY_KIND_MEMSET",
+                                   "META_DATA_EXPORT", "EXPORT_META_DATA"});
+  Analysis a = analyze_paths({path});
+  const RankTrace& t = a.trace.ranks[0];
+  EXPECT_TRUE(t.devices.empty());
+  CudaSummary s = summarize_cuda(t);
+  EXPECT_EQ(s.kernel_count, 2u * kSteps);
+  EXPECT_EQ(s.sync_calls, static_cast<std::uint64_t>(kSteps));  // from the API names alone
+  EXPECT_EQ(a.result.partitions[0].source, StepSource::WholeTrace);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NsysBuilt,
+                         ::testing::Values(Schema{"nsys2022_schema2", kSchema2}, Schema{"nsys2024_schema3", kSchema3}),
+                         [](const ::testing::TestParamInfo<Schema>& p) { return std::string(p.param.name); });
+
+// The two schemas differ, and the builder really reproduces each: the column one lacks is absent.
+TEST(NsysSchemas, BuiltExportsKeepEachVersionsColumns) {
+  ExportBuilder two(scratch("cols2.sqlite"), kSchema2), three(scratch("cols3.sqlite"), kSchema3);
+  EXPECT_FALSE(two.has_column("CUPTI_ACTIVITY_KIND_KERNEL", "greenContextId"));
+  EXPECT_TRUE(three.has_column("CUPTI_ACTIVITY_KIND_KERNEL", "greenContextId"));
+  EXPECT_TRUE(two.has_column("CUPTI_ACTIVITY_KIND_RUNTIME", "name"));
+  EXPECT_FALSE(three.has_column("CUPTI_ACTIVITY_KIND_RUNTIME", "name"));
+  EXPECT_TRUE(three.has("ENUM_NSYS_EVENT_TYPE"));
+  EXPECT_FALSE(two.has("ENUM_NSYS_EVENT_TYPE"));
+}
+
+// --- bad files -------------------------------------------------------------------------------
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+  std::string p = scratch(name);
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+std::string error_of(const std::vector<std::string>& paths) {
+  try {
+    read_traces(paths);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(NsysBadInput, EmptyFileIsRefused) {
+  std::string msg = error_of({write_file("empty.sqlite", "")});
+  EXPECT_NE(msg.find("not a SQLite database"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, GarbageAfterTheMagicIsRefused) {
+  std::string bytes("SQLite format 3\0", 16);
+  bytes += std::string(4096, '\x5a');
+  std::string msg = error_of({write_file("garbage.sqlite", bytes)});
+  EXPECT_NE(msg.find("garbage.sqlite"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, TruncatedExportIsRefused) {
+  std::ifstream in(kSchema3, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(fs::file_size(kSchema3)) / 3, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::string msg = error_of({write_file("truncated.sqlite", bytes)});
+  EXPECT_NE(msg.find("truncated.sqlite"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, OtherSqliteDatabaseIsRefused) {
+  std::string p = scratch("other.sqlite");
+  fs::remove(p);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE notes (id INTEGER, text TEXT); INSERT INTO notes VALUES (1, 'x');", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  std::string msg = error_of({p});
+  EXPECT_NE(msg.find("not an Nsight Systems export"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, ExportWithoutEventsIsRefused) {
+  std::string p = scratch("no_events.sqlite");
+  { ExportBuilder b(p, kSchema3); }
+  std::string msg = error_of({p});
+  EXPECT_NE(msg.find("holds no"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, ReportFileGetsTheExportCommand) {
+  std::string msg = error_of({write_file("run1.nsys-rep", "not exported")});
+  EXPECT_NE(msg.find("nsys export --type sqlite"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, MixedWithKinetoIsRefused) {
+  std::string kineto = std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/c_item_print_every_step.pt.trace.json.gz";
+  std::string msg = error_of({kineto, kSchema2});
+  EXPECT_NE(msg.find("mixed inputs"), std::string::npos) << msg;
+}
+
+TEST(NsysBadInput, CliExitsWithTwo) {
+  std::string cli = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope";
+  if (!fs::exists(cli)) GTEST_SKIP() << "stepscope binary not built";
+  std::string bad = write_file("cli_bad.sqlite", std::string("SQLite format 3\0", 16) + std::string(512, 'x'));
+  int rc = std::system((cli + " analyze -q " + bad + " > /dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+}
+
+}  // namespace
+}  // namespace stepscope
