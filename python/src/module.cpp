@@ -43,6 +43,13 @@ std::string analyze_json(const std::vector<std::string>& paths, int jobs,
 }
 
 #ifdef STEPSCOPE_HAVE_DIFF
+// How `stepscope diff` names a side: its paths, space-separated.
+std::string label_of(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
 std::string diff_json(const std::vector<std::string>& base, const std::vector<std::string>& test,
                       int jobs, const std::vector<std::string>& stages, int bootstrap_samples,
                       std::uint64_t seed, double kernel_threshold) {
@@ -55,6 +62,8 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
   Analysis b = analyze_paths(base, po);
   Analysis t = analyze_paths(test, po);
   DiffResult d = diff_runs(std::move(b), std::move(t), dopts);
+  d.base_label = label_of(base);
+  d.test_label = label_of(test);
   return dump_report(diff_to_json(d));
 }
 #endif

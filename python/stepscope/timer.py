@@ -276,6 +276,8 @@ class StepTimer:
 
     def _resolve_backends(self):
         self._resolved_backends = True
+        if not (self._want_record_function or self._want_cuda_events or self._want_nvtx is not False):
+            return  # host times only: no need for torch
         torch = _torch()
         if torch is None:
             return
