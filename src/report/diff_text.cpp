@@ -12,6 +12,7 @@ namespace stepscope {
 namespace {
 
 constexpr std::size_t kKernelsShown = 10;
+constexpr std::size_t kNameWidth = 100;  // templated kernel names run to thousands of characters
 
 std::string ms(double ns) {
   const double a = std::abs(ns);
@@ -53,10 +54,15 @@ void partition_table(const DiffResult& d, bool verbose, std::string& out) {
                      d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
 }
 
-void kernel_row(const KernelChange& k, std::string& out) {
+std::string short_name(const std::string& name, bool verbose) {
+  if (verbose || name.size() <= kNameWidth) return name;
+  return name.substr(0, kNameWidth - 3) + "...";
+}
+
+void kernel_row(const KernelChange& k, bool verbose, std::string& out) {
   out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n", change_kind_name(k.kind), ms(k.base_ns),
                      ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count),
-                     terminal_safe(k.name));
+                     terminal_safe(short_name(k.name, verbose)));
 }
 
 void kernel_tables(const DiffResult& d, bool verbose, std::string& out) {
@@ -64,12 +70,12 @@ void kernel_tables(const DiffResult& d, bool verbose, std::string& out) {
   const char* header = "  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n";
   out += "\nGPU time per step by kernel class:\n";
   out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "class");
-  for (const auto& k : d.kernel_classes) kernel_row(k, out);
+  for (const auto& k : d.kernel_classes) kernel_row(k, verbose, out);
   if (d.kernels.empty()) return;
   const std::size_t shown = verbose ? d.kernels.size() : std::min(d.kernels.size(), kKernelsShown);
   out += fmt::format("\nkernels that changed (largest first, {} of {}):\n", shown, d.kernels.size());
   out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "kernel");
-  for (std::size_t i = 0; i < shown; ++i) kernel_row(d.kernels[i], out);
+  for (std::size_t i = 0; i < shown; ++i) kernel_row(d.kernels[i], verbose, out);
 }
 
 void count_table(const DiffResult& d, std::string& out) {

@@ -240,3 +240,30 @@ TEST(DiffCli, ExitCodes) {
 
 }  // namespace
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+// HTA's trace-diff pair: the control ran on an A100 with tensor-core GEMMs, the test on a V100
+// with fp32 sgemm kernels; the test steps are about twice as long.
+TEST(DiffFixture, HtaTraceDiffPair) {
+  const fs::path dir = fs::path(STEPSCOPE_FIXTURES_DIR) / "hta" / "trace_diff";
+  const DiffResult d = diff_runs(run_of(dir / "control"), run_of(dir / "test"));
+  EXPECT_TRUE(warns(d, "GPU models differ"));
+  EXPECT_TRUE(d.step.significant);
+  EXPECT_LT(d.step.speedup_hi, 1.0);
+  const auto tc = std::find_if(d.kernel_classes.begin(), d.kernel_classes.end(),
+                               [](const auto& k) { return k.name == "gemm_tensor_core"; });
+  ASSERT_NE(tc, d.kernel_classes.end());
+  EXPECT_EQ(tc->kind, ChangeKind::Removed);
+  EXPECT_TRUE(std::any_of(d.kernels.begin(), d.kernels.end(), [](const auto& k) {
+    return k.kind == ChangeKind::Added && k.name.rfind("volta_sgemm", 0) == 0;
+  }));
+  // The per-category changes add up to the step change.
+  double sum = 0;
+  for (const auto& c : d.categories) sum += c.delta_ns;
+  EXPECT_NEAR(sum, d.step.test_ns - d.step.base_ns, 1e-6 * d.step.base_ns);
+}
+
+}  // namespace
+}  // namespace stepscope
