@@ -50,6 +50,11 @@ struct CudaSummary {
   std::vector<DurationStats> runtime_api;         // CUDA API calls by recorded name, total desc
   std::uint64_t sync_calls = 0;            // API calls that block on the device
   std::uint64_t pageable_async_copies = 0;  // *Async copies from/to pageable host memory
+  // Kernel launches, and those the same thread follows with a synchronising call before its
+  // next launch (the host waits for every kernel: the GPU idles through each launch).
+  std::uint64_t kernel_launches = 0;
+  std::uint64_t launches_then_sync = 0;
+  std::string sync_after_launch;  // the most frequent such call ("cudaDeviceSynchronize")
   ns_t gap_threshold = 500'000'000;
   std::vector<DeviceBusy> devices;  // devices with activity, by id
 };

@@ -68,6 +68,47 @@ std::uint64_t count_sync_calls(const RankTrace& t) {
   return n;
 }
 
+bool launches_kernel(const RankTrace& t, std::size_t i) {
+  if (t.events.correlation[i] == kNone) return false;
+  auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
+  if (it == t.gpu_by_correlation.end()) return false;
+  for (auto g : it->second)
+    if (t.events.kind[g] == Kind::Kernel) return true;
+  return false;
+}
+
+bool syncs(const RankTrace& t, std::size_t i) {
+  if (is_sync_api(t.name_of(i))) return true;
+  auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
+  if (t.events.correlation[i] == kNone || it == t.gpu_by_correlation.end()) return false;
+  for (auto g : it->second)
+    if (t.events.kind[g] == Kind::GpuSync) return true;
+  return false;
+}
+
+// Per thread, in time order: each launch is "then synced" when a synchronising call comes before
+// the thread's next launch.
+void launch_sync_pattern(const RankTrace& t, CudaSummary& out) {
+  std::map<std::string_view, std::uint64_t> names;
+  for (const auto& track : t.host_tracks) {
+    bool pending = false;
+    for (auto i : track.events) {
+      if (!is_api_call(t.events.kind[i])) continue;
+      if (launches_kernel(t, i)) {
+        ++out.kernel_launches;
+        pending = true;
+      } else if (pending && syncs(t, i)) {
+        ++out.launches_then_sync;
+        ++names[t.name_of(i)];
+        pending = false;
+      }
+    }
+  }
+  std::uint64_t best = 0;
+  for (auto [n, c] : names)
+    if (c > best) best = c, out.sync_after_launch = std::string(n);
+}
+
 std::uint64_t count_pageable_async(const RankTrace& t) {
   std::uint64_t n = 0;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
@@ -162,6 +203,7 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
             [](const CopyKindStats& a, const CopyKindStats& b) { return a.time.total > b.time.total; });
   out.sync_calls = count_sync_calls(t);
   out.pageable_async_copies = count_pageable_async(t);
+  launch_sync_pattern(t, out);
   for (auto& [dev, spans] : by_device) out.devices.push_back(device_busy(dev, std::move(spans), gap_threshold));
   out.present = !by_device.empty() || !out.runtime_api.empty();
   return out;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "diagnose/diagnose_internal.hpp"
+#include "diagnose/sync_after_kernel.hpp"
 
 namespace stepscope {
 namespace {
@@ -323,6 +324,7 @@ void diagnose(AnalysisResult& r) {
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
   v.headline = headline(v, d.levers);
+  note_sync_after_every_kernel(r);
 }
 
 }  // namespace stepscope

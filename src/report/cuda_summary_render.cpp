@@ -59,6 +59,9 @@ nlohmann::json to_json(const CudaSummary& s) {
   j["runtime_api"] = table_json(s.runtime_api);
   j["sync_api_calls"] = s.sync_calls;
   j["pageable_async_memcpy"] = s.pageable_async_copies;
+  j["kernel_launches"] = s.kernel_launches;
+  j["launches_then_sync"] = s.launches_then_sync;
+  j["sync_after_launch"] = s.sync_after_launch;
   j["gap_threshold_ns"] = s.gap_threshold;
   auto& devs = j["gpu_time_by_device"] = nlohmann::json::array();
   for (const auto& d : s.devices)
@@ -79,6 +82,9 @@ std::string cuda_summary_text(const CudaSummary& s, std::size_t rows) {
   }
   table_text("CUDA API", s.runtime_api, rows, out);
   out += fmt::format("  synchronising API calls: {}; pageable async copies: {}\n", s.sync_calls, s.pageable_async_copies);
+  if (s.launches_then_sync)
+    out += fmt::format("  kernel launches followed by a sync before the next launch: {} of {} ({})\n",
+                       s.launches_then_sync, s.kernel_launches, terminal_safe(s.sync_after_launch));
   for (const auto& d : s.devices)
     out += fmt::format("  GPU {}: busy {} of {} ({:.1f}% idle), largest gap {}, {} gaps over {}\n", d.device,
                        ms(static_cast<double>(d.busy)), ms(static_cast<double>(d.span)), d.idle_pct,

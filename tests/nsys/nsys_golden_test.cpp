@@ -138,6 +138,22 @@ TEST_P(NsysGolden, GpusFromTargetInfo) {
   EXPECT_EQ(report["ranks"][0]["ingest"]["layout"], "nsys sqlite");
 }
 
+// CloverLeaf synchronises after each of its kernels: the verdict says so, in its headline and
+// first evidence line; the saxpy run (blocking copies, no explicit sync) gets no such claim.
+TEST_P(NsysGolden, VerdictNamesTheSyncAfterEveryKernel) {
+  const auto& v = report["verdict"];
+  const std::string headline = v["headline"];
+  std::int64_t syncs = oracle["sync_api_calls"], kernels = oracle["kernel_count"];
+  bool every_kernel = syncs == kernels && kernels >= 10;
+  EXPECT_EQ(headline.find("after every kernel") != std::string::npos, every_kernel) << headline;
+  if (every_kernel) {
+    EXPECT_NE(headline.find("cudaDeviceSynchronize"), std::string::npos) << headline;
+    EXPECT_NE(headline.find(std::to_string(kernels) + " of " + std::to_string(kernels)), std::string::npos) << headline;
+    EXPECT_NE(v["evidence"][0].get<std::string>().find("after every kernel"), std::string::npos);
+  }
+  EXPECT_EQ(summary["launches_then_sync"].get<std::int64_t>(), every_kernel ? kernels : 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Oracles, NsysGolden, ::testing::ValuesIn(oracle_files()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = fs::path(p.param).stem().string();

@@ -183,6 +183,10 @@ TEST_P(NsysBuilt, SummaryMatchesThePlantedRows) {
   EXPECT_EQ(s.runtime_api[0].name, "cudaStreamSynchronize_v3020");
   EXPECT_EQ(s.sync_calls, static_cast<std::uint64_t>(kSteps));
   EXPECT_EQ(s.pageable_async_copies, static_cast<std::uint64_t>(kSteps));
+  // The GEMM's launch is followed by the ReLU's, the ReLU's by the stream sync.
+  EXPECT_EQ(s.kernel_launches, 2u * kSteps);
+  EXPECT_EQ(s.launches_then_sync, static_cast<std::uint64_t>(kSteps));
+  EXPECT_EQ(s.sync_after_launch, "cudaStreamSynchronize");
   ASSERT_EQ(s.devices.size(), 1u);
   const DeviceBusy& d = s.devices[0];
   EXPECT_EQ(d.busy, sum_of(Planted::gemm_dur) + sum_of(Planted::relu_dur) + sum_of(Planted::copy_dur));
