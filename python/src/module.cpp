@@ -25,24 +25,25 @@ std::string dump_report(const nlohmann::json& j) {
 
 namespace {
 
-PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stages) {
+PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stages,
+                                 const std::string& step_range) {
   if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
   PipelineOptions po;
   po.ingest.jobs = jobs;
+  po.analyze.partition.step_range = step_range;
   for (const auto& s : stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   return po;
 }
 
 std::string analyze_json(const std::vector<std::string>& paths, int jobs,
-                         const std::vector<std::string>& stages) {
-  const PipelineOptions po = pipeline_options(jobs, stages);
+                         const std::vector<std::string>& stages, const std::string& step_range) {
+  const PipelineOptions po = pipeline_options(jobs, stages, step_range);
   // Reading and analysing never touch Python objects: other Python threads run meanwhile.
   py::gil_scoped_release unlocked;
   const Analysis run = analyze_paths(paths, po);
   return dump_report(to_json(run.result));
 }
 
-#ifdef STEPSCOPE_HAVE_DIFF
 // How `stepscope diff` names a side: its paths, space-separated.
 std::string label_of(const std::vector<std::string>& paths) {
   std::string out;
@@ -51,9 +52,12 @@ std::string label_of(const std::vector<std::string>& paths) {
 }
 
 std::string diff_json(const std::vector<std::string>& base, const std::vector<std::string>& test,
-                      int jobs, const std::vector<std::string>& stages, int bootstrap_samples,
-                      std::uint64_t seed, double kernel_threshold) {
-  const PipelineOptions po = pipeline_options(jobs, stages);
+                      int jobs, const std::vector<std::string>& stages,
+                      const std::string& step_range, int bootstrap_samples, std::uint64_t seed,
+                      double kernel_threshold) {
+  const PipelineOptions po = pipeline_options(jobs, stages, step_range);
+  if (bootstrap_samples < 100 || bootstrap_samples > 1000000)
+    throw InputError("--bootstrap must be 100-1000000 (got " + std::to_string(bootstrap_samples) + ")");
   DiffOptions dopts;
   dopts.bootstrap_samples = bootstrap_samples;
   dopts.seed = seed;
@@ -66,7 +70,6 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
   d.test_label = label_of(test);
   return dump_report(diff_to_json(d));
 }
-#endif
 
 }  // namespace
 }  // namespace stepscope::python
@@ -86,17 +89,12 @@ PYBIND11_MODULE(_stepscope, m) {
   });
 
   m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
-        py::arg("stages") = std::vector<std::string>{},
+        py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
-#ifdef STEPSCOPE_HAVE_DIFF
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),
         py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
-        py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
+        py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
         "Compare two runs; the JSON document `diff --json` writes.");
-  m.attr("has_diff") = true;
-#else
-  m.attr("has_diff") = false;
-#endif
   m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;
 
   auto plan = m.def_submodule("plan", "Planning calculators; each returns `plan <name> --json` text.");

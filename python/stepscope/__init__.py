@@ -56,27 +56,28 @@ def _stage_rules(stages):
     return rules
 
 
-def analyze(paths, *, jobs=0, stages=None):
+def analyze(paths, *, jobs=0, stages=None, step_range=None):
     """Analyse PyTorch profiler (Kineto) traces: the same content as `stepscope analyze --json`.
 
     paths: a trace file (.json, .json.gz), a directory of per-rank traces, or a list of them.
     jobs: threads for reading (0: one per core).
     stages: extra stage rules, {"forward": "REGEX", ...} or ["NAME=REGEX", ...] as --stage takes
         (names: forward, backward, optimizer, data, sync, side).
+    step_range: the annotation (e.g. NVTX range) that is one step, as --step-range.
     """
-    text = _stepscope.analyze_json(_paths(paths), jobs=jobs, stages=_stage_rules(stages))
+    text = _stepscope.analyze_json(_paths(paths), jobs=jobs, stages=_stage_rules(stages),
+                                   step_range=step_range or "")
     return _json.loads(text)
 
 
-def diff(base, test, *, jobs=0, stages=None, bootstrap_samples=2000, seed=1, kernel_threshold=0.05):
+def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap_samples=2000, seed=1,
+         kernel_threshold=0.05):
     """Compare two runs of the same job: the same content as `stepscope diff --json`.
 
     Did the step get faster beyond noise (bootstrap interval of the speedup), which categories
     moved, and did the bottleneck move. `base` and `test` take what `analyze` takes.
     """
-    if not _stepscope.has_diff:
-        raise NotImplementedError("this build of stepscope has no diff")
     text = _stepscope.diff_json(_paths(base), _paths(test), jobs=jobs, stages=_stage_rules(stages),
-                                bootstrap_samples=bootstrap_samples, seed=seed,
+                                step_range=step_range or "", bootstrap_samples=bootstrap_samples, seed=seed,
                                 kernel_threshold=kernel_threshold)
     return _json.loads(text)

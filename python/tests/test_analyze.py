@@ -47,6 +47,14 @@ def test_stage_rules_as_the_cli_takes_them(cli, fixtures):
     assert fwd(by_dict) > fwd(plain), "the rule moved no time into the forward stage"
 
 
+def test_step_range_as_the_cli_takes_it(cli, fixtures):
+    path = str(fixtures / FIXTURES[1])
+    report = stepscope.analyze(path, step_range="forward")
+    assert report == cli_json(cli, "--step-range", "forward", path)
+    p = report["ranks"][0]["partition"]
+    assert p["steps"] and all(s["name"] == "forward" for s in p["steps"])
+
+
 def test_paths_as_pathlike_and_lists(fixtures):
     p = fixtures / FIXTURES[0]
     assert stepscope.analyze(p) == stepscope.analyze([str(p)])
