@@ -109,4 +109,16 @@ StageRule parse_stage_rule(const std::string& text);
 
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});
 
+// One run of a single category on the timeline.
+struct CategoryRun {
+  ns_t start = 0, end = 0;
+  Category category = Category::Idle;
+};
+
+// The runs behind each step's `ns`: runs[k] tiles steps[k]'s window [start, end) in time order and
+// sums per category to steps[k].ns. Re-runs the sweep (with the options the steps were made
+// with); for outputs that draw the partition on the timeline, such as the annotated trace.
+std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,
+                                                     const PartitionOptions& opts = {});
+
 }  // namespace stepscope

@@ -315,6 +315,26 @@ CategoryTimes window_times(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
   return out;
 }
 
+// The same walk as window_times, keeping each run instead of summing it.
+std::vector<CategoryRun> window_runs(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
+  std::vector<CategoryRun> out;
+  auto it = std::upper_bound(segs.begin(), segs.end(), w0,
+                             [](ns_t v, const Segment& s) { return v < s.start; });
+  ns_t t = w0;
+  Category cur = it == segs.begin() ? Category::Idle : std::prev(it)->cat;
+  for (; t < w1; ++it) {
+    ns_t next = it == segs.end() ? w1 : std::min(it->start, w1);
+    if (next > t) {
+      if (!out.empty() && out.back().category == cur) out.back().end = next;
+      else out.push_back({t, next, cur});
+    }
+    t = next;
+    if (it == segs.end()) break;
+    cur = it->cat;
+  }
+  return out;
+}
+
 // Extends each step window to the end of the GPU work launched inside its host span.
 void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
                     std::vector<StepPartition>& steps) {
@@ -442,7 +462,10 @@ const char* step_source_name(StepSource s) {
   return "whole trace";
 }
 
-RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
+namespace {
+
+// `keep`, when given, receives the timeline's category segments (for partition_runs).
+RankPartition partition_impl(const RankTrace& t, const PartitionOptions& opts, std::vector<Segment>* keep) {
   RankPartition r;
   r.rank = t.rank;
   const StepDetection d = detect_steps(t, opts.step_range);
@@ -482,6 +505,7 @@ RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   const Classifier cls{f.gpu, !f.gpu && !f.has_forward_marker};
   const std::vector<Segment> segs = sweep(edges, cls);
   for (auto& s : r.steps) s.ns = window_times(segs, s.start, s.end);
+  if (keep) *keep = segs;
 
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
   mark_warmup(t, r.steps, main);
@@ -508,6 +532,20 @@ RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   if (cls.ops_are_compute)
     r.notes.push_back("CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute");
   return r;
+}
+
+}  // namespace
+
+RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) { return partition_impl(t, opts, nullptr); }
+
+std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,
+                                                     const PartitionOptions& opts) {
+  std::vector<Segment> segs;
+  partition_impl(t, opts, &segs);
+  std::vector<std::vector<CategoryRun>> out;
+  out.reserve(steps.size());
+  for (const auto& s : steps) out.push_back(window_runs(segs, s.start, s.end));
+  return out;
 }
 
 }  // namespace stepscope
