@@ -1,0 +1,74 @@
+// Building blocks of the HTML reports: escaping, number formats, the page frame and the inline
+// SVG charts. Charts are drawn here rather than by an inlined charting library: a few hundred
+// lines of SVG need no script at all, so the page can forbid scripts entirely (see html.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepscope/analysis.hpp"
+
+namespace stepscope::html {
+
+// Escapes for HTML text and quoted attribute values alike; invalid UTF-8 and control characters
+// become U+FFFD so that every byte of a trace name renders as visible text.
+std::string esc(std::string_view s);
+
+std::string ms(double ns);           // "12.34 ms", "850.0 us", "1.20 s"
+std::string pct(double share);       // 0.123 -> "12.3%"
+std::string signed_ms(double ns);    // "+1.20 ms" / "-0.40 ms"
+
+const char* category_color(Category c);
+
+// The page frame: <!DOCTYPE html> ... <body>, with the stylesheet and the security policy.
+std::string page_begin(std::string_view title);
+std::string page_end();
+
+// A legend of the categories that appear in `present`.
+std::string category_legend(const std::vector<bool>& present);
+
+// One bar per step (or per bucket of consecutive steps when there are many), stacked by category.
+// `ymax_ns` fixes the vertical scale so that two runs can share it.
+std::string step_partition_svg(const RankPartition& p, const std::string& id, double ymax_ns);
+
+// Step time over steps, the quiet-step p50 as a dashed line, spikes marked in red, warm-up
+// steps hollow.
+std::string step_time_svg(const RankPartition& p, const Stability* s, const std::string& id, double ymax_ns);
+
+// Horizontal stacked bars, one row each; every row is scaled to `scale` (0: to its own total).
+struct Segment {
+  double value = 0;
+  std::string color;
+  std::string label;  // already plain text; escaped when drawn
+};
+struct BarRow {
+  std::string label;
+  std::vector<Segment> segments;
+};
+std::string hbar_svg(const std::vector<BarRow>& rows, const std::string& id, double scale);
+
+// Labelled horizontal bars, one value each, scaled to the largest.
+struct LabelledValue {
+  std::string label;
+  double value = 0;
+  std::string text;  // shown after the bar
+  std::string color;
+};
+std::string bar_list_svg(const std::vector<LabelledValue>& rows, const std::string& id);
+
+// Signed bars around a zero line (a decrease drawn green to the left, an increase red to the right).
+std::string diverging_svg(const std::vector<LabelledValue>& rows, const std::string& id);
+
+// A grid of cells shaded by value / column maximum, with the value as text.
+struct Heatmap {
+  std::vector<std::string> row_labels, column_labels;
+  std::vector<std::vector<double>> values;  // [row][column], ns
+  std::vector<bool> highlight_row;
+};
+std::string heatmap_svg(const Heatmap& h, const std::string& id);
+
+// The largest step window of any rank (for shared scales).
+double max_step_ns(const AnalysisResult& r);
+
+}  // namespace stepscope::html

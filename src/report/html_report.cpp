@@ -1,0 +1,390 @@
+// The analyze HTML report: verdict first, then the partition, stability, ranks, the GPU timeline,
+// evidence and levers. Every trace-derived string goes through esc().
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <map>
+
+#include "report/html_common.hpp"
+#include "report/html_sections.hpp"
+#include "stepscope/diagnose.hpp"
+#include "stepscope/html.hpp"
+
+namespace stepscope::html {
+namespace {
+
+template <class... Args>
+void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+}
+
+std::string heading(const SectionOptions& o, int delta, std::string_view text, std::string_view id = {}) {
+  const int level = std::min(6, o.heading + delta);
+  if (id.empty()) return fmt::format("<h{0}>{1}</h{0}>\n", level, esc(text));
+  return fmt::format("<h{0} id=\"{1}\">{2}</h{0}>\n", level, esc(std::string(o.id_prefix) + std::string(id)), esc(text));
+}
+
+std::string id(const SectionOptions& o, std::string_view name) { return o.id_prefix + std::string(name); }
+
+const Stability* stability_of(const AnalysisResult& r, int rank) {
+  for (const auto& s : r.stability)
+    if (s.rank == rank) return &s;
+  return nullptr;
+}
+
+void verdict_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  out += heading(o, 0, "Verdict", "verdict");
+  if (!r.diagnosis.present) {
+    out += "<p class=\"headline\">Nothing to analyse: no step holds any recorded time.</p>\n";
+    return;
+  }
+  const Verdict& v = r.diagnosis.verdict;
+  put(out, "<p class=\"headline{}\" id=\"{}\">{}</p>\n", v.bound == Bound::GpuCompute ? " ok" : "", esc(id(o, "headline")),
+      esc(v.headline));
+  out += "<ul>";
+  put(out, "<li>bound: <b>{}</b> — {} of the mean steady-state step{}</li>", esc(bound_label(v.bound, v.gpu)), pct(v.share),
+      v.scope.empty() ? "" : ", " + esc(v.scope));
+  if (v.has_runner_up)
+    put(out, "<li>runner-up: {} ({} of the step)</li>", esc(bound_label(v.runner_up, v.gpu)), pct(v.runner_up_share));
+  if (!v.compute_kind.empty() && v.bound == Bound::GpuCompute) put(out, "<li>compute kind: {}</li>", esc(v.compute_kind));
+  out += "</ul>\n";
+}
+
+void warnings_section(const AnalysisResult& r, std::string& out) {
+  std::vector<std::string> lines;
+  for (const auto& w : r.warnings) lines.push_back(w);
+  for (const auto& s : r.ranks)
+    for (const auto& w : s.warnings) lines.push_back(fmt::format("rank {}: {}", s.rank, w));
+  if (lines.empty()) return;
+  out += "<ul class=\"warn\">";
+  for (const auto& l : lines) put(out, "<li>warning: {}</li>", esc(l));
+  out += "</ul>\n";
+}
+
+void steps_summary(const AnalysisResult& r, std::string& out) {
+  out += "<ul class=\"muted\">";
+  for (const auto& p : r.partitions) {
+    auto warm = std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; });
+    std::string from = step_source_name(p.source);
+    if (p.source == StepSource::Annotation) from += " '" + p.source_detail + "'";
+    put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", p.rank, p.steps.size(),
+        p.steps.size() == 1 ? "" : "s", esc(from), warm, p.gpu ? "GPU" : "host (CPU-only)", esc(p.main_thread));
+    for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", p.rank, esc(n));
+  }
+  out += "</ul>\n";
+}
+
+void mean_partition_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  const JobStep job = job_step(r);
+  out += heading(o, 0, "Partition of the mean steady-state step", "partition");
+  put(out, "<p>Mean steady-state step: <b>{}</b>{}. Categories do not overlap and sum to the step.</p>\n", ms(job.step_ns),
+      r.partitions.size() > 1 ? fmt::format(" (mean of {} ranks)", r.partitions.size()) : "");
+  BarRow row{"mean step", {}};
+  std::vector<bool> present(kCategoryCount, false);
+  for (int c = 0; c < kCategoryCount; ++c) {
+    const double v = job.category[static_cast<std::size_t>(c)];
+    if (v <= 0) continue;
+    present[static_cast<std::size_t>(c)] = true;
+    auto cat = static_cast<Category>(c);
+    row.segments.push_back({v, category_color(cat), fmt::format("{}: {} ({})", category_label(cat), ms(v),
+                                                                pct(job.step_ns > 0 ? v / job.step_ns : 0))});
+  }
+  out += hbar_svg({row}, id(o, "mean-partition"), 0) + "\n" + category_legend(present) + "\n";
+  out += "<table class=\"partition\"><tr><th>category</th><th class=\"num\">per step</th><th class=\"num\">% step</th></tr>";
+  for (int c = 0; c < kCategoryCount; ++c) {
+    const double v = job.category[static_cast<std::size_t>(c)];
+    if (v <= 0) continue;
+    auto cat = static_cast<Category>(c);
+    put(out, "<tr><td><i style=\"display:inline-block;width:10px;height:10px;background:{}\"></i> {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        category_color(cat), esc(category_label(cat)), ms(v), pct(job.step_ns > 0 ? v / job.step_ns : 0));
+  }
+  out += "</table>\n";
+}
+
+void stability_text(const Stability& s, std::string& out) {
+  if (!s.steps) return;
+  put(out, "<p>{} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steady-state steps.</p>\n", s.bursty ? "<b>bursty</b>" : "stable",
+      ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
+  if (!s.spikes.empty()) {
+    out += "<ul class=\"spikes\">";
+    for (const auto& sp : s.spikes)
+      put(out, "<li>spike at step {}: {} (+{}), {} grew by {}</li>", sp.step, ms(static_cast<double>(sp.duration)),
+          ms(static_cast<double>(sp.excess)), esc(category_label(sp.grew)), ms(static_cast<double>(sp.grew_by)));
+    out += "</ul>\n";
+  }
+  if (s.period.kind != PeriodKind::None)
+    put(out, "<p>periodic: every {} steps ({}) — {}</p>\n", s.period.every, esc(category_label(s.period.category)),
+        esc(period_kind_name(s.period.kind)));
+}
+
+void steps_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  out += heading(o, 0, "Steps", "steps");
+  steps_summary(r, out);
+  const double ymax = o.step_ymax_ns > 0 ? o.step_ymax_ns : max_step_ns(r);
+  std::vector<bool> present(kCategoryCount, false);
+  for (const auto& p : r.partitions)
+    for (const auto& s : p.steps)
+      for (int c = 0; c < kCategoryCount; ++c)
+        if (s.ns[static_cast<std::size_t>(c)] > 0) present[static_cast<std::size_t>(c)] = true;
+  out += category_legend(present) + "\n";
+  // Several ranks: each in its own collapsible block, the first open.
+  const bool fold = r.partitions.size() > 1;
+  for (std::size_t k = 0; k < r.partitions.size(); ++k) {
+    const RankPartition& p = r.partitions[k];
+    if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == 0 ? " open" : "", p.rank);
+    else out += heading(o, 1, fmt::format("Per-step partition (rank {})", p.rank));
+    out += step_partition_svg(p, id(o, fmt::format("step-partition-r{}", p.rank)), ymax) + "\n";
+    out += "<p class=\"muted\">Step time over steps: dashed line p50, red dots spikes, hollow dots warm-up steps.</p>\n";
+    const Stability* s = stability_of(r, p.rank);
+    out += step_time_svg(p, s, id(o, fmt::format("step-time-r{}", p.rank)), ymax) + "\n";
+    if (s) stability_text(*s, out);
+    if (fold) out += "</details>\n";
+  }
+}
+
+void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  const RankComparison& rc = r.rank_comparison;
+  if (rc.rows.size() < 2 && r.partitions.size() < 2) return;
+  out += heading(o, 0, "Ranks", "ranks");
+  // Columns: the step, then every category any rank spends time in.
+  std::vector<int> cols;
+  for (int c = 0; c < kCategoryCount; ++c)
+    for (const auto& p : r.partitions)
+      if (p.steady_mean_category[static_cast<std::size_t>(c)] > 0) {
+        cols.push_back(c);
+        break;
+      }
+  Heatmap h;
+  h.column_labels.push_back("step");
+  for (int c : cols) h.column_labels.push_back(category_label(static_cast<Category>(c)));
+  for (const auto& p : r.partitions) {
+    h.row_labels.push_back(fmt::format("rank {}", p.rank));
+    std::vector<double> row{p.steady_mean_ns};
+    for (int c : cols) row.push_back(p.steady_mean_category[static_cast<std::size_t>(c)]);
+    h.values.push_back(std::move(row));
+    h.highlight_row.push_back(rc.straggler && *rc.straggler == p.rank);
+  }
+  out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), so what differs between ranks stands out.</p>\n";
+  out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";
+  put(out, "<p>slowdown: <b>{}</b>", rc.local ? "rank-local" : "global (all ranks alike)");
+  if (rc.straggler)
+    put(out, "; straggler rank {} (+{} compute over the others' median); balanced ranks would save {} per step", *rc.straggler,
+        pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
+  put(out, "; collective skew {} per step.</p>\n", ms(rc.mean_skew_ns));
+}
+
+bool any_gpu(const AnalysisResult& r) {
+  return std::any_of(r.gpu_timelines.begin(), r.gpu_timelines.end(), [](const auto& g) { return g.has_gpu_activity; });
+}
+
+void gpu_idle_chart(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  std::vector<BarRow> rows;
+  out += heading(o, 1, "GPU time and idle breakdown (HTA definitions)");
+  out += "<table class=\"gpu-idle\"><tr><th>rank</th><th class=\"num\">compute</th><th class=\"num\">non-compute</th>"
+         "<th class=\"num\">idle</th><th class=\"num\">idle: host wait</th><th class=\"num\">idle: kernel wait</th>"
+         "<th class=\"num\">idle: other</th></tr>";
+  for (const auto& g : r.gpu_timelines) {
+    if (!g.has_gpu_activity) continue;
+    const auto& t = g.hta_temporal;
+    const auto& idle = g.hta_idle.total;
+    BarRow busy{fmt::format("rank {} time", g.rank), {}};
+    if (t.available) {
+      busy.segments = {{static_cast<double>(t.compute), "#2e7d32", fmt::format("compute {} ({:.1f}%)", ms(static_cast<double>(t.compute)), t.compute_pct)},
+                       {static_cast<double>(t.non_compute), "#8e24aa", fmt::format("non-compute {} ({:.1f}%)", ms(static_cast<double>(t.non_compute)), t.non_compute_pct)},
+                       {static_cast<double>(t.idle), "#9e9e9e", fmt::format("idle {} ({:.1f}%)", ms(static_cast<double>(t.idle)), t.idle_pct)}};
+      rows.push_back(busy);
+    }
+    BarRow why{fmt::format("rank {} idle", g.rank), {}};
+    const char* colors[kIdleCategoryCount] = {"#d32f2f", "#fbc02d", "#bdbdbd"};
+    for (int c = 0; c < kIdleCategoryCount; ++c)
+      why.segments.push_back({static_cast<double>(idle[static_cast<std::size_t>(c)]), colors[c],
+                              fmt::format("{}: {}", idle_category_name(static_cast<IdleCategory>(c)),
+                                          ms(static_cast<double>(idle[static_cast<std::size_t>(c)])))});
+    rows.push_back(why);
+    put(out, "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+             "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        g.rank, t.available ? fmt::format("{:.1f}%", t.compute_pct) : "n/a", t.available ? fmt::format("{:.1f}%", t.non_compute_pct) : "n/a",
+        t.available ? fmt::format("{:.1f}%", t.idle_pct) : "n/a", ms(static_cast<double>(idle[0])), ms(static_cast<double>(idle[1])),
+        ms(static_cast<double>(idle[2])));
+  }
+  out += "</table>\n";
+  out += "<div class=\"legend\"><span><i style=\"background:#2e7d32\"></i>compute</span><span><i style=\"background:#8e24aa\"></i>"
+         "non-compute (communication, memory)</span><span><i style=\"background:#9e9e9e\"></i>idle</span>"
+         "<span><i style=\"background:#d32f2f\"></i>idle: host wait</span><span><i style=\"background:#fbc02d\"></i>idle: kernel wait</span>"
+         "<span><i style=\"background:#bdbdbd\"></i>idle: other</span></div>\n";
+  out += hbar_svg(rows, id(o, "gpu-idle"), 0) + "\n";
+}
+
+// Kernel classes summed over ranks.
+void kernel_classes_chart(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  std::array<ns_t, kKernelClassCount> time{};
+  std::array<std::int64_t, kKernelClassCount> count{};
+  ns_t total = 0;
+  for (const auto& g : r.gpu_timelines) {
+    for (const auto& c : g.classes.classes) {
+      time[static_cast<std::size_t>(c.cls)] += c.time;
+      count[static_cast<std::size_t>(c.cls)] += c.count;
+    }
+    total += g.classes.total_time;
+  }
+  std::vector<LabelledValue> rows;
+  for (int c = 0; c < kKernelClassCount; ++c) {
+    const auto t = time[static_cast<std::size_t>(c)];
+    if (t <= 0) continue;
+    rows.push_back({kernel_class_name(static_cast<KernelClass>(c)), static_cast<double>(t),
+                    fmt::format("{} ({}, {} launches)", ms(static_cast<double>(t)),
+                                pct(total > 0 ? static_cast<double>(t) / static_cast<double>(total) : 0), count[static_cast<std::size_t>(c)]),
+                    ""});
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.value > b.value; });
+  out += heading(o, 1, "Kernel classes");
+  put(out, "<p class=\"muted\">Summed GPU time of kernels, copies and memsets{}.</p>\n",
+      r.gpu_timelines.size() > 1 ? " over all ranks" : "");
+  out += bar_list_svg(rows, id(o, "kernel-classes")) + "\n";
+}
+
+void top_kernels_table(const GpuTimeline& g, std::string& out) {
+  out += fmt::format("<details><summary>Top kernels of rank {} (HTA kernel breakdown)</summary>\n", g.rank);
+  out += "<table class=\"kernels\"><tr><th>kernel</th><th>type</th><th>class</th><th class=\"num\">total</th>"
+         "<th class=\"num\">launches</th><th class=\"num\">mean</th></tr>";
+  for (const auto& k : g.hta_kernels.top)
+    put(out, "<tr><td class=\"name\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        esc(k.name), hta_kernel_type_name(k.type), k.others ? "" : esc(kernel_class_name(classify_kernel(k.name))),
+        ms(static_cast<double>(k.sum)), k.count, ms(k.mean_dur));
+  out += "</table></details>\n";
+}
+
+void syncs_copies_table(const GpuTimeline& g, std::string& out) {
+  const auto& s = g.syncs;
+  put(out, "<p>rank {}: {} synchronising calls ({} per step), host blocked {}, GPU idle after them {}; {} copies ({} pageable) "
+           "taking {}; {} kernels per step (mean), {} of kernels shorter than {}.</p>\n",
+      g.rank, s.count, std::isfinite(s.per_step) ? fmt::format("{:.1f}", s.per_step) : "n/a", ms(static_cast<double>(s.host_blocked)),
+      ms(static_cast<double>(s.gpu_idle_after)), g.copies.count, g.copies.pageable_count, ms(static_cast<double>(g.copies.time)),
+      std::isfinite(g.launch_overhead.mean_kernels_per_step) ? fmt::format("{:.0f}", g.launch_overhead.mean_kernels_per_step) : "n/a",
+      pct(g.launch_overhead.short_kernel_share), ms(static_cast<double>(g.launch_overhead.short_kernel)));
+  if (!s.by_name.empty()) {
+    out += "<table class=\"syncs\"><tr><th>sync call</th><th class=\"num\">count</th><th class=\"num\">host blocked</th>"
+           "<th class=\"num\">GPU idle after</th></tr>";
+    for (std::size_t i = 0; i < s.by_name.size() && i < 8; ++i)
+      put(out, "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+          esc(s.by_name[i].name), s.by_name[i].count, ms(static_cast<double>(s.by_name[i].host_blocked)),
+          ms(static_cast<double>(s.by_name[i].gpu_idle_after)));
+    out += "</table>\n";
+  }
+}
+
+void gpu_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  if (!any_gpu(r)) return;
+  out += heading(o, 0, "GPU timeline", "gpu");
+  gpu_idle_chart(r, o, out);
+  kernel_classes_chart(r, o, out);
+  if (o.compact) return;
+  for (const auto& g : r.gpu_timelines) {
+    if (!g.has_gpu_activity) continue;
+    syncs_copies_table(g, out);
+    top_kernels_table(g, out);
+  }
+}
+
+void evidence_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  const Diagnosis& d = r.diagnosis;
+  if (!d.present) return;
+  out += heading(o, 0, "Evidence and findings", "evidence");
+  out += "<ul class=\"evidence\">";
+  for (const auto& e : d.verdict.evidence) put(out, "<li>{}</li>", esc(e));
+  for (const auto& f : d.findings) put(out, "<li class=\"finding\" data-id=\"{}\">{}</li>", esc(f.id), esc(f.text));
+  out += "</ul>\n";
+}
+
+void lever_row(const Lever& l, std::size_t n, std::string& out) {
+  std::string warn;
+  if (!l.numerics.empty()) warn += "<div class=\"warn\">numerics: " + esc(l.numerics) + "</div>";
+  if (!l.comparability.empty()) warn += "<div class=\"warn\">comparability: " + esc(l.comparability) + "</div>";
+  put(out, "<tr><td class=\"num\">{}</td><td><b>{}</b><div class=\"muted\">{}</div></td><td><code>{}</code></td>"
+           "<td class=\"num\">{:.2f}x</td><td class=\"num\">{} &rarr; {}</td><td>{}</td><td>{}{}</td></tr>",
+      n, esc(l.title), esc(l.targets), esc(l.knob), l.speedup, ms(l.step_ns), ms(l.step_ns - l.removable_ns), esc(l.basis),
+      esc(l.risk), warn);
+}
+
+void levers_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  const Diagnosis& d = r.diagnosis;
+  if (!d.present) return;
+  out += heading(o, 0, "Levers", "levers");
+  out += "<p class=\"muted\">Expected gain is an upper bound from this trace (Amdahl: the step if the lever removed all it can).</p>\n";
+  const std::string head = "<tr><th class=\"num\">#</th><th>lever</th><th>knob</th><th class=\"num\">up to</th>"
+                           "<th class=\"num\">step</th><th>why</th><th>risk</th></tr>";
+  put(out, "<table class=\"levers\" id=\"{}\">{}", esc(id(o, "levers-table")), head);
+  std::size_t n = 0;
+  for (const auto& l : d.levers) {
+    if (!l.applies || (o.compact && n >= 3)) continue;
+    lever_row(l, ++n, out);
+  }
+  if (!n) out += "<tr><td colspan=\"7\">none: the trace shows no time a catalogued lever acts on</td></tr>";
+  out += "</table>\n";
+  if (o.compact) return;
+  const auto others = std::count_if(d.levers.begin(), d.levers.end(), [](const auto& l) { return !l.applies; });
+  if (!others) return;
+  put(out, "<details><summary>{} levers that do not apply to this trace</summary><table>{}", others, head);
+  std::size_t k = 0;
+  for (const auto& l : d.levers)
+    if (!l.applies) lever_row(l, ++k, out);
+  out += "</table></details>\n";
+}
+
+void inputs_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  out += heading(o, 0, "Inputs", "inputs");
+  out += "<table class=\"inputs\"><tr><th class=\"num\">rank</th><th>file</th><th>layout</th><th class=\"num\">events</th>"
+         "<th>GPU</th><th>world size</th></tr>";
+  for (const auto& s : r.ranks) {
+    std::string gpus;
+    for (const auto& g : s.gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+    if (s.gpus.size() > 2) gpus = fmt::format("{} x {}", s.gpus.size(), s.gpus.front());
+    put(out, "<tr><td class=\"num\">{}</td><td class=\"name\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+        s.rank, esc(s.path), esc(s.layout), s.events, gpus.empty() ? "none (CPU-only)" : esc(gpus),
+        s.world_size ? std::to_string(*s.world_size) : "");
+  }
+  out += "</table>\n";
+}
+
+}  // namespace
+
+std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o) {
+  std::string out;
+  verdict_section(r, o, out);
+  warnings_section(r, out);
+  if (r.diagnosis.present) mean_partition_section(r, o, out);
+  steps_section(r, o, out);
+  ranks_section(r, o, out);
+  gpu_section(r, o, out);
+  evidence_section(r, o, out);
+  levers_section(r, o, out);
+  if (!o.compact) inputs_section(r, o, out);
+  return out;
+}
+
+}  // namespace stepscope::html
+
+namespace stepscope {
+
+std::string render_html(const AnalysisResult& r) {
+  std::string title = "stepscope report";
+  if (r.ranks.size() == 1) title += " — " + r.ranks.front().path;
+  else if (!r.ranks.empty()) title += fmt::format(" — {} ranks", r.ranks.size());
+  std::string out = html::page_begin(title);
+  out += "<h1>stepscope report</h1>\n";
+  {
+    std::string files;
+    for (std::size_t i = 0; i < r.ranks.size() && i < 4; ++i) files += (files.empty() ? "" : ", ") + r.ranks[i].path;
+    if (r.ranks.size() > 4) files += fmt::format(" and {} more", r.ranks.size() - 4);
+    out += "<p class=\"muted name\">" + html::esc(files) + "</p>\n";
+  }
+  html::SectionOptions o;
+  out += html::analysis_sections(r, o);
+  out += html::page_end();
+  return out;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,20 @@
+// The sections of one run's HTML report; the analyze page shows them in full, the diff page
+// shows a compact set for each side.
+#pragma once
+
+#include <string>
+
+#include "stepscope/analysis.hpp"
+
+namespace stepscope::html {
+
+struct SectionOptions {
+  std::string id_prefix;   // keeps element ids unique when two runs share a page
+  double step_ymax_ns = 0; // shared vertical scale of the step charts (0: this run's own)
+  bool compact = false;    // the diff page's side: no inputs, GPU detail tables or full levers
+  int heading = 2;         // level of the section headings
+};
+
+std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o);
+
+}  // namespace stepscope::html

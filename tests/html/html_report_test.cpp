@@ -1,0 +1,218 @@
+// The HTML report rendered in headless Chromium: it loads with no console message and no network
+// request, its charts are present and drawn from the analysis, and hostile trace names stay text.
+// A screenshot of each page is kept under the build directory (tests/html/*.png) for humans.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "html/support.hpp"
+#include "stepscope/diagnose.hpp"
+#include "stepscope/html.hpp"
+
+namespace stepscope {
+namespace {
+
+using namespace html_test;
+using nlohmann::json;
+
+const fs::path kOutDir = fs::path(STEPSCOPE_BINARY_DIR) / "tests" / "html";
+constexpr const char* kChromium = "/usr/bin/chromium";
+
+// Renders `html` as `name`.html in Chromium; returns what the page did (see render_page.py).
+json render(const std::string& html, const std::string& name) {
+  fs::create_directories(kOutDir);
+  const fs::path page = kOutDir / (name + ".html"), shot = kOutDir / (name + ".png"), out = kOutDir / (name + ".render.json");
+  write_file(page, html);
+  fs::remove(out);
+  // `timeout` keeps a hung browser from blocking the suite.
+  const std::string cmd = fmt::format("timeout -k 10 180 /usr/bin/python3 '{}/tests/html/render_page.py' '{}' '{}' '{}' > '{}' 2>'{}.err'",
+                                      STEPSCOPE_SOURCE_DIR, page.string(), shot.string(), kChromium, out.string(), out.string());
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << "rendering failed: " << read_file(out.string() + ".err");
+  if (rc != 0) return json::object();
+  return json::parse(read_file(out));
+}
+
+const json* chart(const json& r, const std::string& id) {
+  for (const auto& c : r["dom"]["charts"])
+    if (c["id"] == id) return &c;
+  return nullptr;
+}
+
+// The page loaded nothing but itself, logged nothing, opened no dialog and holds no script.
+void expect_clean_load(const json& r) {
+  ASSERT_TRUE(r.contains("dom")) << "the page did not render";
+  EXPECT_TRUE(r["console"].empty()) << r["console"].dump();
+  ASSERT_EQ(r["requests"].size(), 1u) << r["requests"].dump();
+  EXPECT_EQ(r["requests"][0], r["page_url"]);
+  EXPECT_TRUE(r["dialogs"].empty()) << r["dialogs"].dump();
+  EXPECT_EQ(r["dom"]["scripts"], 0);
+  EXPECT_EQ(r["dom"]["handlers"], 0);
+  EXPECT_FALSE(r["dom"]["pwned"].get<bool>());
+  EXPECT_GT(r["screenshot_bytes"].get<long>(), 10'000);
+}
+
+void expect_drawn(const json& r, const std::string& id) {
+  const json* c = chart(r, id);
+  ASSERT_NE(c, nullptr) << "no chart " << id;
+  EXPECT_GT((*c)["drawn"].get<int>(), 0) << id;
+  EXPECT_GT((*c)["width"].get<double>(), 100) << id;
+  EXPECT_GT((*c)["height"].get<double>(), 20) << id;
+}
+
+std::size_t nonzero_cells(const RankPartition& p) {
+  std::size_t n = 0;
+  for (const auto& s : p.steps)
+    for (auto v : s.ns) n += v > 0;
+  return n;
+}
+
+TEST(HtmlReport, ChromiumIsInstalled) {
+  ASSERT_TRUE(fs::exists(kChromium)) << kChromium << " is missing: scripts/install-deps installs the chromium package";
+}
+
+TEST(HtmlReport, GpuTracePageLoadsCleanAndDrawsTheAnalysis) {
+  TempDir dir("html-gpu");
+  const auto files = generate(dir.path, "loader-stall", "--steps 13");
+  ASSERT_EQ(files.size(), 1u);
+  const Analysis a = run_pipeline(files);
+  ASSERT_TRUE(a.result.diagnosis.present);
+  const json r = render(render_html(a.result), "report");
+  expect_clean_load(r);
+  EXPECT_EQ(r["dom"]["headline"], a.result.diagnosis.verdict.headline);
+  for (const char* id : {"mean-partition", "step-partition-r0", "step-time-r0", "gpu-idle", "kernel-classes"}) expect_drawn(r, id);
+  // One rect per (step, category) with time, as the partition holds them.
+  const RankPartition& p = a.result.partitions[0];
+  EXPECT_EQ((*chart(r, "step-partition-r0"))["rects"].get<std::size_t>(), nonzero_cells(p));
+  // Every spike the stability analysis found is marked, and the loader stall does spike.
+  const Stability& s = a.result.stability[0];
+  EXPECT_FALSE(s.spikes.empty());
+  EXPECT_EQ((*chart(r, "step-time-r0"))["spikes"].get<std::size_t>(), s.spikes.size());
+  EXPECT_EQ((*chart(r, "step-time-r0"))["lines"], 1);
+  // One kernel-class bar per class with time.
+  std::size_t classes = a.result.gpu_timelines[0].classes.classes.size();
+  EXPECT_EQ((*chart(r, "kernel-classes"))["rects"].get<std::size_t>(), classes);
+  // The levers table lists every applicable lever.
+  std::size_t applicable = 0;
+  for (const auto& l : a.result.diagnosis.levers) applicable += l.applies;
+  const std::string text = r["dom"]["text"];
+  for (const auto& l : a.result.diagnosis.levers)
+    if (l.applies) EXPECT_NE(text.find(l.title), std::string::npos) << l.title;
+  EXPECT_GT(applicable, 0u);
+  EXPECT_TRUE(fs::exists(kOutDir / "report.png"));
+}
+
+TEST(HtmlReport, SeveralRanksGetAHeatmapWithTheStragglerMarked) {
+  TempDir dir("html-ranks");
+  const auto files = generate(dir.path, "straggler", "--ranks 4");
+  ASSERT_EQ(files.size(), 4u);
+  const Analysis a = run_pipeline(files);
+  ASSERT_TRUE(a.result.rank_comparison.straggler.has_value());
+  const json r = render(render_html(a.result), "report-ranks");
+  expect_clean_load(r);
+  expect_drawn(r, "rank-heatmap");
+  // Columns: the step and every category some rank spends time in.
+  std::size_t cols = 1;
+  for (int c = 0; c < kCategoryCount; ++c)
+    for (const auto& p : a.result.partitions)
+      if (p.steady_mean_category[static_cast<std::size_t>(c)] > 0) {
+        ++cols;
+        break;
+      }
+  const json& h = *chart(r, "rank-heatmap");
+  EXPECT_EQ(h["cells"].get<std::size_t>(), 4 * cols);
+  EXPECT_EQ(h["highlighted"].get<std::size_t>(), cols);  // the straggler's row
+  for (const auto& p : a.result.partitions) {
+    ASSERT_NE(chart(r, fmt::format("step-partition-r{}", p.rank)), nullptr);
+    EXPECT_EQ((*chart(r, fmt::format("step-partition-r{}", p.rank)))["rects"].get<std::size_t>(), nonzero_cells(p));
+  }
+}
+
+TEST(HtmlReport, CpuOnlyTraceHasNoGpuSection) {
+  const Analysis a = run_pipeline({std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz"});
+  const json r = render(render_html(a.result), "report-cpu");
+  expect_clean_load(r);
+  expect_drawn(r, "mean-partition");
+  expect_drawn(r, "step-partition-r0");
+  EXPECT_EQ(chart(r, "gpu-idle"), nullptr);
+  EXPECT_EQ(chart(r, "kernel-classes"), nullptr);
+}
+
+// Kernel, op, thread and file names chosen to break out of text, attributes and SVG.
+const std::string kHostile = R"(<script>window.__pwned=1;alert(1)</script>"'</svg><img src=x onerror=alert(2)>&amp;)";
+
+std::string hostile_trace() {
+  json events = json::array();
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", kHostile}}}});
+  int corr = 1;
+  for (int s = 0; s < 4; ++s) {
+    const double t0 = 1000.0 * s;
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", fmt::format("ProfilerStep#{}", s)}, {"pid", 1}, {"tid", 1},
+                      {"ts", t0}, {"dur", 900}});
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", kHostile}, {"pid", 1}, {"tid", 1}, {"ts", t0 + 10}, {"dur", 300}});
+    for (int k = 0; k < 2; ++k) {
+      const std::string kernel = k == 0 ? kHostile : "ampere_sgemm_128x64_nn";
+      events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1}, {"tid", 1},
+                        {"ts", t0 + 20 + 5 * k}, {"dur", 4}, {"args", {{"correlation", corr}}}});
+      events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", 7}, {"ts", t0 + 100 + 300 * k},
+                        {"dur", 250}, {"args", {{"correlation", corr}, {"stream", 7}, {"device", 0}}}});
+      ++corr;
+    }
+  }
+  return json{{"schemaVersion", 1}, {"traceEvents", events}}.dump();
+}
+
+TEST(HtmlReport, HostileNamesRunNoScriptAndShowAsText) {
+  TempDir dir("html-hostile");
+  const fs::path trace = dir.path / "evil<b>'x'.pt.trace.json";
+  write_file(trace, hostile_trace());
+  const Analysis a = run_pipeline({trace.string()});
+  const std::string html = render_html(a.result);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  const json r = render(html, "report-hostile");
+  expect_clean_load(r);
+  // The names are on the page as text, byte for byte: in the kernel table, the main thread, the path.
+  const std::string all = r["dom"]["textContent"];
+  EXPECT_NE(all.find(kHostile), std::string::npos);
+  bool in_kernel_table = false, path_shown = false;
+  for (const auto& n : r["dom"]["names"]) {
+    in_kernel_table = in_kernel_table || n == kHostile;
+    path_shown = path_shown || n.get<std::string>().find(trace.string()) != std::string::npos;
+  }
+  EXPECT_TRUE(in_kernel_table);
+  EXPECT_TRUE(path_shown);
+  for (const char* id : {"mean-partition", "step-partition-r0", "kernel-classes"}) expect_drawn(r, id);
+}
+
+TEST(HtmlReport, DiffPageShowsTheChangesAndBothSides) {
+  TempDir dir_a("html-diff-a"), dir_b("html-diff-b");
+  const auto before = generate(dir_a.path, "input-bound");
+  const auto after = generate(dir_b.path, "input-bound", "--num-workers 8 --fetch-us 120");
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(after.size(), 1u);
+  // The input-bound job before and after its loader got workers.
+  DiffResult d = diff_runs(run_pipeline(before), run_pipeline(after));
+  d.base_label = "before/<i>run</i>";
+  d.test_label = "after";
+  ASSERT_TRUE(d.bottleneck_moved);
+  const json r = render(render_diff_html(d), "diff");
+  expect_clean_load(r);
+  std::size_t changed = 0;
+  for (const auto& c : d.categories) changed += c.base_ns > 0 || c.test_ns > 0;
+  expect_drawn(r, "diff-categories");
+  EXPECT_EQ((*chart(r, "diff-categories"))["rects"].get<std::size_t>(), changed);
+  expect_drawn(r, "diff-mean-partition");
+  for (const char* side : {"base-", "test-"})
+    for (const char* id : {"mean-partition", "step-partition-r0", "step-time-r0", "kernel-classes"}) expect_drawn(r, std::string(side) + id);
+  const std::string text = r["dom"]["text"];
+  EXPECT_NE(text.find(d.headline), std::string::npos);
+  EXPECT_NE(text.find(d.base.diagnosis.verdict.headline), std::string::npos);
+  EXPECT_NE(text.find(d.test.diagnosis.verdict.headline), std::string::npos);
+  EXPECT_NE(r["dom"]["textContent"].get<std::string>().find("before/<i>run</i>"), std::string::npos);
+  EXPECT_NE(text.find(fmt::format("The bottleneck moved from {} to {}", bound_label(d.base_bound), bound_label(d.test_bound))),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepscope
