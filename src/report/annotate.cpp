@@ -1,0 +1,272 @@
+// The annotated trace: copy each input's bytes verbatim and splice stepscope's events in just
+// before the event array closes, so every original event stays exactly as it was.
+#include "stepscope/annotate.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_set>
+
+#include "ingest/byte_source.hpp"
+#include "report/annotate_tracks.hpp"
+#include "stepscope/error.hpp"
+
+namespace stepscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Finds where the event array closes: the `]` of the top-level "traceEvents" array (Kineto), or
+// of the top-level array itself (legacy autograd-profiler traces). A light scan that tracks
+// strings and nesting, like the reader's chunker.
+class InsertionFinder {
+ public:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // Returns the offset in `chunk` of the closing bracket once found, else npos.
+  std::size_t feed(std::string_view chunk) {
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const char c = chunk[i];
+      if (in_string_) {
+        if (escape_) escape_ = false;
+        else if (c == '\\') escape_ = true;
+        else if (c == '"') end_string();
+        else if (collecting_ && key_.size() < 64) key_ += c;
+        continue;
+      }
+      switch (c) {
+        case '"':
+          in_string_ = true;
+          collecting_ = depth_ == 1 && expect_key_;
+          key_.clear();
+          if (events_depth_ > 0 && depth_ == events_depth_) has_events_ = true;
+          break;
+        case '{':
+        case '[':
+          if (depth_ == 0 && c == '[') events_depth_ = 1;  // legacy: the array is the document
+          if (depth_ == 1 && c == '[' && value_key_ == "traceEvents" && events_depth_ < 0) events_depth_ = 2;
+          if (events_depth_ > 0 && depth_ == events_depth_) has_events_ = true;
+          ++depth_;
+          expect_key_ = c == '{' && depth_ == 1;
+          break;
+        case '}':
+        case ']':
+          if (c == ']' && events_depth_ > 0 && depth_ == events_depth_) return i;
+          --depth_;
+          break;
+        case ',':
+          if (depth_ == 1) expect_key_ = true;
+          break;
+        case ':':
+          if (depth_ == 1) value_key_ = last_key_;
+          break;
+        case ' ': case '\n': case '\r': case '\t':
+          break;
+        default:
+          if (events_depth_ > 0 && depth_ == events_depth_) has_events_ = true;
+          break;
+      }
+    }
+    return npos;
+  }
+  bool has_events() const { return has_events_; }
+
+ private:
+  void end_string() {
+    in_string_ = false;
+    if (collecting_) {
+      last_key_ = key_;
+      expect_key_ = false;
+      collecting_ = false;
+    }
+  }
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false, collecting_ = false, expect_key_ = false;
+  std::string key_, last_key_, value_key_;
+  int events_depth_ = -1;
+  bool has_events_ = false;
+};
+
+// Chrome trace times are microseconds; ours are exact nanoseconds, written with three decimals
+// so the reader gets back the very same integers.
+std::string us(ns_t ns) {
+  const bool neg = ns < 0;
+  const std::uint64_t u = neg ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
+  return fmt::format("{}{}.{:03}", neg ? "-" : "", u / 1000, u % 1000);
+}
+
+std::string json_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// A pid no event of the rank uses, so stepscope's tracks form a process of their own.
+std::int64_t free_pid(const RankTrace& t) {
+  std::unordered_set<std::int64_t> used(t.events.pid.begin(), t.events.pid.end());
+  for (const auto& [pid, name] : t.process_names) used.insert(pid);
+  std::int64_t pid = 5'735'000;  // "stepscope"-ish and far above the GPU pids (device numbers)
+  while (used.count(pid)) ++pid;
+  return pid;
+}
+
+struct Rendered {
+  std::string text;
+  std::uint64_t slices = 0, metadata = 0;
+};
+
+// Each track's slices spread over as few lanes (threads) as keep every lane free of overlaps.
+Rendered render_tracks(const std::vector<annotate_detail::Track>& tracks, std::int64_t pid, int rank) {
+  Rendered r;
+  std::vector<std::string> events;
+  const auto meta = [&](const char* what, std::int64_t tid, const nlohmann::json& args) {
+    events.push_back(fmt::format(R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{}}})", what, pid, tid, json_text(args)));
+    ++r.metadata;
+  };
+  meta("process_name", 0, {{"name", fmt::format("stepscope (rank {})", rank)}});
+  meta("process_sort_index", 0, {{"sort_index", -1}});
+  std::int64_t tid = 1;
+  for (const auto& track : tracks) {
+    // Units laid on a lane whole: a group of slices, or one slice.
+    struct Unit {
+      ns_t start = 0, end = 0;
+      std::vector<const annotate_detail::Slice*> slices;
+    };
+    std::vector<Unit> units;
+    std::map<long, std::size_t> group_unit;
+    for (const auto& s : track.slices) {
+      if (s.end <= s.start) continue;
+      if (s.group >= 0 && group_unit.count(s.group)) {
+        Unit& u = units[group_unit[s.group]];
+        u.start = std::min(u.start, s.start), u.end = std::max(u.end, s.end);
+        u.slices.push_back(&s);
+        continue;
+      }
+      if (s.group >= 0) group_unit[s.group] = units.size();
+      units.push_back({s.start, s.end, {&s}});
+    }
+    std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.start < b.start; });
+    std::vector<ns_t> lane_end;
+    std::vector<std::int64_t> lane_tid;
+    for (const auto& u : units) {
+      std::size_t lane = 0;
+      while (lane < lane_end.size() && lane_end[lane] > u.start) ++lane;
+      if (lane == lane_end.size()) {
+        lane_end.push_back(u.end);
+        lane_tid.push_back(tid);
+        std::string name = lane == 0 ? track.name : fmt::format("{} ({})", track.name, lane + 1);
+        meta("thread_name", tid, {{"name", name}});
+        meta("thread_sort_index", tid, {{"sort_index", tid}});
+        ++tid;
+      }
+      lane_end[lane] = u.end;
+      for (const auto* s : u.slices) {
+        events.push_back(fmt::format(R"({{"ph":"X","cat":"stepscope","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",
+                                     json_text(s->name), pid, lane_tid[lane], us(s->start), us(s->end - s->start),
+                                     json_text(s->args.is_null() ? nlohmann::json::object() : s->args)));
+        ++r.slices;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) r.text += (i ? ",\n" : "") + events[i];
+  return r;
+}
+
+void write_all(std::ofstream& out, std::string_view s, const std::string& path) {
+  out.write(s.data(), static_cast<std::streamsize>(s.size()));
+  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", path));
+}
+
+AnnotatedFile splice(const RankTrace& t, const std::string& events_text, const std::string& out_path) {
+  AnnotatedFile f;
+  f.rank = t.rank;
+  f.path = out_path;
+  auto src = ingest::open_byte_source(t.path);
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  InsertionFinder finder;
+  std::vector<char> buf(1 << 20);
+  bool inserted = false;
+  while (std::size_t n = src->read(buf.data(), buf.size())) {
+    std::string_view chunk(buf.data(), n);
+    if (!inserted) {
+      if (std::size_t at = finder.feed(chunk); at != InsertionFinder::npos) {
+        write_all(out, chunk.substr(0, at), out_path);
+        std::string text = (finder.has_events() ? ",\n" : "\n") + events_text + "\n";
+        write_all(out, text, out_path);
+        f.inserted_at = f.original_bytes + at;
+        f.inserted_bytes = text.size();
+        chunk.remove_prefix(at);
+        inserted = true;
+      }
+    }
+    write_all(out, chunk, out_path);
+    f.original_bytes += n;
+  }
+  if (src->truncated() || !inserted) {
+    out.close();
+    fs::remove(out_path);
+    throw InputError(fmt::format("{}: cannot annotate: the event array never closes (truncated trace?)", t.path));
+  }
+  out.flush();
+  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  return f;
+}
+
+std::string strip_gz(std::string name) {
+  if (name.size() > 3 && name.ends_with(".gz")) name.resize(name.size() - 3);
+  return name;
+}
+
+std::vector<std::string> output_paths(const Analysis& a, const std::string& path) {
+  const auto& ranks = a.trace.ranks;
+  if (ranks.size() == 1) return {path};
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (!fs::is_directory(path)) throw InputError(fmt::format("{}: cannot create the directory for the annotated traces", path));
+  std::multiset<std::string> names;
+  for (const auto& r : ranks) names.insert(strip_gz(fs::path(r.path).filename().string()));
+  std::vector<std::string> out;
+  for (const auto& r : ranks) {
+    std::string name = strip_gz(fs::path(r.path).filename().string());
+    if (names.count(name) > 1) name = fmt::format("rank-{}.{}", r.rank, name);
+    out.push_back((fs::path(path) / name).string());
+  }
+  return out;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
+}
+
+}  // namespace
+
+std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::string& path, const AnnotateOptions& opts) {
+  if (a.trace.ranks.empty()) throw InputError("nothing to annotate: no trace was read");
+  if (path.ends_with(".gz"))
+    throw InputError(fmt::format("{}: the annotated trace is written as plain JSON; name it without .gz", path));
+  for (const auto& t : a.trace.ranks) {
+    if (t.layout == TraceLayout::LegacyArray || t.layout == TraceLayout::Kineto) continue;
+    throw InputError(fmt::format("{}: --annotate needs a Kineto JSON trace", t.path));
+  }
+  for (const auto& t : a.trace.ranks)
+    if (t.truncated) throw InputError(fmt::format("{}: cannot annotate a truncated trace", t.path));
+  const std::vector<std::string> outs = output_paths(a, path);
+  std::vector<AnnotatedFile> written;
+  for (std::size_t k = 0; k < a.trace.ranks.size(); ++k) {
+    const RankTrace& t = a.trace.ranks[k];
+    if (same_file(t.path, outs[k])) throw InputError(fmt::format("{}: the annotated trace would overwrite its input", outs[k]));
+    const auto tracks = annotate_detail::build_tracks(a, k, opts.partition);
+    const Rendered r = render_tracks(tracks, free_pid(t), t.rank);
+    AnnotatedFile f = splice(t, r.text, outs[k]);
+    f.added_slices = r.slices;
+    f.added_metadata = r.metadata;
+    written.push_back(f);
+  }
+  return written;
+}
+
+}  // namespace stepscope
