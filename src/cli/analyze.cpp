@@ -6,10 +6,13 @@
 #include <fstream>
 
 #include "cli/command.hpp"
+#include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "stepscope/analysis.hpp"
+#include "stepscope/annotate.hpp"
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/html.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
@@ -20,24 +23,13 @@ namespace {
 struct AnalyzeArgs {
   std::vector<std::string> paths;
   std::string json_out;
+  std::string html_out, annotate_out;
   int jobs = 0;
   bool verbose = false;
   bool quiet = false;
   std::vector<std::string> stages;  // NAME=REGEX
   std::string step_range;           // annotation (NVTX range) that is one step
 };
-
-void write_json(const std::string& where, const nlohmann::json& j) {
-  // Names come from the trace and may hold invalid UTF-8: replace it rather than fail the report.
-  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (where == "-") {
-    fmt::print("{}", text);
-    return;
-  }
-  std::ofstream f(where);
-  if (!f) throw InputError(fmt::format("{}: cannot write the JSON report", where));
-  f << text;
-}
 
 int run_analyze(const AnalyzeArgs& a) {
   PipelineOptions po;
@@ -50,6 +42,8 @@ int run_analyze(const AnalyzeArgs& a) {
   bar.finish();
   const AnalysisResult& result = run.result;
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
+  if (!a.html_out.empty()) write_text(a.html_out, render_html(result), "HTML report");
+  if (!a.annotate_out.empty()) write_annotated_traces(run, a.annotate_out, {po.analyze.partition});
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
@@ -65,6 +59,9 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
                   "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
       ->required();
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE");
+  cmd->add_option("--annotate", args->annotate_out,
+                  "Also write the trace with stepscope's tracks added, for Perfetto (several ranks: a directory)");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--stage", args->stages,
