@@ -102,7 +102,8 @@ struct EventExtra {
   StrId input_dims = kNoStr;             // raw JSON text of args["Input Dims"]
   StrId input_type = kNoStr;             // raw JSON text of args["Input type"]
   // The source's other spelling, where it has one: an nsys kernel's shortName, an nsys runtime
-  // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc").
+  // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc"), a PyTorch
+  // NVTX range's full text ("aten::mm, seq = 3, op_id = 7, sizes = [...]").
   StrId alt_name = kNoStr;
 };
 

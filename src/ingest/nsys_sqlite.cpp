@@ -475,6 +475,21 @@ class Reader {
     return d == "MPI" || d == "OpenSHMEM" || d == "UCX" || d == "NVSHMEM";
   }
 
+  // PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) appends ", seq = N", ", op_id = N",
+  // ", sizes = [...]", ", input_op_ids = [...]" to each op's name; the analyses know the plain
+  // name ("ProfilerStep#3", "aten::mm").
+  static std::string_view plain_nvtx_name(std::string_view n) {
+    std::size_t cut = n.size();
+    for (std::string_view suffix : {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "})
+      cut = std::min(cut, n.find(suffix));
+    return n.substr(0, cut);
+  }
+  // Of PyTorch's ranges, the framework's ops ("aten::mm", "autograd::engine::...") are ops, as
+  // Kineto files them; record_function ranges (ProfilerStep#N, the user's) stay annotations.
+  static bool is_pytorch_op(std::string_view plain, std::string_view full) {
+    return plain.size() != full.size() && plain.find("::") != std::string_view::npos;
+  }
+
   void read_nvtx() {
     if (!db_.has("NVTX_EVENTS")) return;
     const std::int64_t push_pop = event_types_.value("NvtxPushPopRange", 59);
@@ -483,7 +498,12 @@ class Reader {
     auto q = db_.select("NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid", "domainId"});
     const Statement& s = *q.st;
     std::unordered_map<std::int64_t, std::string> domains;
-    std::vector<std::pair<Row, std::int64_t>> ranges;  // domain resolved once all rows are read
+    struct Range {
+      Row row;
+      std::int64_t domain;
+      StrId full_name;
+    };
+    std::vector<Range> ranges;  // domains are resolved once all rows are read
     StrId nvtx_cat = intern("nvtx");
     while (q.st->step()) {
       std::int64_t type = s.i64(q.col("eventType"));
@@ -500,18 +520,20 @@ class Reader {
       std::int64_t gtid = s.i64(q.col("globalTid"), 0);
       r.pid = pid_of(gtid);
       r.tid = tid_of(gtid);
-      r.kind = Kind::UserAnnotation;
+      std::string_view plain = plain_nvtx_name(text);
+      r.kind = is_pytorch_op(plain, text) ? Kind::CpuOp : Kind::UserAnnotation;
       r.category = nvtx_cat;
-      r.name = intern(text);
-      ranges.emplace_back(r, s.i64(q.col("domainId"), 0));
+      r.name = intern(plain);
+      ranges.push_back({r, s.i64(q.col("domainId"), 0), plain.size() != text.size() ? intern(text) : kNoStr});
     }
-    for (auto& [r, domain] : ranges) {
+    for (auto& [r, domain, full] : ranges) {
       auto d = domains.find(domain);
       if (d != domains.end() && is_api_trace_domain(d->second)) {
         r.kind = Kind::CpuOp;
         r.category = intern("nvtx:" + d->second);
       }
       append(out_, r);
+      if (full != kNoStr) extra_of_last(out_).alt_name = full;
     }
   }
 };

@@ -226,6 +226,50 @@ TEST_P(NsysBuilt, OptionalTablesMayBeMissing) {
   EXPECT_EQ(a.result.partitions[0].source, StepSource::WholeTrace);
 }
 
+// PyTorch under nsys --pytorch=autograd-nvtx: ProfilerStep#N and aten ops as NVTX ranges whose
+// text carries ", seq = N, op_id = N, sizes = [...]".
+void build_pytorch_export(ExportBuilder& b) {
+  b.insert("StringIds", {{"id", std::int64_t{1}}, {"value", std::string("cudaLaunchKernel_v7000")}});
+  b.insert("StringIds", {{"id", std::int64_t{2}}, {"value", std::string("ampere_sgemm_128x64_nn")}});
+  for (int s = 0; s < kSteps; ++s) {
+    const std::int64_t t = Planted::base(s), corr = 10 + s;
+    b.insert("NVTX_EVENTS", {{"start", t}, {"end", t + 5'000'000}, {"eventType", std::int64_t{59}},
+                             {"text", "ProfilerStep#" + std::to_string(5 + s) + ", op_id = " + std::to_string(100 * s)},
+                             {"globalTid", kGlobalTid}});
+    b.insert("NVTX_EVENTS", {{"start", t + 100'000}, {"end", t + 400'000}, {"eventType", std::int64_t{59}},
+                             {"text", std::string("aten::mm, seq = 3, op_id = 7, sizes = [[2, 3], [3, 4]], input_op_ids = [(5, 0)]")},
+                             {"globalTid", kGlobalTid}});
+    b.insert("CUPTI_ACTIVITY_KIND_RUNTIME", {{"start", t + 200'000}, {"end", t + 210'000}, {"globalTid", kGlobalTid},
+                                             {"correlationId", corr}, {"nameId", std::int64_t{1}}});
+    b.insert("CUPTI_ACTIVITY_KIND_KERNEL", {{"start", t + 300'000}, {"end", t + 2'300'000}, {"deviceId", std::int64_t{0}},
+                                            {"streamId", std::int64_t{7}}, {"correlationId", corr},
+                                            {"demangledName", std::int64_t{2}}, {"shortName", std::int64_t{2}}});
+  }
+}
+
+TEST_P(NsysBuilt, PytorchNvtxRangesGiveProfilerSteps) {
+  std::string path = scratch(std::string(GetParam().name) + "_pytorch.sqlite");
+  {
+    ExportBuilder b(path, GetParam().path, {}, kSchema2, {"NVTX_EVENTS"});
+    build_pytorch_export(b);
+  }
+  Analysis a = analyze_paths({path});
+  const RankTrace& t = a.trace.ranks[0];
+  int ops = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.name_of(i) != "aten::mm") continue;
+    ++ops;
+    EXPECT_EQ(t.events.kind[i], Kind::CpuOp);
+    EXPECT_NE(t.str(t.extra_of(i)->alt_name).find("sizes = [[2, 3], [3, 4]]"), std::string_view::npos);
+  }
+  EXPECT_EQ(ops, kSteps);
+  const RankPartition& p = a.result.partitions[0];
+  EXPECT_EQ(p.source, StepSource::ProfilerStep);
+  ASSERT_EQ(p.steps.size(), static_cast<std::size_t>(kSteps));
+  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(p.steps[static_cast<std::size_t>(s)].number, 5 + s);
+  EXPECT_EQ(a.result.ranks[0].profiler_steps, (std::vector<std::int64_t>{5, 6, 7}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, NsysBuilt,
                          ::testing::Values(Schema{"nsys2022_schema2", kSchema2}, Schema{"nsys2024_schema3", kSchema3}),
                          [](const ::testing::TestParamInfo<Schema>& p) { return std::string(p.param.name); });
