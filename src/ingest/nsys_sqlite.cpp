@@ -63,8 +63,13 @@ class Database {
       sqlite3_close(db_);
       throw InputError(fmt::format("{}: cannot open the SQLite file: {}", path, why));
     }
-    Statement s(db_, "SELECT name FROM sqlite_master WHERE type = 'table'", path_);
-    while (s.step()) tables_.insert(std::string(s.text(0)));
+    try {
+      Statement s(db_, "SELECT name FROM sqlite_master WHERE type = 'table'", path_);
+      while (s.step()) tables_.insert(std::string(s.text(0)));
+    } catch (...) {
+      sqlite3_close(db_);  // a constructor that throws runs no destructor
+      throw;
+    }
   }
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
