@@ -126,7 +126,10 @@ std::string pct(double share) {
   return fmt::format("{:.1f}%", share * 100);
 }
 
-std::string signed_ms(double ns) { return (ns > 0 ? "+" : ns < 0 ? "-" : "") + ms(std::fabs(ns)); }
+std::string signed_ms(double ns) {
+  const char* sign = ns > 0 ? "+" : ns < 0 ? "-" : "";
+  return fmt::format("{}{}", sign, ms(std::fabs(ns)));
+}
 
 const char* category_color(Category c) {
   static constexpr const char* kColors[kCategoryCount] = {
@@ -178,7 +181,7 @@ svg .spike{fill:#d32f2f}svg .warmup{fill:#fff;stroke:#999}
 .legend span{display:inline-flex;align-items:center;gap:5px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:24px}
-.sides>section{min-width:0}
+.sides>section{min-width:0}.sides table{display:block;overflow-x:auto;max-width:100%}
 ul{margin:4px 0 10px;padding-left:22px}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 .better{color:#2e7d32}.worse{color:#c62828}
@@ -340,10 +343,11 @@ std::string diverging_svg(const std::vector<LabelledValue>& rows, const std::str
     put(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", kLabel - 8, y + 14, esc(rows[k].label));
     put(out, "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>", x, y + 3,
         w, kRow - 7, v < 0 ? "#2e7d32" : v > 0 ? "#c62828" : "#9e9e9e", esc(rows[k].label), esc(rows[k].text));
+    // The value goes on the side of the zero line the bar leaves free.
     if (v < 0)
-      put(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", x - 6, y + 14, esc(rows[k].text));
+      put(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", zero + 6, y + 14, esc(rows[k].text));
     else
-      put(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x + w + 6, y + 14, esc(rows[k].text));
+      put(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", zero - 6, y + 14, esc(rows[k].text));
   }
   return out + "</svg>";
 }

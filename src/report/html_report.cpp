@@ -299,7 +299,13 @@ void evidence_section(const AnalysisResult& r, const SectionOptions& o, std::str
   out += "</ul>\n";
 }
 
-void lever_row(const Lever& l, std::size_t n, std::string& out) {
+void lever_row(const Lever& l, std::size_t n, bool compact, std::string& out) {
+  if (compact) {
+    put(out, "<tr><td class=\"num\">{}</td><td><b>{}</b><div class=\"muted\">{}</div></td><td class=\"num\">{:.2f}x</td>"
+             "<td class=\"num\">{} &rarr; {}</td></tr>",
+        n, esc(l.title), esc(l.knob), l.speedup, ms(l.step_ns), ms(l.step_ns - l.removable_ns));
+    return;
+  }
   std::string warn;
   if (!l.numerics.empty()) warn += "<div class=\"warn\">numerics: " + esc(l.numerics) + "</div>";
   if (!l.comparability.empty()) warn += "<div class=\"warn\">comparability: " + esc(l.comparability) + "</div>";
@@ -314,13 +320,14 @@ void levers_section(const AnalysisResult& r, const SectionOptions& o, std::strin
   if (!d.present) return;
   out += heading(o, 0, "Levers", "levers");
   out += "<p class=\"muted\">Expected gain is an upper bound from this trace (Amdahl: the step if the lever removed all it can).</p>\n";
-  const std::string head = "<tr><th class=\"num\">#</th><th>lever</th><th>knob</th><th class=\"num\">up to</th>"
-                           "<th class=\"num\">step</th><th>why</th><th>risk</th></tr>";
+  const std::string head = o.compact ? "<tr><th class=\"num\">#</th><th>lever</th><th class=\"num\">up to</th><th class=\"num\">step</th></tr>"
+                                     : "<tr><th class=\"num\">#</th><th>lever</th><th>knob</th><th class=\"num\">up to</th>"
+                                       "<th class=\"num\">step</th><th>why</th><th>risk</th></tr>";
   put(out, "<table class=\"levers\" id=\"{}\">{}", esc(id(o, "levers-table")), head);
   std::size_t n = 0;
   for (const auto& l : d.levers) {
     if (!l.applies || (o.compact && n >= 3)) continue;
-    lever_row(l, ++n, out);
+    lever_row(l, ++n, o.compact, out);
   }
   if (!n) out += "<tr><td colspan=\"7\">none: the trace shows no time a catalogued lever acts on</td></tr>";
   out += "</table>\n";
@@ -330,7 +337,7 @@ void levers_section(const AnalysisResult& r, const SectionOptions& o, std::strin
   put(out, "<details><summary>{} levers that do not apply to this trace</summary><table>{}", others, head);
   std::size_t k = 0;
   for (const auto& l : d.levers)
-    if (!l.applies) lever_row(l, ++k, out);
+    if (!l.applies) lever_row(l, ++k, false, out);
   out += "</table></details>\n";
 }
 
