@@ -133,6 +133,7 @@ Rendered render_tracks(const std::vector<annotate_detail::Track>& tracks, std::i
     struct Unit {
       ns_t start = 0, end = 0;
       std::vector<const annotate_detail::Slice*> slices;
+      bool group = false;  // a tiled run of slices: it holds no other unit and nests in none
     };
     std::vector<Unit> units;
     std::map<long, std::size_t> group_unit;
@@ -145,23 +146,36 @@ Rendered render_tracks(const std::vector<annotate_detail::Track>& tracks, std::i
         continue;
       }
       if (s.group >= 0) group_unit[s.group] = units.size();
-      units.push_back({s.start, s.end, {&s}});
+      units.push_back({s.start, s.end, {&s}, s.group >= 0});
     }
-    std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.start < b.start; });
-    std::vector<ns_t> lane_end;
+    // Parents before what they enclose: by start, the longer first.
+    std::stable_sort(units.begin(), units.end(),
+                     [](const Unit& x, const Unit& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; });
+    // Each lane keeps the stack of units still open at the current start. A unit fits a lane when,
+    // once the units that ended are popped, nothing is open or it nests inside the innermost one.
+    struct Open {
+      ns_t end;
+      bool group;
+    };
+    std::vector<std::vector<Open>> open;
     std::vector<std::int64_t> lane_tid;
     for (const auto& u : units) {
       std::size_t lane = 0;
-      while (lane < lane_end.size() && lane_end[lane] > u.start) ++lane;
-      if (lane == lane_end.size()) {
-        lane_end.push_back(u.end);
+      for (; lane < open.size(); ++lane) {
+        auto& st = open[lane];
+        while (!st.empty() && st.back().end <= u.start) st.pop_back();
+        if (st.empty() || (!u.group && !st.back().group && u.end <= st.back().end)) break;
+      }
+      if (lane == open.size()) {
+        if (track.max_lanes && lane >= track.max_lanes) continue;
+        open.emplace_back();
         lane_tid.push_back(tid);
         std::string name = lane == 0 ? track.name : fmt::format("{} ({})", track.name, lane + 1);
         meta("thread_name", tid, {{"name", name}});
         meta("thread_sort_index", tid, {{"sort_index", tid}});
         ++tid;
       }
-      lane_end[lane] = u.end;
+      open[lane].push_back({u.end, u.group});
       for (const auto* s : u.slices) {
         events.push_back(fmt::format(R"({{"ph":"X","cat":"stepscope","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",
                                      json_text(s->name), pid, lane_tid[lane], us(s->start), us(s->end - s->start),

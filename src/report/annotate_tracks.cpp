@@ -135,7 +135,9 @@ Track copies_track(const GpuTimeline& g) {
 }
 
 Track launch_track(const RankTrace& trace, const GpuTimeline& g) {
-  Track t{"finding: worst launch delays", {}};
+  // The worst delays overlap one another while the queue is backed up: three lanes show the worst
+  // without burying the timeline in lanes.
+  Track t{"finding: worst launch delays", {}, 3};
   for (const auto& l : g.hta_launches.worst_delays) {
     if (l.cpu_event >= trace.events.size() || l.gpu_event >= trace.events.size()) continue;
     const ns_t a = trace.events.ts[l.cpu_event], b = trace.events.ts[l.gpu_event];

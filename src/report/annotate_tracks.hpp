@@ -19,6 +19,7 @@ struct Slice {
 struct Track {
   std::string name;
   std::vector<Slice> slices;
+  std::size_t max_lanes = 0;  // 0: as many as the slices need; else slices that fit no lane are left out
 };
 
 // Tracks in display order: steps, step partition, then the findings.

@@ -55,6 +55,21 @@ void expect_verbatim_copy(const std::string& original_bytes, const AnnotatedFile
   EXPECT_EQ(out.compare(f.inserted_at + f.inserted_bytes, std::string::npos, original_bytes, f.inserted_at), 0);
 }
 
+// Slices on one thread must nest (Perfetto and chrome://tracing drop ones that cross).
+void expect_tracks_nest(const RankTrace& back, const Added& a) {
+  std::map<std::int64_t, std::vector<std::pair<ns_t, ns_t>>> by_tid;
+  for (auto i : a.events) by_tid[back.events.tid[i]].emplace_back(back.events.ts[i], back.events.end(i));
+  for (auto& [tid, v] : by_tid) {
+    std::sort(v.begin(), v.end(), [](auto x, auto y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
+    std::vector<ns_t> open;
+    for (const auto& [start, end] : v) {
+      while (!open.empty() && open.back() <= start) open.pop_back();
+      EXPECT_TRUE(open.empty() || end <= open.back()) << "thread " << tid << ": a slice crosses its parent at " << start;
+      open.push_back(end);
+    }
+  }
+}
+
 // Each step's partition slices tile its window and add up, per category, to the partition. Step
 // windows can overlap (the host runs ahead of the GPU), so their slices may sit on separate lanes:
 // a step's slices are the chain, on one lane, that starts at the window's start and ends at its end.
@@ -104,6 +119,7 @@ TEST(AnnotatedTrace, GpuTraceReadsBackWithTheOriginalEventsAndTheAddedTracks) {
   EXPECT_EQ(added.events.size(), written[0].added_slices);
   const RankPartition& p = a.result.partitions[0];
   expect_partition_tiles_steps(back, p, added);
+  expect_tracks_nest(back, added);
   // One slice per step on the steps track, named by the step.
   ASSERT_TRUE(added.by_track.count("steps"));
   EXPECT_EQ(added.by_track.at("steps").size(), p.steps.size());
@@ -143,6 +159,7 @@ TEST(AnnotatedTrace, SeveralRanksOneFileEachWithTheStragglerMarked) {
     const Added added = added_events(back);
     const RankPartition& p = a.result.partitions[k];
     expect_partition_tiles_steps(back, p, added);
+    expect_tracks_nest(back, added);
     ASSERT_TRUE(added.by_track.count("finding: straggler"));
     const auto& marks = added.by_track.at("finding: straggler");
     std::size_t steady = 0;
@@ -167,7 +184,8 @@ TEST(AnnotatedTrace, CpuOnlyAndRealTracesReadBack) {
   TempDir dir("annotate-real");
   for (const std::string in : {std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz",
                                std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-                               std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/trace_file_list/inference_rank_1.json.gz"}) {
+                               std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/trace_file_list/inference_rank_1.json.gz",
+                               std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/trace_diff/control/control.json.gz"}) {
     SCOPED_TRACE(in);
     const Analysis a = run_pipeline({in});
     const std::string out = (dir.path / (fs::path(in).stem().string() + ".annotated.json")).string();
@@ -176,6 +194,7 @@ TEST(AnnotatedTrace, CpuOnlyAndRealTracesReadBack) {
     expect_original_events_kept(a.trace.ranks[0], back, written[0]);
     const Added added = added_events(back);
     expect_partition_tiles_steps(back, a.result.partitions[0], added);
+    expect_tracks_nest(back, added);
   }
 }
 
