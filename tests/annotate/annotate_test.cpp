@@ -2,6 +2,8 @@
 // unchanged plus stepscope's slices, and the partition slices of each step tile its window.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <map>
 
 #include "html/support.hpp"
@@ -227,6 +229,34 @@ TEST(AnnotatedTrace, RefusesTruncatedInputsAndGzipOutputs) {
   const Analysis whole = run_pipeline(files);
   EXPECT_THROW(write_annotated_traces(whole, (dir.path / "out.json.gz").string()), InputError);
   EXPECT_THROW(write_annotated_traces(whole, files[0]), InputError);  // would overwrite its input
+}
+
+}  // namespace
+}  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+int run_cli(const std::string& args) {
+  const std::string cmd = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope analyze -q " + args + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(AnnotatedTrace, AnalyzeWritesTheHtmlReportAndTheAnnotatedTrace) {
+  TempDir dir("annotate-cli");
+  const auto files = generate(dir.path, "checkpoint");
+  ASSERT_EQ(files.size(), 1u);
+  const fs::path html = dir.path / "report.html", ann = dir.path / "annotated.json";
+  ASSERT_EQ(run_cli(fmt::format("'{}' --html '{}' --annotate '{}'", files[0], html.string(), ann.string())), 0);
+  const std::string page = read_file(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("id=\"step-partition-r0\""), std::string::npos);
+  const RankTrace orig = read_kineto_file(files[0]), back = read_kineto_file(ann.string());
+  EXPECT_GT(back.events.size(), orig.events.size());
+  // Bad output paths are usage errors.
+  EXPECT_EQ(run_cli(fmt::format("'{}' --annotate '{}'", files[0], (dir.path / "x.json.gz").string())), 2);
+  EXPECT_EQ(run_cli(fmt::format("'{}' --html '{}'", files[0], (dir.path / "missing" / "r.html").string())), 2);
 }
 
 }  // namespace
