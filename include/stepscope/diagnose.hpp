@@ -20,5 +20,7 @@ Bound step_bound(const std::array<double, kCategoryCount>& category, double wind
 
 // Fills r.diagnosis.
 void diagnose(AnalysisResult& r);
+// The same, with the footgun detectors (stepscope/footguns.hpp) reading `trace`'s events.
+void diagnose(AnalysisResult& r, const Trace& trace);
 
 }  // namespace stepscope

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stepscope {
@@ -55,8 +56,18 @@ struct Lever {
 };
 
 struct Finding {
+  Finding() = default;
+  Finding(std::string id_, std::string text_) : id(std::move(id_)), text(std::move(text_)) {}
   std::string id;
   std::string text;
+  // Footgun findings (stepscope/footguns.hpp, docs/footguns.md) also say where to look and what
+  // fixing it can gain; other findings leave these empty.
+  bool footgun = false;
+  std::vector<std::string> evidence;  // event names, counts and times a user can find in the trace
+  std::string lever;                  // id of the lever that fixes it ("" when none)
+  double gain_ns = 0;                 // removable per mean steady-state step, at most
+  double step_ns = 0;                 // the step the gain applies to
+  double speedup = 1;                 // Amdahl bound: step / (step - gain)
 };
 
 struct Diagnosis {

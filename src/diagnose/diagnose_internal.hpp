@@ -17,5 +17,8 @@ std::string ms(double ns);
 std::string pct(double share);
 
 std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& job, const Verdict& v);
+// Footgun findings measured their own gains: their levers take those numbers (and levers the
+// catalogue lacks join it); the ranking is redone.
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings);
 
 }  // namespace stepscope::diagnose_detail

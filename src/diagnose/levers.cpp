@@ -222,5 +222,61 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   return out;
 }
 
+namespace {
+
+// Levers only a footgun finding brings (the catalogue has no time to act on without it).
+struct FootgunLever {
+  const char* id;
+  const char* title;
+  const char* knob;
+  const char* risk;
+};
+constexpr FootgunLever kFootgunLevers[] = {
+    {"fixed_shapes", "keep input shapes fixed (pad or bucket them)",
+     "pad/bucket batches; torch.compile(dynamic=True) or mark_dynamic; cudnn.benchmark=False if shapes must vary",
+     "padding wastes some compute on the padded positions"},
+    {"no_debug_apis", "turn off debugging APIs in training runs",
+     "torch.autograd.set_detect_anomaly(False); no gradcheck or detect_anomaly() in the loop",
+     "NaNs are no longer traced back to the op that made them"},
+    {"zero_grad_set_to_none", "zero_grad(set_to_none=True)", "optimizer.zero_grad(set_to_none=True)",
+     "code that reads .grad before backward must handle None"},
+};
+
+}  // namespace
+
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings) {
+  for (const auto& f : findings) {
+    if (!f.footgun || f.lever.empty()) continue;
+    auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == f.lever; });
+    if (it == levers.end()) {
+      for (const auto& e : kFootgunLevers)
+        if (f.lever == e.id) {
+          Lever l;
+          l.id = e.id;
+          l.title = e.title;
+          l.knob = e.knob;
+          l.risk = e.risk;
+          levers.push_back(l);
+          it = levers.end() - 1;
+        }
+      if (it == levers.end()) continue;
+    }
+    // Two findings may point at one lever (recompiles and re-tuning both call for fixed shapes).
+    const double removable = (it->applies && it->basis.rfind("measured", 0) == 0 ? it->removable_ns : 0) + f.gain_ns;
+    it->target_ns = removable;
+    it->step_ns = f.step_ns;
+    it->removable_ns = std::clamp(removable, 0.0, f.step_ns * 0.999);
+    it->speedup = f.step_ns > 0 ? f.step_ns / (f.step_ns - it->removable_ns) : 1;
+    it->targets = "footgun: " + f.id;
+    it->basis = fmt::format("measured from the trace by the {} finding; removes up to {} per step", f.id,
+                            ms(it->removable_ns));
+    it->applies = it->removable_ns > 0;
+  }
+  std::stable_sort(levers.begin(), levers.end(), [](const Lever& a, const Lever& b) {
+    if (a.applies != b.applies) return a.applies;
+    return a.speedup > b.speedup;
+  });
+}
+
 }  // namespace diagnose_detail
 }  // namespace stepscope

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "diagnose/diagnose_internal.hpp"
+#include "stepscope/footguns.hpp"
 #include "diagnose/sync_after_kernel.hpp"
 
 namespace stepscope {
@@ -278,7 +279,9 @@ JobStep job_step(const AnalysisResult& r) {
   return j;
 }
 
-void diagnose(AnalysisResult& r) {
+namespace {
+
+void diagnose_with(AnalysisResult& r, const Trace* trace) {
   Diagnosis& d = r.diagnosis;
   const JobStep job = job_step(r);
   if (job.step_ns <= 0) return;
@@ -323,8 +326,24 @@ void diagnose(AnalysisResult& r) {
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
+  if (trace) {
+    std::vector<Finding> footguns = detect_footguns(*trace, r, job);
+    if (!footguns.empty()) {
+      std::string names;
+      for (const auto& f : footguns) names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", f.id, f.speedup);
+      v.evidence.push_back("footguns in this trace: " + names);
+    }
+    apply_footgun_levers(d.levers, footguns);
+    d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
+  }
   v.headline = headline(v, d.levers);
   note_sync_after_every_kernel(r);
 }
+
+}  // namespace
+
+void diagnose(AnalysisResult& r) { diagnose_with(r, nullptr); }
+
+void diagnose(AnalysisResult& r, const Trace& trace) { diagnose_with(r, &trace); }
 
 }  // namespace stepscope

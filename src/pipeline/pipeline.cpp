@@ -8,7 +8,7 @@ Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOpti
   Analysis a;
   a.trace = read_traces(paths, opts.ingest);
   a.result = analyze(a.trace, opts.analyze);
-  diagnose(a.result);
+  diagnose(a.result, a.trace);
   return a;
 }
 

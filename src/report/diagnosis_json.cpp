@@ -115,7 +115,18 @@ void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j) {
   }
   j["verdict"] = verdict_json(r.diagnosis.verdict);
   auto& findings = j["findings"] = nlohmann::json::array();
-  for (const auto& f : r.diagnosis.findings) findings.push_back({{"id", f.id}, {"text", f.text}});
+  for (const auto& f : r.diagnosis.findings) {
+    nlohmann::json fj = {{"id", f.id}, {"text", f.text}};
+    if (f.footgun) {
+      fj["footgun"] = true;
+      fj["evidence"] = f.evidence;
+      fj["lever"] = f.lever;
+      fj["gain_ns"] = f.gain_ns;
+      fj["step_ns"] = f.step_ns;
+      fj["speedup"] = f.speedup;
+    }
+    findings.push_back(std::move(fj));
+  }
   auto& levers = j["levers"] = nlohmann::json::array();
   for (const auto& l : r.diagnosis.levers) levers.push_back(lever_json(l));
 }

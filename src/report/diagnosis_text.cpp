@@ -97,7 +97,16 @@ void ranks_table(const RankComparison& rc, std::string& out) {
 void evidence_lines(const Diagnosis& d, std::string& out) {
   out += "\nevidence:\n";
   for (const auto& e : d.verdict.evidence) out += fmt::format("  - {}\n", terminal_safe(e));
-  for (const auto& f : d.findings) out += fmt::format("  - {}\n", terminal_safe(f.text));
+  for (const auto& f : d.findings)
+    if (!f.footgun) out += fmt::format("  - {}\n", terminal_safe(f.text));
+  bool any = false;
+  for (const auto& f : d.findings) {
+    if (!f.footgun) continue;
+    if (!any) out += "\nfootguns (each with what to look for in the trace):\n";
+    any = true;
+    out += fmt::format("  - [{}] {}\n", f.id, terminal_safe(f.text));
+    for (const auto& e : f.evidence) out += fmt::format("      {}\n", terminal_safe(e));
+  }
 }
 
 void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {

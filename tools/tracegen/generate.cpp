@@ -137,10 +137,12 @@ std::string validate(const Params& p) {
   if (p.buckets < 1) return "--buckets must be at least 1";
   for (double v : {p.gemm_us, p.eltwise_us, p.norm_us, p.tiny_us, p.opt_us, p.op_us, p.launch_us,
                    p.fetch_us, p.stall_us, p.epoch_stall_us, p.batch_mb, p.sync_gap_us, p.grad_mb,
-                   p.ckpt_us, p.ckpt_mb})
+                   p.ckpt_us, p.ckpt_mb, p.conv_us, p.transpose_us, p.attn_gemm_us, p.softmax_us,
+                   p.opt_param_us, p.compile_us})
     if (v < 0) return "durations and sizes must not be negative";
   if (p.tiny_ops < 0 || p.extra_eltwise < 0 || p.zero_grad_memsets < 0 || p.opt_kernels < 0 || p.num_workers < 0 ||
-      p.stall_every < 0 || p.epoch_steps < 0 || p.ckpt_every < 0)
+      p.stall_every < 0 || p.epoch_steps < 0 || p.ckpt_every < 0 || p.convs < 0 || p.autotune_trials < 0 ||
+      p.opt_params < 0 || p.recompile_every < 0)
     return "counts must not be negative";
   if (p.bwd_factor <= 0) return "--bwd-factor must be positive";
   return {};

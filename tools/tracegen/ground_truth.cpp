@@ -22,8 +22,31 @@ std::array<ns_t, static_cast<std::size_t>(Group::Count)> groups(const Breakdown&
           at(Category::SideWork)};
 }
 
+// The footgun knobs join the params only when a preset sets one, so that the other presets'
+// output stays byte for byte what it was.
+void add_footgun_params(const Params& p, nlohmann::json& j) {
+  const Params d;
+  if (p.convs == d.convs && p.nchw_transposes == d.nchw_transposes && p.autotune_trials == d.autotune_trials &&
+      p.unfused_attention == d.unfused_attention && p.opt_params == d.opt_params && p.anomaly == d.anomaly &&
+      p.recompile_every == d.recompile_every)
+    return;
+  j["convs"] = p.convs;
+  j["conv_us"] = p.conv_us;
+  j["nchw_transposes"] = p.nchw_transposes;
+  j["transpose_us"] = p.transpose_us;
+  j["autotune_trials"] = p.autotune_trials;
+  j["unfused_attention"] = p.unfused_attention;
+  j["attn_gemm_us"] = p.attn_gemm_us;
+  j["softmax_us"] = p.softmax_us;
+  j["opt_params"] = p.opt_params;
+  j["opt_param_us"] = p.opt_param_us;
+  j["anomaly"] = p.anomaly;
+  j["recompile_every"] = p.recompile_every;
+  j["compile_us"] = p.compile_us;
+}
+
 nlohmann::json params_json(const Params& p) {
-  return {
+  nlohmann::json j = {
       {"scenario", p.scenario},
       {"platform", platform_name(p.platform)},
       {"gpu_name", p.gpu_name},
@@ -69,6 +92,8 @@ nlohmann::json params_json(const Params& p) {
       {"ckpt_mb", p.ckpt_mb},
       {"gzip", p.gzip},
   };
+  add_footgun_params(p, j);
+  return j;
 }
 
 void append_categories(std::string& out, const Breakdown& b) {

@@ -126,7 +126,116 @@ const KernelSet kRocm{&kRocmGemm, &kRocmGemm, &kRocmGemm, &kLayerNorm, &kLayerNo
 const KernelSpec kNcclLegacy{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
                              {2, 1, 1}, {512, 1, 1}, 96, 42024, 0.025, 0.4, 1};
 
+// Footgun presets: cuDNN convolutions with and without layout conversions, autotuning trials,
+// unfused attention, anomaly-mode NaN checks, per-parameter AdamW.
+const KernelSpec kConvFwd{
+    "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_"
+    "warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn",
+    {196, 1, 1}, {128, 1, 1}, 168, 65536, 1.814815, 7.259259, 24};
+const KernelSpec kConvDgrad{
+    "sm80_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_"
+    "warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn",
+    {196, 1, 1}, {128, 1, 1}, 168, 65536, 1.814815, 7.259259, 24};
+const KernelSpec kConvWgrad{
+    "sm80_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_"
+    "warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn",
+    {64, 1, 1}, {128, 1, 1}, 168, 65536, 0.592593, 2.370370, 24};
+const KernelSpec kNchwToNhwc{
+    "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, "
+    "(cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __nv_bfloat16 const*, "
+    "__nv_bfloat16*)",
+    {3136, 1, 1}, {256, 1, 1}, 24, 0, 29.037037, 232.296295, 90};
+const KernelSpec kNhwcToNchw{
+    "void cudnn::ops::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true, false, "
+    "(cudnnKernelDataType_t)0>(cudnn::ops::nhwc2nchw_params_t<float>, __nv_bfloat16 const*, "
+    "__nv_bfloat16*)",
+    {3136, 1, 1}, {256, 1, 1}, 24, 0, 29.037037, 232.296295, 90};
+const KernelSpec kConvTrial1{
+    "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_stage5_"
+    "warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn",
+    {784, 1, 1}, {128, 1, 1}, 128, 81920, 7.259259, 29.037037, 40};
+const KernelSpec kConvTrial2{
+    "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize256x128x32_stage3_"
+    "warpsize4x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn",
+    {98, 1, 1}, {256, 1, 1}, 232, 98304, 0.907407, 7.259259, 16};
+const KernelSpec kConvTrial3{
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, "
+    "__nv_bfloat16, __nv_bfloat16, float, float, float, true>(cudnn::cnn::GroupedDirectFpropParams, "
+    "__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, float, float, __nv_bfloat16 "
+    "const*, float const*, cudnnActivationStruct)",
+    {3136, 1, 1}, {256, 1, 1}, 64, 0, 29.037037, 232.296295, 60};
+const KernelSpec kConvTrial4{
+    "void implicit_convolve_sgemm<__nv_bfloat16, __nv_bfloat16, 128, 5, 5, 3, 3, 3, 1, false, "
+    "false, true>(int, int, int, __nv_bfloat16 const*, int, __nv_bfloat16*, __nv_bfloat16 const*, "
+    "kernel_conv_params, unsigned long long, int, float, float, int, __nv_bfloat16 const*, "
+    "__nv_bfloat16 const*, bool, int, int)",
+    {196, 1, 1}, {128, 1, 1}, 96, 20480, 1.814815, 7.259259, 30};
+const KernelSpec kBmm{"ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_nn",
+                      {32, 24, 16}, {128, 1, 1}, 230, 81920, 7.111111, 28.444445, 21};
+const KernelSpec kSoftmaxAttn{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, "
+    "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, "
+    "c10::BFloat16 const*, int)",
+    {32768, 1, 1}, {512, 1, 1}, 38, 0, 37.925926, 606.814819, 96};
+const KernelSpec kSoftmaxAttnBwd{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<8, c10::BFloat16, float, "
+    "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, long)",
+    {32768, 1, 1}, {512, 1, 1}, 32, 0, 37.925926, 606.814819, 95};
+const KernelSpec kIsnan{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::isnan_kernel(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::isnan_kernel(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+    {12288, 1, 1}, {128, 1, 1}, 24, 0, 113.777779, 455.111115, 94};
+const KernelSpec kAny{
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<bool, at::native::func_wrapper_t"
+    "<bool, at::native::or_kernel_cuda(at::TensorIterator&)::{lambda(bool, bool)#1}>, unsigned "
+    "int, bool, 4> >(at::native::ReduceOp<bool, at::native::func_wrapper_t<bool, at::native::"
+    "or_kernel_cuda(at::TensorIterator&)::{lambda(bool, bool)#1}>, unsigned int, bool, 4>)",
+    {216, 1, 1}, {32, 16, 1}, 32, 16, 2.0, 32.0, 50};
+const KernelSpec kLerp{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::lerp_kernel_scalar_weight(at::"
+    "TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#2}::"
+    "operator()() const::{lambda(float, float)#1}, at::detail::Array<char*, 3> >(int, at::native::"
+    "lerp_kernel_scalar_weight(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}::"
+    "operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}, at::detail::"
+    "Array<char*, 3>)",
+    {1024, 1, 1}, {128, 1, 1}, 26, 0, 9.481482, 37.925926, 95};
+const KernelSpec kAddcmul{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::addcmul_cuda_kernel(at::"
+    "TensorIteratorBase&, c10::Scalar const&)::{lambda()#2}::operator()() const::{lambda()#1}::"
+    "operator()() const::{lambda(float, float, float)#1}, at::detail::Array<char*, 4> >(int, at::"
+    "native::addcmul_cuda_kernel(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#2}::"
+    "operator()() const::{lambda()#1}::operator()() const::{lambda(float, float, float)#1}, at::"
+    "detail::Array<char*, 4>)",
+    {1024, 1, 1}, {128, 1, 1}, 28, 0, 9.481482, 37.925926, 95};
+const KernelSpec kSqrt{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::sqrt_kernel_cuda(at::"
+    "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+    "{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sqrt_kernel_cuda(at::"
+    "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+    "{lambda(float)#1}, at::detail::Array<char*, 2>)",
+    {1024, 1, 1}, {128, 1, 1}, 20, 0, 9.481482, 37.925926, 95};
+const KernelSpec kAddcdiv{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::addcdiv_cuda_kernel(at::"
+    "TensorIteratorBase&, c10::Scalar const&)::{lambda()#2}::operator()() const::{lambda()#1}::"
+    "operator()() const::{lambda(float, float, float)#1}, at::detail::Array<char*, 4> >(int, at::"
+    "native::addcdiv_cuda_kernel(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#2}::"
+    "operator()() const::{lambda()#1}::operator()() const::{lambda(float, float, float)#1}, at::"
+    "detail::Array<char*, 4>)",
+    {1024, 1, 1}, {128, 1, 1}, 28, 0, 9.481482, 37.925926, 95};
+
 }  // namespace
+
+const FootgunKernels& footgun_kernels() {
+  static const FootgunKernels k{&kConvFwd, &kConvDgrad, &kConvWgrad, &kNchwToNhwc, &kNhwcToNchw,
+                                {&kConvTrial1, &kConvTrial2, &kConvTrial3, &kConvTrial4},
+                                &kBmm, &kSoftmaxAttn, &kSoftmaxAttnBwd, &kIsnan, &kAny,
+                                {&kLerp, &kAddcmul, &kSqrt, &kAddcdiv}};
+  return k;
+}
 
 const KernelSpec& legacy_nccl_allreduce() { return kNcclLegacy; }
 

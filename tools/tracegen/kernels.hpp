@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "schedule.hpp"
 
@@ -30,6 +31,23 @@ struct KernelSet {
 };
 
 const KernelSet& kernels_for(Platform p, bool tensor_cores);
+
+// Kernels of the footgun presets (CUDA names; ROCm traces reuse them).
+struct FootgunKernels {
+  const KernelSpec* conv_fwd;
+  const KernelSpec* conv_dgrad;
+  const KernelSpec* conv_wgrad;
+  const KernelSpec* nchw_to_nhwc;
+  const KernelSpec* nhwc_to_nchw;
+  std::vector<const KernelSpec*> conv_trials;  // the algorithms cudnnFind benchmarks
+  const KernelSpec* bmm;
+  const KernelSpec* softmax_fwd;
+  const KernelSpec* softmax_bwd;
+  const KernelSpec* isnan;
+  const KernelSpec* any;
+  std::vector<const KernelSpec*> adam_steps;  // one per op of a per-parameter AdamW update
+};
+const FootgunKernels& footgun_kernels();
 // NCCL before 2.19 named its kernels per collective/algorithm/type (ncclKernel_*).
 const KernelSpec& legacy_nccl_allreduce();
 bool legacy_nccl(const std::string& version);

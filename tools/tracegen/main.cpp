@@ -81,6 +81,19 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--ckpt-every", &tg::Params::ckpt_every, "checkpoint every K steps (0: never)");
   o.add(app, "--ckpt-us", &tg::Params::ckpt_us, "checkpoint serialisation time");
   o.add(app, "--ckpt-mb", &tg::Params::ckpt_mb, "weights copied to host per checkpoint (MB)");
+  o.add(app, "--convs", &tg::Params::convs, "convolution ops per block");
+  o.add(app, "--conv-us", &tg::Params::conv_us, "convolution kernel time");
+  o.add(app, "--nchw-transposes", &tg::Params::nchw_transposes, "layout conversions around convolutions (1/0)");
+  o.add(app, "--transpose-us", &tg::Params::transpose_us, "layout conversion kernel time");
+  o.add(app, "--autotune-trials", &tg::Params::autotune_trials, "cuDNN algorithms tried per convolution each step");
+  o.add(app, "--unfused-attention", &tg::Params::unfused_attention, "bmm + softmax + bmm attention (1/0)");
+  o.add(app, "--attn-gemm-us", &tg::Params::attn_gemm_us, "attention bmm kernel time");
+  o.add(app, "--softmax-us", &tg::Params::softmax_us, "attention softmax kernel time");
+  o.add(app, "--opt-params", &tg::Params::opt_params, "per-parameter optimizer updates (0: fused step)");
+  o.add(app, "--opt-param-us", &tg::Params::opt_param_us, "per-parameter optimizer kernel time");
+  o.add(app, "--anomaly", &tg::Params::anomaly, "anomaly detection in backward (1/0)");
+  o.add(app, "--recompile-every", &tg::Params::recompile_every, "torch.compile recompiles every N steps (0: never)");
+  o.add(app, "--compile-us", &tg::Params::compile_us, "host time of one compilation");
   o.add_flag(app, "--gzip", &tg::Params::gzip, "write .json.gz");
 }
 

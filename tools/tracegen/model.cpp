@@ -1,6 +1,7 @@
 #include "model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,7 @@ class StepRecipe {
         p_(*ctx.p),
         gpu_(p_.platform != Platform::Cpu),
         k_(kernels_for(p_.platform, p_.tensor_cores)),
+        fk_(footgun_kernels()),
         b_(p_.platform, out, ids),
         out_(out),
         ids_(ids),
@@ -104,6 +106,24 @@ class StepRecipe {
     close(th, p_.op_us * 0.2);
   }
 
+  // An op (nested names, outermost first) whose innermost launches several kernels in order.
+  void multi_kernel_op(int th, const std::vector<std::string_view>& ops,
+                       const std::vector<std::pair<const KernelSpec*, double>>& kernels) {
+    for (auto op : ops) open_op(th, op, p_.op_us * 0.3);
+    launch_all(th, kernels);
+    for (std::size_t i = 0; i < ops.size(); ++i) close(th, p_.op_us * 0.2);
+  }
+
+  void launch_all(int th, const std::vector<std::pair<const KernelSpec*, double>>& kernels) {
+    for (const auto& [k, us] : kernels) {
+      if (gpu_) {
+        b_.launch_kernel(th, *k, GpuClass::Compute, cs_, gpu_ns(us), launch_ns());
+      } else {
+        b_.work(th, gpu_ns(us));
+      }
+    }
+  }
+
   // ---- step phases ----
   void fetch_batch(int number) {
     double wait = p_.fetch_us;
@@ -166,7 +186,10 @@ class StepRecipe {
     open_annotation(kMainThread, "## forward ##", 4);
     if (p_.ranks > 1) open_annotation(kMainThread, "DistributedDataParallel.forward", 20);
     flows_.assign(static_cast<std::size_t>(p_.layers) * 2, -1);
+    const bool compiled = p_.recompile_every > 0;
+    if (compiled) compiled_region_enter();
     for (int l = 0; l < p_.layers; ++l) forward_layer(l);
+    if (compiled) close(kMainThread, 2);
     open_op(kMainThread, "aten::cross_entropy_loss", 3);
     kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
               p_.eltwise_us * 2);
@@ -174,6 +197,26 @@ class StepRecipe {
     close(kMainThread, 2);
     if (p_.ranks > 1) close(kMainThread, 4);
     close(kMainThread, 2);
+  }
+
+  // torch.compile: the frame's cache lookup, and a (re)compilation on the first step and every
+  // `recompile_every` steps (a new shape fails the guards). The region's name carries
+  // frame/recompile ids the way dynamo writes them.
+  void compiled_region_enter() {
+    const int number = p_.first_step + c_.index;
+    const bool compile = c_.index == 0 || number % p_.recompile_every == 0;
+    const int recompiles = number / p_.recompile_every - p_.first_step / p_.recompile_every;
+    open_annotation(kMainThread, intern("Torch-Compiled Region: 0/" + std::to_string(recompiles)), 2);
+    open_annotation(kMainThread, "TorchDynamo Cache Lookup", 3);
+    close(kMainThread, 1);
+    if (compile) {
+      open_annotation(kMainThread, "_compile.compile_inner (dynamo_timed)", 20);
+      host(kMainThread, p_.compile_us * 0.3);
+      open_annotation(kMainThread, "compile_fx.<locals>.fw_compiler_base (dynamo_timed)", 10);
+      host(kMainThread, p_.compile_us * 0.7);
+      close(kMainThread, 5);
+      close(kMainThread, 5);
+    }
   }
 
   void linear(int th, int slot) {
@@ -191,13 +234,73 @@ class StepRecipe {
   void forward_layer(int l) {
     const int th = kMainThread;
     linear(th, 2 * l);
+    for (int i = 0; i < p_.convs; ++i) conv_forward(th);
     kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
     kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us);
+    if (p_.unfused_attention) attention_forward(th);
     linear(th, 2 * l + 1);
     kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
     for (int i = 0; i < p_.extra_eltwise; ++i)
       kernel_op(th, "aten::mul", "", *k_.mul, p_.eltwise_us);
     for (int i = 0; i < p_.tiny_ops; ++i) kernel_op(th, "aten::mul", "", *k_.tiny, p_.tiny_us);
+  }
+
+  // cuDNN convolution; in NCHW under AMP cuDNN converts to NHWC and back around the kernel; with
+  // cudnn.benchmark and a new shape it first times several algorithms.
+  void conv_forward(int th) {
+    static constexpr std::string_view kOps[] = {"aten::conv2d", "aten::convolution", "aten::_convolution",
+                                                "aten::cudnn_convolution"};
+    for (auto op : kOps) open_op(th, op, p_.op_us * 0.3);
+    std::vector<std::pair<const KernelSpec*, double>> ks;
+    for (int i = 0; i < p_.autotune_trials; ++i)
+      ks.emplace_back(fk_.conv_trials[static_cast<std::size_t>(i) % fk_.conv_trials.size()], p_.conv_us * 1.5);
+    launch_all(th, ks);
+    // cudnnFind waits for each timed candidate before choosing.
+    if (gpu_ && p_.autotune_trials > 0) b_.sync(th, cs_, host_ns(3));
+    ks.clear();
+    if (p_.nchw_transposes) ks.emplace_back(fk_.nchw_to_nhwc, p_.transpose_us);
+    ks.emplace_back(fk_.conv_fwd, p_.conv_us);
+    if (p_.nchw_transposes) ks.emplace_back(fk_.nhwc_to_nchw, p_.transpose_us);
+    launch_all(th, ks);
+    for (std::size_t i = 0; i < std::size(kOps); ++i) close(th, p_.op_us * 0.2);
+  }
+
+  void conv_backward(int th) {
+    const std::size_t ev =
+        b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: ConvolutionBackward0");
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
+    std::vector<std::pair<const KernelSpec*, double>> ks;
+    if (p_.nchw_transposes) ks.emplace_back(fk_.nchw_to_nhwc, p_.transpose_us);
+    ks.emplace_back(fk_.conv_dgrad, p_.conv_us);
+    ks.emplace_back(fk_.conv_wgrad, p_.conv_us);
+    if (p_.nchw_transposes) ks.emplace_back(fk_.nhwc_to_nchw, p_.transpose_us);
+    multi_kernel_op(th, {"ConvolutionBackward0", "aten::convolution_backward"}, ks);
+    if (p_.anomaly) anomaly_check(th);
+    close(th, 2);
+    accumulate_grad(th);
+  }
+
+  // Scores materialised: q @ k^T, softmax, @ v (what SDPA's math path or a hand-written
+  // attention runs).
+  void attention_forward(int th) {
+    multi_kernel_op(th, {"aten::matmul", "aten::bmm"}, {{fk_.bmm, p_.attn_gemm_us}});
+    multi_kernel_op(th, {"aten::softmax", "aten::_softmax"}, {{fk_.softmax_fwd, p_.softmax_us}});
+    multi_kernel_op(th, {"aten::matmul", "aten::bmm"}, {{fk_.bmm, p_.attn_gemm_us}});
+  }
+
+  void attention_backward(int th) {
+    evaluate(th, "BmmBackward0", "aten::bmm", *fk_.bmm, p_.attn_gemm_us * 2, -1);
+    evaluate(th, "SoftmaxBackward0", "aten::_softmax_backward_data", *fk_.softmax_bwd, p_.softmax_us, -1);
+    evaluate(th, "BmmBackward0", "aten::bmm", *fk_.bmm, p_.attn_gemm_us * 2, -1);
+  }
+
+  // Anomaly mode checks every backward node's outputs for NaN and reads the answer on the host.
+  void anomaly_check(int th) {
+    kernel_op(th, "aten::isnan", "", *fk_.isnan, p_.eltwise_us * 0.5);
+    kernel_op(th, "aten::any", "", *fk_.any, 6);
+    item(th);
   }
 
   // loss.item() then host-side logging: drains the GPU queue mid-step.
@@ -206,16 +309,16 @@ class StepRecipe {
     b_.work(kMainThread, host_ns(p_.sync_gap_us));
   }
 
-  void item() {
-    open_op(kMainThread, "aten::item", 2);
-    open_op(kMainThread, "aten::_local_scalar_dense", 2);
+  void item(int th = kMainThread) {
+    open_op(th, "aten::item", 2);
+    open_op(th, "aten::_local_scalar_dense", 2);
     if (gpu_) {
       const bool rocm = p_.platform == Platform::Rocm;
-      b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_item, 4, 1'800, cs_, rocm, false, host_ns(6));
-      if (!rocm) b_.sync(kMainThread, cs_, host_ns(3));
+      b_.copy(th, GpuClass::DtoH, k_.d2h_item, 4, 1'800, cs_, rocm, false, host_ns(6));
+      if (!rocm) b_.sync(th, cs_, host_ns(3));
     }
-    close(kMainThread, 2);
-    close(kMainThread, 2);
+    close(th, 2);
+    close(th, 2);
   }
 
   void backward(StepResult& r) {
@@ -248,6 +351,7 @@ class StepRecipe {
     open_op(th, fn, 1);
     kernel_op(th, op, "", k, us);
     close(th, 1);
+    if (p_.anomaly) anomaly_check(th);
     close(th, 2);
   }
 
@@ -273,6 +377,7 @@ class StepRecipe {
     kernel_op(th, "aten::mm", "", *k_.gemm_dgrad, half, true);
     kernel_op(th, "aten::mm", "", *k_.gemm_wgrad, half, true);
     close(th, 1);
+    if (p_.anomaly) anomaly_check(th);
     close(th, 2);
     accumulate_grad(th);
   }
@@ -286,8 +391,10 @@ class StepRecipe {
     host(th, 4);
     close(th, 1);
     addmm_backward(th, 2 * l + 1);
+    if (p_.unfused_attention) attention_backward(th);
     evaluate(th, "GeluBackward0", "aten::gelu_backward", *k_.gelu_bwd, p_.eltwise_us * 1.5, -1);
     layer_norm_backward(th);
+    for (int i = 0; i < p_.convs; ++i) conv_backward(th);
     addmm_backward(th, 2 * l);
   }
 
@@ -309,6 +416,7 @@ class StepRecipe {
     }
     close(th, p_.op_us * 0.2);
     close(th, 1);
+    if (p_.anomaly) anomaly_check(th);
     close(th, 2);
     accumulate_grad(th);
   }
@@ -362,6 +470,11 @@ class StepRecipe {
       not_before = b_.stream_free(ms_);
     }
     open_annotation(kMainThread, "Optimizer.step#AdamW.step", 30);
+    if (p_.opt_params > 0) {
+      per_parameter_adamw(not_before);
+      close(kMainThread, 8);
+      return;
+    }
     for (int i = 0; i < p_.opt_kernels; ++i) {
       open_op(kMainThread, "aten::_fused_adamw_", p_.op_us * 0.5);
       if (gpu_) {
@@ -373,6 +486,25 @@ class StepRecipe {
       close(kMainThread, p_.op_us * 0.3);
     }
     close(kMainThread, 8);
+  }
+
+  // AdamW(foreach=False, fused=False): one small kernel per op per parameter.
+  void per_parameter_adamw(ns_t not_before) {
+    static constexpr std::string_view kOps[] = {"aten::lerp_", "aten::mul_", "aten::addcmul_", "aten::sqrt",
+                                                "aten::addcdiv_"};
+    const std::array<const KernelSpec*, 5> ks = {fk_.adam_steps[0], k_.mul, fk_.adam_steps[1], fk_.adam_steps[2],
+                                                 fk_.adam_steps[3]};
+    for (int param = 0; param < p_.opt_params; ++param)
+      for (std::size_t i = 0; i < ks.size(); ++i) {
+        open_op(kMainThread, kOps[i], p_.op_us * 0.3);
+        if (gpu_) {
+          b_.launch_kernel(kMainThread, *ks[i], GpuClass::Compute, cs_, gpu_ns(p_.opt_param_us), launch_ns(),
+                           not_before);
+        } else {
+          b_.work(kMainThread, gpu_ns(p_.opt_param_us));
+        }
+        close(kMainThread, p_.op_us * 0.2);
+      }
   }
 
   void loss_item() { item(); }
@@ -425,6 +557,7 @@ class StepRecipe {
   const Params& p_;
   bool gpu_;
   const KernelSet& k_;
+  const FootgunKernels& fk_;
   StepBuilder b_;
   std::vector<Event>& out_;
   Counters& ids_;

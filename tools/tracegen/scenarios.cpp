@@ -117,6 +117,65 @@ void no_tensor_cores(Params& p) {
                   "autocast would use tensor cores";
 }
 
+// Footguns (docs/footguns.md): each keeps the job GPU-bound and plants one silent mistake.
+void conv_common(Params& p) {
+  p.convs = 2;
+  p.conv_us = 300;
+  p.expected_verdict = "gpu-bound";
+}
+
+void conv_nchw_amp(Params& p) {
+  conv_common(p);
+  p.nchw_transposes = true;
+  p.description = "conv net under bf16 autocast in NCHW: cuDNN converts every convolution's "
+                  "input and output between NCHW and NHWC (channels_last would avoid it)";
+}
+
+void cudnn_autotune(Params& p) {
+  conv_common(p);
+  p.autotune_trials = 4;
+  p.description = "cudnn.benchmark=True with a new input shape every step: each convolution "
+                  "times 4 algorithms before running, in every steady-state step";
+}
+
+void unfused_attention(Params& p) {
+  p.unfused_attention = true;
+  p.expected_verdict = "gpu-bound";
+  p.description = "attention written as bmm + softmax + bmm: the seq x seq scores are "
+                  "materialised where a fused SDPA kernel would run";
+}
+
+void unfused_optimizer(Params& p) {
+  p.opt_params = 96;
+  p.opt_param_us = 5;
+  p.expected_verdict = "gpu-bound";
+  p.description = "AdamW(foreach=False): five small kernels per parameter (96 parameters) "
+                  "instead of one fused multi-tensor step";
+}
+
+void anomaly_detection(Params& p) {
+  p.anomaly = true;
+  p.expected_verdict = "gpu-bound";
+  p.description = "torch.autograd.set_detect_anomaly(True) left on: every backward node's "
+                  "outputs are checked for NaN and read back with .item()";
+}
+
+void recompile(Params& p) {
+  p.steps = 10;
+  p.recompile_every = 3;
+  p.compile_us = 300'000;
+  p.expected_verdict = "gpu-bound";
+  p.description = "torch.compile with a changing input shape: the frame recompiles every 3 "
+                  "steps (300 ms of host compilation each time)";
+}
+
+void zero_grad_memsets(Params& p) {
+  p.zero_grad_memsets = 96;
+  p.expected_verdict = "gpu-bound";
+  p.description = "zero_grad(set_to_none=False) on 96 parameters: one memset launch per gradient "
+                  "at the start of every step";
+}
+
 void cpu_common(Params& p) {
   p.platform = Platform::Cpu;
   p.gpu_name.clear();
@@ -181,6 +240,13 @@ const std::vector<Scenario> kScenarios = {
     {"cpu-compute-bound", "CPU-only trace, compute-bound", cpu_compute_bound},
     {"rocm-healthy", "ROCm names, GPU-bound", rocm_healthy},
     {"rocm-input-bound", "ROCm names, input-bound", rocm_input_bound},
+    {"conv-nchw-amp", "conv net under AMP in NCHW: layout conversions", conv_nchw_amp},
+    {"cudnn-autotune", "cudnn.benchmark re-tuning every step", cudnn_autotune},
+    {"unfused-attention", "bmm + softmax + bmm attention", unfused_attention},
+    {"unfused-optimizer", "per-parameter AdamW kernels", unfused_optimizer},
+    {"anomaly-detection", "autograd anomaly mode left on", anomaly_detection},
+    {"recompile", "torch.compile recompiles every N steps", recompile},
+    {"zero-grad-memsets", "zero_grad without set_to_none, per-parameter memsets", zero_grad_memsets},
 };
 
 }  // namespace

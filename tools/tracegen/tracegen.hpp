@@ -83,6 +83,21 @@ struct Params {
   double ckpt_us = 0;
   double ckpt_mb = 0;
 
+  // Footguns (docs/footguns.md); every one is off by default.
+  int convs = 0;                 // convolution ops per block (conv nets), after the first GEMM
+  double conv_us = 300;
+  bool nchw_transposes = false;  // AMP in NCHW: cuDNN converts layouts around every convolution
+  double transpose_us = 35;
+  int autotune_trials = 0;       // cudnn.benchmark with changing shapes: algorithms tried per conv, every step
+  bool unfused_attention = false;  // bmm + softmax + bmm per block instead of a fused SDPA kernel
+  double attn_gemm_us = 160;
+  double softmax_us = 140;
+  int opt_params = 0;            // >0: AdamW(foreach=False): per-parameter elementwise ops, no fused step
+  double opt_param_us = 5;
+  bool anomaly = false;          // torch.autograd.set_detect_anomaly(True): NaN check + .item() per backward node
+  int recompile_every = 0;       // torch.compile recompiles every N steps (changing shapes)
+  double compile_us = 0;         // host time of one compilation
+
   bool gzip = false;
 };
 
