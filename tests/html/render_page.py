@@ -10,7 +10,9 @@ usage: render_page.py PAGE.html SCREENSHOT.png [CHROMIUM]
 import base64
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,7 +65,8 @@ class Cdp:
 
     def _read_message(self, deadline):
         while b"\0" not in self.buf:
-            if time.time() > deadline:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
                 raise TimeoutError("no reply from chromium")
             chunk = os.read(self.r, 1 << 20)
             if not chunk:
@@ -105,7 +108,17 @@ class Cdp:
 def main():
     page, shot = os.path.abspath(sys.argv[1]), sys.argv[2]
     chromium = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/chromium"
+    # A test runner's timeout sends SIGTERM: unwind through `finally` so the browser and its
+    # profile go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     profile = tempfile.mkdtemp(prefix="stepscope-chromium-")
+    try:
+        run(page, shot, chromium, profile)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def run(page, shot, chromium, profile):
     r1, w1 = os.pipe()  # we write, chromium reads on fd 3
     r2, w2 = os.pipe()  # chromium writes on fd 4, we read
 
@@ -120,7 +133,8 @@ def main():
             "--disable-component-update", "--disable-sync", "--metrics-recording-only",
             "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1280,900",
             "about:blank"]
-    proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(3, 4),
+    # Its own process group, so that the browser and every helper it forked can be ended together.
+    proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(3, 4), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(r1)
     os.close(w2)
@@ -179,9 +193,12 @@ def main():
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
     json.dump(result, sys.stdout)
 
 
