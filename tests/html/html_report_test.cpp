@@ -138,6 +138,25 @@ TEST(HtmlReport, CpuOnlyTraceHasNoGpuSection) {
   EXPECT_EQ(chart(r, "kernel-classes"), nullptr);
 }
 
+TEST(HtmlReport, FootgunFindingsShowTheirEvidenceAndGain) {
+  TempDir dir("html-footgun");
+  const auto files = generate(dir.path, "cudnn-autotune");
+  ASSERT_EQ(files.size(), 1u);
+  const Analysis a = run_pipeline(files);
+  const json r = render(render_html(a.result), "report-footgun");
+  expect_clean_load(r);
+  const std::string text = r["dom"]["text"];
+  std::size_t footguns = 0;
+  for (const auto& f : a.result.diagnosis.findings) {
+    if (!f.footgun) continue;
+    ++footguns;
+    EXPECT_NE(text.find(f.text), std::string::npos) << f.id;
+    for (const auto& e : f.evidence) EXPECT_NE(text.find(e), std::string::npos) << f.id << ": " << e;
+    if (f.gain_ns > 0) EXPECT_NE(text.find(fmt::format("up to {:.2f}x", f.speedup)), std::string::npos) << f.id;
+  }
+  EXPECT_GT(footguns, 0u);
+}
+
 // Kernel, op, thread and file names chosen to break out of text, attributes and SVG.
 const std::string kHostile = R"(<script>window.__pwned=1;alert(1)</script>"'</svg><img src=x onerror=alert(2)>&amp;)";
 
