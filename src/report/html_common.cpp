@@ -40,7 +40,7 @@ void y_axis(std::string& out, double ymax, double height) {
   for (int k = 0; k <= 4; ++k) {
     double v = ymax * k / 4, y = kTop + plot_h * (1 - k / 4.0);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", kLeft, y, kWidth - kRight, y);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 4, esc(ms(v)));
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 4, k == 0 ? "0" : esc(ms(v)));
   }
 }
 
@@ -308,7 +308,7 @@ std::string hbar_svg(const std::vector<BarRow>& rows, const std::string& id, dou
 }
 
 std::string bar_list_svg(const std::vector<LabelledValue>& rows, const std::string& id) {
-  constexpr double kRow = 22, kLabel = 190, kText = 170;
+  constexpr double kRow = 22, kLabel = 190, kText = 250;
   const double height = kTop + kRow * static_cast<double>(rows.size()) + 8;
   std::string out = svg_open(id, "bars", height, "bars");
   double vmax = 0;
