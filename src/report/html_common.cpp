@@ -357,7 +357,8 @@ std::string heatmap_svg(const Heatmap& h, const std::string& id) {
   const std::size_t cols = h.column_labels.size();
   const double height = kHead + kRow * static_cast<double>(h.row_labels.size()) + 8;
   std::string out = svg_open(id, "heatmap", height, "per-rank heatmap");
-  const double cw = cols ? (kWidth - kLabel - kRight) / static_cast<double>(cols) : 0;
+  // Room on the right for the last column's slanted header.
+  const double cw = cols ? (kWidth - kLabel - kRight - 70) / static_cast<double>(cols) : 0;
   // Shade from the column's smallest rank to its largest: what differs between ranks stands out,
   // a column where all ranks agree stays light.
   std::vector<double> colmax(cols, 0), colmin(cols, 0);
@@ -378,7 +379,7 @@ std::string heatmap_svg(const Heatmap& h, const std::string& id) {
     for (std::size_t c = 0; c < cols; ++c) {
       const double v = c < h.values[r].size() ? h.values[r][c] : 0;
       const double range = colmax[c] - colmin[c];
-      const double a = range > 0.01 * std::fabs(colmax[c]) && range > 0 ? (v - colmin[c]) / range : 0;
+      const double a = range > 0.01 * std::fabs(colmax[c]) && range > h.floor && range > 0 ? (v - colmin[c]) / range : 0;
       const double x = kLabel + cw * static_cast<double>(c);
       put(out, "<rect class=\"cell\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"rgb({},{},{})\"{}>"
                "<title>{}, {}: {}</title></rect>",

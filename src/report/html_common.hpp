@@ -65,6 +65,7 @@ struct Heatmap {
   std::vector<std::string> row_labels, column_labels;
   std::vector<std::vector<double>> values;  // [row][column], ns
   std::vector<bool> highlight_row;
+  double floor = 0;  // a column whose values differ by less than this stays unshaded
 };
 std::string heatmap_svg(const Heatmap& h, const std::string& id);
 

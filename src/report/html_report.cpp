@@ -167,7 +167,10 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
     h.values.push_back(std::move(row));
     h.highlight_row.push_back(rc.straggler && *rc.straggler == p.rank);
   }
-  out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), so what differs between ranks stands out.</p>\n";
+  // Differences under 0.5% of the step are noise, not a rank that differs.
+  for (const auto& p : r.partitions) h.floor = std::max(h.floor, 0.005 * p.steady_mean_ns);
+  out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), "
+         "so what differs between ranks stands out (differences under 0.5% of the step are left unshaded).</p>\n";
   out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";
   put(out, "<p>slowdown: <b>{}</b>", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
