@@ -85,6 +85,9 @@ PYBIND11_MODULE(_stepscope, m) {
       if (p) std::rethrow_exception(p);
     } catch (const stepscope::InputError& e) {
       PyErr_SetString(error.ptr(), e.what());
+    } catch (const py::cast_error& e) {
+      // An argument of the wrong type inside a list or mapping, e.g. seq=[1.5].
+      PyErr_SetString(PyExc_TypeError, e.what());
     }
   });
 

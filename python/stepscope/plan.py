@@ -36,6 +36,8 @@ def _as_dict(name):
         return _json.loads(native(*args, **kwargs))
 
     calculator.__module__ = __name__
+    if calculator.__doc__:
+        calculator.__doc__ = calculator.__doc__.replace(") -> str", ") -> dict", 1)
     return calculator
 
 

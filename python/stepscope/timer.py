@@ -239,6 +239,14 @@ class StepTimer:
             out["stages"][stage] = row
         return out
 
+    def history(self):
+        """The steps in the rolling window, oldest first, in milliseconds:
+        [{"step": i, "wall_ms": w, "stages_ms": {stage: ms}, "device_ms": {stage: ms}}, ...]."""
+        self._resolve_events(block=True)
+        return [{"step": s.index, "wall_ms": s.wall / 1e6,
+                 "stages_ms": {k: v / 1e6 for k, v in s.host.items()},
+                 "device_ms": dict(s.device)} for s in self._steps]
+
     def table(self):
         """The rolling per-stage table as text."""
         st = self.stats()

@@ -86,3 +86,8 @@ def test_wrong_argument_types_raise_type_error():
         stepscope.plan.memory(gpus="eight")
     with pytest.raises(TypeError):
         stepscope.plan.memory(no_such_option=1)
+    with pytest.raises(TypeError):
+        stepscope.plan.kv(model="llama-3-8b", seq=[1.5])
+    with pytest.raises(TypeError):
+        stepscope.plan.scaling(None)
+    assert "-> dict" in stepscope.plan.memory.__doc__
