@@ -96,6 +96,34 @@ def test_threads_share_the_module(fixtures):
     assert all(r == reports[0] for r in reports)
 
 
+def test_other_threads_run_during_the_analysis(fixtures):
+    """The GIL is released while the trace is read and analysed: a Python thread keeps ticking."""
+    import threading
+    import time
+
+    ticks, stop = [], threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.002)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        start = time.perf_counter()
+        stepscope.analyze(str(fixtures / "hta/df_index_resolver/df_index_resolver.json.gz"), jobs=1)
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    margin = 0.2 * (end - start)
+    inside = [x for x in ticks if start + margin < x < end - margin]
+    assert end - start > 0.05, "the analysis was too quick to tell"
+    # Held GIL: no tick at all inside the window; released: one every few milliseconds.
+    assert len(inside) >= 5, (len(inside), end - start)
+
+
 def test_diff_matches_the_cli(cli, fixtures):
     base = str(fixtures / "hta/trace_diff/control/control.json.gz")
     test = str(fixtures / "hta/trace_diff/test/test.json.gz")
