@@ -115,6 +115,28 @@ TEST_P(Scenario, OnlyThePlantedFootgunFires) {
   }
 }
 
+// The footgun presets add events the other presets lack (convolutions, syncs inside backward and
+// convolution ops, compile regions): the partition must still match their ground truth.
+TEST_P(Scenario, PartitionMatchesGroundTruth) {
+  const ScenarioRun& r = run(GetParam());
+  ASSERT_FALSE(r.truth.is_null());
+  double worst = 0;
+  for (const auto& st : r.truth["steps"]) {
+    const StepPartition* step = nullptr;
+    for (const auto& p : r.result.partitions)
+      if (p.rank == st["rank"].get<int>())
+        for (const auto& s : p.steps)
+          if (s.name == st["name"].get<std::string>()) step = &s;
+    ASSERT_NE(step, nullptr) << st["name"];
+    const double window = st["duration_ns"].get<double>();
+    for (int c = 0; c < kCategoryCount; ++c) {
+      const double truth = st["categories_ns"][category_name(static_cast<Category>(c))].get<double>();
+      worst = std::max(worst, std::abs(static_cast<double>(step->ns[static_cast<std::size_t>(c)]) - truth) / window);
+    }
+  }
+  EXPECT_LE(worst, 0.01);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tracegen, Scenario, ::testing::ValuesIn(scenario_names()), [](const auto& info) {
   std::string n = info.param;
   std::replace(n.begin(), n.end(), '-', '_');
