@@ -39,16 +39,6 @@ bool is_conv_op(std::string_view n) {
   return starts(n, "aten::") && (has(n, "conv") || has(n, "cudnn_convolution") || has(n, "miopen_convolution"));
 }
 
-Context child(const Context& parent, std::string_view n, std::uint32_t i) {
-  Context c = parent;
-  if (has(n, "zero_grad")) c.zero_grad = true;
-  const int stage = stage_by_name(n);
-  if (stage == kOptimizer) c.optimizer = true;
-  if (stage == kBackward) c.backward = true;
-  if (is_recompute(n)) c.checkpoint = true;
-  if (c.conv_op < 0 && is_conv_op(n)) c.conv_op = i;
-  return c;
-}
 
 // Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
 std::int64_t steady_step(const RankPartition& p, ns_t ts) {
@@ -110,9 +100,83 @@ bool is_anomaly_op(std::string_view n) {
 // Compilation events (torch.compile): dynamo's timed phases and the inductor entry points.
 bool is_compile_event(std::string_view n) { return is_compilation(n) || has(n, "(dynamo_timed)"); }
 
+// Everything the scan asks of a name, computed once per distinct name (traces repeat a few
+// thousand names millions of times).
+enum NameFlag : std::uint32_t {
+  kZeroGrad = 1u << 0,
+  kOptimizerStage = 1u << 1,
+  kBackwardStage = 1u << 2,
+  kRecompute = 1u << 3,
+  kConvOp = 1u << 4,
+  kSynchronize = 1u << 5,
+  kFind = 1u << 6,
+  kCompiledRegion = 1u << 7,
+  kCompile = 1u << 8,
+  kLoader = 1u << 9,
+  kOptimizerStep = 1u << 10,
+  kFusedName = 1u << 11,
+  kAnomalyOp = 1u << 12,
+  kItem = 1u << 13,
+  kIsnan = 1u << 14,
+  kBmm = 1u << 15,
+  kSoftmax = 1u << 16,
+  kLayout = 1u << 17,
+  kFill = 1u << 18,
+  kFp32 = 1u << 19,
+  kFusedKernel = 1u << 20,
+  kNanCheck = 1u << 21,
+  kClassShift = 24,  // bits 24..28: KernelClass
+  kKnown = 1u << 31,
+};
+
+std::uint32_t name_flags(std::string_view n) {
+  std::uint32_t f = kKnown;
+  const std::string l = lower(n);
+  auto set = [&](bool on, std::uint32_t bit) {
+    if (on) f |= bit;
+  };
+  set(has(n, "zero_grad"), kZeroGrad);
+  const int stage = stage_by_name(n);
+  set(stage == kOptimizer, kOptimizerStage);
+  set(stage == kBackward, kBackwardStage);
+  set(is_recompute(n), kRecompute);
+  set(is_conv_op(n), kConvOp);
+  set(has(n, "Synchronize"), kSynchronize);
+  set(has(n, "cudnnFind") || has(n, "miopenFind"), kFind);
+  set(starts(n, "Torch-Compiled Region") || n == "CompiledFunction" || has(n, "CompiledFxGraph"), kCompiledRegion);
+  set(is_compile_event(n), kCompile);
+  set(partition_detail::role_by_name(n) == partition_detail::kLoader, kLoader);
+  set(starts(n, "Optimizer.step#"), kOptimizerStep);
+  set(is_fused_optimizer_name(n), kFusedName);
+  set(is_anomaly_op(n), kAnomalyOp);
+  set(n == "aten::item", kItem);
+  set(n == "aten::isnan", kIsnan);
+  set(n == "aten::bmm" || n == "aten::baddbmm", kBmm);
+  set(is_softmax_kernel(n), kSoftmax);
+  set(is_layout_kernel(n), kLayout);
+  set(has(l, "fill"), kFill);
+  set(is_fp32_gemm(n), kFp32);
+  set(has(l, "fused"), kFusedKernel);
+  set(has(l, "isnan") || has(l, "or_kernel"), kNanCheck);
+  f |= static_cast<std::uint32_t>(classify_kernel(n)) << kClassShift;
+  return f;
+}
+
+KernelClass class_of(std::uint32_t f) { return static_cast<KernelClass>((f >> kClassShift) & 0x1f); }
+
+Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
+  Context c = parent;
+  if (f & kZeroGrad) c.zero_grad = true;
+  if (f & kOptimizerStage) c.optimizer = true;
+  if (f & kBackwardStage) c.backward = true;
+  if (f & kRecompute) c.checkpoint = true;
+  if (c.conv_op < 0 && (f & kConvOp)) c.conv_op = i;
+  return c;
+}
+
 class Scanner {
  public:
-  Scanner(const RankTrace& t, const RankPartition& p) : t_(t), p_(p) {
+  Scanner(const RankTrace& t, const RankPartition& p) : t_(t), p_(p), flags_(t.strings.size(), 0) {
     s_.rank = p.rank;
     s_.gpu = p.gpu;
     s_.steady_steps = p.steady_steps;
@@ -140,51 +204,52 @@ class Scanner {
     for (auto i : track.events) {
       const ns_t ts = t_.events.ts[i];
       while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
-      const std::string_view n = t_.name_of(i);
+      const std::uint32_t f = flags(i);
       const Context parent = stack.empty() ? Context{} : stack.back().ctx;
-      const Context ctx = child(parent, n, i);
-      host_event(i, n, parent, ctx);
+      const Context ctx = child(parent, f, i);
+      host_event(i, f, parent, ctx);
       if (t_.events.dur[i] > 0) stack.push_back({t_.events.end(i), ctx});
     }
   }
 
-  void host_event(std::uint32_t i, std::string_view n, const Context& parent, const Context& ctx) {
+  void host_event(std::uint32_t i, std::uint32_t f, const Context& parent, const Context& ctx) {
     const Kind k = t_.events.kind[i];
     const ns_t ts = t_.events.ts[i], dur = t_.events.dur[i];
     if (k == Kind::Runtime || k == Kind::Driver) {
       launch_ctx_[i] = ctx;
-      if (ctx.conv_op >= 0 && has(n, "Synchronize")) syncing_convs_.push_back(ctx.conv_op);
+      if (ctx.conv_op >= 0 && (f & kSynchronize)) syncing_convs_.push_back(ctx.conv_op);
     }
-    if (has(n, "cudnnFind") || has(n, "miopenFind")) add_if_steady(s_.autotune_calls, n, ts, dur);
-    if (starts(n, "Torch-Compiled Region") || n == "CompiledFunction" || has(n, "CompiledFxGraph")) {
+    if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
+    if (f & kCompiledRegion) {
       const auto step = any_step(p_, ts);
       if (step >= 0) compiled_.push_back(step);
     }
-    if (is_compile_event(n)) compile_events_.push_back(i);
-    if (partition_detail::role_by_name(n) == partition_detail::kLoader) loader_starts_.push_back(ts);
+    if (f & kCompile) compile_events_.push_back(i);
+    if (f & kLoader) loader_starts_.push_back(ts);
     if (k != Kind::CpuOp && k != Kind::UserAnnotation) return;
     const std::int64_t step = steady_step(p_, ts);
     if (step < 0) return;
-    if (starts(n, "Optimizer.step#")) s_.opt_host_time += dur;
+    const std::string_view n = t_.name_of(i);
+    if (f & kOptimizerStep) s_.opt_host_time += dur;
     if (ctx.zero_grad && !parent.zero_grad) s_.zero_grad_host_time += dur;
     if (ctx.optimizer) {
-      if (is_fused_optimizer_name(n)) s_.opt_fused = true;
+      if (f & kFusedName) s_.opt_fused = true;
       if (k == Kind::CpuOp) add(s_.opt_ops, n, dur);
     }
-    if (n == "aten::bmm" || n == "aten::baddbmm") add(s_.score_ops, n, dur);
-    if (n == "aten::item" && !ctx.backward) {
+    if (f & kBmm) add(s_.score_ops, n, dur);
+    if ((f & kItem) && !ctx.backward) {
       ++s_.items;
       s_.item_host_time += dur;
       item_ends_.emplace_back(ts + dur, dur);
     }
-    if (ctx.backward && is_anomaly_op(n) && !ctx.optimizer) {
+    if (ctx.backward && (f & kAnomalyOp) && !ctx.optimizer) {
       add(s_.anomaly_ops, n, dur);
-      if (n == "aten::item") {
+      if (f & kItem) {
         ++s_.anomaly_items;
         s_.anomaly_item_time += dur;
         anomaly_item_ends_.emplace_back(ts + dur, dur);
       }
-      if (n == "aten::isnan") ++s_.anomaly_isnan;
+      if (f & kIsnan) ++s_.anomaly_isnan;
     }
   }
 
@@ -244,7 +309,7 @@ class Scanner {
       const std::string_view n = t_.name_of(g);
       const ns_t dur = t_.events.dur[g];
       const Context* ctx = launch_of(g);
-      if (k == Kind::Kernel && starts(t_.str(t_.events.category[g]), "mtia")) s_.mtia = true;
+      if (k == Kind::Kernel && !s_.mtia && starts(t_.str(t_.events.category[g]), "mtia")) s_.mtia = true;
       if (k == Kind::Memcpy) {
         if (t_.events.copy_kind[g] == CopyKind::HtoD && t_.events.host_mem[g] == HostMem::Pageable) {
           ++s_.pageable_h2d;
@@ -253,8 +318,9 @@ class Scanner {
         }
         continue;
       }
-      const KernelClass cls = classify_kernel(n);
-      if (ctx && ctx->zero_grad && (k == Kind::Memset || has(lower(n), "fill")))
+      const std::uint32_t f = flags(g);
+      const KernelClass cls = class_of(f);
+      if (ctx && ctx->zero_grad && (k == Kind::Memset || (f & kFill)))
         add(s_.zero_grad_gpu, k == Kind::Memset ? std::string_view("Memset (Device)") : n, dur);
       if (k == Kind::Memset) continue;
       if (cls == KernelClass::Communication) {
@@ -263,25 +329,25 @@ class Scanner {
       }
       if (!is_compute_class(cls)) continue;
       s_.compute_kernel_time += dur;
-      if (cls == KernelClass::Gemm && is_fp32_gemm(n)) s_.gemm_simt_time += dur, add(s_.simt_gemms, n, dur);
+      if (cls == KernelClass::Gemm && (f & kFp32)) s_.gemm_simt_time += dur, add(s_.simt_gemms, n, dur);
       if (cls == KernelClass::GemmTensorCore) s_.gemm_tc_time += dur;
       if (cls == KernelClass::Attention) ++s_.attention_kernels;
-      if (is_softmax_kernel(n)) add(s_.softmax_kernels, n, dur);
+      if (f & kSoftmax) add(s_.softmax_kernels, n, dur);
       if (cls == KernelClass::Convolution) convolution(g, n, dur, step, ctx);
-      if (is_layout_kernel(n)) {
+      if (f & kLayout) {
         if (ctx && ctx->conv_op >= 0) add(s_.layout_kernels, n, dur);
         else ++s_.layout_outside_conv;
       }
       if (ctx && ctx->optimizer) {
         ++s_.opt_kernels;
         s_.opt_kernel_time += dur;
-        if (is_fused_optimizer_name(n) || has(lower(n), "fused")) s_.opt_fused = true;
+        if (f & (kFusedName | kFusedKernel)) s_.opt_fused = true;
       }
       if (ctx && ctx->backward && ctx->checkpoint) {
         ++s_.recompute_kernels;
         s_.recompute_time += dur;
       }
-      if (ctx && ctx->backward && !ctx->optimizer) anomaly_kernel(g, n, dur);
+      if (ctx && ctx->backward && !ctx->optimizer && (f & kNanCheck)) s_.anomaly_kernel_time += dur;
     }
   }
 
@@ -308,14 +374,6 @@ class Scanner {
     };
     for (const auto& r : anomaly_item_ends_) s_.anomaly_gpu_idle += cost(r);
     for (const auto& r : item_ends_) s_.item_gpu_idle += cost(r);
-  }
-
-  void anomaly_kernel(std::uint32_t g, std::string_view n, ns_t dur) {
-    // Only the NaN check's own kernels count (isnan, any); the op that launched them is the proof.
-    auto it = t_.launch_by_correlation.find(t_.events.correlation[g]);
-    if (it == t_.launch_by_correlation.end()) return;
-    const std::string l = lower(n);
-    if (has(l, "isnan") || has(l, "or_kernel")) s_.anomaly_kernel_time += dur;
   }
 
   void convolution(std::uint32_t, std::string_view n, ns_t dur, std::int64_t step, const Context* ctx) {
@@ -347,7 +405,7 @@ class Scanner {
     std::map<std::int64_t, ns_t> backward_end;
     for (const auto& track : t_.host_tracks)
       for (auto i : track.events) {
-        if (stage_by_name(t_.name_of(i)) != kBackward) continue;
+        if (!(flags(i) & kBackwardStage)) continue;
         const std::int64_t step = steady_step(p_, t_.events.ts[i]);
         if (step < 0) continue;
         auto& e = backward_end[step];
@@ -360,8 +418,16 @@ class Scanner {
     }
   }
 
+  std::uint32_t flags(std::uint32_t event) {
+    const StrId id = t_.events.name[event];
+    if (id >= flags_.size()) return name_flags(t_.str(id));
+    if (!(flags_[id] & kKnown)) flags_[id] = name_flags(t_.str(id));
+    return flags_[id];
+  }
+
   const RankTrace& t_;
   const RankPartition& p_;
+  std::vector<std::uint32_t> flags_;
   RankScan s_;
   std::unordered_map<std::uint32_t, Context> launch_ctx_;
   std::unordered_map<std::int64_t, std::size_t> conv_index_;
