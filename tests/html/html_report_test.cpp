@@ -152,7 +152,9 @@ TEST(HtmlReport, FootgunFindingsShowTheirEvidenceAndGain) {
     ++footguns;
     EXPECT_NE(text.find(f.text), std::string::npos) << f.id;
     for (const auto& e : f.evidence) EXPECT_NE(text.find(e), std::string::npos) << f.id << ": " << e;
-    if (f.gain_ns > 0) EXPECT_NE(text.find(fmt::format("up to {:.2f}x", f.speedup)), std::string::npos) << f.id;
+    if (f.gain_ns > 0) {
+      EXPECT_NE(text.find(fmt::format("up to {:.2f}x", f.speedup)), std::string::npos) << f.id;
+    }
   }
   EXPECT_GT(footguns, 0u);
 }
