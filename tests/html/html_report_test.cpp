@@ -97,7 +97,9 @@ TEST(HtmlReport, GpuTracePageLoadsCleanAndDrawsTheAnalysis) {
   for (const auto& l : a.result.diagnosis.levers) applicable += l.applies;
   const std::string text = r["dom"]["text"];
   for (const auto& l : a.result.diagnosis.levers)
-    if (l.applies) EXPECT_NE(text.find(l.title), std::string::npos) << l.title;
+    if (l.applies) {
+      EXPECT_NE(text.find(l.title), std::string::npos) << l.title;
+    }
   EXPECT_GT(applicable, 0u);
   EXPECT_TRUE(fs::exists(kOutDir / "report.png"));
 }
