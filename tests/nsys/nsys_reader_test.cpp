@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "export_builder.hpp"
 #include "ingest/nsys_sqlite.hpp"
@@ -211,6 +212,21 @@ TEST_P(NsysBuilt, StepRangeNamesTheSteps) {
   EXPECT_TRUE(p.gpu);
   o.analyze.partition.step_range = "no_such_range";
   EXPECT_THROW(analyze_paths({path}, o), InputError);
+}
+
+// The CLI's --step-range reaches the partition: the JSON report says where the steps came from.
+TEST_P(NsysBuilt, CliStepRange) {
+  std::string cli = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope";
+  if (!fs::exists(cli)) GTEST_SKIP() << "stepscope binary not built";
+  std::string path = make("cli"), json = scratch(std::string(GetParam().name) + "_cli.json");
+  int rc = std::system((cli + " analyze -q --step-range train_step --json " + json + " " + path + " > /dev/null 2>&1").c_str());
+  ASSERT_EQ(WEXITSTATUS(rc), 0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  const auto& p = j["ranks"][0]["partition"];
+  EXPECT_EQ(p["step_source_detail"], "train_step");
+  EXPECT_EQ(p["steps"].size(), static_cast<std::size_t>(kSteps));
+  rc = std::system((cli + " analyze -q --step-range no_such_range " + path + " > /dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
 }
 
 TEST_P(NsysBuilt, OptionalTablesMayBeMissing) {
