@@ -229,6 +229,23 @@ TEST_P(NsysBuilt, CliStepRange) {
   EXPECT_EQ(WEXITSTATUS(rc), 2);
 }
 
+// A directory of per-rank exports is one job, ranks from the file names.
+TEST_P(NsysBuilt, DirectoryOfExportsIsOneRankEach) {
+  fs::path dir = fs::path(scratch(std::string(GetParam().name) + "_job"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int r : {1, 0}) {
+    ExportBuilder b((dir / ("train_rank" + std::to_string(r) + ".sqlite")).string(), GetParam().path, {}, kSchema2,
+                    {"NVTX_EVENTS"});
+    build_export(b);
+  }
+  Trace t = read_traces({dir.string()});
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_EQ(t.ranks[0].rank, 0);
+  EXPECT_EQ(t.ranks[1].rank, 1);
+  EXPECT_NE(t.ranks[1].path.find("train_rank1.sqlite"), std::string::npos);
+}
+
 TEST_P(NsysBuilt, OptionalTablesMayBeMissing) {
   std::string path = make("lean", {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "TARGET_INFO_GPU",
                                    "ThreadNames", "PROCESSES", "CUPTI_ACTIVITY_KIND_MEMSET",
