@@ -263,6 +263,29 @@ void compile_recompile(const Job& j, std::vector<Finding>& out) {
                      "fixed_shapes", gain, step));
 }
 
+// 6b. torch.compile giving up: steady steps ran compiled code, then only eager steps follow.
+void compile_fallback(const Job& j, std::vector<Finding>& out) {
+  double eager_steps = 0, excess = 0;
+  std::vector<std::string> ev;
+  for (const auto& r : j.ranks) {
+    if (r.fallback_compiled < 2 || r.fallback_eager < 2 || r.eager_mean_ns <= r.compiled_mean_ns) continue;
+    eager_steps += static_cast<double>(r.fallback_eager);
+    excess += static_cast<double>(r.fallback_eager) * (r.eager_mean_ns - r.compiled_mean_ns);
+    ev.push_back(fmt::format("rank {}: {} steady steps ran a compiled region (mean {}), then from step {} on {} "
+                             "steps ran none (mean {})",
+                             r.rank, r.fallback_compiled, ms(r.compiled_mean_ns), r.first_eager_step, r.fallback_eager,
+                             ms(r.eager_mean_ns)));
+  }
+  if (ev.empty()) return;
+  const double gain = j.per_step(excess);
+  if (!worth(j, gain)) return;
+  ev.push_back("gain: the eager steps' excess over the compiled ones, spread over every steady step (raise "
+               "torch._dynamo.config.cache_size_limit or stop the recompiles)");
+  out.push_back(make("compile_fallback", "torch.compile fell back to eager mid-run (compiled region gone after the "
+                                         "first steps)",
+                     std::move(ev), "fixed_shapes", gain, j.step()));
+}
+
 // 7. Attention with materialised scores: softmax kernels beside batched matmuls, no fused kernel.
 void unfused_attention(const Job& j, std::vector<Finding>& out) {
   if (j.sum([](const RankScan& r) { return r.attention_kernels; }) > 0) return;
@@ -437,6 +460,7 @@ std::vector<Finding> detect_footguns(const Trace& trace, const AnalysisResult& r
   const bool anomaly = !out.empty() && out.back().id == "anomaly_mode";
   activation_recompute(r, trace, j, out);
   compile_recompile(j, out);
+  compile_fallback(j, out);
   if (job.gpu) {
     unfused_attention(j, out);
     unfused_optimizer(r, j, out);

@@ -263,6 +263,7 @@ class Scanner {
     std::sort(compiled_.begin(), compiled_.end());
     compiled_.erase(std::unique(compiled_.begin(), compiled_.end()), compiled_.end());
     s_.compiled_steps = static_cast<std::int64_t>(compiled_.size());
+    fallback();
     std::int64_t first_steady = -1;
     for (std::size_t k = 0; k < p_.steps.size(); ++k)
       if (!p_.steps[k].warmup) {
@@ -284,6 +285,31 @@ class Scanner {
       s_.late_compile_time += t_.events.dur[i];
     }
     s_.late_compile_steps = std::count(late.begin(), late.end(), true);
+  }
+
+  // Compiled steady steps first, then eager steady steps only: the compiled code was given up.
+  void fallback() {
+    if (compiled_.empty()) return;
+    const std::int64_t last_compiled = compiled_.back();
+    double compiled = 0, eager = 0;
+    for (std::size_t k = 0; k < p_.steps.size(); ++k) {
+      const auto& st = p_.steps[k];
+      if (st.warmup) continue;
+      const bool has = std::binary_search(compiled_.begin(), compiled_.end(), static_cast<std::int64_t>(k));
+      if (has) {
+        ++s_.fallback_compiled;
+        compiled += static_cast<double>(st.duration());
+      } else if (static_cast<std::int64_t>(k) > last_compiled) {
+        if (s_.first_eager_step < 0) s_.first_eager_step = st.number;
+        ++s_.fallback_eager;
+        eager += static_cast<double>(st.duration());
+      } else {
+        s_.fallback_compiled = s_.fallback_eager = 0;  // uncompiled steps between compiled ones
+        return;
+      }
+    }
+    if (s_.fallback_compiled) s_.compiled_mean_ns = compiled / static_cast<double>(s_.fallback_compiled);
+    if (s_.fallback_eager) s_.eager_mean_ns = eager / static_cast<double>(s_.fallback_eager);
   }
 
   const Context* launch_of(std::uint32_t g) const {

@@ -84,6 +84,10 @@ struct RankScan {
   std::int64_t late_compile_steps = 0;
   ns_t late_compile_time = 0;
   std::int64_t compiled_steps = 0;  // steps that ran a compiled region
+  // Fallback to eager: steady steps with a compiled region, then only steady steps without one.
+  std::int64_t fallback_compiled = 0, fallback_eager = 0;
+  double compiled_mean_ns = 0, eager_mean_ns = 0;
+  std::int64_t first_eager_step = -1;  // ProfilerStep number (or index) of the first eager step
   // Pageable host-to-device copies in steady steps.
   std::int64_t pageable_h2d = 0;
   ns_t pageable_h2d_time = 0;

@@ -82,6 +82,7 @@ const std::map<std::string, std::string> kPlanted = {
     {"unfused-optimizer", "unfused_optimizer"},
     {"anomaly-detection", "anomaly_mode"},
     {"recompile", "compile_recompile"},
+    {"compile-fallback", "compile_fallback"},
 };
 
 std::vector<std::string> scenario_names() {
@@ -231,6 +232,27 @@ TEST(Footguns, RecompilationSpreadOverTheSteps) {
   EXPECT_EQ(late, 3u);
   const double planted = 3 * per_step_params(r.truth, "compile_us") * 1e3 / static_cast<double>(late + steady);
   EXPECT_NEAR(f->gain_ns, planted, 0.05 * planted);
+}
+
+TEST(Footguns, FallbackToEagerCostsTheEagerStepsExcess) {
+  const ScenarioRun& r = run("compile-fallback");
+  const Finding* f = finding(r.result, "compile_fallback");
+  ASSERT_NE(f, nullptr);
+  // Recompute the excess from the partition: steady steps from eager_after on against the others.
+  const auto& steps = r.result.partitions[0].steps;
+  const auto after = static_cast<std::size_t>(per_step_params(r.truth, "eager_after"));
+  double compiled = 0, eager = 0, nc = 0, ne = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].warmup) continue;
+    (k >= after ? eager : compiled) += static_cast<double>(steps[k].duration());
+    (k >= after ? ne : nc) += 1;
+  }
+  ASSERT_GT(ne, 1);
+  ASSERT_GT(nc, 1);
+  const double planted = ne * (eager / ne - compiled / nc) / (ne + nc);
+  EXPECT_NEAR(f->gain_ns, planted, 1e-6 * planted);
+  // The recompiling preset keeps its compiled region in every step: no fallback there.
+  EXPECT_EQ(finding(run("recompile").result, "compile_fallback"), nullptr);
 }
 
 TEST(Footguns, HostSyncsPageableCopiesAndRespawns) {

@@ -142,7 +142,7 @@ std::string validate(const Params& p) {
     if (v < 0) return "durations and sizes must not be negative";
   if (p.tiny_ops < 0 || p.extra_eltwise < 0 || p.zero_grad_memsets < 0 || p.opt_kernels < 0 || p.num_workers < 0 ||
       p.stall_every < 0 || p.epoch_steps < 0 || p.ckpt_every < 0 || p.convs < 0 || p.autotune_trials < 0 ||
-      p.opt_params < 0 || p.recompile_every < 0)
+      p.opt_params < 0 || p.recompile_every < 0 || p.eager_after < 0)
     return "counts must not be negative";
   if (p.bwd_factor <= 0) return "--bwd-factor must be positive";
   return {};

@@ -28,7 +28,7 @@ void add_footgun_params(const Params& p, nlohmann::json& j) {
   const Params d;
   if (p.convs == d.convs && p.nchw_transposes == d.nchw_transposes && p.autotune_trials == d.autotune_trials &&
       p.unfused_attention == d.unfused_attention && p.opt_params == d.opt_params && p.anomaly == d.anomaly &&
-      p.recompile_every == d.recompile_every)
+      p.recompile_every == d.recompile_every && p.eager_after == d.eager_after)
     return;
   j["convs"] = p.convs;
   j["conv_us"] = p.conv_us;
@@ -43,6 +43,7 @@ void add_footgun_params(const Params& p, nlohmann::json& j) {
   j["anomaly"] = p.anomaly;
   j["recompile_every"] = p.recompile_every;
   j["compile_us"] = p.compile_us;
+  j["eager_after"] = p.eager_after;
 }
 
 nlohmann::json params_json(const Params& p) {

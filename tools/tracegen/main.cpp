@@ -94,6 +94,7 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--anomaly", &tg::Params::anomaly, "anomaly detection in backward (1/0)");
   o.add(app, "--recompile-every", &tg::Params::recompile_every, "torch.compile recompiles every N steps (0: never)");
   o.add(app, "--compile-us", &tg::Params::compile_us, "host time of one compilation");
+  o.add(app, "--eager-after", &tg::Params::eager_after, "step index from which compiled code falls back to eager (0: never)");
   o.add_flag(app, "--gzip", &tg::Params::gzip, "write .json.gz");
 }
 

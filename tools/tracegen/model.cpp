@@ -186,7 +186,8 @@ class StepRecipe {
     open_annotation(kMainThread, "## forward ##", 4);
     if (p_.ranks > 1) open_annotation(kMainThread, "DistributedDataParallel.forward", 20);
     flows_.assign(static_cast<std::size_t>(p_.layers) * 2, -1);
-    const bool compiled = p_.recompile_every > 0;
+    const bool eager = p_.eager_after > 0 && c_.index >= p_.eager_after;
+    const bool compiled = (p_.recompile_every > 0 || p_.eager_after > 0) && !eager;
     if (compiled) compiled_region_enter();
     for (int l = 0; l < p_.layers; ++l) forward_layer(l);
     if (compiled) close(kMainThread, 2);
@@ -199,13 +200,17 @@ class StepRecipe {
     close(kMainThread, 2);
   }
 
+  // After the fallback the pointwise chains the compiled graph fused run as separate kernels.
+  int eager_extra() const { return p_.eager_after > 0 && c_.index >= p_.eager_after ? 4 : 0; }
+
   // torch.compile: the frame's cache lookup, and a (re)compilation on the first step and every
   // `recompile_every` steps (a new shape fails the guards). The region's name carries
   // frame/recompile ids the way dynamo writes them.
   void compiled_region_enter() {
     const int number = p_.first_step + c_.index;
-    const bool compile = c_.index == 0 || number % p_.recompile_every == 0;
-    const int recompiles = number / p_.recompile_every - p_.first_step / p_.recompile_every;
+    const int every = p_.recompile_every;
+    const bool compile = c_.index == 0 || (every > 0 && number % every == 0);
+    const int recompiles = every > 0 ? number / every - p_.first_step / every : 0;
     open_annotation(kMainThread, intern("Torch-Compiled Region: 0/" + std::to_string(recompiles)), 2);
     open_annotation(kMainThread, "TorchDynamo Cache Lookup", 3);
     close(kMainThread, 1);
@@ -240,7 +245,7 @@ class StepRecipe {
     if (p_.unfused_attention) attention_forward(th);
     linear(th, 2 * l + 1);
     kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
-    for (int i = 0; i < p_.extra_eltwise; ++i)
+    for (int i = 0; i < p_.extra_eltwise + eager_extra(); ++i)
       kernel_op(th, "aten::mul", "", *k_.mul, p_.eltwise_us);
     for (int i = 0; i < p_.tiny_ops; ++i) kernel_op(th, "aten::mul", "", *k_.tiny, p_.tiny_us);
   }
@@ -385,7 +390,7 @@ class StepRecipe {
   void backward_layer(int th, int l) {
     for (int i = 0; i < p_.tiny_ops; ++i)
       evaluate(th, "MulBackward0", "aten::mul", *k_.tiny, p_.tiny_us, -1);
-    for (int i = 0; i < p_.extra_eltwise; ++i)
+    for (int i = 0; i < p_.extra_eltwise + eager_extra(); ++i)
       evaluate(th, "MulBackward0", "aten::mul", *k_.mul, p_.eltwise_us * 2, -1);
     b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: AddBackward0");
     host(th, 4);

@@ -169,6 +169,15 @@ void recompile(Params& p) {
                   "steps (300 ms of host compilation each time)";
 }
 
+void compile_fallback(Params& p) {
+  p.steps = 10;
+  p.eager_after = 5;
+  p.compile_us = 300'000;
+  p.expected_verdict = "gpu-bound";
+  p.description = "torch.compile hits its recompile limit and falls back to eager from the 6th "
+                  "step on: no compiled region, 4 more unfused pointwise ops per block";
+}
+
 void zero_grad_memsets(Params& p) {
   p.zero_grad_memsets = 96;
   p.expected_verdict = "gpu-bound";
@@ -247,6 +256,7 @@ const std::vector<Scenario> kScenarios = {
     {"anomaly-detection", "autograd anomaly mode left on", anomaly_detection},
     {"recompile", "torch.compile recompiles every N steps", recompile},
     {"zero-grad-memsets", "zero_grad without set_to_none, per-parameter memsets", zero_grad_memsets},
+    {"compile-fallback", "torch.compile falls back to eager mid-run", compile_fallback},
 };
 
 }  // namespace

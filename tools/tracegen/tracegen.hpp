@@ -97,6 +97,7 @@ struct Params {
   bool anomaly = false;          // torch.autograd.set_detect_anomaly(True): NaN check + .item() per backward node
   int recompile_every = 0;       // torch.compile recompiles every N steps (changing shapes)
   double compile_us = 0;         // host time of one compilation
+  int eager_after = 0;           // >0: torch.compile gives up (cache limit) from this step index on: eager, unfused
 
   bool gzip = false;
 };
