@@ -184,7 +184,7 @@ TEST(AnnotatedTrace, SeveralRanksOneFileEachWithTheStragglerMarked) {
 
 TEST(AnnotatedTrace, CpuOnlyAndRealTracesReadBack) {
   TempDir dir("annotate-real");
-  for (const std::string in : {std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz",
+  for (const std::string& in : {std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz",
                                std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
                                std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/trace_file_list/inference_rank_1.json.gz",
                                std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/trace_diff/control/control.json.gz"}) {
