@@ -6,6 +6,7 @@
 #include "cli/progress.hpp"
 #include "stepscope/diff.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/html.hpp"
 #include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
 
@@ -18,7 +19,7 @@ inline constexpr int kExitRegression = 3;
 struct DiffArgs {
   std::vector<std::string> sides;  // BASE TEST
   std::vector<std::string> base, test;
-  std::string json_out;
+  std::string json_out, html_out;
   int jobs = 0;
   bool verbose = false;
   bool quiet = false;
@@ -74,6 +75,7 @@ int run_diff(const DiffArgs& a) {
   d.base_label = label_of(base_paths);
   d.test_label = label_of(test_paths);
   if (!a.json_out.empty()) write_json(a.json_out, diff_to_json(d));
+  if (!a.html_out.empty()) write_text(a.html_out, render_diff_html(d), "HTML report");
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
@@ -90,6 +92,7 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--base", args->base, "Trace files of the base run (instead of BASE)")->expected(1, -1);
   cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1);
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
+  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")

@@ -239,3 +239,25 @@ TEST(HtmlReport, DiffPageShowsTheChangesAndBothSides) {
 
 }  // namespace
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+TEST(HtmlReport, DiffCommandWritesThePage) {
+  html_test::TempDir dir("html-diff-cli");
+  const auto base = html_test::generate(dir.path / "a", "sync-stall");
+  const auto test = html_test::generate(dir.path / "b", "sync-stall", "--mid-sync 0");
+  ASSERT_EQ(base.size(), 1u);
+  ASSERT_EQ(test.size(), 1u);
+  const auto page = dir.path / "diff.html";
+  const std::string cmd = fmt::format("'{}/stepscope' diff -q '{}' '{}' --html '{}' >/dev/null 2>&1", STEPSCOPE_BINARY_DIR, base[0],
+                                      test[0], page.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string html = html_test::read_file(page);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* id : {"id=\"diff-categories\"", "id=\"base-step-partition-r0\"", "id=\"test-step-partition-r0\""})
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+}
+
+}  // namespace
+}  // namespace stepscope
