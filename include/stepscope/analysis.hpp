@@ -75,6 +75,7 @@ struct AnalysisResult {
 
 struct AnalyzeOptions {
   PartitionOptions partition;  // --stage NAME=REGEX rules
+  int jobs = 0;                // ranks analysed at once; 0 = number of cores
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);

@@ -1,11 +1,44 @@
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "stepscope/analysis.hpp"
 #include "stepscope/steps.hpp"
 
 namespace stepscope {
 namespace {
+
+// Runs fn(0..n-1) on up to `jobs` threads (0: the number of cores); the first exception thrown
+// by any call is rethrown here once every thread has stopped.
+void for_each_rank_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 const char* rank_source_name(RankTrace::RankSource s) {
   switch (s) {
@@ -73,13 +106,21 @@ IngestSummary summarize_ingest(const RankTrace& t) {
 
 AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   AnalysisResult r;
-  for (const auto& rank : trace.ranks) {
-    r.ranks.push_back(summarize_ingest(rank));
-    r.partitions.push_back(partition_rank(rank, opts.partition));
-    r.stability.push_back(compute_stability(r.partitions.back()));
-    r.gpu_timelines.push_back(analyze_gpu_timeline(rank));
-    r.cuda_summaries.push_back(summarize_cuda(rank));
-  }
+  const std::size_t n = trace.ranks.size();
+  r.ranks.resize(n);
+  r.partitions.resize(n);
+  r.stability.resize(n);
+  r.gpu_timelines.resize(n);
+  r.cuda_summaries.resize(n);
+  // Each rank's analyses read only that rank's trace and write only its own slots.
+  for_each_rank_parallel(n, opts.jobs, [&](std::size_t i) {
+    const RankTrace& rank = trace.ranks[i];
+    r.ranks[i] = summarize_ingest(rank);
+    r.partitions[i] = partition_rank(rank, opts.partition);
+    r.stability[i] = compute_stability(r.partitions[i]);
+    r.gpu_timelines[i] = analyze_gpu_timeline(rank);
+    r.cuda_summaries[i] = summarize_cuda(rank);
+  });
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
   return r;

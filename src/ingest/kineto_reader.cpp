@@ -172,13 +172,32 @@ bool looks_like_trace_file(const fs::path& p) {
   return ends(".json") || ends(".json.gz") || ends(".sqlite");
 }
 
-// torch.profiler names its traces *.pt.trace.json[.gz]; when a directory holds some, other JSON
-// files beside them (a run's config, a generator's ground truth) are not ranks.
-std::vector<std::string> prefer_profiler_traces(std::vector<std::string> found) {
+// A directory of ranks often holds other JSON beside the traces (a run's config, a generator's
+// ground truth). Only a file read to its end whose top-level object has no "traceEvents" is
+// surely not a trace; anything larger or malformed stays, so the reader can say what is wrong.
+bool surely_not_a_trace(const std::string& path) {
+  constexpr std::size_t kHead = 256 * 1024;
+  if (fs::path(path).extension() == ".sqlite") return false;
+  std::string head(kHead, '\0');
+  std::size_t n = 0;
+  try {
+    auto src = open_byte_source(path);
+    for (std::size_t got; n < kHead && (got = src->read(head.data() + n, kHead - n)) > 0;) n += got;
+    char more;
+    if (n == kHead || src->read(&more, 1) > 0 || src->truncated()) return false;
+  } catch (const InputError&) {
+    return false;
+  }
+  head.resize(n);
+  auto first = head.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && head[first] == '{' && head.find("\"traceEvents\"") == std::string::npos;
+}
+
+std::vector<std::string> drop_non_traces(std::vector<std::string> found) {
   std::vector<std::string> traces;
-  for (const auto& f : found)
-    if (fs::path(f).filename().string().find(".pt.trace.json") != std::string::npos) traces.push_back(f);
-  return traces.empty() ? found : traces;
+  for (auto& f : found)
+    if (!surely_not_a_trace(f)) traces.push_back(std::move(f));
+  return traces;
 }
 
 // Nsight Systems exports and Kineto traces come from different tools with different
@@ -227,10 +246,10 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
       for (const auto& entry : fs::directory_iterator(p, ec))
         if (entry.is_regular_file() && looks_like_trace_file(entry.path())) found.push_back(entry.path().string());
       if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", p, ec.message()));
+      found = drop_non_traces(std::move(found));
       if (found.empty())
         throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", p));
       std::sort(found.begin(), found.end());
-      found = prefer_profiler_traces(std::move(found));
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(p);

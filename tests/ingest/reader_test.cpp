@@ -178,6 +178,18 @@ TEST(BadInput, PathsAndRanks) {
   EXPECT_NE(error_of([&] { read_traces({dup.path()}); }).find("are both rank 0"), std::string::npos);
 }
 
+TEST(Ranks, ADirectorysOtherJsonIsNotARank) {
+  TempDir d;
+  d.file("worker.json", kineto(x_event("a", "1", "1")));
+  d.file("ground_truth.json", "{\"scenario\": \"input-bound\", \"steps\": [1, 2]}");
+  d.file("broken.json", "{\"traceEvents\": [{\"ph\": \"X\" \"name\": 1}]}");
+  EXPECT_NE(error_of([&] { read_traces({d.path()}); }).find("broken.json"), std::string::npos);
+  std::filesystem::remove(std::filesystem::path(d.path()) / "broken.json");
+  Trace t = read_traces({d.path()});
+  ASSERT_EQ(t.ranks.size(), 1u);
+  EXPECT_NE(t.ranks[0].path.find("worker.json"), std::string::npos);
+}
+
 TEST(Ranks, FromDistributedInfoFileNameAndOrder) {
   TempDir d;
   d.file("rank-3.pt.trace.json", kineto(x_event("a", "1", "1")));
