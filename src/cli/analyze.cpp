@@ -34,6 +34,7 @@ struct AnalyzeArgs {
 int run_analyze(const AnalyzeArgs& a) {
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
+  po.analyze.jobs = a.jobs;
   ProgressBar bar("reading", !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
@@ -62,7 +63,7 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE");
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the trace with stepscope's tracks added, for Perfetto (several ranks: a directory)");
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
+  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--stage", args->stages,
                   "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "

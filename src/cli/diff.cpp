@@ -51,6 +51,7 @@ std::string label_of(const std::vector<std::string>& paths) {
 Analysis read_side(const std::vector<std::string>& paths, const char* label, const DiffArgs& a) {
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
+  po.analyze.jobs = a.jobs;
   ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
@@ -93,7 +94,7 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1);
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE");
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading (default: number of cores)")
+  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")
       ->type_name("NAME=REGEX");
