@@ -42,32 +42,10 @@ double bytes_arg(const py::handle& v, const char* what) {
 
 // Sizes given as "M,N,K" / "MxNxK" or as a sequence of integers.
 std::vector<Int> dims_arg(const py::handle& v, std::size_t count, const char* what) {
-  std::vector<Int> dims;
-  std::string text;
-  if (py::isinstance<py::str>(v)) {
-    text = v.cast<std::string>();
-    std::string cur;
-    auto flush = [&] {
-      if (cur.empty()) return;
-      try {
-        std::size_t used = 0;
-        dims.push_back(std::stoll(cur, &used));
-        if (used != cur.size()) throw std::invalid_argument(cur);
-      } catch (const std::exception&) {
-        throw InputError(fmt::format("{} '{}': '{}' is not an integer", what, text, cur));
-      }
-      cur.clear();
-    };
-    for (char c : text) {
-      if (c == ',' || c == 'x' || c == 'X' || c == ' ') flush();
-      else cur.push_back(c);
-    }
-    flush();
-  } else {
-    dims = v.cast<std::vector<Int>>();
-    text = py::str(v).cast<std::string>();
-  }
-  if (dims.size() != count) throw InputError(fmt::format("{} '{}': expected {} sizes", what, text, count));
+  if (py::isinstance<py::str>(v)) return sp::parse_dims(v.cast<std::string>(), count, what);
+  auto dims = v.cast<std::vector<Int>>();
+  if (dims.size() != count)
+    throw InputError(fmt::format("{} '{}': expected {} sizes", what, py::str(v).cast<std::string>(), count));
   return dims;
 }
 

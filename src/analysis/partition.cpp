@@ -298,24 +298,7 @@ std::vector<Segment> sweep(std::vector<Edge>& edges, const Classifier& cls) {
   return segs;
 }
 
-CategoryTimes window_times(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
-  CategoryTimes out{};
-  auto it = std::upper_bound(segs.begin(), segs.end(), w0,
-                             [](ns_t v, const Segment& s) { return v < s.start; });
-  ns_t t = w0;
-  // Before the first segment nothing is recorded.
-  Category cur = it == segs.begin() ? Category::Idle : std::prev(it)->cat;
-  for (; t < w1; ++it) {
-    ns_t next = it == segs.end() ? w1 : std::min(it->start, w1);
-    out[static_cast<std::size_t>(cur)] += next - t;
-    t = next;
-    if (it == segs.end()) break;
-    cur = it->cat;
-  }
-  return out;
-}
-
-// The same walk as window_times, keeping each run instead of summing it.
+// The category runs of [w0, w1); before the first segment nothing is recorded.
 std::vector<CategoryRun> window_runs(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
   std::vector<CategoryRun> out;
   auto it = std::upper_bound(segs.begin(), segs.end(), w0,
@@ -332,6 +315,12 @@ std::vector<CategoryRun> window_runs(const std::vector<Segment>& segs, ns_t w0, 
     if (it == segs.end()) break;
     cur = it->cat;
   }
+  return out;
+}
+
+CategoryTimes window_times(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
+  CategoryTimes out{};
+  for (const auto& r : window_runs(segs, w0, w1)) out[static_cast<std::size_t>(r.category)] += r.end - r.start;
   return out;
 }
 

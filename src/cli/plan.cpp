@@ -149,29 +149,6 @@ std::function<int()> setup_memory(CLI::App& plan) {
 
 // ---- roofline -----------------------------------------------------------------------------
 
-std::vector<std::int64_t> parse_dims(const std::string& text, size_t count, const char* what) {
-  std::vector<std::int64_t> dims;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) return;
-    try {
-      size_t used = 0;
-      dims.push_back(std::stoll(cur, &used));
-      if (used != cur.size()) throw std::invalid_argument(cur);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{} '{}': '{}' is not an integer", what, text, cur));
-    }
-    cur.clear();
-  };
-  for (char c : text) {
-    if (c == ',' || c == 'x' || c == 'X' || c == ' ') flush();
-    else cur.push_back(c);
-  }
-  flush();
-  if (dims.size() != count)
-    throw InputError(fmt::format("{} '{}': expected {} sizes", what, text, count));
-  return dims;
-}
 
 std::function<int()> setup_roofline(CLI::App& plan) {
   struct Opts {
@@ -241,11 +218,11 @@ std::function<int()> setup_roofline(CLI::App& plan) {
       ops = sp::transformer_layer_ops(shape, dt);
     }
     if (o->o_gemm->count()) {
-      auto d = parse_dims(o->gemm, 3, "--gemm");
+      auto d = sp::parse_dims(o->gemm, 3, "--gemm");
       ops.push_back(sp::gemm_op(d[0], d[1], d[2], dt));
     }
     if (o->o_att->count()) {
-      auto d = parse_dims(o->attention, 4, "--attention");
+      auto d = sp::parse_dims(o->attention, 4, "--attention");
       ops.push_back(sp::attention_op(d[0], d[1], d[2], d[3], dt, o->fused));
     }
     if (o->o_ln->count()) ops.push_back(sp::layernorm_op(o->layernorm));

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "stepscope/error.hpp"
 
@@ -133,6 +135,29 @@ void require_non_negative(double value, std::string_view what) {
 void require_fraction(double value, std::string_view what) {
   if (!(value >= 0 && value <= 1))
     throw InputError(fmt::format("{} must be between 0 and 1 (got {})", what, value));
+}
+
+std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, std::string_view what) {
+  std::vector<std::int64_t> dims;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    try {
+      std::size_t used = 0;
+      dims.push_back(std::stoll(cur, &used));
+      if (used != cur.size()) throw std::invalid_argument(cur);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("{} '{}': '{}' is not an integer", what, text, cur));
+    }
+    cur.clear();
+  };
+  for (char c : text) {
+    if (c == ',' || c == 'x' || c == 'X' || c == ' ') flush();
+    else cur.push_back(c);
+  }
+  flush();
+  if (dims.size() != count) throw InputError(fmt::format("{} '{}': expected {} sizes", what, text, count));
+  return dims;
 }
 
 }  // namespace stepscope::plan

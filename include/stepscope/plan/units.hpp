@@ -2,8 +2,10 @@
 // Sizes are decimal (1 GB = 1e9 bytes) throughout, as vendors quote HBM and link bandwidth.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stepscope::plan {
 
@@ -19,6 +21,8 @@ double dtype_bytes(Dtype d);                     // bytes per element (int4 = 0.
 double parse_count(std::string_view text, std::string_view what);
 // "14GB", "14 GiB", "512MB", "1e9" (bytes) -> bytes. Decimal units unless the suffix has an "i".
 double parse_bytes(std::string_view text, std::string_view what);
+// "4096,4096,8192", "4096x4096x8192" or "4096 4096 8192" -> exactly `count` integers.
+std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, std::string_view what);
 
 // Throw InputError("<what> must be positive ...") unless value > 0 (resp. >= 0, or in [0, 1]).
 void require_positive(double value, std::string_view what);
