@@ -453,6 +453,16 @@ const char* step_source_name(StepSource s) {
 
 namespace {
 
+std::string whole_trace_note(const RankTrace& t, const StepDetection& d) {
+  constexpr std::string_view none = "no step markers, repeated annotations or optimizer steps";
+  if (d.windows.size() != 1 || d.detail.empty()) return fmt::format("{}: the whole trace is one window", none);
+  const HostWindow& w = d.windows.front();
+  return fmt::format("{}: one window over the {}, {:.2f} ms; left out: {:.2f} ms before it (start-up: "
+                     "context creation, allocations) and {:.2f} ms after it",
+                     none, d.detail, static_cast<double>(w.end - w.start) / 1e6,
+                     static_cast<double>(w.start - t.first_ts()) / 1e6, static_cast<double>(t.last_end() - w.end) / 1e6);
+}
+
 // `keep`, when given, receives the timeline's category segments (for partition_runs).
 RankPartition partition_impl(const RankTrace& t, const PartitionOptions& opts, std::vector<Segment>* keep) {
   RankPartition r;
@@ -516,8 +526,7 @@ RankPartition partition_impl(const RankTrace& t, const PartitionOptions& opts, s
     r.notes.push_back(fmt::format("the host runs ahead of the GPU: step windows overlap by up to {:.2f} ms "
                                   "(each window runs to the end of the GPU work it launched)",
                                   static_cast<double>(lag) / 1e6));
-  if (d.source == StepSource::WholeTrace)
-    r.notes.push_back("no step markers, repeated annotations or optimizer steps: the whole trace is one window");
+  if (d.source == StepSource::WholeTrace) r.notes.push_back(whole_trace_note(t, d));
   if (cls.ops_are_compute)
     r.notes.push_back("CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute");
   return r;

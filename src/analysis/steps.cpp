@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
+#include <optional>
 
 #include <fmt/core.h>
 
@@ -135,6 +137,28 @@ StepDetection named_range_windows(const RankTrace& t, std::string_view name) {
   return d;
 }
 
+// An Nsight Systems capture runs from process start to exit: CUDA context creation, buffer
+// allocation and tear-down would otherwise dominate a capture with no step ranges. Without
+// steps, the window is the job's GPU work: from the first call that launched any of it to the
+// end of the last kernel, copy or memset. Host work between those points stays in.
+std::optional<HostWindow> gpu_work_window(const RankTrace& t) {
+  ns_t start = std::numeric_limits<ns_t>::max(), end = std::numeric_limits<ns_t>::min();
+  const auto& ev = t.events;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const Kind k = ev.kind[i];
+    if (k != Kind::Kernel && k != Kind::Memcpy && k != Kind::Memset) continue;
+    ns_t from = ev.ts[i];
+    if (ev.correlation[i] != kNone) {
+      auto l = t.launch_by_correlation.find(ev.correlation[i]);
+      if (l != t.launch_by_correlation.end()) from = std::min(from, ev.ts[l->second]);
+    }
+    start = std::min(start, from);
+    end = std::max(end, ev.end(i));
+  }
+  if (start >= end) return std::nullopt;
+  return HostWindow{0, "GPU work", start, end};
+}
+
 }  // namespace
 
 std::int64_t profiler_step_number(std::string_view name) {
@@ -172,6 +196,12 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range) {
   }
   d.source = StepSource::WholeTrace;
   d.windows = {{0, "whole trace", t.first_ts(), t.last_end()}};
+  if (t.layout == TraceLayout::NsysSqlite) {
+    if (auto w = gpu_work_window(t)) {
+      d.windows = {*w};
+      d.detail = "GPU work (first launch to last kernel, copy or memset)";
+    }
+  }
   return d;
 }
 

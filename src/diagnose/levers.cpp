@@ -155,7 +155,8 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"pin_memory", "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
        "pinned pages cannot be swapped: large pinned pools pressure host RAM", "", ""},
       "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides, "the copy overlaps compute on a copy stream");
-  add({"remove_item", "remove per-step .item() / print / .cpu()", "log every N steps; keep metrics on the device",
+  add({"remove_item", "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
+       "log every N steps; keep metrics on the device; no blocking copy or synchronize inside the step",
        "less frequent loss logging", "", ""},
       "sync stall", sync, kHideAll, "without the sync the host runs ahead and the GPU queue never drains");
   add({"micro_batch", "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
@@ -230,6 +231,7 @@ struct FootgunLever {
   const char* title;
   const char* knob;
   const char* risk;
+  const char* supersedes = "";  // a catalogue lever acting on the same time, named less precisely
 };
 constexpr FootgunLever kFootgunLevers[] = {
     {"fixed_shapes", "keep input shapes fixed (pad or bucket them)",
@@ -240,7 +242,18 @@ constexpr FootgunLever kFootgunLevers[] = {
      "NaNs are no longer traced back to the op that made them"},
     {"zero_grad_set_to_none", "zero_grad(set_to_none=True)", "optimizer.zero_grad(set_to_none=True)",
      "code that reads .grad before backward must handle None"},
+    {"sync_once_per_step", "synchronise once per step, not after every kernel",
+     "drop the synchronise call after each launch; sync (or record a CUDA event) only where results are read",
+     "errors surface at the next sync instead of at their kernel; timing code must use CUDA events",
+     "remove_item"},
 };
+
+void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f) {
+  auto old = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == e.supersedes; });
+  if (old == levers.end()) return;
+  old->applies = false;
+  old->basis = fmt::format("the {} finding's lever acts on the same time", f.id);
+}
 
 }  // namespace
 
@@ -251,6 +264,7 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
     if (it == levers.end()) {
       for (const auto& e : kFootgunLevers)
         if (f.lever == e.id) {
+          retire_superseded(levers, e, f);
           Lever l;
           l.id = e.id;
           l.title = e.title;

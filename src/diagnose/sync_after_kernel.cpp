@@ -10,30 +10,43 @@ constexpr double kEveryKernel = 0.9;        // share of launches followed by a s
 
 std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
+bool syncs_after_every_kernel(const CudaSummary& s) {
+  return s.kernel_launches >= kMinLaunches &&
+         static_cast<double>(s.launches_then_sync) >= kEveryKernel * static_cast<double>(s.kernel_launches);
+}
+
 }  // namespace
 
-void note_sync_after_every_kernel(AnalysisResult& r) {
-  Diagnosis& d = r.diagnosis;
-  if (!d.present) return;
+std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, const JobStep& job) {
   for (std::size_t i = 0; i < r.cuda_summaries.size() && i < r.ranks.size(); ++i) {
     const CudaSummary& s = r.cuda_summaries[i];
-    if (s.kernel_launches < kMinLaunches ||
-        static_cast<double>(s.launches_then_sync) < kEveryKernel * static_cast<double>(s.kernel_launches))
-      continue;
+    if (!syncs_after_every_kernel(s)) continue;
     ns_t idle = 0, span = 0;
     for (const auto& dev : s.devices) idle += dev.idle, span += dev.span;
-    std::string text = fmt::format(
-        "rank {}: {} after every kernel: {} of {} launches are followed by a synchronising call before the "
-        "next launch, so the host waits for each kernel and the GPU idles while the next one is launched "
-        "(GPU idle {}, {:.1f}% of its span); launch work ahead and synchronise once per step",
-        r.ranks[i].rank, s.sync_after_launch, s.launches_then_sync, s.kernel_launches, ms(static_cast<double>(idle)),
-        span > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(span) : 0.0);
-    d.findings.emplace_back("sync_after_every_kernel", text);
-    d.verdict.evidence.insert(d.verdict.evidence.begin(), text);
-    d.verdict.headline += fmt::format("; {} after every kernel ({} of {} launches)", s.sync_after_launch,
-                                      s.launches_then_sync, s.kernel_launches);
-    return;
+    const double waits = job.category[static_cast<std::size_t>(Category::SyncStall)] +
+                         job.category[static_cast<std::size_t>(Category::LaunchOverhead)];
+    Finding f("sync_after_every_kernel",
+              fmt::format("rank {}: {} after every kernel: the host waits for each kernel to finish before it "
+                          "launches the next, so the GPU idles through every launch; queue the work and "
+                          "synchronise once per step; fixing it gains up to {} per step",
+                          r.ranks[i].rank, s.sync_after_launch, ms(waits)));
+    f.footgun = true;
+    f.evidence = {
+        fmt::format("{} of {} kernel launches are followed by {} before the next launch", s.launches_then_sync,
+                    s.kernel_launches, s.sync_after_launch),
+        fmt::format("GPU idle {} ({:.1f}% of the GPU span) over the capture", ms(static_cast<double>(idle)),
+                    span > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(span) : 0.0),
+        fmt::format("sync stall + launch overhead: {} of the {} mean step", ms(waits), ms(job.step_ns)),
+        "gain: the time the GPU waits for the host to return from the sync and launch again"};
+    f.lever = "sync_once_per_step";
+    f.step_ns = job.step_ns;
+    f.gain_ns = std::min(waits, 0.999 * job.step_ns);
+    f.speedup = job.step_ns > f.gain_ns ? job.step_ns / (job.step_ns - f.gain_ns) : 1;
+    std::string headline = fmt::format("; {} after every kernel ({} of {} launches)", s.sync_after_launch,
+                                       s.launches_then_sync, s.kernel_launches);
+    return SyncAfterKernel{std::move(f), std::move(headline)};
   }
+  return std::nullopt;
 }
 
 }  // namespace stepscope

@@ -1,14 +1,21 @@
 // The host waiting for every kernel: a synchronising call after each launch (debug-style
 // cudaDeviceSynchronize loops, HPC codes, per-op error checks). The partition spreads its cost
-// over compute, sync stall and launch overhead, so the verdict names the pattern itself.
+// over sync stall and launch overhead, so the verdict names the pattern itself.
 #pragma once
 
-#include "stepscope/analysis.hpp"
+#include <optional>
+
+#include "stepscope/diagnose.hpp"
 
 namespace stepscope {
 
-// When a rank synchronises after nearly every kernel launch: adds a finding, puts its evidence
-// first in the verdict and names it in the headline. Call after the headline is built.
-void note_sync_after_every_kernel(AnalysisResult& r);
+struct SyncAfterKernel {
+  Finding finding;       // a footgun finding with the synchronise-once-per-step lever
+  std::string headline;  // "; cudaDeviceSynchronize after every kernel (1312 of 1312 launches)"
+};
+
+// When a rank synchronises after nearly every kernel launch. Its gain is the step's sync stall
+// and launch overhead: the time the GPU waits for the host to return and launch again.
+std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, const JobStep& job);
 
 }  // namespace stepscope

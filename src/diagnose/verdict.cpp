@@ -326,8 +326,10 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
-  if (trace) {
-    std::vector<Finding> footguns = detect_footguns(*trace, r, job);
+  const auto every_kernel = sync_after_every_kernel(r, job);
+  if (trace || every_kernel) {
+    std::vector<Finding> footguns = trace ? detect_footguns(*trace, r, job) : std::vector<Finding>{};
+    if (every_kernel) footguns.insert(footguns.begin(), every_kernel->finding);
     if (!footguns.empty()) {
       std::string names;
       for (const auto& f : footguns) names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", f.id, f.speedup);
@@ -337,7 +339,10 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
     d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
   }
   v.headline = headline(v, d.levers);
-  note_sync_after_every_kernel(r);
+  if (every_kernel) {
+    v.headline += every_kernel->headline;
+    v.evidence.insert(v.evidence.begin(), every_kernel->finding.text);
+  }
 }
 
 }  // namespace

@@ -152,6 +152,36 @@ TEST_P(NsysGolden, VerdictNamesTheSyncAfterEveryKernel) {
     EXPECT_NE(v["evidence"][0].get<std::string>().find("after every kernel"), std::string::npos);
   }
   EXPECT_EQ(summary["launches_then_sync"].get<std::int64_t>(), every_kernel ? kernels : 0);
+  if (every_kernel) {
+    // Its lever comes first and retires the catalogue's per-step sync lever (the same time).
+    const auto& levers = report["levers"];
+    ASSERT_FALSE(levers.empty());
+    EXPECT_EQ(levers[0]["id"], "sync_once_per_step");
+    EXPECT_GT(levers[0]["speedup_bound"].get<double>(), 1.05);
+    for (const auto& l : levers)
+      if (l["id"] == "remove_item") EXPECT_FALSE(l["applies"].get<bool>());
+  }
+}
+
+// Without step ranges, an nsys capture's window is its GPU work: start-up (context creation,
+// the first cudaMalloc) before the first launch is left out, so it cannot pass for host work.
+TEST_P(NsysGolden, CaptureWithoutStepsIsItsGpuWork) {
+  const auto& p = report["ranks"][0]["partition"];
+  if (p["step_source"] != "whole trace") GTEST_SKIP() << "steps from " << p["step_source"];
+  ASSERT_EQ(p["steps"].size(), 1u);
+  const auto& step = p["steps"][0];
+  const auto span = oracle["gpu_time_by_device"]["0"]["span"].get<std::int64_t>();
+  const auto window = step["duration_ns"].get<std::int64_t>();
+  EXPECT_GE(window, span);
+  EXPECT_LT(window - span, 1'000'000) << "more than a launch call before the first GPU activity";
+  const RankTrace& r = trace.ranks[0];
+  EXPECT_GT(step["start_ns"].get<std::int64_t>(), r.first_ts());
+  EXPECT_LT(step["categories_ns"]["host_compute"].get<double>(), 0.01 * static_cast<double>(window));
+  if (oracle["fixture"].get<std::string>().find("cloverleaf") != std::string::npos) {
+    // 269 ms of start-up, 234 ms of it one cudaMalloc; the GPU is then busy 88.7% of its span.
+    EXPECT_GT(step["start_ns"].get<std::int64_t>() - r.first_ts(), 260'000'000);
+    EXPECT_EQ(report["verdict"]["bound"], "gpu-bound");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracles, NsysGolden, ::testing::ValuesIn(oracle_files()),
