@@ -51,6 +51,9 @@ enum class KernelClass : std::uint8_t {
 inline constexpr int kKernelClassCount = 14;
 
 KernelClass classify_kernel(std::string_view name);
+// The name carries a 16-bit or narrower data type (bf16, fp16/half, fp8, int8 ...): mixed
+// precision or quantisation is already on for this kernel.
+bool has_low_precision_tag(std::string_view name);
 const char* kernel_class_name(KernelClass c);  // snake_case, e.g. "gemm_tensor_core"
 
 // Coarse grouping used by the step partition: compute vs communication vs copy/memset.

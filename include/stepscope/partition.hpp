@@ -69,6 +69,9 @@ struct ComputeMix {
   std::array<ns_t, kKernelClassCount> class_ns{};
   std::uint64_t kernels = 0;         // compute kernels in steady-state windows
   ns_t softmax_ns = 0;               // softmax kernels (an unfused attention's signature)
+  // SIMT GEMM and convolution kernels whose names carry a 16-bit or narrower type: time that
+  // mixed precision or TF32 cannot cut again.
+  ns_t low_precision_gemm_ns = 0, low_precision_conv_ns = 0;
   bool recompute_seen = false;       // activation checkpointing recomputes forward in backward
   bool fused_optimizer_seen = false; // the optimizer already runs a fused (single-kernel) step
   ns_t kernel_ns() const;

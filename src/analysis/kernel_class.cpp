@@ -143,6 +143,12 @@ KernelClass classify_kernel(std::string_view name) {
   return KernelClass::OtherCompute;
 }
 
+bool has_low_precision_tag(std::string_view name) {
+  const std::string l = lower(name);
+  return has_any(l, {"bf16", "bfloat16", "f16", "fp16", "half", "h884", "hgemm", "e4m3", "e5m2", "fp8", "int8",
+                     "i8", "s8"});
+}
+
 const char* kernel_class_name(KernelClass c) {
   static constexpr std::array<const char*, kKernelClassCount> names = {
       "gemm_tensor_core", "gemm",        "attention",   "convolution", "elementwise",

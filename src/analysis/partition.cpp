@@ -133,7 +133,8 @@ RankFacts rank_facts(const RankTrace& t, int main_track, const std::vector<Compi
 // classify_kernel matches many name patterns; a trace repeats few kernel names millions of times.
 class KernelClasses {
  public:
-  explicit KernelClasses(const RankTrace& t) : t_(t), cls_(t.strings.size(), -1), softmax_(t.strings.size(), -1) {}
+  explicit KernelClasses(const RankTrace& t)
+      : t_(t), cls_(t.strings.size(), -1), softmax_(t.strings.size(), -1), low_(t.strings.size(), -1) {}
   KernelClass of(std::size_t i) {
     StrId id = t_.events.name[i];
     if (cls_[id] < 0) cls_[id] = static_cast<std::int8_t>(classify_kernel(t_.str(id)));
@@ -147,10 +148,15 @@ class KernelClasses {
     }
     return softmax_[id] > 0;
   }
+  bool low_precision(std::size_t i) {
+    StrId id = t_.events.name[i];
+    if (low_[id] < 0) low_[id] = has_low_precision_tag(t_.str(id));
+    return low_[id] > 0;
+  }
 
  private:
   const RankTrace& t_;
-  std::vector<std::int8_t> cls_, softmax_;
+  std::vector<std::int8_t> cls_, softmax_, low_;
 };
 
 struct GpuActivity {
@@ -386,9 +392,13 @@ void compute_mix(const RankTrace& t, const std::vector<GpuActivity>& gpu, Kernel
   for (const auto& a : gpu) {
     if (a.channel > kGpuStage0 + 3 || t.events.kind[a.event] != Kind::Kernel) continue;
     if (!in_steady(r.steps, a.start)) continue;
-    r.mix.class_ns[static_cast<std::size_t>(classes.of(a.event))] += a.end - a.start;
+    const KernelClass c = classes.of(a.event);
+    const ns_t d = a.end - a.start;
+    r.mix.class_ns[static_cast<std::size_t>(c)] += d;
     ++r.mix.kernels;
-    if (classes.softmax(a.event)) r.mix.softmax_ns += a.end - a.start;
+    if (classes.softmax(a.event)) r.mix.softmax_ns += d;
+    if ((c == KernelClass::Gemm || c == KernelClass::Convolution) && classes.low_precision(a.event))
+      (c == KernelClass::Gemm ? r.mix.low_precision_gemm_ns : r.mix.low_precision_conv_ns) += d;
   }
 }
 

@@ -87,10 +87,7 @@ bool is_fused_optimizer_name(std::string_view n) {
 // whatever the precision, so TF32 would not speed them up.
 bool is_fp32_gemm(std::string_view n) {
   const std::string l = lower(n);
-  for (const char* tag : {"bf16", "bfloat16", "f16", "fp16", "half", "h884", "hgemm", "e4m3", "e5m2", "fp8",
-                          "int8", "i8", "s8", "gemv", "tf32"})
-    if (has(l, tag)) return false;
-  return true;
+  return !has_low_precision_tag(n) && !has(l, "gemv") && !has(l, "tf32");
 }
 
 bool is_anomaly_op(std::string_view n) {

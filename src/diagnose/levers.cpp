@@ -51,7 +51,8 @@ double compute(const JobStep& j) {
 }
 
 struct Mix {
-  double total = 0, gemm_simt = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
+  double total = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
+  double fp32_gemm_simt = 0, fp32_conv = 0;  // SIMT GEMM / convolution named with no 16-bit type
   bool recompute = false, fused_optimizer = false;
   double share(double v) const { return total > 0 ? v / total : 0; }
 };
@@ -61,9 +62,10 @@ Mix job_mix(const AnalysisResult& r) {
   for (const auto& p : r.partitions) {
     auto at = [&](KernelClass c) { return static_cast<double>(p.mix.class_ns[static_cast<std::size_t>(c)]); };
     m.total += static_cast<double>(p.mix.kernel_ns());
-    m.gemm_simt += at(KernelClass::Gemm);
     m.gemm_tc += at(KernelClass::GemmTensorCore);
     m.conv += at(KernelClass::Convolution);
+    m.fp32_gemm_simt += at(KernelClass::Gemm) - static_cast<double>(p.mix.low_precision_gemm_ns);
+    m.fp32_conv += at(KernelClass::Convolution) - static_cast<double>(p.mix.low_precision_conv_ns);
     m.eltwise_norm += at(KernelClass::Elementwise) + at(KernelClass::ReductionNorm);
     m.attention += at(KernelClass::Attention);
     m.softmax += static_cast<double>(p.mix.softmax_ns);
@@ -166,11 +168,11 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "per-step host and launch costs are paid once for twice the samples");
   add({"amp_bf16", "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
        "numerical edge cases; fp16 needs a GradScaler", kNumericsLink, ""},
-      "SIMT GEMM + convolution kernels", gpu ? cmp * m.share(m.gemm_simt + m.conv) : 0, kLowPrecisionCut,
+      "fp32 SIMT GEMM + convolution kernels", gpu ? cmp * m.share(m.fp32_gemm_simt + m.fp32_conv) : 0, kLowPrecisionCut,
       "16-bit tensor-core math replaces fp32 kernels");
   add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high')",
        "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
-      "SIMT GEMM kernels", gpu ? cmp * m.share(m.gemm_simt) : 0, kTf32Cut, "fp32 GEMMs move to tensor cores");
+      "fp32 SIMT GEMM kernels", gpu ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut, "fp32 GEMMs move to tensor cores");
   add({"channels_last", "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
        "no benefit for transformers; some custom ops expect NCHW", "", ""},
       "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");

@@ -56,10 +56,6 @@ std::map<std::string, double> truth_means(const fs::path& dir) {
   return sum;
 }
 
-const CategoryChange& change_of(const DiffResult& d, Category c) {
-  return *std::find_if(d.categories.begin(), d.categories.end(), [c](const auto& x) { return x.category == c; });
-}
-
 // The per-category changes equal the ground truth's, and the largest change is `moved`.
 void expect_truth(const DiffResult& d, const fs::path& base, const fs::path& test, Category moved) {
   const auto b = truth_means(base), t = truth_means(test);
@@ -139,7 +135,9 @@ TEST(DiffGenerated, TensorCoresReplaceSgemm) {
   EXPECT_GT(cls("gemm")->base_count, 0);
   // Every sgemm kernel is gone and tensor-core GEMMs took their place.
   for (const auto& k : d.kernels) {
-    if (k.name.find("sgemm") != std::string::npos) EXPECT_EQ(k.kind, ChangeKind::Removed) << k.name;
+    if (k.name.find("sgemm") != std::string::npos) {
+      EXPECT_EQ(k.kind, ChangeKind::Removed) << k.name;
+    }
   }
   EXPECT_TRUE(std::any_of(d.kernels.begin(), d.kernels.end(),
                           [](const auto& k) { return k.kind == ChangeKind::Added && k.kernel_class == "gemm_tensor_core"; }));

@@ -50,8 +50,11 @@ TEST(FootgunReports, TextAndJsonCarryEvidenceLeverAndGain) {
   EXPECT_EQ((*entry)["evidence"].size(), f->evidence.size());
 
   // The lever ranking uses the measured gain.
-  for (const auto& l : r.diagnosis.levers)
-    if (l.id == "channels_last") EXPECT_DOUBLE_EQ(l.removable_ns, f->gain_ns);
+  for (const auto& l : r.diagnosis.levers) {
+    if (l.id == "channels_last") {
+      EXPECT_DOUBLE_EQ(l.removable_ns, f->gain_ns);
+    }
+  }
 }
 
 }  // namespace

@@ -138,8 +138,8 @@ TEST_P(Scenario, PartitionMatchesGroundTruth) {
   EXPECT_LE(worst, 0.01);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tracegen, Scenario, ::testing::ValuesIn(scenario_names()), [](const auto& info) {
-  std::string n = info.param;
+INSTANTIATE_TEST_SUITE_P(Tracegen, Scenario, ::testing::ValuesIn(scenario_names()), [](const auto& param_info) {
+  std::string n = param_info.param;
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 });
@@ -365,8 +365,8 @@ TEST_P(RealTrace, FiresOnlyWhereTheSignatureIs) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, RealTrace, ::testing::ValuesIn(kReal), [](const auto& info) {
-  std::string n = info.param.file;
+INSTANTIATE_TEST_SUITE_P(Fixtures, RealTrace, ::testing::ValuesIn(kReal), [](const auto& param_info) {
+  std::string n = param_info.param.file;
   for (char& c : n)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;

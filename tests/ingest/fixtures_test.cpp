@@ -90,8 +90,8 @@ TEST_P(FixtureIngest, CountsAndSpanMatchReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, FixtureIngest, ::testing::ValuesIn(kExpected),
-                         [](const ::testing::TestParamInfo<Expected>& info) {
-                           return sanitize_test_name(info.param.path);
+                         [](const ::testing::TestParamInfo<Expected>& param_info) {
+                           return sanitize_test_name(param_info.param.path);
                          });
 
 }  // namespace

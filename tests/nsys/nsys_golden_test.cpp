@@ -158,8 +158,11 @@ TEST_P(NsysGolden, VerdictNamesTheSyncAfterEveryKernel) {
     ASSERT_FALSE(levers.empty());
     EXPECT_EQ(levers[0]["id"], "sync_once_per_step");
     EXPECT_GT(levers[0]["speedup_bound"].get<double>(), 1.05);
-    for (const auto& l : levers)
-      if (l["id"] == "remove_item") EXPECT_FALSE(l["applies"].get<bool>());
+    for (const auto& l : levers) {
+      if (l["id"] == "remove_item") {
+        EXPECT_FALSE(l["applies"].get<bool>());
+      }
+    }
   }
 }
 
