@@ -25,6 +25,7 @@ struct StreamSummary {
   std::int64_t stream = 0;
   std::uint64_t events = 0;
   ns_t busy_ns = 0;  // sum of event durations on the stream (not a union)
+  std::optional<StreamInfo> info;  // creation flag and priority, when the trace records them
 };
 
 struct ThreadSummary {

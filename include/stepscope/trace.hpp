@@ -141,6 +141,18 @@ struct CounterSample {
   double value;
 };
 
+// How a CUDA stream was created (CUPTI's stream flag, from nsys' TARGET_INFO_CUDA_STREAM). Work
+// on the legacy NULL stream serialises with every other blocking stream of its context.
+enum class StreamType : std::uint8_t { Unknown, Default, NonBlocking, Null };
+const char* stream_type_name(StreamType t);  // "unknown", "default", "non-blocking", "null"
+
+struct StreamInfo {
+  std::int64_t stream = -1;
+  std::int64_t context = -1;
+  int priority = 0;  // lower is more urgent (CUDA's convention)
+  StreamType type = StreamType::Unknown;
+};
+
 struct DeviceProperties {
   std::int64_t id = -1;
   std::string name;
@@ -193,6 +205,7 @@ struct RankTrace {
   std::string trace_name;
   DistributedInfo distributed;
   std::vector<DeviceProperties> devices;
+  std::vector<StreamInfo> stream_info;  // streams as created (nsys exports only)
   std::vector<std::pair<std::string, std::string>> metadata;  // other top-level scalars
 
   StringTable strings;

@@ -90,7 +90,9 @@ IngestSummary summarize_ingest(const RankTrace& t) {
   for (const auto& tr : t.host_tracks)
     s.threads.push_back({tr.pid, tr.tid, tr.name, tr.events.size()});
   for (const auto& tr : t.gpu_tracks) {
-    StreamSummary ss{tr.pid, tr.tid, tr.events.size(), 0};
+    StreamSummary ss{tr.pid, tr.tid, tr.events.size(), 0, std::nullopt};
+    for (const auto& si : t.stream_info)
+      if (si.stream == tr.tid) ss.info = si;
     for (auto i : tr.events)
       if (t.events.kind[i] != Kind::GpuAnnotation) ss.busy_ns += t.events.dur[i];
     s.streams.push_back(ss);

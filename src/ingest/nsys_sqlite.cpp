@@ -206,6 +206,7 @@ class Reader {
     event_types_.load(db_, "ENUM_NSYS_EVENT_TYPE");
     read_metadata();
     read_gpus();
+    read_streams();
     read_names();
     read_kernels();
     read_copies();
@@ -274,6 +275,33 @@ class Reader {
       d.shared_mem_per_sm = s.i64(q.col("maxShmemPerSm"));
       out_.devices.push_back(std::move(d));
     }
+  }
+
+  // CUPTI's stream flag: 1 default, 2 non-blocking, 3 the legacy NULL stream. Schema 3 names the
+  // values in ENUM_CUPTI_STREAM_TYPE; schema 2 has the same numbers without the table.
+  void read_streams() {
+    if (!db_.has("TARGET_INFO_CUDA_STREAM")) return;
+    Enums types;
+    types.load(db_, "ENUM_CUPTI_STREAM_TYPE");
+    const std::pair<std::int64_t, StreamType> flags[] = {
+        {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT", 1), StreamType::Default},
+        {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING", 2), StreamType::NonBlocking},
+        {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL", 3), StreamType::Null}};
+    auto q = db_.select("TARGET_INFO_CUDA_STREAM", {"streamId", "contextId", "priority", "flag"});
+    const Statement& s = *q.st;
+    while (q.st->step()) {
+      StreamInfo si;
+      si.stream = stream_of(s.i64(q.col("streamId"), -1));
+      si.context = s.i64(q.col("contextId"), -1);
+      // Written as an unsigned 32-bit value: 4294967291 is priority -5.
+      si.priority = static_cast<std::int32_t>(static_cast<std::uint32_t>(s.i64(q.col("priority"), 0)));
+      const std::int64_t flag = s.i64(q.col("flag"), 0);
+      for (const auto& [value, type] : flags)
+        if (flag == value) si.type = type;
+      out_.stream_info.push_back(si);
+    }
+    std::sort(out_.stream_info.begin(), out_.stream_info.end(),
+              [](const StreamInfo& a, const StreamInfo& b) { return a.stream < b.stream; });
   }
 
   void read_names() {

@@ -25,9 +25,14 @@ nlohmann::json ingest_json(const IngestSummary& s) {
   for (const auto& t : s.threads)
     threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"events", t.events}});
   auto& streams = j["gpu_streams"] = nlohmann::json::array();
-  for (const auto& st : s.streams)
-    streams.push_back({{"device", st.device}, {"stream", st.stream}, {"events", st.events},
-                       {"busy_ns", st.busy_ns}});
+  for (const auto& st : s.streams) {
+    nlohmann::json row = {{"device", st.device}, {"stream", st.stream}, {"events", st.events}, {"busy_ns", st.busy_ns}};
+    if (st.info) {
+      row["type"] = stream_type_name(st.info->type);
+      row["priority"] = st.info->priority;
+    }
+    streams.push_back(std::move(row));
+  }
   j["gpus"] = s.gpus;
   j["profiler_steps"] = s.profiler_steps;
   j["bytes_read"] = s.bytes_read;

@@ -21,6 +21,12 @@ std::string terminal_safe(std::string_view s) {
 
 namespace {
 
+std::string stream_info_text(const std::optional<StreamInfo>& info) {
+  if (!info) return "";
+  return fmt::format(" ({} stream{})", stream_type_name(info->type),
+                     info->priority != 0 ? fmt::format(", priority {}", info->priority) : "");
+}
+
 std::string human_ns(ns_t ns) {
   double v = static_cast<double>(ns);
   if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
@@ -76,8 +82,8 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
     if (s.gpus.size() > 2) gpus = fmt::format("{} x {}", s.gpus.size(), terminal_safe(s.gpus.front()));
     out += fmt::format("  GPU streams: {}{}\n", s.streams.size(), gpus.empty() ? "" : " on " + gpus);
     for (const auto& st : s.streams)
-      out += fmt::format("    device {} stream {:<4} {:>8} events, {} busy\n", st.device, st.stream,
-                         st.events, human_ns(st.busy_ns));
+      out += fmt::format("    device {} stream {:<4} {:>8} events, {} busy{}\n", st.device, st.stream, st.events,
+                         human_ns(st.busy_ns), stream_info_text(st.info));
   }
   for (const auto& w : s.warnings) out += fmt::format("  warning: {}\n", terminal_safe(w));
 }

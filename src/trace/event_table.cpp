@@ -31,6 +31,16 @@ bool is_gpu_kind(Kind k) {
          k == Kind::GpuSync;
 }
 
+const char* stream_type_name(StreamType t) {
+  switch (t) {
+    case StreamType::Unknown: return "unknown";
+    case StreamType::Default: return "default";
+    case StreamType::NonBlocking: return "non-blocking";
+    case StreamType::Null: return "null";
+  }
+  return "unknown";
+}
+
 const char* copy_kind_name(CopyKind c) {
   switch (c) {
     case CopyKind::None: return "none";

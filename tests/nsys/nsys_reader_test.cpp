@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "export_builder.hpp"
@@ -12,6 +13,7 @@
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/pipeline.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
@@ -57,6 +59,13 @@ void build_export(ExportBuilder& b) {
   b.insert("PROCESSES", {{"globalPid", kGlobalPid}, {"pid", kPid}, {"name", std::string("./train")}});
   b.insert("TARGET_INFO_GPU", {{"id", std::int64_t{0}}, {"name", std::string("Test GPU")},
                                {"totalMemory", std::int64_t{1} << 34}, {"smCount", std::int64_t{108}}});
+  // The legacy NULL stream the work runs on, a high-priority stream (-5, written unsigned) and a
+  // non-blocking one.
+  for (auto [stream, flag, priority] : {std::tuple{7, 3, std::int64_t{0}}, std::tuple{15, 1, std::int64_t{4294967291}},
+                                        std::tuple{13, 2, std::int64_t{0}}})
+    b.insert("TARGET_INFO_CUDA_STREAM", {{"streamId", std::int64_t{stream}}, {"hwId", std::int64_t{0}},
+                                         {"vmId", std::int64_t{1}}, {"processId", kPid}, {"contextId", std::int64_t{1}},
+                                         {"priority", priority}, {"flag", std::int64_t{flag}}});
   b.insert("NVTX_EVENTS", {{"start", std::int64_t{10}}, {"eventType", std::int64_t{75}}, {"text", std::string("MPI")},
                            {"globalTid", kGlobalTid}, {"domainId", std::int64_t{1}}});
   auto api = [&](std::int64_t start, std::int64_t end, std::int64_t corr, std::int64_t name) {
@@ -159,6 +168,25 @@ TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
   ASSERT_EQ(t.devices.size(), 1u);
   EXPECT_EQ(t.devices[0].name, "Test GPU");
   EXPECT_EQ(t.devices[0].num_sms, 108);
+}
+
+TEST_P(NsysBuilt, StreamsKeepTheirCreationFlagAndPriority) {
+  Trace t = read_traces({make("streams")});
+  const auto& info = t.ranks[0].stream_info;
+  ASSERT_EQ(info.size(), 3u);
+  EXPECT_EQ(info[0].stream, 7);
+  EXPECT_EQ(info[0].type, StreamType::Null);
+  EXPECT_EQ(info[1].stream, 13);
+  EXPECT_EQ(info[1].type, StreamType::NonBlocking);
+  EXPECT_EQ(info[2].stream, 15);
+  EXPECT_EQ(info[2].type, StreamType::Default);
+  EXPECT_EQ(info[2].priority, -5);
+  const nlohmann::json j = to_json(analyze_paths({make("streams_json")}).result);
+  const auto& streams = j["ranks"][0]["ingest"]["gpu_streams"];
+  ASSERT_EQ(streams.size(), 1u);
+  EXPECT_EQ(streams[0]["stream"], 7);
+  EXPECT_EQ(streams[0]["type"], "null");
+  EXPECT_EQ(streams[0]["priority"], 0);
 }
 
 TEST_P(NsysBuilt, SummaryMatchesThePlantedRows) {
