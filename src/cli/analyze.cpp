@@ -64,7 +64,7 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the trace with stepscope's tracks added, for Perfetto (several ranks: a directory)");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--stage", args->stages,
                   "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "
                   "sync, side); repeatable")

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,21 @@ struct Command {
 };
 
 std::vector<Command>& command_registry();
+
+// CLI11's NonNegativeNumber prints the whole double range in its message; this says it plainly.
+inline const CLI::Validator kNonNegative(
+    [](std::string& v) -> std::string {
+      double d = 0;
+      std::size_t used = 0;
+      try {
+        d = std::stod(v, &used);
+      } catch (const std::exception&) {
+        return "'" + v + "' is not a number";
+      }
+      if (used != v.size()) return "'" + v + "' is not a number";
+      return d >= 0 ? std::string() : "must be 0 or more (got " + v + ")";
+    },
+    "NUMBER >= 0");
 
 struct RegisterCommand {
   explicit RegisterCommand(Command c) { command_registry().push_back(std::move(c)); }

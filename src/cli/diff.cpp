@@ -95,7 +95,7 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")
       ->type_name("NAME=REGEX");
   cmd->add_option("--bootstrap", args->bootstrap, "Bootstrap resamples for the speedup interval")
@@ -105,7 +105,7 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--fail-if-slower", args->fail_if_slower_pct,
                   "Exit with status 3 when the test step is slower beyond noise by more than PCT percent")
       ->type_name("PCT")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_flag("-v,--verbose", args->verbose, "Every category and every changed kernel");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_diff(*args); };
