@@ -1,5 +1,6 @@
 // The annotated trace: the input's events, byte for byte, plus stepscope's own tracks, so the
-// verdict can be read on the timeline in Perfetto or chrome://tracing.
+// verdict can be read on the timeline in Perfetto or chrome://tracing. An Nsight Systems export
+// has no JSON to copy: its events are written from the model as Chrome trace events instead.
 //
 // stepscope's events go into a process of their own ("stepscope", a pid the trace does not use):
 //  - "steps": one slice per step window, named by the step and the bound that step shows;
@@ -39,9 +40,9 @@ struct AnnotatedFile {
 };
 
 // One rank: `path` is the output file. Several ranks: `path` is a directory (created when
-// missing) holding one file per rank, named after its input without ".gz" (prefixed with
-// "rank-N." when two inputs share a name). Output is plain JSON. Throws InputError when an input
-// is not a Kineto JSON trace, is truncated, or an output cannot be written.
+// missing) holding one file per rank, named after its input without ".gz" (".sqlite" becomes
+// ".json"; prefixed with "rank-N." when two inputs share a name). Output is plain JSON. Throws
+// InputError when an input is truncated or an output cannot be written.
 std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::string& path,
                                                   const AnnotateOptions& opts = {});
 

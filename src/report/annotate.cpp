@@ -229,8 +229,84 @@ AnnotatedFile splice(const RankTrace& t, const std::string& events_text, const s
   return f;
 }
 
-std::string strip_gz(std::string name) {
+// The Kineto category our reader maps back to the same kind; nsys' own table name stays in args.
+const char* kineto_category(Kind k) {
+  switch (k) {
+    case Kind::Kernel: return "kernel";
+    case Kind::Memcpy: return "gpu_memcpy";
+    case Kind::Memset: return "gpu_memset";
+    case Kind::GpuSync: return "cuda_sync";
+    case Kind::Runtime: return "cuda_runtime";
+    case Kind::Driver: return "cuda_driver";
+    case Kind::UserAnnotation: return "user_annotation";
+    case Kind::CpuOp: return "cpu_op";
+    default: return nullptr;
+  }
+}
+
+std::string chrome_event(const RankTrace& t, std::size_t i) {
+  const auto& ev = t.events;
+  nlohmann::json args = nlohmann::json::object();
+  if (ev.correlation[i] != kNone) args["correlation"] = ev.correlation[i];
+  if (is_gpu_kind(ev.kind[i])) {
+    args["device"] = ev.device[i];
+    args["stream"] = ev.stream[i];
+  }
+  if (ev.extra[i] >= 0 && t.extras[static_cast<std::size_t>(ev.extra[i])].bytes != kNone)
+    args["bytes"] = t.extras[static_cast<std::size_t>(ev.extra[i])].bytes;
+  const char* cat = kineto_category(ev.kind[i]);
+  if (ev.category[i] != kNoStr && (!cat || t.str(ev.category[i]) != cat)) args["nsys_category"] = t.str(ev.category[i]);
+  return fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",
+                     json_text(cat ? std::string(cat) : std::string(t.str(ev.category[i]))), json_text(t.name_of(i)),
+                     ev.pid[i], ev.tid[i], us(ev.ts[i]), us(ev.dur[i]), json_text(args));
+}
+
+std::string chrome_names(const RankTrace& t) {
+  std::string out;
+  for (const auto& [pid, name] : t.process_names)
+    out += fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}},)" "\n", pid,
+                       json_text(name));
+  for (const auto& [tid, name] : t.thread_names)
+    for (const auto& tr : t.host_tracks)
+      if (tr.tid == tid)
+        out += fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}},)" "\n", tr.pid,
+                           tid, json_text(name));
+  return out;
+}
+
+// An Nsight Systems export has no JSON to copy: its events are written from the model as Chrome
+// trace events (Kineto's categories and args, so stepscope reads them back as the same kinds),
+// then stepscope's tracks.
+AnnotatedFile write_from_model(const RankTrace& t, const std::string& events_text, const std::string& out_path) {
+  AnnotatedFile f;
+  f.rank = t.rank;
+  f.path = out_path;
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  std::string head = fmt::format("{{\"traceName\": {},\n\"traceEvents\": [\n", json_text(t.path));
+  head += chrome_names(t);
+  write_all(out, head, out_path);
+  std::string chunk;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.phase[i] != Phase::Complete) continue;
+    chunk += chrome_event(t, i);
+    chunk += ",\n";
+    if (chunk.size() > (1u << 20)) write_all(out, chunk, out_path), chunk.clear();
+  }
+  write_all(out, chunk, out_path);
+  f.inserted_at = static_cast<std::uint64_t>(out.tellp());
+  f.inserted_bytes = events_text.size() + 1;
+  write_all(out, events_text + "\n", out_path);
+  write_all(out, "]}\n", out_path);
+  out.flush();
+  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  return f;
+}
+
+// The input's file name as a plain JSON file: "rank0.json.gz" -> "rank0.json", "run.sqlite" -> "run.json".
+std::string json_name(std::string name) {
   if (name.size() > 3 && name.ends_with(".gz")) name.resize(name.size() - 3);
+  if (name.size() > 7 && name.ends_with(".sqlite")) name.replace(name.size() - 7, 7, ".json");
   return name;
 }
 
@@ -241,10 +317,10 @@ std::vector<std::string> output_paths(const Analysis& a, const std::string& path
   fs::create_directories(path, ec);
   if (!fs::is_directory(path)) throw InputError(fmt::format("{}: cannot create the directory for the annotated traces", path));
   std::multiset<std::string> names;
-  for (const auto& r : ranks) names.insert(strip_gz(fs::path(r.path).filename().string()));
+  for (const auto& r : ranks) names.insert(json_name(fs::path(r.path).filename().string()));
   std::vector<std::string> out;
   for (const auto& r : ranks) {
-    std::string name = strip_gz(fs::path(r.path).filename().string());
+    std::string name = json_name(fs::path(r.path).filename().string());
     if (names.count(name) > 1) name = fmt::format("rank-{}.{}", r.rank, name);
     out.push_back((fs::path(path) / name).string());
   }
@@ -262,10 +338,6 @@ std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::
   if (a.trace.ranks.empty()) throw InputError("nothing to annotate: no trace was read");
   if (path.ends_with(".gz"))
     throw InputError(fmt::format("{}: the annotated trace is written as plain JSON; name it without .gz", path));
-  for (const auto& t : a.trace.ranks) {
-    if (t.layout == TraceLayout::LegacyArray || t.layout == TraceLayout::Kineto) continue;
-    throw InputError(fmt::format("{}: --annotate needs a Kineto JSON trace", t.path));
-  }
   for (const auto& t : a.trace.ranks)
     if (t.truncated) throw InputError(fmt::format("{}: cannot annotate a truncated trace", t.path));
   const std::vector<std::string> outs = output_paths(a, path);
@@ -275,7 +347,7 @@ std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::
     if (same_file(t.path, outs[k])) throw InputError(fmt::format("{}: the annotated trace would overwrite its input", outs[k]));
     const auto tracks = annotate_detail::build_tracks(a, k, opts.partition);
     const Rendered r = render_tracks(tracks, free_pid(t), t.rank);
-    AnnotatedFile f = splice(t, r.text, outs[k]);
+    AnnotatedFile f = t.layout == TraceLayout::NsysSqlite ? write_from_model(t, r.text, outs[k]) : splice(t, r.text, outs[k]);
     f.added_slices = r.slices;
     f.added_metadata = r.metadata;
     written.push_back(f);

@@ -200,6 +200,32 @@ TEST(AnnotatedTrace, CpuOnlyAndRealTracesReadBack) {
   }
 }
 
+// An nsys export has no JSON to copy: its events are written from the model, in Kineto's
+// categories, so they read back as the same kinds, times, tracks and correlations.
+TEST(AnnotatedTrace, NsysExportIsWrittenFromTheModel) {
+  TempDir dir("annotate-nsys");
+  const std::string in = std::string(STEPSCOPE_FIXTURES_DIR) + "/nsys/perlmutter-cloverleaf-cuda.sqlite";
+  const Analysis a = run_pipeline({in});
+  const std::string out = (dir.path / "cloverleaf.json").string();
+  const auto written = write_annotated_traces(a, out);
+  const RankTrace back = read_kineto_file(out);
+  expect_original_events_kept(a.trace.ranks[0], back, written[0]);
+  for (std::size_t i = 0; i < a.trace.ranks[0].events.size(); ++i) {
+    ASSERT_EQ(back.events.kind[i], a.trace.ranks[0].events.kind[i]) << i;
+    ASSERT_EQ(back.events.stream[i], a.trace.ranks[0].events.stream[i]) << i;
+  }
+  const Added added = added_events(back);
+  EXPECT_EQ(added.events.size(), written[0].added_slices);
+  expect_partition_tiles_steps(back, a.result.partitions[0], added);
+  expect_tracks_nest(back, added);
+  // A directory of exports: one JSON file per rank, named after the export.
+  const auto several = write_annotated_traces(run_pipeline({in, std::string(STEPSCOPE_FIXTURES_DIR) +
+                                                                     "/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"}),
+                                              (dir.path / "ranks").string());
+  ASSERT_EQ(several.size(), 2u);
+  EXPECT_EQ(fs::path(several[0].path).filename(), "perlmutter-cloverleaf-cuda.json");
+}
+
 TEST(AnnotatedTrace, LegacyArrayLayout) {
   TempDir dir("annotate-legacy");
   const fs::path in = dir.path / "legacy.json";
