@@ -51,35 +51,14 @@ std::vector<Int> dims_arg(const py::handle& v, std::size_t count, const char* wh
 
 // Context lengths: an int, "2048,4096,8K" (K = 1024 tokens), or a sequence of either.
 std::vector<Int> seq_list_arg(const py::handle& v) {
-  std::vector<Int> out;
-  auto add_text = [&](const std::string& item) {
-    std::string cur;
-    auto flush = [&] {
-      if (cur.empty()) return;
-      double scale = 1;
-      if (cur.back() == 'k' || cur.back() == 'K') {
-        scale = 1024;
-        cur.pop_back();
-      }
-      const double n = sp::parse_count(cur, "--seq") * scale;
-      if (n != std::floor(n)) throw InputError(fmt::format("--seq '{}': not a whole number of tokens", item));
-      out.push_back(static_cast<Int>(n));
-      cur.clear();
-    };
-    for (char c : item) {
-      if (c == ',') flush();
-      else cur.push_back(c);
-    }
-    flush();
-  };
+  std::vector<std::string> items;
   auto add = [&](const py::handle& item) {
-    if (py::isinstance<py::str>(item)) add_text(item.cast<std::string>());
-    else add_text(std::to_string(item.cast<Int>()));
+    items.push_back(py::isinstance<py::str>(item) ? item.cast<std::string>() : std::to_string(item.cast<Int>()));
   };
   if (py::isinstance<py::str>(v) || py::isinstance<py::int_>(v)) add(v);
   else
     for (const auto& item : v) add(item);
-  return out;
+  return sp::parse_seq_list(items);
 }
 
 // A list of "TEXT" items, a mapping name -> value (joined as "name=value"), or pairs.

@@ -377,31 +377,6 @@ std::function<int()> setup_stack(CLI::App& plan) {
 
 // ---- kv, serve, specdec -------------------------------------------------------------------
 
-std::vector<std::int64_t> parse_seq_list(const std::vector<std::string>& items) {
-  std::vector<std::int64_t> out;
-  for (const auto& item : items) {
-    std::string cur;
-    auto flush = [&] {
-      if (cur.empty()) return;
-      // Context lengths are powers of two in practice: "8K" means 8192 tokens, not 8000.
-      double scale = 1;
-      if (cur.back() == 'k' || cur.back() == 'K') {
-        scale = 1024;
-        cur.pop_back();
-      }
-      const double v = sp::parse_count(cur, "--seq") * scale;
-      if (v != std::floor(v)) throw InputError(fmt::format("--seq '{}': not a whole number of tokens", item));
-      out.push_back(static_cast<std::int64_t>(v));
-      cur.clear();
-    };
-    for (char c : item) {
-      if (c == ',') flush();
-      else cur.push_back(c);
-    }
-    flush();
-  }
-  return out;
-}
 
 std::function<int()> setup_kv(CLI::App& plan) {
   struct Opts {
@@ -439,7 +414,7 @@ std::function<int()> setup_kv(CLI::App& plan) {
       in = sp::kv_input_from(m);
       if (m.max_seq > 0) in.seqs = {m.max_seq};
     }
-    if (!o->seqs.empty()) in.seqs = parse_seq_list(o->seqs);
+    if (!o->seqs.empty()) in.seqs = sp::parse_seq_list(o->seqs);
     in.batch = o->batch;
     in.dtype = sp::parse_dtype(o->dtype);
     const auto r = sp::plan_kv(in);

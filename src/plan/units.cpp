@@ -160,4 +160,30 @@ std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, s
   return dims;
 }
 
+std::vector<std::int64_t> parse_seq_list(const std::vector<std::string>& items) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : items) {
+    std::string cur;
+    auto flush = [&] {
+      if (cur.empty()) return;
+      // Context lengths are powers of two in practice: "8K" means 8192 tokens, not 8000.
+      double scale = 1;
+      if (cur.back() == 'k' || cur.back() == 'K') {
+        scale = 1024;
+        cur.pop_back();
+      }
+      const double v = parse_count(cur, "--seq") * scale;
+      if (v != std::floor(v)) throw InputError(fmt::format("--seq '{}': not a whole number of tokens", item));
+      out.push_back(static_cast<std::int64_t>(v));
+      cur.clear();
+    };
+    for (char c : item) {
+      if (c == ',') flush();
+      else cur.push_back(c);
+    }
+    flush();
+  }
+  return out;
+}
+
 }  // namespace stepscope::plan

@@ -23,6 +23,8 @@ double parse_count(std::string_view text, std::string_view what);
 double parse_bytes(std::string_view text, std::string_view what);
 // "4096,4096,8192", "4096x4096x8192" or "4096 4096 8192" -> exactly `count` integers.
 std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, std::string_view what);
+// Context lengths: each item "2048" or "2048,4096,8K" (K = 1024 tokens) -> token counts in order.
+std::vector<std::int64_t> parse_seq_list(const std::vector<std::string>& items);
 
 // Throw InputError("<what> must be positive ...") unless value > 0 (resp. >= 0, or in [0, 1]).
 void require_positive(double value, std::string_view what);
