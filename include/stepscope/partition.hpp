@@ -95,6 +95,10 @@ struct RankPartition {
   std::vector<std::string> notes;
 };
 
+// Where a rank's steps came from, for reports: "ProfilerStep", "repeated annotation 'forward'",
+// "whole trace: its GPU work (...)". Holds trace text: escape it for the medium.
+std::string step_source_text(const RankPartition& p);
+
 // A user rule: host ops whose name matches `regex` count as `stage`.
 // stage is one of forward, backward, optimizer, data, sync, side.
 struct StageRule {

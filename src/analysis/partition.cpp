@@ -461,6 +461,13 @@ const char* step_source_name(StepSource s) {
   return "whole trace";
 }
 
+std::string step_source_text(const RankPartition& p) {
+  std::string from = step_source_name(p.source);
+  if (p.source == StepSource::Annotation) from += " '" + p.source_detail + "'";
+  if (p.source == StepSource::WholeTrace && !p.source_detail.empty()) from += ": its " + p.source_detail;
+  return from;
+}
+
 namespace {
 
 std::string whole_trace_note(const RankTrace& t, const StepDetection& d) {

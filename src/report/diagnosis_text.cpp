@@ -30,8 +30,7 @@ void steps_line(const AnalysisResult& r, std::string& out) {
   for (const auto& p : r.partitions) {
     std::size_t warm = static_cast<std::size_t>(
         std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; }));
-    std::string from = step_source_name(p.source);
-    if (p.source == StepSource::Annotation) from += " '" + terminal_safe(p.source_detail) + "'";
+    const std::string from = terminal_safe(step_source_text(p));
     out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {} timeline\n", p.rank, p.steps.size(),
                        p.steps.size() == 1 ? "" : "s", from, warm, p.gpu ? "GPU" : "host (CPU-only)");
   }

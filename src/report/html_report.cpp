@@ -68,8 +68,7 @@ void steps_summary(const AnalysisResult& r, std::string& out) {
   out += "<ul class=\"muted\">";
   for (const auto& p : r.partitions) {
     auto warm = std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; });
-    std::string from = step_source_name(p.source);
-    if (p.source == StepSource::Annotation) from += " '" + p.source_detail + "'";
+    const std::string from = step_source_text(p);
     put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", p.rank, p.steps.size(),
         p.steps.size() == 1 ? "" : "s", esc(from), warm, p.gpu ? "GPU" : "host (CPU-only)", esc(p.main_thread));
     for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", p.rank, esc(n));
