@@ -25,6 +25,7 @@ constexpr double kMemoryBoundMix = 0.5;   // elementwise + reduction/norm above 
 constexpr double kSimtGemmShare = 0.5;    // GEMM time on SIMT (non-tensor-core) kernels
 constexpr double kTinyKernelNs = 10'000;  // mean kernel under 10 us: launch cost rivals the work
 constexpr double kSoftmaxShare = 0.05;    // softmax kernels without any fused attention kernel
+constexpr double kCustomKernelShare = 0.5;  // most kernel time in no known class: the mix says little
 
 std::array<double, kCategoryCount> as_double(const CategoryTimes& t) {
   std::array<double, kCategoryCount> d{};
@@ -89,6 +90,11 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   if (share(KernelClass::Attention) == 0 && static_cast<double>(m.softmax_ns) / total >= kSoftmaxShare)
     return fmt::format("attention without a fused kernel: softmax kernels hold {} of kernel time",
                        pct(static_cast<double>(m.softmax_ns) / total));
+  if (share(KernelClass::OtherCompute) >= kCustomKernelShare)
+    return fmt::format("custom kernels: kernels outside the GEMM, convolution, attention and elementwise classes "
+                       "hold {} of kernel time (stencils, solvers, hand-written kernels); a kernel profiler (Nsight "
+                       "Compute, rocprof) shows what bounds each one",
+                       pct(share(KernelClass::OtherCompute)));
   return fmt::format("dense math: GEMM {} (tensor cores {}), convolution {}, attention {}", pct(gemm),
                      pct(share(KernelClass::GemmTensorCore)), pct(share(KernelClass::Convolution)),
                      pct(share(KernelClass::Attention)));

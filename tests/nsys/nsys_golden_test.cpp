@@ -184,6 +184,8 @@ TEST_P(NsysGolden, CaptureWithoutStepsIsItsGpuWork) {
     // 269 ms of start-up, 234 ms of it one cudaMalloc; the GPU is then busy 88.7% of its span.
     EXPECT_GT(step["start_ns"].get<std::int64_t>() - r.first_ts(), 260'000'000);
     EXPECT_EQ(report["verdict"]["bound"], "gpu-bound");
+    // Its stencil kernels are no GEMM, convolution or attention: the mix says so, not "dense math".
+    EXPECT_EQ(report["verdict"]["compute_kind"].get<std::string>().rfind("custom kernels", 0), 0u);
   }
 }
 
