@@ -273,7 +273,24 @@ RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
 
 namespace {
 
-void assign_ranks(Trace& t) {
+// An export of `nsys profile mpirun ...` holds several ranks. Nothing in it says which process is
+// which rank, and a rank-N in its name cannot name them all: every rank is then numbered in file
+// order, and by pid within a file.
+void number_in_file_order(Trace& t, const std::vector<std::string>& shared_files) {
+  for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+    t.ranks[i].rank = static_cast<int>(i);
+    t.ranks[i].rank_source = RankTrace::RankSource::FileOrder;
+  }
+  std::string files;
+  for (const auto& f : shared_files) files += (files.empty() ? "" : ", ") + f;
+  t.warnings.push_back(fmt::format(
+      "{} holds several processes with CUDA work, one rank each; the export names no rank: "
+      "numbered the ranks in file order, and by pid within a file",
+      files));
+}
+
+void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
+  if (!shared_files.empty()) return number_in_file_order(t, shared_files);
   std::size_t order = 0;
   bool any_order = false;
   for (auto& r : t.ranks) {
@@ -312,7 +329,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   const std::vector<bool> sqlite = classify_sqlite(files);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;
-  t.ranks.resize(files.size());
+  std::vector<std::vector<RankTrace>> per_file(files.size());
   std::uint64_t total = 0;
   std::vector<std::uint64_t> base(files.size());
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -338,12 +355,12 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
       };
     }
     if (sqlite[i]) {
-      t.ranks[i] = read_nsys_sqlite(files[i], o);
+      per_file[i] = read_nsys_sqlite(files[i], o);
       return;
     }
     auto src = open_byte_source(files[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
-    t.ranks[i] = r.read();
+    per_file[i].push_back(r.read());
   };
   if (file_threads == 1) {
     for (std::size_t i = 0; i < files.size(); ++i) read_one(i);
@@ -353,7 +370,12 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     for (std::size_t i = 0; i < files.size(); ++i) fut.push_back(pool.submit([&, i] { read_one(i); }));
     for (auto& f : fut) f.get();
   }
-  assign_ranks(t);
+  std::vector<std::string> shared_files;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (per_file[i].size() > 1) shared_files.push_back(files[i]);
+    for (auto& r : per_file[i]) t.ranks.push_back(std::move(r));
+  }
+  assign_ranks(t, shared_files);
   return t;
 }
 

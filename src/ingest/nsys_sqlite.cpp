@@ -11,8 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "stepscope/error.hpp"
 
@@ -76,8 +79,15 @@ class Database {
   ~Database() { sqlite3_close(db_); }
 
   bool has(const std::string& table) const { return tables_.count(table) != 0; }
+  bool has_column(const std::string& table, const std::string& column) {
+    if (!has(table)) return false;
+    auto cols = columns(table);
+    return std::find(cols.begin(), cols.end(), column) != cols.end();
+  }
   const std::set<std::string>& tables() const { return tables_; }
   const std::string& path() const { return path_; }
+
+  std::unique_ptr<Statement> query(const std::string& sql) { return std::make_unique<Statement>(db_, sql, path_); }
 
   std::vector<std::string> columns(const std::string& table) {
     std::vector<std::string> cols;
@@ -197,9 +207,133 @@ EventExtra& extra_of_last(RankTrace& t) {
   return t.extras.emplace_back();
 }
 
+const char* const kGpuTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                  "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"};
+constexpr const char* kRuntimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
+
+// The distinct processes of a table, from a globalPid / globalTid column.
+void add_processes(Database& db, const std::string& table, const std::string& column, std::set<std::int64_t>& out) {
+  auto q = db.query(fmt::format("SELECT DISTINCT (\"{1}\" >> 24) & 16777215 FROM \"{0}\" WHERE \"{1}\" IS NOT NULL",
+                                table, column));
+  while (q->step()) out.insert(q->i64(0));
+}
+
+bool has_null(Database& db, const std::string& table, const std::string& column) {
+  return db.query(fmt::format("SELECT 1 FROM \"{}\" WHERE \"{}\" IS NULL LIMIT 1", table, column))->step();
+}
+
+// Which process each export row belongs to. One `nsys profile mpirun -np 4 ...` writes every
+// process into one export; merged, their threads, streams and correlation ids (CUPTI counts per
+// process) would mix, so each process that did CUDA work becomes its own rank. Processes without
+// any (the launcher, helper processes) are no rank.
+struct ProcessPlan {
+  std::vector<std::int64_t> pids;  // processes with GPU activity or CUDA calls, ascending
+  // For GPU tables that carry no globalPid: each launch's process, by correlation id.
+  std::unordered_map<std::int64_t, std::int64_t> pid_by_correlation;
+  std::string warning;  // why processes that did CUDA work were read as one rank
+};
+
+// The process of each launch, for GPU rows without globalPid; nullopt when correlation ids
+// repeat across processes (CUPTI numbers them per process), where a GPU row's owner is unknown.
+std::optional<std::unordered_map<std::int64_t, std::int64_t>> pid_by_correlation(Database& db) {
+  std::unordered_map<std::int64_t, std::int64_t> owner;
+  auto q = db.query(fmt::format("SELECT DISTINCT \"correlationId\", (\"globalTid\" >> 24) & 16777215 FROM \"{}\" "
+                                "WHERE \"correlationId\" IS NOT NULL AND \"globalTid\" IS NOT NULL",
+                                kRuntimeTable));
+  while (q->step()) {
+    auto [it, fresh] = owner.emplace(q->i64(0), q->i64(1));
+    if (!fresh && it->second != q->i64(1)) return std::nullopt;
+  }
+  return owner;
+}
+
+ProcessPlan plan_processes(Database& db) {
+  ProcessPlan plan;
+  std::set<std::int64_t> pids;
+  bool gpu_without_pid = false;
+  for (const char* table : kGpuTables) {
+    if (!db.has(table)) continue;
+    if (db.has_column(table, "globalPid")) add_processes(db, table, "globalPid", pids);
+    if (!db.has_column(table, "globalPid") || has_null(db, table, "globalPid")) gpu_without_pid = true;
+  }
+  if (db.has_column(kRuntimeTable, "globalTid")) add_processes(db, kRuntimeTable, "globalTid", pids);
+  if (pids.size() < 2) return plan;
+  if (gpu_without_pid) {
+    auto owners = pid_by_correlation(db);
+    if (!owners) {
+      plan.warning = fmt::format(
+          "{} processes made CUDA calls, but GPU rows name no process and correlation ids repeat "
+          "across processes: read as one rank",
+          pids.size());
+      return plan;
+    }
+    plan.pid_by_correlation = std::move(*owners);
+  }
+  plan.pids.assign(pids.begin(), pids.end());
+  return plan;
+}
+
+// The RankTrace each process's rows go to: its own when the export is split, else the one trace.
+class Routes {
+ public:
+  explicit Routes(const std::vector<std::int64_t>& pids) : traces_(std::max<std::size_t>(1, pids.size())) {
+    for (std::size_t i = 0; i < pids.size(); ++i) index_[pids[i]] = i;
+  }
+  bool split() const { return traces_.size() > 1; }
+  std::vector<RankTrace>& traces() { return traces_; }
+
+  // nullptr for a process that is no rank.
+  RankTrace* of(std::int64_t pid) {
+    if (!split()) return &traces_[0];
+    auto it = index_.find(pid);
+    return it == index_.end() ? nullptr : &traces_[it->second];
+  }
+  // Same, for an event: those left out are counted, to say what was left out.
+  RankTrace* of_event(std::int64_t pid) {
+    RankTrace* t = of(pid);
+    if (!t) ++left_out_[pid];
+    return t;
+  }
+  // Rows that name no process (a column an nsys version lacks) belong to every rank.
+  std::vector<RankTrace*> owners(std::int64_t pid) {
+    std::vector<RankTrace*> out;
+    if (pid == kNone && split()) {
+      for (auto& t : traces_) out.push_back(&t);
+    } else if (RankTrace* t = of(pid)) {
+      out.push_back(t);
+    }
+    return out;
+  }
+  // Names of the processes that are no rank, for the warning about what was left out.
+  void name_process(std::int64_t pid, std::string_view name) {
+    if (split() && !index_.count(pid)) other_names_[pid] = std::string(name);
+  }
+
+  // "3 rows of processes without CUDA work (pid 7000 mpirun) were left out", or empty.
+  std::string left_out_warning() const {
+    if (left_out_.empty()) return {};
+    std::uint64_t rows = 0;
+    std::string pids;
+    for (const auto& [pid, n] : left_out_) {
+      rows += n;
+      auto name = other_names_.find(pid);
+      pids += fmt::format("{}pid {}{}", pids.empty() ? "" : ", ", pid,
+                          name == other_names_.end() ? "" : " " + name->second);
+    }
+    return fmt::format("{} row{} of processes without CUDA work ({}) left out", rows, rows == 1 ? "" : "s", pids);
+  }
+
+ private:
+  std::vector<RankTrace> traces_;
+  std::unordered_map<std::int64_t, std::size_t> index_;
+  std::map<std::int64_t, std::uint64_t> left_out_;
+  std::unordered_map<std::int64_t, std::string> other_names_;
+};
+
 class Reader {
  public:
-  Reader(Database& db, RankTrace& out) : db_(db), out_(out) {}
+  Reader(Database& db, Routes& routes, std::unordered_map<std::int64_t, std::int64_t> pid_by_correlation)
+      : db_(db), routes_(routes), pid_by_correlation_(std::move(pid_by_correlation)) {}
 
   void read() {
     strings_.load(db_);
@@ -214,18 +348,41 @@ class Reader {
     read_sync();
     read_runtime();
     read_nvtx();
+    give_devices();
   }
 
  private:
   Database& db_;
-  RankTrace& out_;
+  Routes& routes_;
+  std::unordered_map<std::int64_t, std::int64_t> pid_by_correlation_;
   Strings strings_;
   Enums event_types_;
+  StringTable scratch_;  // keeps names read as text alive past their row
+  std::vector<DeviceProperties> devices_;
 
-  StrId intern(std::string_view s) { return out_.strings.intern(s); }
+  static StrId intern(RankTrace& t, std::string_view s) { return t.strings.intern(s); }
+
+  // The columns every GPU activity table shares: times, device, stream, correlation, process.
+  static std::vector<std::string> gpu_columns(std::vector<std::string> more) {
+    more.insert(more.end(), {"start", "end", "deviceId", "streamId", "correlationId", "globalPid"});
+    return more;
+  }
+
+  // The rank a GPU row goes to: its process, or where the table names none, its launch's.
+  RankTrace* gpu_owner(const Database::Query& q) {
+    const Statement& s = *q.st;
+    std::int64_t pid = kNone;
+    if (!s.null(q.col("globalPid"))) {
+      pid = pid_of(s.i64(q.col("globalPid")));
+    } else {
+      auto it = pid_by_correlation_.find(s.i64(q.col("correlationId")));
+      if (it != pid_by_correlation_.end()) pid = it->second;
+    }
+    return routes_.of_event(pid);
+  }
 
   // Row fields every GPU activity table shares: times, device, stream, correlation.
-  Row gpu_row(const Database::Query& q, std::string_view category, Kind kind) {
+  static Row gpu_row(RankTrace& t, const Database::Query& q, std::string_view category, Kind kind) {
     const Statement& s = *q.st;
     Row r;
     r.ts = s.i64(q.col("start"), 0);
@@ -236,20 +393,23 @@ class Reader {
     r.pid = r.device;
     r.tid = r.stream;
     r.kind = kind;
-    r.category = intern(category);
+    r.category = intern(t, category);
     return r;
   }
 
+  // The export's own facts, the same for every rank read from it.
   void read_metadata() {
-    out_.layout = TraceLayout::NsysSqlite;
+    for (RankTrace& t : routes_.traces()) t.layout = TraceLayout::NsysSqlite;
     for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
       if (!db_.has(table)) continue;
       auto q = db_.select(table, {"name", "value"});
       while (q.st->step()) {
         std::string_view k = q.st->text(q.col("name"));
-        if (k == "EXPORT_PRODUCT_VERSION" || k == "EXPORT_SCHEMA_VERSION")
-          out_.metadata.emplace_back(std::string(k), std::string(q.st->text(q.col("value"))));
-        if (k == "EXPORT_PRODUCT_VERSION") out_.trace_name = fmt::format("Nsight Systems {}", q.st->text(q.col("value")));
+        std::string v(q.st->text(q.col("value")));
+        for (RankTrace& t : routes_.traces()) {
+          if (k == "EXPORT_PRODUCT_VERSION" || k == "EXPORT_SCHEMA_VERSION") t.metadata.emplace_back(std::string(k), v);
+          if (k == "EXPORT_PRODUCT_VERSION") t.trace_name = fmt::format("Nsight Systems {}", v);
+        }
       }
     }
   }
@@ -262,7 +422,7 @@ class Reader {
     const Statement& s = *q.st;
     while (q.st->step()) {
       DeviceProperties d;
-      d.id = s.i64(q.col("id"), static_cast<std::int64_t>(out_.devices.size()));
+      d.id = s.i64(q.col("id"), static_cast<std::int64_t>(devices_.size()));
       d.name = std::string(s.text(q.col("name")));
       d.total_global_mem = s.i64(q.col("totalMemory"));
       d.compute_major = static_cast<int>(s.i64(q.col("computeMajor")));
@@ -273,8 +433,26 @@ class Reader {
       if (warps > 0 && d.warp_size > 0) d.max_threads_per_sm = static_cast<int>(warps * d.warp_size);
       d.regs_per_sm = static_cast<int>(s.i64(q.col("maxRegistersPerSm")));
       d.shared_mem_per_sm = s.i64(q.col("maxShmemPerSm"));
-      out_.devices.push_back(std::move(d));
+      devices_.push_back(std::move(d));
     }
+  }
+
+  // TARGET_INFO_GPU names no process: a split rank gets the GPUs its activity ran on (all of
+  // them where it ran none, or where the ids do not match).
+  void give_devices() {
+    for (RankTrace& t : routes_.traces()) {
+      if (routes_.split()) t.devices = devices_used(t, devices_);
+      if (t.devices.empty()) t.devices = devices_;
+    }
+  }
+  static std::vector<DeviceProperties> devices_used(const RankTrace& t, const std::vector<DeviceProperties>& all) {
+    std::set<std::int64_t> used;
+    for (std::size_t i = 0; i < t.events.size(); ++i)
+      if (is_gpu_kind(t.events.kind[i])) used.insert(t.events.device[i]);
+    std::vector<DeviceProperties> out;
+    for (const auto& d : all)
+      if (used.count(d.id)) out.push_back(d);
+    return out;
   }
 
   // CUPTI's stream flag: 1 default, 2 non-blocking, 3 the legacy NULL stream. Schema 3 names the
@@ -287,7 +465,7 @@ class Reader {
         {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT", 1), StreamType::Default},
         {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING", 2), StreamType::NonBlocking},
         {types.value("CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL", 3), StreamType::Null}};
-    auto q = db_.select("TARGET_INFO_CUDA_STREAM", {"streamId", "contextId", "priority", "flag"});
+    auto q = db_.select("TARGET_INFO_CUDA_STREAM", {"streamId", "contextId", "priority", "flag", "processId"});
     const Statement& s = *q.st;
     while (q.st->step()) {
       StreamInfo si;
@@ -298,23 +476,31 @@ class Reader {
       const std::int64_t flag = s.i64(q.col("flag"), 0);
       for (const auto& [value, type] : flags)
         if (flag == value) si.type = type;
-      out_.stream_info.push_back(si);
+      // Stream ids are per process: two ranks each have their stream 7.
+      for (RankTrace* t : routes_.owners(s.i64(q.col("processId"))))
+        t->stream_info.push_back(si);
     }
-    std::sort(out_.stream_info.begin(), out_.stream_info.end(),
-              [](const StreamInfo& a, const StreamInfo& b) { return a.stream < b.stream; });
+    for (RankTrace& t : routes_.traces())
+      std::sort(t.stream_info.begin(), t.stream_info.end(),
+                [](const StreamInfo& a, const StreamInfo& b) { return a.stream < b.stream; });
   }
 
   void read_names() {
     if (db_.has("ThreadNames")) {
       auto q = db_.select("ThreadNames", {"nameId", "globalTid"});
-      while (q.st->step())
-        out_.thread_names[tid_of(q.st->i64(q.col("globalTid"), 0))] = std::string(strings_.get(*q.st, q.col("nameId")));
+      while (q.st->step()) {
+        const std::int64_t gtid = q.st->i64(q.col("globalTid"), 0);
+        for (RankTrace* t : routes_.owners(pid_of(gtid)))
+          t->thread_names[tid_of(gtid)] = std::string(strings_.get(*q.st, q.col("nameId")));
+      }
     }
     if (db_.has("PROCESSES")) {
       auto q = db_.select("PROCESSES", {"globalPid", "pid", "name"});
       while (q.st->step()) {
         std::int64_t pid = q.col("globalPid") >= 0 ? pid_of(q.st->i64(q.col("globalPid"), 0)) : q.st->i64(q.col("pid"), 0);
-        out_.process_names[pid] = std::string(q.st->text(q.col("name")));
+        std::string_view name = q.st->text(q.col("name"));
+        for (RankTrace* t : routes_.owners(pid)) t->process_names[pid] = std::string(name);
+        routes_.name_process(pid, name);
       }
     }
   }
@@ -322,18 +508,21 @@ class Reader {
   void read_kernels() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_KERNEL")) return;
     auto q = db_.select("CUPTI_ACTIVITY_KIND_KERNEL",
-                        {"start", "end", "deviceId", "streamId", "correlationId", "demangledName",
-                         "shortName", "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY",
-                         "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"});
+                        gpu_columns({"demangledName", "shortName", "mangledName", "gridX", "gridY", "gridZ",
+                                     "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+                                     "dynamicSharedMemory"}));
     const Statement& s = *q.st;
     while (q.st->step()) {
-      Row r = gpu_row(q, "kernel", Kind::Kernel);
+      RankTrace* t = gpu_owner(q);
+      if (!t) continue;
+      RankTrace& out = *t;
+      Row r = gpu_row(out, q, "kernel", Kind::Kernel);
       std::string_view shortn = strings_.get(s, q.col("shortName"));
       std::string_view name = strings_.get(s, q.col("demangledName"));
       if (name.empty()) name = shortn.empty() ? strings_.get(s, q.col("mangledName")) : shortn;
-      r.name = intern(name);
-      append(out_, r);
-      if (!shortn.empty()) extra_of_last(out_).alt_name = intern(shortn);
+      r.name = intern(out, name);
+      append(out, r);
+      if (!shortn.empty()) extra_of_last(out).alt_name = intern(out, shortn);
       KernelArgs a;
       const char* dims[2][3] = {{"gridX", "gridY", "gridZ"}, {"blockX", "blockY", "blockZ"}};
       for (int k = 0; k < 3; ++k) {
@@ -343,8 +532,8 @@ class Reader {
       a.registers_per_thread = static_cast<std::int32_t>(s.i64(q.col("registersPerThread"), -1));
       std::int64_t st_shm = s.i64(q.col("staticSharedMemory"), -1), dyn = s.i64(q.col("dynamicSharedMemory"), -1);
       if (st_shm >= 0 || dyn >= 0) a.shared_memory = std::max<std::int64_t>(st_shm, 0) + std::max<std::int64_t>(dyn, 0);
-      out_.events.kernel_args.back() = static_cast<std::int32_t>(out_.kernel_args.size());
-      out_.kernel_args.push_back(a);
+      out.events.kernel_args.back() = static_cast<std::int32_t>(out.kernel_args.size());
+      out.kernel_args.push_back(a);
     }
   }
 
@@ -377,30 +566,32 @@ class Reader {
 
   void read_copies() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_MEMCPY")) return;
-    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end", "deviceId", "streamId",
-                                                       "correlationId", "bytes", "copyKind", "srcKind", "dstKind"});
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMCPY", gpu_columns({"bytes", "copyKind", "srcKind", "dstKind"}));
     const Statement& s = *q.st;
     while (q.st->step()) {
-      Row r = gpu_row(q, "gpu_memcpy", Kind::Memcpy);
+      RankTrace* t = gpu_owner(q);
+      if (!t) continue;
+      Row r = gpu_row(*t, q, "gpu_memcpy", Kind::Memcpy);
       CopyKind ck = copy_kind(s.i64(q.col("copyKind"), 0));
       std::int64_t src = s.i64(q.col("srcKind"), 7), dst = s.i64(q.col("dstKind"), 7);
       // Kineto's spelling, which the copy analyses also read: "Memcpy HtoD (Pageable -> Device)".
-      r.name = intern(fmt::format("Memcpy {} ({} -> {})", copy_kind_name(ck), mem_kind_name(src), mem_kind_name(dst)));
+      r.name = intern(*t, fmt::format("Memcpy {} ({} -> {})", copy_kind_name(ck), mem_kind_name(src), mem_kind_name(dst)));
       HostMem hm = ck == CopyKind::DtoH ? host_mem(dst) : ck == CopyKind::HtoD || ck == CopyKind::HtoH ? host_mem(src) : HostMem::Unknown;
-      append(out_, r, ck, hm);
-      extra_of_last(out_).bytes = s.i64(q.col("bytes"));
+      append(*t, r, ck, hm);
+      extra_of_last(*t).bytes = s.i64(q.col("bytes"));
     }
   }
 
   void read_memsets() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_MEMSET")) return;
-    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end", "deviceId", "streamId",
-                                                       "correlationId", "bytes", "memKind"});
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMSET", gpu_columns({"bytes", "memKind"}));
     while (q.st->step()) {
-      Row r = gpu_row(q, "gpu_memset", Kind::Memset);
-      r.name = intern(fmt::format("Memset ({})", mem_kind_name(q.st->i64(q.col("memKind"), 7))));
-      append(out_, r);
-      extra_of_last(out_).bytes = q.st->i64(q.col("bytes"));
+      RankTrace* t = gpu_owner(q);
+      if (!t) continue;
+      Row r = gpu_row(*t, q, "gpu_memset", Kind::Memset);
+      r.name = intern(*t, fmt::format("Memset ({})", mem_kind_name(q.st->i64(q.col("memKind"), 7))));
+      append(*t, r);
+      extra_of_last(*t).bytes = q.st->i64(q.col("bytes"));
     }
   }
 
@@ -417,12 +608,13 @@ class Reader {
 
   void read_sync() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) return;
-    auto q = db_.select("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-                        {"start", "end", "deviceId", "streamId", "correlationId", "syncType"});
+    auto q = db_.select("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", gpu_columns({"syncType"}));
     while (q.st->step()) {
-      Row r = gpu_row(q, "cuda_sync", Kind::GpuSync);
-      r.name = intern(sync_name(q.st->i64(q.col("syncType"), 0)));
-      append(out_, r);
+      RankTrace* t = gpu_owner(q);
+      if (!t) continue;
+      Row r = gpu_row(*t, q, "cuda_sync", Kind::GpuSync);
+      r.name = intern(*t, sync_name(q.st->i64(q.col("syncType"), 0)));
+      append(*t, r);
     }
   }
 
@@ -442,15 +634,26 @@ class Reader {
     std::string_view name;
   };
 
+  // A correlation id within its process: CUPTI numbers them per process.
+  struct CallKey {
+    std::int64_t pid, correlation;
+    bool operator==(const CallKey& o) const { return pid == o.pid && correlation == o.correlation; }
+  };
+  struct CallKeyHash {
+    std::size_t operator()(const CallKey& k) const {
+      return std::hash<std::int64_t>()(k.correlation * 1000003 + k.pid);
+    }
+  };
+
   // Some versions write a second row per call that has a backtrace, enclosing the call with the
   // same correlation id. The innermost row of a correlation id is the call; the others are kept
   // (the runtime API summary counts every row, as nsys does) but play no part in the timeline.
   static std::vector<bool> innermost_rows(const std::vector<ApiRow>& rows) {
     std::vector<bool> keep(rows.size(), true);
-    std::unordered_map<std::int64_t, std::size_t> best;
+    std::unordered_map<CallKey, std::size_t, CallKeyHash> best;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (rows[i].correlation == kNone || rows[i].correlation == 0) continue;
-      auto [it, fresh] = best.emplace(rows[i].correlation, i);
+      auto [it, fresh] = best.emplace(CallKey{pid_of(rows[i].gtid), rows[i].correlation}, i);
       if (fresh) continue;
       const ApiRow& b = rows[it->second];
       bool inner = rows[i].start > b.start || (rows[i].start == b.start && rows[i].end < b.end);
@@ -476,14 +679,14 @@ class Reader {
       a.gtid = s.i64(q.col("globalTid"), 0);
       a.correlation = s.i64(q.col("correlationId"));
       a.name = strings_.get(s, q.col("nameId"));
-      if (a.name.empty()) a.name = intern_view(s.text(q.col("name")));
+      if (a.name.empty()) a.name = scratch_.view(scratch_.intern(s.text(q.col("name"))));
       rows.push_back(a);
     }
     std::vector<bool> call = innermost_rows(rows);
-    StrId runtime_cat = intern("cuda_runtime"), driver_cat = intern("cuda_driver"),
-          backtrace_cat = intern("cuda_api_backtrace");
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const ApiRow& a = rows[i];
+      RankTrace* t = routes_.of_event(pid_of(a.gtid));
+      if (!t) continue;
       std::string_view plain = plain_api_name(a.name);
       Row r;
       r.ts = a.start;
@@ -493,14 +696,12 @@ class Reader {
       r.correlation = a.correlation;
       bool driver = is_driver_api(plain);
       r.kind = !call[i] ? Kind::Other : driver ? Kind::Driver : Kind::Runtime;
-      r.category = !call[i] ? backtrace_cat : driver ? driver_cat : runtime_cat;
-      r.name = intern(plain);
-      append(out_, r);
-      if (plain.size() != a.name.size()) extra_of_last(out_).alt_name = intern(a.name);
+      r.category = intern(*t, !call[i] ? "cuda_api_backtrace" : driver ? "cuda_driver" : "cuda_runtime");
+      r.name = intern(*t, plain);
+      append(*t, r);
+      if (plain.size() != a.name.size()) extra_of_last(*t).alt_name = intern(*t, a.name);
     }
   }
-
-  std::string_view intern_view(std::string_view s) { return out_.strings.view(intern(s)); }
 
   // Ranges nsys records itself when tracing MPI, OpenSHMEM or UCX calls are host calls, not the
   // user's annotations: they must not be taken for steps or stages.
@@ -530,43 +731,51 @@ class Reader {
     const std::int64_t domain_create = event_types_.value("NvtxDomainCreate", 75);
     auto q = db_.select("NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid", "domainId"});
     const Statement& s = *q.st;
-    std::unordered_map<std::int64_t, std::string> domains;
+    // Domain ids are the process's; a domain created on a row without a process still names it.
+    std::map<std::pair<std::int64_t, std::int64_t>, std::string> domains;
+    std::unordered_map<std::int64_t, std::string> domains_by_id;
     struct Range {
+      RankTrace* trace;
       Row row;
       std::int64_t domain;
       StrId full_name;
     };
     std::vector<Range> ranges;  // domains are resolved once all rows are read
-    StrId nvtx_cat = intern("nvtx");
     while (q.st->step()) {
       std::int64_t type = s.i64(q.col("eventType"));
       std::string_view text = s.text(q.col("text"));
       if (text.empty()) text = strings_.get(s, q.col("textId"));
+      std::int64_t gtid = s.i64(q.col("globalTid"), 0);
       if (type == domain_create) {
-        domains[s.i64(q.col("domainId"), 0)] = std::string(text);
+        domains[{pid_of(gtid), s.i64(q.col("domainId"), 0)}] = std::string(text);
+        domains_by_id[s.i64(q.col("domainId"), 0)] = std::string(text);
         continue;
       }
       if ((type != push_pop && type != start_end) || s.null(q.col("end"))) continue;
+      RankTrace* t = routes_.of_event(pid_of(gtid));
+      if (!t) continue;
       Row r;
       r.ts = s.i64(q.col("start"), 0);
       r.dur = s.i64(q.col("end"), r.ts) - r.ts;
-      std::int64_t gtid = s.i64(q.col("globalTid"), 0);
       r.pid = pid_of(gtid);
       r.tid = tid_of(gtid);
       std::string_view plain = plain_nvtx_name(text);
       r.kind = is_pytorch_op(plain, text) ? Kind::CpuOp : Kind::UserAnnotation;
-      r.category = nvtx_cat;
-      r.name = intern(plain);
-      ranges.push_back({r, s.i64(q.col("domainId"), 0), plain.size() != text.size() ? intern(text) : kNoStr});
+      r.category = intern(*t, "nvtx");
+      r.name = intern(*t, plain);
+      ranges.push_back({t, r, s.i64(q.col("domainId"), 0), plain.size() != text.size() ? intern(*t, text) : kNoStr});
     }
-    for (auto& [r, domain, full] : ranges) {
-      auto d = domains.find(domain);
-      if (d != domains.end() && is_api_trace_domain(d->second)) {
+    for (auto& [t, r, domain, full] : ranges) {
+      auto d = domains.find({r.pid, domain});
+      const std::string* name = nullptr;
+      if (d != domains.end()) name = &d->second;
+      else if (auto any = domains_by_id.find(domain); any != domains_by_id.end()) name = &any->second;
+      if (name && is_api_trace_domain(*name)) {
         r.kind = Kind::CpuOp;
-        r.category = intern("nvtx:" + d->second);
+        r.category = intern(*t, "nvtx:" + *name);
       }
-      append(out_, r);
-      if (full != kNoStr) extra_of_last(out_).alt_name = full;
+      append(*t, r);
+      if (full != kNoStr) extra_of_last(*t).alt_name = full;
     }
   }
 };
@@ -593,23 +802,32 @@ bool is_nsys_report_name(const std::string& path) {
   return ext == ".nsys-rep" || ext == ".qdrep";
 }
 
-RankTrace read_nsys_sqlite(const std::string& path, const IngestOptions& opts) {
-  RankTrace out;
-  out.path = path;
+std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const IngestOptions& opts) {
   Database db(path);
   if (!is_nsys_export(db))
     throw InputError(fmt::format(
         "{}: a SQLite database but not an Nsight Systems export (no StringIds, NVTX_EVENTS or "
         "CUPTI_ACTIVITY_KIND_* table)",
         path));
-  Reader(db, out).read();
+  ProcessPlan plan = plan_processes(db);
+  Routes routes(plan.pids);
+  Reader(db, routes, std::move(plan.pid_by_correlation)).read();
+  const std::string left_out = routes.left_out_warning();
+  std::vector<RankTrace> out = std::move(routes.traces());
+  std::size_t events = 0;
+  for (const auto& t : out) events += t.events.size();
+  if (events == 0)
+    throw InputError(fmt::format("{}: the export holds no CUDA activity, runtime calls or NVTX ranges", path));
+  if (!plan.warning.empty()) out[0].warnings.push_back(plan.warning);
+  if (!left_out.empty()) out[0].warnings.push_back(left_out);
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
-  out.bytes_read = ec ? 0 : size;
-  if (opts.progress) opts.progress(out.bytes_read, out.bytes_read);
-  if (out.events.size() == 0)
-    throw InputError(fmt::format("{}: the export holds no CUDA activity, runtime calls or NVTX ranges", path));
-  out.build_indexes();
+  for (RankTrace& t : out) {
+    t.path = path;
+    t.bytes_read = ec ? 0 : size;
+    t.build_indexes();
+  }
+  if (opts.progress) opts.progress(out[0].bytes_read, out[0].bytes_read);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "stepscope/ingest.hpp"
 #include "stepscope/trace.hpp"
@@ -18,6 +19,11 @@ bool is_nsys_report_name(const std::string& path);
 // NVTX ranges, GPUs, thread and process names. Columns are discovered per table, since nsys
 // versions differ; optional tables may be absent. Throws InputError on a corrupted file or a
 // SQLite database that is not an nsys export.
-RankTrace read_nsys_sqlite(const std::string& path, const IngestOptions& opts = {});
+//
+// One trace per process that did CUDA work (GPU activity or CUDA calls), in pid order: one
+// `nsys profile mpirun -np 4 ...` records every rank in one export. Other processes' rows (the
+// launcher's) are left out then, with a warning. With one such process (or none) the whole
+// export is that one trace.
+std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const IngestOptions& opts = {});
 
 }  // namespace stepscope::ingest

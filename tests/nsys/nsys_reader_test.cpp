@@ -125,6 +125,13 @@ std::int64_t sum_of(std::int64_t (*f)(int)) {
   return s;
 }
 
+// The export's one rank (a single process did CUDA work).
+RankTrace read_one(const std::string& path) {
+  std::vector<RankTrace> ranks = ingest::read_nsys_sqlite(path);
+  EXPECT_EQ(ranks.size(), 1u);
+  return std::move(ranks.at(0));
+}
+
 const DurationStats* row(const std::vector<DurationStats>& t, std::string_view name) {
   for (const auto& r : t)
     if (r.name == name) return &r;
@@ -132,7 +139,7 @@ const DurationStats* row(const std::vector<DurationStats>& t, std::string_view n
 }
 
 TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
-  RankTrace t = ingest::read_nsys_sqlite(make("model"));
+  RankTrace t = read_one(make("model"));
   EXPECT_EQ(t.layout, TraceLayout::NsysSqlite);
   std::map<Kind, int> kinds;
   for (std::size_t i = 0; i < t.events.size(); ++i) ++kinds[t.events.kind[i]];
@@ -190,7 +197,7 @@ TEST_P(NsysBuilt, StreamsKeepTheirCreationFlagAndPriority) {
 }
 
 TEST_P(NsysBuilt, SummaryMatchesThePlantedRows) {
-  RankTrace t = ingest::read_nsys_sqlite(make("summary"));
+  RankTrace t = read_one(make("summary"));
   CudaSummary s = summarize_cuda(t);
   ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_EQ(s.kernels[0].name, "void gemm<float>(int)");
@@ -332,6 +339,253 @@ TEST_P(NsysBuilt, PytorchNvtxRangesGiveProfilerSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, NsysBuilt,
+                         ::testing::Values(Schema{"nsys2022_schema2", kSchema2}, Schema{"nsys2024_schema3", kSchema3}),
+                         [](const ::testing::TestParamInfo<Schema>& p) { return std::string(p.param.name); });
+
+// --- one export of several processes (nsys profile mpirun -np 2 ...) ---------------------------
+
+// Two ranks' processes, each on its own GPU with its own planted kernels, and the launcher, which
+// makes no CUDA call. CUPTI numbers correlation ids per process: both ranks use the same ones.
+struct MpiProcess {
+  std::int64_t pid;
+  std::int64_t device;
+  std::int64_t stream_flag;  // how its stream 7 was created: 3 the NULL stream, 2 non-blocking
+  std::int64_t (*gemm_dur)(int);
+  bool extra_kernel;  // the second rank also runs a kernel the first never does
+  std::int64_t global_pid() const { return (std::int64_t{1} << 48) | (pid << 24); }
+  std::int64_t global_tid() const { return global_pid() | pid; }
+};
+const MpiProcess kRankA{7001, 0, 3, [](int s) { return 1'000'000 + std::int64_t{s} * 10; }, false};
+const MpiProcess kRankB{7002, 1, 2, [](int s) { return 2'500'000 + std::int64_t{s} * 30; }, true};
+constexpr std::int64_t kLauncherPid = 7000;
+constexpr std::int64_t kOnlyBDur = 40'000;
+
+void build_mpi_process(ExportBuilder& b, const MpiProcess& p) {
+  b.insert("PROCESSES", {{"globalPid", p.global_pid()}, {"pid", p.pid}, {"name", std::string("./train")}});
+  b.insert("ThreadNames", {{"nameId", std::int64_t{5}}, {"priority", std::int64_t{10}}, {"globalTid", p.global_tid()}});
+  b.insert("TARGET_INFO_CUDA_STREAM", {{"streamId", std::int64_t{7}}, {"hwId", std::int64_t{0}}, {"vmId", std::int64_t{1}},
+                                       {"processId", p.pid}, {"contextId", std::int64_t{1}},
+                                       {"priority", std::int64_t{0}}, {"flag", p.stream_flag}});
+  auto api = [&](std::int64_t start, std::int64_t end, std::int64_t corr, std::int64_t name) {
+    b.insert("CUPTI_ACTIVITY_KIND_RUNTIME", {{"start", start}, {"end", end}, {"eventClass", std::int64_t{0}},
+                                             {"globalTid", p.global_tid()}, {"correlationId", corr}, {"nameId", name}});
+  };
+  auto kernel = [&](std::int64_t start, std::int64_t dur, std::int64_t corr, std::int64_t name) {
+    b.insert("CUPTI_ACTIVITY_KIND_KERNEL", {{"start", start}, {"end", start + dur}, {"deviceId", p.device},
+                                            {"contextId", std::int64_t{1}}, {"streamId", std::int64_t{7}},
+                                            {"correlationId", corr}, {"globalPid", p.global_pid()},
+                                            {"demangledName", name}, {"shortName", name}});
+  };
+  for (int s = 0; s < kSteps; ++s) {
+    const std::int64_t t = Planted::base(s), c = 100 + 10 * s;
+    b.insert("NVTX_EVENTS", {{"start", t}, {"end", t + 8'000'000}, {"eventType", std::int64_t{59}},
+                             {"textId", std::int64_t{6}}, {"globalTid", p.global_tid()}});
+    api(t + 100'000, t + 110'000, c + 1, 1);
+    kernel(t + 200'000, p.gemm_dur(s), c + 1, 2);
+    if (p.extra_kernel) {
+      api(t + 120'000, t + 130'000, c + 2, 1);
+      kernel(t + 4'000'000, kOnlyBDur, c + 2, 3);
+    }
+    api(t + 140'000, t + 5'000'000, c + 3, 4);
+  }
+}
+
+void build_mpi_export(ExportBuilder& b, const std::vector<MpiProcess>& ranks) {
+  const std::vector<std::pair<std::int64_t, std::string>> strings = {
+      {1, "cudaLaunchKernel_v7000"}, {2, "void gemm<float>(int)"}, {3, "void only_b(float*)"},
+      {4, "cudaStreamSynchronize_v3020"}, {5, "main thread"}, {6, "train_step"}, {7, "launch"}};
+  for (const auto& [id, v] : strings) b.insert("StringIds", {{"id", id}, {"value", v}});
+  for (std::int64_t gpu : {0, 1})
+    b.insert("TARGET_INFO_GPU", {{"id", gpu}, {"name", "Test GPU " + std::to_string(gpu)}, {"smCount", std::int64_t{108}}});
+  // The launcher: a process name and an NVTX range, no CUDA call.
+  const std::int64_t launcher = (std::int64_t{1} << 48) | (kLauncherPid << 24);
+  b.insert("PROCESSES", {{"globalPid", launcher}, {"pid", kLauncherPid}, {"name", std::string("mpirun")}});
+  b.insert("NVTX_EVENTS", {{"start", std::int64_t{0}}, {"end", std::int64_t{40'000'000}}, {"eventType", std::int64_t{59}},
+                           {"textId", std::int64_t{7}}, {"globalTid", launcher | kLauncherPid}});
+  for (const auto& p : ranks) build_mpi_process(b, p);
+}
+
+class NsysMultiProcess : public NsysBuilt {
+ protected:
+  std::string make_mpi(const std::string& tag, const std::vector<MpiProcess>& ranks = {kRankA, kRankB}) {
+    std::string out = scratch(std::string(GetParam().name) + "_" + tag + ".sqlite");
+    ExportBuilder b(out, GetParam().path, {}, kSchema2, {"NVTX_EVENTS"});
+    build_mpi_export(b, ranks);
+    return out;
+  }
+};
+
+std::int64_t kernel_total(const RankTrace& t, std::string_view name) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (t.events.kind[i] == Kind::Kernel && t.name_of(i) == name) total += t.events.dur[i];
+  return total;
+}
+
+// Each rank holds only its own process's rows, and each kernel's launch is its own process's
+// call with that correlation id, though both processes use the same ids.
+void expect_only_process(const RankTrace& t, const MpiProcess& p) {
+  SCOPED_TRACE("pid " + std::to_string(p.pid));
+  EXPECT_EQ(t.layout, TraceLayout::NsysSqlite);
+  ASSERT_EQ(t.host_tracks.size(), 1u);
+  EXPECT_EQ(t.host_tracks[0].pid, p.pid);
+  EXPECT_EQ(t.host_tracks[0].name, "main thread");
+  ASSERT_EQ(t.gpu_tracks.size(), 1u);
+  EXPECT_EQ(t.gpu_tracks[0].pid, p.device);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::Kernel) continue;
+    auto launch = t.launch_by_correlation.find(t.events.correlation[i]);
+    ASSERT_NE(launch, t.launch_by_correlation.end());
+    EXPECT_EQ(t.events.pid[launch->second], p.pid);
+    EXPECT_LT(t.events.ts[launch->second], t.events.ts[i]);
+  }
+  EXPECT_EQ(t.process_names.size(), 1u);
+  EXPECT_EQ(t.process_names.count(p.pid), 1u);
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].id, p.device);
+  ASSERT_EQ(t.stream_info.size(), 1u);
+  EXPECT_EQ(t.stream_info[0].type, p.stream_flag == 3 ? StreamType::Null : StreamType::NonBlocking);
+}
+
+TEST_P(NsysMultiProcess, EachProcessIsOneRank) {
+  std::string path = make_mpi("two_ranks");
+  Trace t = read_traces({path});
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_EQ(t.ranks[0].rank, 0);
+  EXPECT_EQ(t.ranks[1].rank, 1);
+  EXPECT_EQ(t.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("by pid"), std::string::npos) << t.warnings[0];
+  for (const RankTrace& r : t.ranks) EXPECT_EQ(r.path, path);
+  expect_only_process(t.ranks[0], kRankA);  // the lower pid first
+  expect_only_process(t.ranks[1], kRankB);
+  EXPECT_EQ(kernel_total(t.ranks[0], "void gemm<float>(int)"), sum_of(kRankA.gemm_dur));
+  EXPECT_EQ(kernel_total(t.ranks[1], "void gemm<float>(int)"), sum_of(kRankB.gemm_dur));
+  EXPECT_EQ(kernel_total(t.ranks[0], "void only_b(float*)"), 0);
+  EXPECT_EQ(kernel_total(t.ranks[1], "void only_b(float*)"), kSteps * kOnlyBDur);
+  // The launcher's NVTX range is no rank's, and the first rank says so.
+  for (const RankTrace& r : t.ranks)
+    for (std::size_t i = 0; i < r.events.size(); ++i) EXPECT_NE(r.name_of(i), "launch");
+  ASSERT_EQ(t.ranks[0].warnings.size(), 1u);
+  EXPECT_NE(t.ranks[0].warnings[0].find("1 row of processes without CUDA work (pid 7000 mpirun)"), std::string::npos) << t.ranks[0].warnings[0];
+}
+
+TEST_P(NsysMultiProcess, CudaSummaryPerRankMatchesItsRows) {
+  std::vector<RankTrace> ranks = ingest::read_nsys_sqlite(make_mpi("summary"));
+  ASSERT_EQ(ranks.size(), 2u);
+  const CudaSummary a = summarize_cuda(ranks[0]), b = summarize_cuda(ranks[1]);
+  ASSERT_EQ(a.kernels.size(), 1u);
+  EXPECT_EQ(a.kernels[0].total, sum_of(kRankA.gemm_dur));
+  EXPECT_EQ(a.kernels[0].min, kRankA.gemm_dur(0));
+  EXPECT_EQ(a.kernel_count, static_cast<std::uint64_t>(kSteps));
+  ASSERT_EQ(b.kernels.size(), 2u);
+  EXPECT_EQ(b.kernels[0].name, "void gemm<float>(int)");
+  EXPECT_EQ(b.kernels[0].total, sum_of(kRankB.gemm_dur));
+  EXPECT_EQ(b.kernels[0].max, kRankB.gemm_dur(kSteps - 1));
+  EXPECT_EQ(b.kernels[1].total, kSteps * kOnlyBDur);
+  EXPECT_EQ(b.kernel_count, 2u * kSteps);
+  ASSERT_NE(row(a.runtime_api, "cudaLaunchKernel_v7000"), nullptr);
+  EXPECT_EQ(row(a.runtime_api, "cudaLaunchKernel_v7000")->instances, static_cast<std::uint64_t>(kSteps));
+  ASSERT_NE(row(b.runtime_api, "cudaLaunchKernel_v7000"), nullptr);
+  EXPECT_EQ(row(b.runtime_api, "cudaLaunchKernel_v7000")->instances, 2u * kSteps);
+  EXPECT_EQ(a.sync_calls, static_cast<std::uint64_t>(kSteps));
+  EXPECT_EQ(b.sync_calls, static_cast<std::uint64_t>(kSteps));
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_EQ(a.devices[0].busy, sum_of(kRankA.gemm_dur));
+  ASSERT_EQ(b.devices.size(), 1u);
+  EXPECT_EQ(b.devices[0].busy, sum_of(kRankB.gemm_dur) + kSteps * kOnlyBDur);
+}
+
+TEST_P(NsysMultiProcess, AnalyzeReportsTwoRanks) {
+  std::string path = make_mpi("analyze");
+  Analysis a = analyze_paths({path});
+  EXPECT_EQ(a.result.ranks.size(), 2u);
+  EXPECT_EQ(a.result.partitions.size(), 2u);
+  std::string cli = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope";
+  if (!fs::exists(cli)) GTEST_SKIP() << "stepscope binary not built";
+  std::string json = scratch(std::string(GetParam().name) + "_mpi.json");
+  int rc = std::system((cli + " analyze -q --json " + json + " " + path + " > /dev/null 2>&1").c_str());
+  ASSERT_EQ(WEXITSTATUS(rc), 0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  const auto& k0 = j["ranks"][0]["cuda_summary"]["kernels"], &k1 = j["ranks"][1]["cuda_summary"]["kernels"];
+  ASSERT_EQ(k0.size(), 1u);
+  EXPECT_EQ(k0[0]["total_ns"].get<std::int64_t>(), sum_of(kRankA.gemm_dur));
+  ASSERT_EQ(k1.size(), 2u);
+  EXPECT_EQ(k1[0]["total_ns"].get<std::int64_t>(), sum_of(kRankB.gemm_dur));
+}
+
+// One process did CUDA work beside the launcher: the export is one rank, as for any capture,
+// with every row (the launcher's NVTX range too).
+TEST_P(NsysMultiProcess, LauncherWithoutCudaIsNoRank) {
+  std::vector<RankTrace> ranks = ingest::read_nsys_sqlite(make_mpi("one_rank", {kRankB}));
+  ASSERT_EQ(ranks.size(), 1u);
+  const RankTrace& t = ranks[0];
+  EXPECT_TRUE(t.warnings.empty());
+  EXPECT_EQ(kernel_total(t, "void gemm<float>(int)"), sum_of(kRankB.gemm_dur));
+  EXPECT_EQ(t.process_names.size(), 2u);
+  EXPECT_EQ(t.devices.size(), 2u);
+  bool launcher_range = false;
+  for (std::size_t i = 0; i < t.events.size(); ++i) launcher_range |= t.name_of(i) == "launch";
+  EXPECT_TRUE(launcher_range);
+}
+
+// A directory of such exports: ranks numbered on from one file to the next; a rank-N in a file's
+// name cannot number the processes inside it.
+TEST_P(NsysMultiProcess, DirectoryOfMultiProcessExports) {
+  fs::path dir = fs::path(scratch(std::string(GetParam().name) + "_mpi_job"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"node1_rank2.sqlite", "node0_rank0.sqlite"}) {
+    ExportBuilder b((dir / name).string(), GetParam().path, {}, kSchema2, {"NVTX_EVENTS"});
+    build_mpi_export(b, {kRankA, kRankB});
+  }
+  Trace t = read_traces({dir.string()});
+  ASSERT_EQ(t.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    const RankTrace& rank = t.ranks[static_cast<std::size_t>(r)];
+    EXPECT_EQ(rank.rank, r);
+    EXPECT_NE(rank.path.find(r < 2 ? "node0_rank0" : "node1_rank2"), std::string::npos) << rank.path;
+    EXPECT_EQ(rank.host_tracks.at(0).pid, r % 2 == 0 ? kRankA.pid : kRankB.pid);
+  }
+}
+
+// An older schema whose GPU tables carry no globalPid: each GPU row goes with its launch, found
+// by correlation id; where the ids repeat across processes the owner is unknown, one rank.
+TEST_P(NsysMultiProcess, GpuRowsWithoutProcessFollowTheirLaunch) {
+  auto drop_gpu_pid = [this](const std::string& path, const std::vector<MpiProcess>& ranks) {
+    ExportBuilder b(path, GetParam().path, {}, kSchema2, {"NVTX_EVENTS"});
+    build_mpi_export(b, ranks);
+    for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                              "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"})
+      if (b.has(table)) b.exec(std::string("ALTER TABLE \"") + table + "\" DROP COLUMN globalPid");
+  };
+  std::string same_ids = scratch(std::string(GetParam().name) + "_nopid_same.sqlite");
+  drop_gpu_pid(same_ids, {kRankA, kRankB});
+  std::vector<RankTrace> merged = ingest::read_nsys_sqlite(same_ids);
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_EQ(merged[0].warnings.size(), 1u);
+  EXPECT_NE(merged[0].warnings[0].find("read as one rank"), std::string::npos) << merged[0].warnings[0];
+
+  std::string distinct = scratch(std::string(GetParam().name) + "_nopid_distinct.sqlite");
+  {
+    ExportBuilder b(distinct, GetParam().path, {}, kSchema2, {"NVTX_EVENTS"});
+    build_mpi_export(b, {kRankA, kRankB});
+    const std::string b_pid = std::to_string(kRankB.pid);
+    b.exec("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId + 1000 "
+           "WHERE (globalTid >> 24) & 16777215 = " + b_pid);
+    b.exec("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId + 1000 "
+           "WHERE (globalPid >> 24) & 16777215 = " + b_pid);
+    b.exec("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN globalPid");
+  }
+  std::vector<RankTrace> split = ingest::read_nsys_sqlite(distinct);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(kernel_total(split[0], "void gemm<float>(int)"), sum_of(kRankA.gemm_dur));
+  EXPECT_EQ(kernel_total(split[1], "void gemm<float>(int)"), sum_of(kRankB.gemm_dur));
+  EXPECT_EQ(kernel_total(split[1], "void only_b(float*)"), kSteps * kOnlyBDur);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NsysMultiProcess,
                          ::testing::Values(Schema{"nsys2022_schema2", kSchema2}, Schema{"nsys2024_schema3", kSchema3}),
                          [](const ::testing::TestParamInfo<Schema>& p) { return std::string(p.param.name); });
 
