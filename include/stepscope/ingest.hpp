@@ -29,9 +29,10 @@ RankTrace read_kineto_file(const std::string& path, const IngestOptions& opts = 
 RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
                              const IngestOptions& opts = {});
 
-// Reads every path (after expansion), one rank per file, ranks in parallel; assigns ranks
-// (distributedInfo, else rank-N in the file name, else file order with a warning) and refuses
-// duplicate ranks.
+// Reads every path (after expansion), files in parallel: one rank per Kineto file, one per
+// process with CUDA work in an nsys export. Assigns ranks (distributedInfo, else rank-N in the
+// file name, else file order with a warning; file then pid order once an export was split) and
+// refuses duplicate ranks.
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts = {});
 
 }  // namespace stepscope
