@@ -7,11 +7,13 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -349,6 +351,7 @@ class Reader {
     read_runtime();
     read_nvtx();
     give_devices();
+    read_launch_rank();
   }
 
  private:
@@ -435,6 +438,41 @@ class Reader {
       d.shared_mem_per_sm = s.i64(q.col("maxShmemPerSm"));
       devices_.push_back(std::move(d));
     }
+  }
+
+  // `srun nsys profile ...` or `torchrun ... nsys profile ...` starts one nsys per rank, and nsys
+  // records its own environment: the launcher's rank and world size are there. One nsys over
+  // `mpirun` sees none (and its export is split by process instead).
+  void read_launch_rank() {
+    if (routes_.split() || !db_.has("TARGET_INFO_SYSTEM_ENV")) return;
+    auto q = db_.select("TARGET_INFO_SYSTEM_ENV", {"name", "value"});
+    while (q.st->step()) {
+      if (q.st->text(q.col("name")) != "DeviceEnvironment") continue;
+      const std::string_view env = q.st->text(q.col("value"));
+      DistributedInfo& d = routes_.traces()[0].distributed;
+      d.rank = first_env_int(env, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+      d.world_size = first_env_int(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+      d.present = d.rank.has_value();
+      return;
+    }
+  }
+
+  // The first of `keys` set to a whole number in a "KEY=VALUE;KEY=VALUE" environment dump.
+  static std::optional<int> first_env_int(std::string_view env, std::initializer_list<std::string_view> keys) {
+    for (std::string_view key : keys) {
+      for (std::size_t at = 0; at < env.size();) {
+        std::size_t end = env.find(';', at);
+        if (end == std::string_view::npos) end = env.size();
+        const std::string_view item = env.substr(at, end - at);
+        at = end + 1;
+        if (item.size() <= key.size() || item.substr(0, key.size()) != key || item[key.size()] != '=') continue;
+        const std::string_view v = item.substr(key.size() + 1);
+        int n = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && n >= 0) return n;
+      }
+    }
+    return std::nullopt;
   }
 
   // TARGET_INFO_GPU names no process: a split rank gets the GPUs its activity ran on (all of

@@ -110,11 +110,16 @@ struct Schema {
 
 class NsysBuilt : public ::testing::TestWithParam<Schema> {
  protected:
-  std::string make(const std::string& tag, const std::set<std::string>& skip = {}) {
+  std::string make(const std::string& tag, const std::set<std::string>& skip = {},
+                   const std::string& environment = "") {
     std::string out = scratch(std::string(GetParam().name) + "_" + tag + ".sqlite");
     // The 2024 export traced no NVTX: its NVTX_EVENTS table is borrowed from the 2022 schema.
     ExportBuilder b(out, GetParam().path, skip, kSchema2, {"NVTX_EVENTS"});
     build_export(b);
+    if (!environment.empty())
+      b.insert("TARGET_INFO_SYSTEM_ENV", {{"globalVid", std::int64_t{1} << 48}, {"devStateName", std::string("Local (CLI)")},
+                                          {"name", std::string("DeviceEnvironment")}, {"nameEnum", std::int64_t{610}},
+                                          {"value", environment}});
     return out;
   }
 };
@@ -175,6 +180,23 @@ TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
   ASSERT_EQ(t.devices.size(), 1u);
   EXPECT_EQ(t.devices[0].name, "Test GPU");
   EXPECT_EQ(t.devices[0].num_sms, 108);
+}
+
+// One nsys per rank (srun / torchrun launching nsys): the launcher's rank is in nsys' environment.
+TEST_P(NsysBuilt, RankAndWorldSizeFromTheLaunchersEnvironment) {
+  const std::string a = make("env_rank3", {}, "HOME=/u;PMI_RANK=x;SLURM_PROCID=3;SLURM_NTASKS=8;XSLURM_PROCID=9");
+  const std::string b = make("env_rank1", {}, "RANK=1;WORLD_SIZE=8;SLURM_PROCID=5");
+  Trace t = read_traces({a, b});
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_EQ(t.ranks[0].rank, 1);
+  EXPECT_EQ(t.ranks[0].rank_source, RankTrace::RankSource::DistributedInfo);
+  EXPECT_EQ(t.ranks[0].distributed.world_size, 8);
+  EXPECT_EQ(t.ranks[1].rank, 3);
+  EXPECT_EQ(t.ranks[1].path, a);
+  EXPECT_EQ(t.ranks[1].distributed.world_size, 8);
+  // Without a rank in the environment, ranks come from file names or order, as before.
+  Trace none = read_traces({make("env_none", {}, "HOME=/u;SLURM_NTASKS=2")});
+  EXPECT_EQ(none.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
 }
 
 TEST_P(NsysBuilt, StreamsKeepTheirCreationFlagAndPriority) {
