@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace stepscope {
 namespace {
 
@@ -25,11 +27,13 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
     for (const auto& dev : s.devices) idle += dev.idle, span += dev.span;
     const double waits = job.category[static_cast<std::size_t>(Category::SyncStall)] +
                          job.category[static_cast<std::size_t>(Category::LaunchOverhead)];
+    const double gain = std::min(waits, 0.999 * job.step_ns);
+    const double speedup = job.step_ns > gain ? job.step_ns / (job.step_ns - gain) : 1;
     Finding f("sync_after_every_kernel",
               fmt::format("rank {}: {} after every kernel: the host waits for each kernel to finish before it "
                           "launches the next, so the GPU idles through every launch; queue the work and "
-                          "synchronise once per step; fixing it gains up to {} per step",
-                          r.ranks[i].rank, s.sync_after_launch, ms(waits)));
+                          "synchronise once per step; fixing it gains up to {} per step ({:.2f}x)",
+                          r.ranks[i].rank, s.sync_after_launch, ms(gain), speedup));
     f.footgun = true;
     f.evidence = {
         fmt::format("{} of {} kernel launches are followed by {} before the next launch", s.launches_then_sync,
@@ -40,8 +44,8 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
         "gain: the time the GPU waits for the host to return from the sync and launch again"};
     f.lever = "sync_once_per_step";
     f.step_ns = job.step_ns;
-    f.gain_ns = std::min(waits, 0.999 * job.step_ns);
-    f.speedup = job.step_ns > f.gain_ns ? job.step_ns / (job.step_ns - f.gain_ns) : 1;
+    f.gain_ns = gain;
+    f.speedup = speedup;
     std::string headline = fmt::format("; {} after every kernel ({} of {} launches)", s.sync_after_launch,
                                        s.launches_then_sync, s.kernel_launches);
     return SyncAfterKernel{std::move(f), std::move(headline)};
