@@ -82,11 +82,22 @@ Run time_ingest(const std::string& path, int jobs, bool with_analysis) {
 
 }  // namespace
 
+int run_bench(int argc, char** argv);
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fprintf(stderr, "usage: bench_ingest TRACE [--jobs N]\n");
     return 2;
   }
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_ingest: %s\n", e.what());
+    return 2;
+  }
+}
+
+int run_bench(int argc, char** argv) {
   std::string path = argv[1];
   int jobs = static_cast<int>(std::thread::hardware_concurrency());
   for (int i = 2; i + 1 < argc; ++i)
