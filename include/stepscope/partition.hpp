@@ -81,7 +81,7 @@ struct RankPartition {
   int rank = 0;
   bool gpu = false;                    // partitioned with GPU activity (else host timeline only)
   StepSource source = StepSource::WholeTrace;
-  std::string source_detail;           // the annotation name for StepSource::Annotation
+  std::string source_detail;           // StepDetection::detail: the annotation, or a whole trace's span
   std::string main_thread;             // "pid/tid (name)"
   std::vector<StepPartition> steps;
   // Steady state: the mean window and the mean of each category over non-warm-up steps (all steps

@@ -18,7 +18,7 @@ struct HostWindow {
 
 struct StepDetection {
   StepSource source = StepSource::WholeTrace;
-  std::string detail;     // annotation name for StepSource::Annotation
+  std::string detail;     // annotation name for Annotation; for WholeTrace, what the window spans when not all of it
   int main_track = -1;    // index into RankTrace::host_tracks of the training loop's thread
   std::vector<HostWindow> windows;  // in time order
 };
