@@ -62,6 +62,58 @@ std::size_t find_event_structural(const char* b, std::size_t i, std::size_t n) {
   return n;
 }
 
+#if defined(__SSE2__)
+// The classes of 64 bytes as bit masks, bit k for byte k.
+struct BlockMasks {
+  std::uint64_t quote, backslash, open, close;
+};
+
+BlockMasks classify_block(const char* p) {
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i slash = _mm_set1_epi8('\\');
+  const __m128i fold = _mm_set1_epi8(0x20);  // '{'/'[' and '}'/']' differ only in this bit
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  BlockMasks m{0, 0, 0, 0};
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i f = _mm_or_si128(v, fold);
+    const auto bits = [&](__m128i hit) {
+      return static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(hit))) << (16 * k);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, slash));
+    m.open |= bits(_mm_cmpeq_epi8(f, open));
+    m.close |= bits(_mm_cmpeq_epi8(f, close));
+  }
+  return m;
+}
+
+// Bytes escaped by a backslash run of odd length (simdjson's method): `carry` says the block
+// starts escaped and receives whether the next one does.
+std::uint64_t escaped_bytes(std::uint64_t backslash, bool& carry) {
+  constexpr std::uint64_t kEven = 0x5555555555555555ULL;
+  backslash &= ~static_cast<std::uint64_t>(carry);
+  const std::uint64_t follows = (backslash << 1) | static_cast<std::uint64_t>(carry);
+  const std::uint64_t odd_starts = backslash & ~kEven & ~follows;
+  std::uint64_t even_starts = 0;
+  carry = __builtin_add_overflow(odd_starts, backslash, &even_starts);
+  return (kEven ^ (even_starts << 1)) & follows;
+}
+
+// Bit k set when byte k is inside a string (its opening quote included, the closing one not).
+std::uint64_t inside_strings(std::uint64_t quotes, bool in_string) {
+  std::uint64_t x = quotes;
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return in_string ? ~x : x;
+}
+#endif
+
 }  // namespace
 
 // Small inputs get a block of their own size: many small rank files (or fuzz inputs) should not
@@ -201,6 +253,30 @@ void JsonChunker::scan() {
 std::size_t JsonChunker::scan_event(const char* b, std::size_t i, std::size_t n) {
   int depth = event_depth_;
   bool in_str = in_string_;
+#if defined(__SSE2__)
+  // 64 bytes at a time: strings found for the whole block at once, then only its brackets
+  // outside strings are walked, a handful per event.
+  bool carry = escaped_;
+  escaped_ = false;
+  for (; i + 64 <= n; i += 64) {
+    const BlockMasks m = classify_block(b + i);
+    const std::uint64_t quotes = m.quote & ~escaped_bytes(m.backslash, carry);
+    const std::uint64_t strings = inside_strings(quotes, in_str);
+    for (std::uint64_t brackets = (m.open | m.close) & ~strings; brackets; brackets &= brackets - 1) {
+      const int k = __builtin_ctzll(brackets);
+      if ((m.open >> k) & 1) {
+        ++depth;
+      } else if (--depth == 0) {
+        in_string_ = false;
+        event_depth_ = 0;
+        end_event(i + static_cast<std::size_t>(k));
+        return i + static_cast<std::size_t>(k) + 1;
+      }
+    }
+    in_str = (strings >> 63) & 1;
+  }
+  escaped_ = carry;
+#endif
   if (escaped_ && i < n) {
     escaped_ = false;
     ++i;

@@ -1,0 +1,75 @@
+// The chunker finds each event's end by following strings, escapes and brackets only. Names full
+// of quotes, backslash runs and brackets, at every offset against the scan's 64-byte blocks and
+// against the read blocks, must cut the text exactly where a real JSON parser ends each event.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ingest/byte_source.hpp"
+#include "ingest/json_chunker.hpp"
+
+namespace stepscope::ingest {
+namespace {
+
+// JSON string bodies that trip a scanner: escaped quotes after odd and even backslash runs,
+// brackets inside strings, \u escapes of brackets and quotes.
+const std::vector<std::string> kTricky = {
+    R"(a\"b)",          R"(\\)",         R"(\\\")",      R"(\\\\)",         R"({[}])",
+    R"(x\\\"}]{)",      R"(\u007b\u0022)", R"(\"\"\"\")", R"(\\\\\\\\\\\")", R"(]}]}\\)",
+};
+
+// Events whose names mix the tricky bodies with padding of every length, so that each body
+// lands on every offset of a 64-byte block; some carry nested args with tricky values too.
+std::vector<std::string> tricky_events() {
+  std::vector<std::string> events;
+  for (int pad = 0; pad < 130; ++pad)
+    for (std::size_t k = 0; k < kTricky.size(); ++k) {
+      std::string name = std::string(static_cast<std::size_t>(pad), 'p') + kTricky[k] + kTricky[(k + pad) % kTricky.size()];
+      std::string e = R"({"ph": "X", "name": ")" + name + R"(", "ts": 1, "dur": 2, "pid": 1, "tid": 1)";
+      if (pad % 3 == 0) e += R"(, "args": {"v": [")" + kTricky[k] + R"(", {"w": "]"}], "n": ")" + name + "\"}";
+      events.push_back(e + "}");
+    }
+  return events;
+}
+
+// Every event text the chunker hands out, in order, reading `json` in blocks of `block` bytes.
+std::vector<std::string> chunked(const std::string& json, std::size_t block) {
+  auto src = memory_byte_source(json);
+  JsonChunker chunker(*src, "tricky.json", block);
+  std::vector<std::string> out;
+  EventBatch batch;
+  while (chunker.next(batch) == ChunkState::Found)
+    for (std::size_t i = 0; i < batch.count(); ++i) {
+      const std::size_t start = batch.starts[i];
+      const std::size_t end = i + 1 < batch.count() ? batch.starts[i + 1] : batch.text_size - 1;
+      std::string text = batch.text.substr(start, end - start);
+      while (!text.empty() && text.back() != '}') text.pop_back();  // the comma and spaces between
+      out.push_back(text);
+    }
+  return out;
+}
+
+TEST(Chunker, EscapesAndBracketsInStringsAtEveryBlockOffset) {
+  const std::vector<std::string> events = tricky_events();
+  std::string json = R"({"schemaVersion": 1, "traceEvents": [)";
+  for (std::size_t i = 0; i < events.size(); ++i) json += (i ? ", " : "") + events[i];
+  json += "]}";
+  // The reference: a real parser reads the same document and finds every event and name.
+  const auto doc = nlohmann::json::parse(json);
+  ASSERT_EQ(doc["traceEvents"].size(), events.size());
+  for (std::size_t block : {std::size_t{7}, std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{129},
+                            std::size_t{4096}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(block);
+    const std::vector<std::string> got = chunked(json, block);
+    ASSERT_EQ(got.size(), events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      ASSERT_EQ(got[i], events[i]) << "event " << i;
+      ASSERT_EQ(nlohmann::json::parse(got[i])["name"], doc["traceEvents"][i]["name"]) << "event " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepscope::ingest
