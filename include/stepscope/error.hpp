@@ -12,4 +12,11 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A well-formed JSON document that holds no trace (no "traceEvents"): a directory of ranks may
+// hold such files beside the traces (a run's config, a generator's ground truth).
+class NotATraceError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 }  // namespace stepscope

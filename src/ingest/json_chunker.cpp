@@ -195,7 +195,7 @@ void JsonChunker::finish_at_eof() {
   if (!started_) throw InputError(fmt::format("{}: empty file: no JSON in it", name_));
   if (doc_done_) {
     if (!saw_events_array_)
-      throw InputError(fmt::format("{}: not a trace: no \"traceEvents\" array", name_));
+      throw NotATraceError(fmt::format("{}: not a trace: no \"traceEvents\" array", name_));
     return;
   }
   // The text stopped early: a job killed while writing, or a cut-off gzip stream.

@@ -172,34 +172,6 @@ bool looks_like_trace_file(const fs::path& p) {
   return ends(".json") || ends(".json.gz") || ends(".sqlite");
 }
 
-// A directory of ranks often holds other JSON beside the traces (a run's config, a generator's
-// ground truth). Only a file read to its end whose top-level object has no "traceEvents" is
-// surely not a trace; anything larger or malformed stays, so the reader can say what is wrong.
-bool surely_not_a_trace(const std::string& path) {
-  constexpr std::size_t kHead = 256 * 1024;
-  if (fs::path(path).extension() == ".sqlite") return false;
-  std::string head(kHead, '\0');
-  std::size_t n = 0;
-  try {
-    auto src = open_byte_source(path);
-    for (std::size_t got; n < kHead && (got = src->read(head.data() + n, kHead - n)) > 0;) n += got;
-    char more;
-    if (n == kHead || src->read(&more, 1) > 0 || src->truncated()) return false;
-  } catch (const InputError&) {
-    return false;
-  }
-  head.resize(n);
-  auto first = head.find_first_not_of(" \t\r\n");
-  return first != std::string::npos && head[first] == '{' && head.find("\"traceEvents\"") == std::string::npos;
-}
-
-std::vector<std::string> drop_non_traces(std::vector<std::string> found) {
-  std::vector<std::string> traces;
-  for (auto& f : found)
-    if (!surely_not_a_trace(f)) traces.push_back(std::move(f));
-  return traces;
-}
-
 // Nsight Systems exports and Kineto traces come from different tools with different
 // definitions: one job's ranks must all be one or the other.
 std::vector<bool> classify_sqlite(const std::vector<std::string>& files) {
@@ -234,9 +206,16 @@ std::uint64_t size_or_zero(const std::string& p) {
 
 }  // namespace
 
-std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
+namespace {
+
+struct FoundFile {
+  std::string path;
+  bool listed = false;  // found by listing a directory, not named by the user
+};
+
+std::vector<FoundFile> find_trace_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
-  std::vector<std::string> files;
+  std::vector<FoundFile> files;
   for (const auto& p : paths) {
     std::error_code ec;
     auto st = fs::status(p, ec);
@@ -246,16 +225,23 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
       for (const auto& entry : fs::directory_iterator(p, ec))
         if (entry.is_regular_file() && looks_like_trace_file(entry.path())) found.push_back(entry.path().string());
       if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", p, ec.message()));
-      found = drop_non_traces(std::move(found));
       if (found.empty())
         throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", p));
       std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
+      for (auto& f : found) files.push_back({std::move(f), true});
     } else {
-      files.push_back(p);
+      files.push_back({p, false});
     }
   }
   return files;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (auto& f : find_trace_files(paths)) out.push_back(std::move(f.path));
+  return out;
 }
 
 RankTrace read_kineto_file(const std::string& path, const IngestOptions& opts) {
@@ -324,8 +310,30 @@ void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
 
 }  // namespace
 
+namespace {
+
+// JSON files beside a directory's traces that hold none are skipped with a warning; a directory
+// with nothing else is an error.
+void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, Trace& t) {
+  std::string names;
+  std::size_t skipped = 0;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (not_traces[i]) names += (skipped++ ? ", " : "") + fs::path(files[i]).filename().string();
+  if (skipped == 0) return;
+  if (skipped == files.size())
+    throw InputError(fmt::format("{}: no trace among the directory's files (none holds \"traceEvents\")",
+                                 fs::path(files.front()).parent_path().string()));
+  t.warnings.push_back(fmt::format("skipped {} JSON file{} that hold{} no trace: {}", skipped, skipped == 1 ? "" : "s",
+                                   skipped == 1 ? "s" : "", names));
+}
+
+}  // namespace
+
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
-  auto files = expand_trace_paths(paths);
+  const std::vector<FoundFile> found = find_trace_files(paths);
+  std::vector<std::string> files;
+  for (const auto& f : found) files.push_back(f.path);
+  std::vector<char> not_traces(files.size(), 0);  // listed JSON documents without traceEvents
   const std::vector<bool> sqlite = classify_sqlite(files);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;
@@ -360,7 +368,12 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     }
     auto src = open_byte_source(files[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
-    per_file[i].push_back(r.read());
+    try {
+      per_file[i].push_back(r.read());
+    } catch (const NotATraceError&) {
+      if (!found[i].listed) throw;
+      not_traces[i] = 1;
+    }
   };
   if (file_threads == 1) {
     for (std::size_t i = 0; i < files.size(); ++i) read_one(i);
@@ -370,6 +383,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     for (std::size_t i = 0; i < files.size(); ++i) fut.push_back(pool.submit([&, i] { read_one(i); }));
     for (auto& f : fut) f.get();
   }
+  note_not_traces(files, not_traces, t);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (per_file[i].size() > 1) shared_files.push_back(files[i]);

@@ -181,13 +181,22 @@ TEST(BadInput, PathsAndRanks) {
 TEST(Ranks, ADirectorysOtherJsonIsNotARank) {
   TempDir d;
   d.file("worker.json", kineto(x_event("a", "1", "1")));
-  d.file("ground_truth.json", "{\"scenario\": \"input-bound\", \"steps\": [1, 2]}");
+  // Large enough that only reading it whole shows it holds no trace.
+  std::string truth = "{\"scenario\": \"input-bound\", \"steps\": [";
+  for (int i = 0; i < 60000; ++i) truth += (i ? ", " : "") + std::to_string(i);
+  d.file("ground_truth.json", truth + "]}");
   d.file("broken.json", "{\"traceEvents\": [{\"ph\": \"X\" \"name\": 1}]}");
   EXPECT_NE(error_of([&] { read_traces({d.path()}); }).find("broken.json"), std::string::npos);
   std::filesystem::remove(std::filesystem::path(d.path()) / "broken.json");
   Trace t = read_traces({d.path()});
   ASSERT_EQ(t.ranks.size(), 1u);
   EXPECT_NE(t.ranks[0].path.find("worker.json"), std::string::npos);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("skipped 1 JSON file that holds no trace: ground_truth.json"), std::string::npos);
+  // Named on its own, or alone in a directory, it is an error.
+  EXPECT_NE(error_of([&] { read_traces({d.path() + "/ground_truth.json"}); }).find("not a trace"), std::string::npos);
+  std::filesystem::remove(std::filesystem::path(d.path()) / "worker.json");
+  EXPECT_NE(error_of([&] { read_traces({d.path()}); }).find("no trace among the directory's files"), std::string::npos);
 }
 
 TEST(Ranks, FromDistributedInfoFileNameAndOrder) {
