@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <set>
 
 #include "diagnose/diagnose_internal.hpp"
 
@@ -250,7 +251,11 @@ constexpr FootgunLever kFootgunLevers[] = {
      "remove_item"},
 };
 
-void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f) {
+// Later findings that point at a retired lever leave it retired: its time is already counted.
+void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f,
+                       std::set<std::string>& retired) {
+  if (*e.supersedes == '\0') return;
+  retired.insert(e.supersedes);
   auto old = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == e.supersedes; });
   if (old == levers.end()) return;
   old->applies = false;
@@ -260,13 +265,14 @@ void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const 
 }  // namespace
 
 void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings) {
+  std::set<std::string> retired;
   for (const auto& f : findings) {
-    if (!f.footgun || f.lever.empty()) continue;
+    if (!f.footgun || f.lever.empty() || retired.count(f.lever)) continue;
     auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == f.lever; });
     if (it == levers.end()) {
       for (const auto& e : kFootgunLevers)
         if (f.lever == e.id) {
-          retire_superseded(levers, e, f);
+          retire_superseded(levers, e, f, retired);
           Lever l;
           l.id = e.id;
           l.title = e.title;

@@ -1,0 +1,58 @@
+// Footgun findings re-rank the lever catalogue with their measured gains; a lever retired by a
+// more precise one stays retired whatever finding points at it later.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "diagnose/diagnose_internal.hpp"
+
+namespace stepscope {
+namespace {
+
+Finding footgun(const char* id, const char* lever, double gain_ns) {
+  Finding f(id, id);
+  f.footgun = true;
+  f.lever = lever;
+  f.gain_ns = gain_ns;
+  f.step_ns = 100e6;
+  f.speedup = f.step_ns / (f.step_ns - gain_ns);
+  return f;
+}
+
+const Lever& lever(const std::vector<Lever>& levers, const std::string& id) {
+  auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == id; });
+  EXPECT_NE(it, levers.end()) << id;
+  return *it;
+}
+
+TEST(FootgunLevers, SyncOncePerStepRetiresThePerStepSyncLeverForGood) {
+  Lever item;
+  item.id = "remove_item";
+  item.applies = true;
+  item.removable_ns = 20e6;
+  item.step_ns = 100e6;
+  item.speedup = 1.25;
+  item.basis = "catalogue";
+  std::vector<Lever> levers{item};
+  diagnose_detail::apply_footgun_levers(levers, {footgun("sync_after_every_kernel", "sync_once_per_step", 30e6),
+                                                 footgun("host_sync_logging", "remove_item", 5e6)});
+  EXPECT_TRUE(lever(levers, "sync_once_per_step").applies);
+  EXPECT_DOUBLE_EQ(lever(levers, "sync_once_per_step").removable_ns, 30e6);
+  EXPECT_FALSE(lever(levers, "remove_item").applies);
+  EXPECT_EQ(levers.front().id, "sync_once_per_step");
+}
+
+TEST(FootgunLevers, MeasuredGainReplacesTheCatalogueEstimate) {
+  Lever pin;
+  pin.id = "pin_memory";
+  pin.applies = true;
+  pin.removable_ns = 20e6;
+  pin.basis = "catalogue";
+  std::vector<Lever> levers{pin};
+  diagnose_detail::apply_footgun_levers(levers, {footgun("pageable_copy", "pin_memory", 4e6)});
+  EXPECT_DOUBLE_EQ(lever(levers, "pin_memory").removable_ns, 4e6);
+  EXPECT_NEAR(lever(levers, "pin_memory").speedup, 100.0 / 96.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace stepscope
