@@ -261,16 +261,32 @@ std::string chrome_event(const RankTrace& t, std::size_t i) {
                      ev.pid[i], ev.tid[i], us(ev.ts[i]), us(ev.dur[i]), json_text(args));
 }
 
+std::string name_event(const char* what, std::int64_t pid, std::int64_t tid, const std::string& name) {
+  return fmt::format(R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{{"name":{}}}}},)" "\n", what, pid, tid,
+                     json_text(name));
+}
+
+// Names for the processes and threads that hold events: host pids by the export's process names
+// (it lists every process of the machine), GPU pids, which are device numbers, as their GPU.
 std::string chrome_names(const RankTrace& t) {
   std::string out;
-  for (const auto& [pid, name] : t.process_names)
-    out += fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}},)" "\n", pid,
-                       json_text(name));
-  for (const auto& [tid, name] : t.thread_names)
-    for (const auto& tr : t.host_tracks)
-      if (tr.tid == tid)
-        out += fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}},)" "\n", tr.pid,
-                           tid, json_text(name));
+  std::set<std::int64_t> host_pids;
+  for (const auto& tr : t.host_tracks) {
+    if (host_pids.insert(tr.pid).second) {
+      auto p = t.process_names.find(tr.pid);
+      if (p != t.process_names.end()) out += name_event("process_name", tr.pid, 0, p->second);
+    }
+    auto th = t.thread_names.find(tr.tid);
+    if (th != t.thread_names.end()) out += name_event("thread_name", tr.pid, tr.tid, th->second);
+  }
+  std::set<std::int64_t> gpu_pids;
+  for (const auto& tr : t.gpu_tracks)
+    if (gpu_pids.insert(tr.pid).second) {
+      std::string name = fmt::format("GPU {}", tr.pid);
+      for (const auto& d : t.devices)
+        if (d.id == tr.pid && !d.name.empty()) name += " (" + d.name + ")";
+      out += name_event("process_name", tr.pid, 0, name);
+    }
   return out;
 }
 

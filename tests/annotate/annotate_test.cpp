@@ -218,6 +218,11 @@ TEST(AnnotatedTrace, NsysExportIsWrittenFromTheModel) {
   EXPECT_EQ(added.events.size(), written[0].added_slices);
   expect_partition_tiles_steps(back, a.result.partitions[0], added);
   expect_tracks_nest(back, added);
+  // Names only for the processes that hold events (the export lists the whole machine's): the
+  // GPU's pid is its device number, named as the GPU, not as the host process of that pid.
+  ASSERT_TRUE(back.process_names.count(0));
+  EXPECT_EQ(back.process_names.at(0), "GPU 0 (NVIDIA A100-SXM4-80GB)");
+  EXPECT_EQ(back.process_names.size(), 3u) << "the GPU, the host process and stepscope's";
   // A directory of exports: one JSON file per rank, named after the export.
   const auto several = write_annotated_traces(run_pipeline({in, std::string(STEPSCOPE_FIXTURES_DIR) +
                                                                      "/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"}),
