@@ -450,15 +450,25 @@ class Reader {
       if (q.st->text(q.col("name")) != "DeviceEnvironment") continue;
       const std::string_view env = q.st->text(q.col("value"));
       DistributedInfo& d = routes_.traces()[0].distributed;
-      d.rank = first_env_int(env, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
-      d.world_size = first_env_int(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+      d.rank = first_env_int(env, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}, 0);
+      d.world_size = first_env_int(env, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
+      // A batch script holds SLURM_PROCID=0 for the whole allocation; only a task that srun
+      // started has a job step id (the batch and extern steps' ids, from 0xFFFFFFF0 up, do not
+      // fit an int and read as none).
+      if (!d.rank && first_env_int(env, {"SLURM_STEP_ID"}, 0)) {
+        d.rank = first_env_int(env, {"SLURM_PROCID"}, 0);
+        if (!d.world_size) d.world_size = first_env_int(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, 1);
+      }
       d.present = d.rank.has_value();
+      if (!d.present) d.world_size.reset();
       return;
     }
   }
 
-  // The first of `keys` set to a whole number in a "KEY=VALUE;KEY=VALUE" environment dump.
-  static std::optional<int> first_env_int(std::string_view env, std::initializer_list<std::string_view> keys) {
+  // The first of `keys` set to a whole number of at least `least` in a "KEY=VALUE;KEY=VALUE"
+  // environment dump.
+  static std::optional<int> first_env_int(std::string_view env, std::initializer_list<std::string_view> keys,
+                                          int least) {
     for (std::string_view key : keys) {
       for (std::size_t at = 0; at < env.size();) {
         std::size_t end = env.find(';', at);
@@ -469,7 +479,7 @@ class Reader {
         const std::string_view v = item.substr(key.size() + 1);
         int n = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec == std::errc() && p == v.data() + v.size() && n >= 0) return n;
+        if (ec == std::errc() && p == v.data() + v.size() && n >= least) return n;
       }
     }
     return std::nullopt;

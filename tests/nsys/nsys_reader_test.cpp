@@ -184,8 +184,9 @@ TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
 
 // One nsys per rank (srun / torchrun launching nsys): the launcher's rank is in nsys' environment.
 TEST_P(NsysBuilt, RankAndWorldSizeFromTheLaunchersEnvironment) {
-  const std::string a = make("env_rank3", {}, "HOME=/u;PMI_RANK=x;SLURM_PROCID=3;SLURM_NTASKS=8;XSLURM_PROCID=9");
-  const std::string b = make("env_rank1", {}, "RANK=1;WORLD_SIZE=8;SLURM_PROCID=5");
+  const std::string a =
+      make("env_rank3", {}, "HOME=/u;PMI_RANK=x;SLURM_PROCID=3;SLURM_STEP_ID=2;SLURM_STEP_NUM_TASKS=8;XSLURM_PROCID=9");
+  const std::string b = make("env_rank1", {}, "RANK=1;WORLD_SIZE=8;SLURM_PROCID=5;SLURM_STEP_ID=0");
   Trace t = read_traces({a, b});
   ASSERT_EQ(t.ranks.size(), 2u);
   EXPECT_EQ(t.ranks[0].rank, 1);
@@ -197,6 +198,14 @@ TEST_P(NsysBuilt, RankAndWorldSizeFromTheLaunchersEnvironment) {
   // Without a rank in the environment, ranks come from file names or order, as before.
   Trace none = read_traces({make("env_none", {}, "HOME=/u;SLURM_NTASKS=2")});
   EXPECT_EQ(none.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
+  // A batch script's environment (SLURM_PROCID=0 for the whole allocation, no job step) names
+  // no rank; nor does a world size of 0.
+  Trace batch = read_traces({make("env_batch", {}, "SLURM_PROCID=0;SLURM_NTASKS=4;SLURM_STEP_ID=4294967294")});
+  EXPECT_EQ(batch.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
+  EXPECT_FALSE(batch.ranks[0].distributed.world_size);
+  Trace zero = read_traces({make("env_zero", {}, "RANK=2;WORLD_SIZE=0")});
+  EXPECT_EQ(zero.ranks[0].rank, 2);
+  EXPECT_FALSE(zero.ranks[0].distributed.world_size);
 }
 
 TEST_P(NsysBuilt, StreamsKeepTheirCreationFlagAndPriority) {
