@@ -256,10 +256,14 @@ ProcessPlan plan_processes(Database& db) {
   for (const char* table : kGpuTables) {
     if (!db.has(table)) continue;
     if (db.has_column(table, "globalPid")) add_processes(db, table, "globalPid", pids);
-    if (!db.has_column(table, "globalPid") || has_null(db, table, "globalPid")) gpu_without_pid = true;
+    else gpu_without_pid = true;
   }
   if (db.has_column(kRuntimeTable, "globalTid")) add_processes(db, kRuntimeTable, "globalTid", pids);
   if (pids.size() < 2) return plan;
+  // Only a split needs to know whether some GPU rows name no process (a scan of each table).
+  for (const char* table : kGpuTables)
+    if (!gpu_without_pid && db.has_column(table, "globalPid") && has_null(db, table, "globalPid"))
+      gpu_without_pid = true;
   if (gpu_without_pid) {
     auto owners = pid_by_correlation(db);
     if (!owners) {
@@ -314,15 +318,24 @@ class Routes {
   // "3 rows of processes without CUDA work (pid 7000 mpirun) were left out", or empty.
   std::string left_out_warning() const {
     if (left_out_.empty()) return {};
-    std::uint64_t rows = 0;
+    std::uint64_t rows = 0, unknown = 0;
     std::string pids;
     for (const auto& [pid, n] : left_out_) {
+      if (pid == kNone) {
+        unknown = n;  // GPU rows whose process neither the row nor its launch names
+        continue;
+      }
       rows += n;
       auto name = other_names_.find(pid);
       pids += fmt::format("{}pid {}{}", pids.empty() ? "" : ", ", pid,
                           name == other_names_.end() ? "" : " " + name->second);
     }
-    return fmt::format("{} row{} of processes without CUDA work ({}) left out", rows, rows == 1 ? "" : "s", pids);
+    std::string out;
+    if (rows) out = fmt::format("{} row{} of processes without CUDA work ({}) left out", rows, rows == 1 ? "" : "s", pids);
+    if (unknown)
+      out += fmt::format("{}{} GPU row{} of no known process left out", out.empty() ? "" : "; ", unknown,
+                         unknown == 1 ? "" : "s");
+    return out;
   }
 
  private:
