@@ -121,8 +121,8 @@ std::uint64_t inside_strings(std::uint64_t quotes, bool in_string) {
 JsonChunker::JsonChunker(ByteSource& src, std::string name, std::size_t block_size)
     : src_(src),
       name_(std::move(name)),
-      block_size_(std::clamp<std::size_t>(std::max(src.expected_output(), src.total()) + 1, 4096,
-                                          block_size)) {}
+      block_size_(std::clamp<std::size_t>(std::max(src.expected_output(), src.total()) + 1,
+                                          std::min<std::size_t>(4096, block_size), block_size)) {}
 
 void JsonChunker::fail(std::size_t at, const std::string& what) const {
   throw InputError(fmt::format("{}: byte {}: {}", name_, base_offset_ + at, what));
