@@ -149,7 +149,6 @@ std::function<int()> setup_memory(CLI::App& plan) {
 
 // ---- roofline -----------------------------------------------------------------------------
 
-
 std::function<int()> setup_roofline(CLI::App& plan) {
   struct Opts {
     std::string gpu, dtype, gemm, attention, flops, bytes, model;
@@ -376,7 +375,6 @@ std::function<int()> setup_stack(CLI::App& plan) {
 }
 
 // ---- kv, serve, specdec -------------------------------------------------------------------
-
 
 std::function<int()> setup_kv(CLI::App& plan) {
   struct Opts {

@@ -204,10 +204,6 @@ std::uint64_t size_or_zero(const std::string& p) {
   return ec ? 0 : n;
 }
 
-}  // namespace
-
-namespace {
-
 struct FoundFile {
   std::string path;
   bool listed = false;  // found by listing a directory, not named by the user
@@ -307,10 +303,6 @@ void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
   std::sort(t.ranks.begin(), t.ranks.end(),
             [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
 }
-
-}  // namespace
-
-namespace {
 
 // JSON files beside a directory's traces that hold none are skipped with a warning; a directory
 // with nothing else is an error.
