@@ -1,6 +1,7 @@
 // Drives generation: the cross-rank collective schedule, then each rank's trace streamed to
 // disk step by step, with the ground truth of every step written alongside.
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <stdexcept>
 
@@ -88,6 +89,76 @@ std::string rank_file_name(int rank, bool gzip) {
   return "rank-" + std::to_string(rank) + ".pt.trace.json" + (gzip ? ".gz" : "");
 }
 
+ns_t comm_kernel_ns(std::span<const Event> events) {
+  ns_t sum = 0;
+  for (const Event& e : events)
+    if (e.type == EvType::Kernel && e.gclass == GpuClass::Comm) sum += e.dur;
+  return sum;
+}
+
+std::string step_name(const Params& p, int number) {
+  return p.step_markers ? "ProfilerStep#" + std::to_string(number) : std::string();
+}
+
+// The host runs ahead of the GPU (no per-step sync): ProfilerStep#N on the host overlaps the GPU
+// work of earlier steps, so a window is measured on the GPU: from the step's first GPU activity
+// to the next step's first (the last step: to its last GPU activity). On one stream no GPU
+// activity of another step falls inside; host events of up to host_ahead + 2 later steps can.
+class GpuSideWindows {
+ public:
+  GpuSideWindows(const Params& p, int rank, GroundTruthWriter& truth) : p_(p), rank_(rank), truth_(truth) {}
+
+  void add(std::span<const Event> events, const StepResult& res, int index) {
+    steps_.push_back({std::vector<Event>(events.begin(), events.end()), res, index});
+    while (steps_.size() > static_cast<std::size_t>(p_.host_ahead) + 3) {
+      emit_front(steps_[1].res.gpu_start);
+      steps_.pop_front();
+    }
+  }
+
+  void finish() {
+    while (!steps_.empty()) {
+      emit_front(steps_.size() > 1 ? steps_[1].res.gpu_start : steps_.front().res.gpu_end);
+      steps_.pop_front();
+    }
+  }
+
+ private:
+  struct Built {
+    std::vector<Event> events;
+    StepResult res;
+    int index;
+  };
+
+  void emit_front(ns_t w1) {
+    const Built& b = steps_.front();
+    const ns_t w0 = b.res.gpu_start;
+    if (w0 < 0 || w1 <= w0) throw std::logic_error("tracegen: a step has no GPU-side window");
+    for (const Event& e : b.events)
+      if (e.on_gpu() && e.end() > w1) throw std::logic_error("tracegen: GPU work of a step runs into the next");
+    merged_.clear();
+    for (const Built& s : steps_) merged_.insert(merged_.end(), s.events.begin(), s.events.end());
+    StepTruth st;
+    st.rank = rank_;
+    st.step = p_.first_step + b.index;
+    st.name = step_name(p_, st.step);
+    st.start = w0;
+    st.end = w1;
+    st.host_start = b.events[b.res.profiler_step].ts;
+    st.host_end = b.res.host_end;
+    st.categories = partition_window(merged_, w0, w1, true);
+    st.comm_kernel_ns = comm_kernel_ns(b.events);
+    st.verdict = step_verdict(p_, rank_, st.categories, st.end - st.start, &st.dominant);
+    truth_.add(st);
+  }
+
+  const Params& p_;
+  int rank_;
+  GroundTruthWriter& truth_;
+  std::deque<Built> steps_;
+  std::vector<Event> merged_;
+};
+
 std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& coll,
                          const std::string& path, GroundTruthWriter& truth) {
   const RankLayout layout = rank_layout(p, rank);
@@ -99,26 +170,42 @@ std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& co
   const ns_t session_start = t - 1'500'000;
   ns_t last_end = t;
   const bool gpu = p.platform != Platform::Cpu;
+  const bool ahead = gpu && p.host_ahead > 0;
+  GpuSideWindows gpu_windows(p, rank, truth);
+  std::vector<ns_t> gpu_end;  // per step, for the host's queue-depth limit
   ns_t carried_tail = -1;
   for (int s = 0; s < p.steps; ++s) {
-    const StepContext ctx{&p, rank, s, t, coll.ends(s)};
+    StepContext ctx{&p, rank, s, t, coll.ends(s)};
+    if (ahead) {
+      ctx.gpu_free = s > 0 ? gpu_end[static_cast<std::size_t>(s - 1)] : 0;
+      if (s >= p.host_ahead) ctx.launch_block_until = gpu_end[static_cast<std::size_t>(s - p.host_ahead)];
+    }
     const StepResult res = build_step(ctx, events, ids);
+    w.write_step(events);
+    last_end = std::max(last_end, res.window_end);
+    if (ahead) {
+      gpu_end.push_back(res.gpu_end);
+      gpu_windows.add(events, res, s);
+      t = res.host_end + step_gap(p, rank, s);
+      continue;
+    }
     const ns_t w0 = events[res.profiler_step].ts;
     check_step_bounds(events, w0, res.window_end);
-    w.write_step(events);
     StepTruth st;
     st.rank = rank;
     st.step = p.first_step + s;
+    st.name = step_name(p, st.step);
     st.start = w0;
     st.end = res.window_end;
     st.host_end = res.host_end;
     st.categories = partition_window(events, w0, res.window_end, gpu, carried_tail);
+    st.comm_kernel_ns = comm_kernel_ns(events);
     carried_tail = gpu ? open_sync_tail(events) : -1;
     st.verdict = step_verdict(p, rank, st.categories, st.end - st.start, &st.dominant);
     truth.add(st);
-    last_end = res.window_end;
     t = next_step_start(p, rank, s, res);
   }
+  gpu_windows.finish();
   w.write_footer(session_start, last_end + 2'000'000);
   return w.bytes();
 }
@@ -145,6 +232,15 @@ std::string validate(const Params& p) {
       p.opt_params < 0 || p.recompile_every < 0 || p.eager_after < 0)
     return "counts must not be negative";
   if (p.bwd_factor <= 0) return "--bwd-factor must be positive";
+  if (p.cold_start_us < 0 || p.ep_us < 0 || p.expert_gemm_us < 0) return "durations and sizes must not be negative";
+  if (p.item_syncs < 0 || p.item_syncs > 3) return "--item-syncs must be within [0, 3]";
+  if (p.host_ahead < 0 || p.host_ahead > 8) return "--host-ahead must be within [0, 8]";
+  if (p.host_ahead > 0 && (p.ranks != 1 || p.item_syncs != 0 || p.mid_sync || p.ckpt_every > 0 ||
+                           p.autotune_trials > 0 || p.anomaly || p.final_device_sync))
+    return "--host-ahead needs one rank and no per-step sync (--item-syncs 0, no mid-step sync, checkpoint, "
+           "autotuning, anomaly checks or final device sync)";
+  if (p.kineto_dialect != "current" && p.kineto_dialect != "2021") return "--kineto-dialect must be current or 2021";
+  if (!p.training && (p.ranks > 1 || p.fp8_moe)) return "--training 0 needs one rank and no MoE blocks";
   return {};
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rng.hpp"
+
 namespace stepscope::tracegen {
 namespace {
 
@@ -44,6 +46,51 @@ void add_footgun_params(const Params& p, nlohmann::json& j) {
   j["recompile_every"] = p.recompile_every;
   j["compile_us"] = p.compile_us;
   j["eager_after"] = p.eager_after;
+}
+
+// Likewise the knobs of the real-world trace classes.
+void add_trace_class_params(const Params& p, nlohmann::json& j) {
+  const Params d;
+  if (p.training == d.training && p.step_markers == d.step_markers && p.stage_annotations == d.stage_annotations &&
+      p.gpu_records == d.gpu_records && p.kineto_dialect == d.kineto_dialect && p.cold_start_us == d.cold_start_us &&
+      p.triton_pointwise == d.triton_pointwise && p.item_syncs == d.item_syncs && p.cpu_item == d.cpu_item &&
+      p.blocking_copy == d.blocking_copy && p.final_device_sync == d.final_device_sync &&
+      p.host_ahead == d.host_ahead && p.fp8_moe == d.fp8_moe)
+    return;
+  j["training"] = p.training;
+  j["step_markers"] = p.step_markers;
+  j["stage_annotations"] = p.stage_annotations;
+  j["gpu_records"] = p.gpu_records;
+  j["kineto_dialect"] = p.kineto_dialect;
+  j["cold_start_us"] = p.cold_start_us;
+  j["triton_pointwise"] = p.triton_pointwise;
+  j["item_syncs"] = p.item_syncs;
+  j["cpu_item"] = p.cpu_item;
+  j["blocking_copy"] = p.blocking_copy;
+  j["final_device_sync"] = p.final_device_sync;
+  j["host_ahead"] = p.host_ahead;
+  j["fp8_moe"] = p.fp8_moe;
+  j["ep_us"] = p.ep_us;
+  j["expert_gemm_us"] = p.expert_gemm_us;
+}
+
+// What a correct analysis concludes besides the verdict; the optional ones only when stated.
+std::string expectations_json(const Params& p) {
+  nlohmann::json j = nlohmann::json::object();
+  j["expected_run_kind"] = p.expected_run_kind;
+  j["expected_warnings"] = p.expected_warnings;
+  if (p.expected_sync_calls_per_step >= 0) j["expected_sync_calls_per_step"] = p.expected_sync_calls_per_step;
+  if (!p.expected_gemm_dtype.empty()) j["expected_gemm_dtype"] = p.expected_gemm_dtype;
+  if (!p.expected_first_lever.empty()) j["expected_first_lever"] = p.expected_first_lever;
+  if (!p.expected_not_levers.empty()) j["expected_not_levers"] = p.expected_not_levers;
+  if (p.cold_start_us > 0) {
+    // The one-time cost inside the first kernel launch, counted in the window as launch overhead.
+    j["startup_ns"] = us_to_ns(p.cold_start_us);
+    j["startup_category"] = category_name(Category::LaunchOverhead);
+  }
+  std::string out;
+  for (const auto& [k, v] : j.items()) out += "  \"" + k + "\": " + v.dump() + ",\n";
+  return out;
 }
 
 nlohmann::json params_json(const Params& p) {
@@ -94,6 +141,7 @@ nlohmann::json params_json(const Params& p) {
       {"gzip", p.gzip},
   };
   add_footgun_params(p, j);
+  add_trace_class_params(p, j);
   return j;
 }
 
@@ -138,30 +186,35 @@ GroundTruthWriter::GroundTruthWriter(const Params& p, const std::string& path)
   buf_ = "{\n";
   fmt::format_to(std::back_inserter(buf_),
                  "  \"schema\": \"{}\",\n  \"generator\": \"stepscope-tracegen\",\n"
-                 "  \"scenario\": {},\n  \"description\": {},\n  \"expected_verdict\": {},\n"
+                 "  \"scenario\": {},\n  \"description\": {},\n  \"expected_verdict\": {},\n{}"
                  "  \"straggler_rank\": {},\n  \"platform\": \"{}\",\n  \"ranks\": {},\n"
                  "  \"steps_per_rank\": {},\n  \"seed\": {},\n"
-                 "  \"time_unit\": \"ns\",\n  \"time_origin\": \"trace ts (us, relative to "
-                 "baseTimeNanoseconds) x 1000\",\n  \"base_time_ns\": 1767189312000000000,\n"
+                 "  \"time_unit\": \"ns\",\n  \"time_origin\": \"{}\",\n  \"base_time_ns\": {},\n"
                  "  \"categories\": {},\n  \"parameters\": {},\n  \"steps\": [",
                  kGroundTruthSchema, nlohmann::json(p.scenario).dump(),
                  nlohmann::json(p.description).dump(), nlohmann::json(p.expected_verdict).dump(),
-                 p.straggler_rank, platform_name(p.platform), p.ranks, p.steps, p.seed,
-                 cats.dump(), params_json(p).dump());
+                 expectations_json(p), p.straggler_rank, platform_name(p.platform), p.ranks, p.steps, p.seed,
+                 p.legacy_dialect() ? "trace ts (us, absolute: no baseTimeNanoseconds) x 1000"
+                                    : "trace ts (us, relative to baseTimeNanoseconds) x 1000",
+                 p.legacy_dialect() ? 0 : 1767189312000000000LL, cats.dump(), params_json(p).dump());
 }
 
 void GroundTruthWriter::add(const StepTruth& s) {
   fmt::format_to(std::back_inserter(buf_),
-                 "{}\n    {{\"rank\": {}, \"step\": {}, \"name\": \"ProfilerStep#{}\", "
-                 "\"start_ns\": {}, \"end_ns\": {}, \"duration_ns\": {}, \"host_end_ns\": {}, "
-                 "\"verdict\": \"{}\", \"dominant\": \"{}\", \"categories_ns\": ",
-                 first_ ? "" : ",", s.rank, s.step, s.step, s.start, s.end, s.end - s.start,
+                 "{}\n    {{\"rank\": {}, \"step\": {}, \"name\": {}, "
+                 "\"start_ns\": {}, \"end_ns\": {}, \"duration_ns\": {}, ",
+                 first_ ? "" : ",", s.rank, s.step, nlohmann::json(s.name).dump(), s.start, s.end, s.end - s.start);
+  if (s.host_start >= 0) fmt::format_to(std::back_inserter(buf_), "\"host_start_ns\": {}, ", s.host_start);
+  if (p_.report_comm_kernel_ns) fmt::format_to(std::back_inserter(buf_), "\"comm_kernel_ns\": {}, ", s.comm_kernel_ns);
+  fmt::format_to(std::back_inserter(buf_),
+                 "\"host_end_ns\": {}, \"verdict\": \"{}\", \"dominant\": \"{}\", \"categories_ns\": ",
                  s.host_end, s.verdict, s.dominant);
   append_categories(buf_, s.categories);
   buf_ += '}';
   first_ = false;
   for (std::size_t i = 0; i < kCategoryCount; ++i) totals_[i] += s.categories[i];
   total_window_ += s.end - s.start;
+  total_comm_ += s.comm_kernel_ns;
   ++count_;
   if (buf_.size() > (1u << 20)) flush();
 }
@@ -176,7 +229,13 @@ void GroundTruthWriter::finish() {
                  "\n  ],\n  \"totals\": {{\"steps\": {}, \"duration_ns\": {}, \"categories_ns\": ",
                  count_, total_window_);
   append_categories(buf_, totals_);
-  buf_ += "},\n  \"files\": " + nlohmann::json(files_).dump() + "\n}\n";
+  buf_ += "},\n";
+  if (p_.report_comm_kernel_ns) {
+    // Communication kernels (NCCL, expert-parallel) per step, averaged over every step of every rank.
+    const ns_t per_step = count_ > 0 ? (total_comm_ + count_ / 2) / count_ : 0;
+    fmt::format_to(std::back_inserter(buf_), "  \"expected_comm_kernel_ns_per_step\": {},\n", per_step);
+  }
+  buf_ += "  \"files\": " + nlohmann::json(files_).dump() + "\n}\n";
   flush();
   sink_->close();
 }

@@ -29,6 +29,7 @@ class GroundTruthWriter {
   bool first_ = true;
   Breakdown totals_{};
   ns_t total_window_ = 0;
+  ns_t total_comm_ = 0;
   std::int64_t count_ = 0;
   std::vector<std::string> files_;
 };

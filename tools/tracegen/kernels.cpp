@@ -123,6 +123,67 @@ const KernelSet kRocm{&kRocmGemm, &kRocmGemm, &kRocmGemm, &kLayerNorm, &kLayerNo
                       "Memcpy HtoD (Host -> Device)", "Memcpy HtoD (Host -> Device)",
                       "Memcpy DtoH (Device -> Host)", "Memcpy DtoH (Device -> Host)"};
 
+// Volta / Turing fp32 (V100, T4): cuBLAS's volta_sgemm kernels and all-float ATen kernels.
+const KernelSpec kVoltaSgemm{"volta_sgemm_128x64_tn", {16, 48, 1}, {128, 1, 1}, 122, 12544,
+                             3.2, 12.8, 20};
+const KernelSpec kVoltaSgemmNn{"volta_sgemm_128x64_nn", {16, 48, 1}, {128, 1, 1}, 122, 12544,
+                               3.2, 12.8, 20};
+const KernelSpec kVoltaSgemmNt{"volta_sgemm_128x128_nt", {16, 24, 1}, {256, 1, 1}, 127, 33280,
+                               1.6, 12.8, 20};
+const KernelSpec kLayerNormF32{
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>"
+    "(int, float, float const*, float const*, float const*, float*, "
+    "float*, float*)",
+    {4096, 1, 1}, {256, 1, 1}, 40, 0, 37.925926, 303.407410, 92};
+const KernelSpec kLayerNormBwdInputF32{
+    "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<float, "
+    "float>(float const*, float const*, float const*, float const*, "
+    "float const*, float*, int)",
+    {4096, 1, 1}, {256, 1, 1}, 40, 0, 37.925926, 303.407410, 88};
+const KernelSpec kLayerNormBwdGammaF32{
+    "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<float, "
+    "float>(long, long, float const*, float const*, float const*, float const*, "
+    "float*, float*)",
+    {32, 1, 1}, {32, 32, 1}, 64, 8448, 0.296296, 9.481482, 14};
+const KernelSpec kGeluF32{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+    "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::"
+    "operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::"
+    "native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
+    "operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}, at::"
+    "detail::Array<char*, 2>)",
+    {12288, 1, 1}, {128, 1, 1}, 28, 0, 113.777779, 455.111115, 94};
+const KernelSpec kGeluBwdF32{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at"
+    "::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}"
+    "::operator()() const::{lambda(float, float)#1}, at::detail::Array<char*, 3>"
+    " >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType"
+    ")::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float,"
+    " float)#1}, at::detail::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 32, 0, 113.777779, 455.111115, 93};
+const KernelSpec kAddF32{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>"
+    ", at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail"
+    "::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 26, 0, 113.777779, 455.111115, 95};
+const KernelSpec kMulF32{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, "
+    "float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::"
+    "Array<char*, 3> >(int, at::native::BinaryFunctor<float, float, float"
+    ", at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3>)",
+    {12288, 1, 1}, {128, 1, 1}, 26, 0, 113.777779, 455.111115, 95};
+const KernelSpec kSoftmaxF32{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+    "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*,"
+    " int)",
+    {4096, 1, 1}, {1024, 1, 1}, 38, 0, 18.962963, 606.814819, 96};
+const KernelSet kCudaVoltaFp32{&kVoltaSgemm, &kVoltaSgemmNn, &kVoltaSgemmNt, &kLayerNormF32,
+                               &kLayerNormBwdInputF32, &kLayerNormBwdGammaF32, &kGeluF32, &kGeluBwdF32,
+                               &kAddF32, &kMulF32, &kTiny, &kSoftmaxF32, &kNll, &kSoftmaxBwd, &kNllBwd,
+                               &kAdam, &kNccl, "Memcpy HtoD (Pinned -> Device)",
+                               "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)",
+                               "Memcpy DtoH (Device -> Pageable)"};
+
 const KernelSpec kNcclLegacy{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
                              {2, 1, 1}, {512, 1, 1}, 96, 42024, 0.025, 0.4, 1};
 
@@ -227,6 +288,74 @@ const KernelSpec kAddcdiv{
     "detail::Array<char*, 4>)",
     {1024, 1, 1}, {128, 1, 1}, 28, 0, 9.481482, 37.925926, 95};
 
+
+// fp8 MoE on H100 with DeepEP expert parallelism, and a Triton pointwise kernel.
+const KernelSpec kFp8Gemm{
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int>, "
+    "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<4, "
+    "cute::tuple<cute::C<2>, cute::C<1>, cute::C<1> >, "
+    "cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum>, cute::tuple<cute::C<128>, "
+    "cute::C<128>, cute::C<128> >, cutlass::float_e4m3_t, cute::tuple<long, cute::C<1>, long>, "
+    "cutlass::float_e4m3_t, cute::tuple<long, cute::C<1>, long>, cute::TiledMMA<cute::MMA_Atom<cute::"
+    "SM90_64x128x32_F32E4M3E4M3_SS_TN<(cute::GMMA::ScaleIn)1, (cute::GMMA::ScaleIn)1> >, "
+    "cute::Layout<cute::tuple<cute::C<2>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<1>, "
+    "cute::C<0>, cute::C<0> > >, cute::tuple<cute::Underscore, cute::Underscore, cute::Underscore> >, "
+    "cute::SM90_TMA_LOAD, cute::ComposedLayout<cute::Swizzle<3, 4, 3>, cute::smem_ptr_flag_bits<8>, "
+    "cute::Layout<cute::tuple<cute::C<8>, cute::C<128> >, cute::tuple<cute::C<128>, cute::C<1> > > >, "
+    "void, cute::identity, cute::SM90_TMA_LOAD_MULTICAST, cute::ComposedLayout<cute::Swizzle<3, 4, 3>, "
+    "cute::smem_ptr_flag_bits<8>, cute::Layout<cute::tuple<cute::C<8>, cute::C<128> >, "
+    "cute::tuple<cute::C<128>, cute::C<1> > > >, void, cute::identity>, "
+    "cutlass::epilogue::collective::CollectiveEpilogue<cutlass::epilogue::Sm90TmaWarpSpecialized<4, 2, "
+    "16, true, false>, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, cute::tuple<cute::C<64>, "
+    "cute::C<32> >, cutlass::bfloat16_t, cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, "
+    "cute::tuple<long, cute::C<1>, long> >, void, void> >(cutlass::gemm::kernel::GemmUniversal<"
+    "cute::tuple<int, int, int>, cutlass::float_e4m3_t>::Params)",
+    {132, 1, 1}, {384, 1, 1}, 168, 213248, 1.0, 12.0, 19};
+const KernelSpec kFp8Transpose{
+    "void cutlass::device_kernel<cutlass::transform::kernel::TransposeKernel<cutlass::float_e4m3_t, "
+    "cutlass::layout::RowMajor, cute::tuple<cute::C<64>, cute::C<64> >, 128> >(cutlass::transform::"
+    "kernel::TransposeKernel<cutlass::float_e4m3_t, cutlass::layout::RowMajor, cute::tuple<cute::C<64>, "
+    "cute::C<64> >, 128>::Params)",
+    {2048, 1, 1}, {128, 1, 1}, 32, 8192, 15.515152, 62.060608, 88};
+const KernelSpec kGroupedGemm{
+    "void deep_gemm::fp8_gemm_kernel<4096u, 7168u, 128u, 160u, 128u, 1u, 8u, 128u, 4u, 3u, 1u, 2u, "
+    "(deep_gemm::GemmType)1>(__nv_bfloat16*, float*, int*, unsigned int, CUtensorMap, CUtensorMap, "
+    "CUtensorMap, CUtensorMap)",
+    {132, 1, 1}, {384, 1, 1}, 168, 232448, 1.0, 12.0, 19};
+const KernelSpec kRouterGemm{
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas",
+    {64, 1, 1}, {128, 1, 1}, 168, 98304, 0.484848, 1.939394, 3};
+const KernelSpec kTopk{
+    "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::"
+    "TensorInfo<float const, unsigned int>, unsigned int, unsigned int, bool, unsigned int, "
+    "unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::"
+    "detail::TensorInfo<long, unsigned int>, unsigned int, unsigned int*)",
+    {4096, 1, 1}, {256, 1, 1}, 40, 1024, 31.030304, 248.242432, 80};
+const KernelSpec kSilu{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::silu_kernel(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+    {16384, 1, 1}, {128, 1, 1}, 24, 0, 124.121216, 496.484863, 94};
+const KernelSpec kNotifyDispatch{
+    "void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int, int const*, int*, int, int, "
+    "int, bool const*, int*, int*, int, void**, int**, int)",
+    {9, 1, 1}, {128, 1, 1}, 56, 0, 0.068182, 0.272727, 1};
+const KernelSpec kEpDispatch{
+    "void deep_ep::internode::dispatch<false, 2, 1, 8, 24, 8>(int4*, float*, long*, float*, "
+    "deep_ep::internode::SourceMeta*, int4 const*, float const*, long const*, float const*, int*, "
+    "int*, int*, int*, int const*, int const*, int const*, int const*, bool const*, int, int, int, "
+    "int, int, void*, int, int, void**, int, int, int, int, int)",
+    {24, 1, 1}, {768, 1, 1}, 96, 0, 0.181818, 4.363636, 7};
+const KernelSpec kEpCombine{
+    "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(__nv_bfloat16*, float*, int4 const*, "
+    "float const*, float const*, int const*, int const*, int const*, int4*, int const*, void**, "
+    "int**, int, int, int, int, int, int, int, int)",
+    {24, 1, 1}, {768, 1, 1}, 96, 0, 0.181818, 4.363636, 7};
+const KernelSpec kTritonGelu{"triton_poi_fused_gelu_0", {12288, 1, 1}, {128, 1, 1}, 24, 0,
+                             113.777779, 455.111115, 94};
 }  // namespace
 
 const FootgunKernels& footgun_kernels() {
@@ -245,9 +374,18 @@ bool legacy_nccl(const std::string& version) {
   return major < 2 || (major == 2 && minor < 19);
 }
 
-const KernelSet& kernels_for(Platform p, bool tensor_cores) {
+const MoeKernels& moe_kernels() {
+  static const MoeKernels k{&kFp8Gemm,    &kFp8Transpose, &kGroupedGemm, &kRouterGemm, &kTopk,
+                            &kSilu,       &kNotifyDispatch, &kEpDispatch, &kEpCombine};
+  return k;
+}
+
+const KernelSpec& triton_gelu() { return kTritonGelu; }
+
+const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major) {
   if (p == Platform::Rocm) return kRocm;
-  return tensor_cores ? kCudaBf16 : kCudaFp32;
+  if (tensor_cores) return kCudaBf16;
+  return compute_major == 7 ? kCudaVoltaFp32 : kCudaFp32;
 }
 
 }  // namespace stepscope::tracegen

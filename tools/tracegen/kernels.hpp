@@ -30,7 +30,9 @@ struct KernelSet {
   std::string_view h2d_pinned, h2d_pageable, d2h_item, d2h_pageable;
 };
 
-const KernelSet& kernels_for(Platform p, bool tensor_cores);
+// `compute_major` picks the architecture's kernel names (7: Volta/Turing fp32, all-float ATen
+// kernels).
+const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major = 8);
 
 // Kernels of the footgun presets (CUDA names; ROCm traces reuse them).
 struct FootgunKernels {
@@ -48,6 +50,22 @@ struct FootgunKernels {
   std::vector<const KernelSpec*> adam_steps;  // one per op of a per-parameter AdamW update
 };
 const FootgunKernels& footgun_kernels();
+// Kernels of the real-world trace classes: an fp8 MoE block on H100 with expert-parallel
+// communication (DeepEP), and a Triton pointwise kernel.
+struct MoeKernels {
+  const KernelSpec* fp8_gemm;          // CUTLASS GemmUniversal on float_e4m3_t (torch._scaled_mm)
+  const KernelSpec* fp8_transpose;     // CUTLASS transpose of an fp8 tensor: not a GEMM
+  const KernelSpec* grouped_gemm;      // DeepGEMM grouped fp8 GEMM over the local experts
+  const KernelSpec* router_gemm;       // bf16 cuBLAS GEMM on sm90
+  const KernelSpec* topk;
+  const KernelSpec* silu;
+  const KernelSpec* notify_dispatch;   // DeepEP
+  const KernelSpec* dispatch;
+  const KernelSpec* combine;
+};
+const MoeKernels& moe_kernels();
+const KernelSpec& triton_gelu();
+
 // NCCL before 2.19 named its kernels per collective/algorithm/type (ncclKernel_*).
 const KernelSpec& legacy_nccl_allreduce();
 bool legacy_nccl(const std::string& version);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "gpus.hpp"
 #include "model.hpp"
 #include "rng.hpp"
 
@@ -11,35 +12,16 @@ namespace {
 
 constexpr std::size_t kFlushBytes = 1 << 20;
 
-struct GpuModel {
-  std::string_view match;
-  std::int64_t total_mem;
-  int major, minor, sms, warp;
-  int smem_per_sm, smem_optin;
-};
-
-// deviceProperties of the GPUs the presets name; unknown names get A100 numbers.
-constexpr GpuModel kGpus[] = {
-    {"A100", 85051572224, 8, 0, 108, 32, 167936, 166912},
-    {"H100", 85018279936, 9, 0, 132, 32, 233472, 232448},
-    {"V100", 34079637504, 7, 0, 80, 32, 98304, 98304},
-    {"MI300X", 206141652992, 9, 4, 304, 64, 65536, 65536},
-};
-
-const GpuModel& gpu_model(std::string_view name) {
-  for (const auto& g : kGpus)
-    if (name.find(g.match) != std::string_view::npos) return g;
-  return kGpus[0];
-}
-
-std::string_view category(const Event& e) {
+std::string_view category(const Event& e, bool legacy) {
+  // Kineto of 2021 wrote every host op (ProfilerStep and record_function ranges too) as
+  // "Operator", and capitalised the GPU categories.
   switch (e.type) {
-    case EvType::CpuOp: return "cpu_op";
-    case EvType::UserAnnotation: return "user_annotation";
-    case EvType::Runtime: return "cuda_runtime";
-    case EvType::Kernel: return "kernel";
-    case EvType::Memcpy: return "gpu_memcpy";
-    case EvType::Memset: return "gpu_memset";
+    case EvType::CpuOp: return legacy ? "Operator" : "cpu_op";
+    case EvType::UserAnnotation: return legacy ? "Operator" : "user_annotation";
+    case EvType::Runtime: return legacy ? "Runtime" : e.driver ? "cuda_driver" : "cuda_runtime";
+    case EvType::Kernel: return legacy ? "Kernel" : "kernel";
+    case EvType::Memcpy: return legacy ? "Memcpy" : "gpu_memcpy";
+    case EvType::Memset: return legacy ? "Memset" : "gpu_memset";
     case EvType::GpuAnnotation: return "gpu_user_annotation";
   }
   return "cpu_op";
@@ -88,7 +70,7 @@ RankLayout rank_layout(const Params& p, int rank) {
 }
 
 KinetoWriter::KinetoWriter(const Params& p, const RankLayout& layout, std::unique_ptr<Sink> sink)
-    : p_(p), l_(layout), sink_(std::move(sink)) {
+    : p_(p), l_(layout), sink_(std::move(sink)), legacy_(p.legacy_dialect()) {
   group_ranks_ = "[";
   for (int r = 0; r < p_.ranks; ++r) group_ranks_ += (r ? ", " : "") + std::to_string(r);
   group_ranks_ += "]";
@@ -111,8 +93,8 @@ void KinetoWriter::write_header() {
     write_json_string(buf_, p_.gpu_name);
     fmt::format_to(out,
                    ", \"totalGlobalMem\": {},\n      \"computeMajor\": {}, \"computeMinor\": {},\n"
-                   "      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n",
-                   g.total_mem, g.major, g.minor);
+                   "      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": {},\n",
+                   g.total_mem, g.major, g.minor, g.threads_per_sm);
     if (rocm) {
       fmt::format_to(out,
                      "      \"regsPerBlock\": 65536, \"warpSize\": {},\n"
@@ -129,6 +111,15 @@ void KinetoWriter::write_header() {
     }
   }
   fmt::format_to(out, "{}],\n", l_.node_devices ? "\n  " : "");
+  if (legacy_) {
+    // 2021: a short distributedInfo, absolute timestamps (no baseTimeNanoseconds).
+    fmt::format_to(out,
+                   "  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, \"world_size\": {}}},\n"
+                   "  \"traceEvents\": [",
+                   gpu ? "nccl" : "gloo", l_.rank, p_.ranks);
+    flush_if_large();
+    return;
+  }
   if (p_.platform == Platform::Cuda)
     fmt::format_to(out,
                    "  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n"
@@ -174,25 +165,44 @@ void KinetoWriter::name_field(const Event& e) {
   }
 }
 
+void KinetoWriter::time(ns_t ns) {
+  // 2021 traces carry integer µs; the generator has already rounded every interval to whole µs.
+  if (legacy_) fmt::format_to(std::back_inserter(buf_), "{}", ns / 1000);
+  else format_us(buf_, ns);
+}
+
+void KinetoWriter::span_fields(ns_t ts, ns_t dur) {
+  buf_.append(std::string_view("\"ts\": "));
+  time(ts);
+  buf_.append(std::string_view(", \"dur\": "));
+  time(dur);
+}
+
 void KinetoWriter::host_event(const Event& e) {
   auto out = std::back_inserter(buf_);
+  if (e.step_number >= 0 && !p_.step_markers) return;
   if (e.thread == kAutogradThread) autograd_seen_ = true;
   begin_event();
-  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e));
+  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e, legacy_));
   name_field(e);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    \"ts\": ", l_.pid, host_tid(e));
-  format_us(buf_, e.ts);
-  buf_.append(std::string_view(", \"dur\": "));
-  format_us(buf_, e.dur);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    ", l_.pid, host_tid(e));
+  span_fields(e.ts, e.dur);
   buf_.append(std::string_view(",\n    \"args\": {\n      "));
   host_args(e);
   buf_.append(std::string_view("\n    }\n  }"));
-  if (e.flow_out >= 0) flow('s', e.flow_out, l_.pid, host_tid(e), e.ts, "fwdbwd");
-  if (e.flow_in >= 0) flow('f', e.flow_in, l_.pid, host_tid(e), e.ts, "fwdbwd");
+  if (e.flow_out >= 0) flow('s', e.flow_out, l_.pid, host_tid(e), e.ts, "fwdbwd", "fwdbwd");
+  if (e.flow_in >= 0) flow('f', e.flow_in, l_.pid, host_tid(e), e.ts, "fwdbwd", "fwdbwd");
 }
 
 void KinetoWriter::host_args(const Event& e) {
   auto out = std::back_inserter(buf_);
+  if (legacy_) {
+    fmt::format_to(out, "\"External id\": {}, \"Trace name\": \"PyTorch Profiler\", \"Trace iteration\": 0",
+                   e.ext_id);
+    if (e.seq >= 0)
+      fmt::format_to(out, ", \"Sequence number\": {}, \"Fwd thread id\": {}", e.seq, e.fwd_tid);
+    return;
+  }
   fmt::format_to(out, "\"External id\": {}, \"Record function id\": 0", e.ext_id);
   if (e.seq >= 0)
     fmt::format_to(out, ", \"Sequence number\": {}, \"Fwd thread id\": {}", e.seq, e.fwd_tid);
@@ -219,13 +229,21 @@ void KinetoWriter::comm_args(std::int64_t nelems, bool kernel) {
 void KinetoWriter::runtime_event(const Event& e) {
   auto out = std::back_inserter(buf_);
   begin_event();
-  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ");
+  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e, legacy_));
   write_json_string(buf_, e.name);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    \"ts\": ", l_.pid, host_tid(e));
-  format_us(buf_, e.ts);
-  buf_.append(std::string_view(", \"dur\": "));
-  format_us(buf_, e.dur);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    ", l_.pid, host_tid(e));
+  span_fields(e.ts, e.dur);
   buf_.append(std::string_view(",\n    \"args\": {\n      "));
+  if (legacy_) {
+    fmt::format_to(out, "\"cbid\": {}, \"correlation\": {}, \"external id\": {}", e.cbid, e.corr,
+                   std::max<std::int64_t>(0, e.ext_id));
+    if (e.ext_ts >= 0) {
+      buf_.append(std::string_view(", \"external ts\": "));
+      time(e.ext_ts);
+    }
+    buf_.append(std::string_view("\n    }\n  }"));
+    return;
+  }
   if (e.ext_id >= 0) fmt::format_to(out, "\"External id\": {}, ", e.ext_id);
   const bool rocm = p_.platform == Platform::Rocm;
   fmt::format_to(out, "\"{}\": {}, \"correlation\": {}\n    }}\n  }}", rocm ? "cid" : "cbid",
@@ -236,38 +254,50 @@ void KinetoWriter::gpu_event(const Event& e) {
   auto out = std::back_inserter(buf_);
   streams_.insert(e.thread);
   begin_event();
-  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e));
+  fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e, legacy_));
   name_field(e);
-  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    \"ts\": ", l_.device, e.thread);
-  format_us(buf_, e.ts);
-  buf_.append(std::string_view(", \"dur\": "));
-  format_us(buf_, e.dur);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    ", l_.device, e.thread);
+  span_fields(e.ts, e.dur);
   buf_.append(std::string_view(",\n    \"args\": {\n      "));
   const bool rocm = p_.platform == Platform::Rocm;
+  const double gbps = static_cast<double>(e.bytes) / static_cast<double>(std::max<ns_t>(1, e.dur));
   if (e.type == EvType::GpuAnnotation) {
     fmt::format_to(out, "\"External id\": {}", e.ext_id);
   } else if (e.type == EvType::Kernel) {
     kernel_args(e);
+  } else if (legacy_) {
+    fmt::format_to(out,
+                   "\"device\": {}, \"context\": 1, \"stream\": {}, \"correlation\": {}, "
+                   "\"external id\": {}, \"bytes\": {}, \"memory bandwidth (GB/s)\": {}",
+                   l_.device, e.thread, e.corr, e.ext_id, e.bytes, gbps);
   } else if (rocm) {
     fmt::format_to(out,
                    "\"External id\": {}, \"device\": {}, \"stream\": {}, \"correlation\": {}, "
                    "\"kind\": \"{}\", \"bytes\": {}, \"memory bandwidth (GB/s)\": {}",
-                   e.ext_id, l_.device, e.thread, e.corr, copy_kind(e), e.bytes,
-                   static_cast<double>(e.bytes) / static_cast<double>(std::max<ns_t>(1, e.dur)));
+                   e.ext_id, l_.device, e.thread, e.corr, copy_kind(e), e.bytes, gbps);
   } else {
     fmt::format_to(out,
                    "\"External id\": {}, \"device\": {}, \"context\": 1, \"stream\": {}, "
                    "\"correlation\": {}, \"bytes\": {}, \"memory bandwidth (GB/s)\": {}",
-                   e.ext_id, l_.device, e.thread, e.corr, e.bytes,
-                   static_cast<double>(e.bytes) / static_cast<double>(std::max<ns_t>(1, e.dur)));
+                   e.ext_id, l_.device, e.thread, e.corr, e.bytes, gbps);
   }
   buf_.append(std::string_view("\n    }\n  }"));
-  if (e.corr >= 0) flow('f', e.corr, l_.device, e.thread, e.ts, "ac2g");
 }
 
 void KinetoWriter::kernel_args(const Event& e) {
   auto out = std::back_inserter(buf_);
   const KernelSpec& k = *e.kernel;
+  if (legacy_) {
+    fmt::format_to(out,
+                   "\"queued\": 0, \"device\": {}, \"context\": 1, \"stream\": {}, \"correlation\": {}, "
+                   "\"external id\": {}, \"registers per thread\": {}, \"shared memory\": {}, "
+                   "\"blocks per SM\": {:.1f}, \"warps per SM\": {:.1f}, \"grid\": [{}, {}, {}], "
+                   "\"block\": [{}, {}, {}], \"est. achieved occupancy %\": {}",
+                   l_.device, e.thread, e.corr, e.ext_id, k.registers, k.shared_memory, k.blocks_per_sm,
+                   k.warps_per_sm, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+                   k.occupancy);
+    return;
+  }
   if (p_.platform == Platform::Rocm) {
     fmt::format_to(out,
                    "\"External id\": {}, \"device\": {}, \"stream\": {}, \"correlation\": {}, "
@@ -288,25 +318,42 @@ void KinetoWriter::kernel_args(const Event& e) {
   if (e.comm_nelems >= 0) comm_args(e.comm_nelems, true);
 }
 
-void KinetoWriter::flow(char ph, std::int64_t id, int pid, int tid, ns_t ts,
-                        std::string_view cat) {
+void KinetoWriter::flow(char ph, std::int64_t id, int pid, int tid, ns_t ts, std::string_view cat,
+                        std::string_view name) {
   auto out = std::back_inserter(buf_);
   begin_event();
   fmt::format_to(out, "\"ph\": \"{}\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": ", ph, id,
                  pid, tid);
-  format_us(buf_, ts);
-  fmt::format_to(out, ",\n    \"cat\": \"{0}\", \"name\": \"{0}\"{1}\n  }}", cat,
-                 ph == 'f' ? ", \"bp\": \"e\"" : "");
+  time(ts);
+  buf_.append(std::string_view(",\n    \"cat\": "));
+  write_json_string(buf_, cat);
+  buf_.append(std::string_view(", \"name\": "));
+  write_json_string(buf_, name);
+  fmt::format_to(out, "{}\n  }}", ph == 'f' ? ", \"bp\": \"e\"" : "");
 }
 
-// Kineto's order within a step: host ops first, then each GPU activity with its launch.
+// The launch link: ac2g today; in 2021 "async_gpu", named after the runtime call.
+void KinetoWriter::launch_flows(const Event& rt, const Event& g) {
+  const std::string_view cat = legacy_ ? "async_gpu" : "ac2g";
+  const std::string_view name = legacy_ ? rt.name : cat;
+  flow('f', g.corr, l_.device, g.thread, g.ts, cat, name);
+  runtime_event(rt);
+  flow('s', rt.corr, l_.pid, host_tid(rt), rt.ts, cat, name);
+}
+
+// Kineto's order within a step: host ops first, then each GPU activity with its launch. Without
+// GPU records (CUPTI activity lost) only the host side remains: runtime calls with no flows.
 void KinetoWriter::write_step(std::span<const Event> events) {
   std::vector<std::uint32_t> host, gpu, lone_runtime;
+  const bool gpu_rows = p_.gpu_records;
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.type == EvType::CpuOp || e.type == EvType::UserAnnotation) host.push_back(i);
-    else if (e.on_gpu()) gpu.push_back(i);
-    else if (e.partner < 0) lone_runtime.push_back(i);
+    else if (e.on_gpu()) {
+      if (gpu_rows) gpu.push_back(i);
+    } else if (e.partner < 0 || !gpu_rows) {
+      lone_runtime.push_back(i);
+    }
   }
   auto by_time = [&](std::uint32_t a, std::uint32_t b) {
     if (events[a].ts != events[b].ts) return events[a].ts < events[b].ts;
@@ -314,6 +361,7 @@ void KinetoWriter::write_step(std::span<const Event> events) {
   };
   std::stable_sort(host.begin(), host.end(), by_time);
   std::stable_sort(gpu.begin(), gpu.end(), by_time);
+  if (!gpu_rows) std::stable_sort(lone_runtime.begin(), lone_runtime.end(), by_time);
   for (auto i : host) {
     host_event(events[i]);
     flush_if_large();
@@ -321,11 +369,7 @@ void KinetoWriter::write_step(std::span<const Event> events) {
   for (auto i : gpu) {
     const Event& g = events[i];
     gpu_event(g);
-    if (g.partner >= 0) {
-      const Event& rt = events[static_cast<std::size_t>(g.partner)];
-      runtime_event(rt);
-      flow('s', rt.corr, l_.pid, host_tid(rt), rt.ts, "ac2g");
-    }
+    if (g.partner >= 0) launch_flows(events[static_cast<std::size_t>(g.partner)], g);
     flush_if_large();
   }
   for (auto i : lone_runtime) runtime_event(events[i]);
@@ -337,7 +381,7 @@ void KinetoWriter::metadata(std::string_view name, int pid, int tid, ns_t ts,
   auto out = std::back_inserter(buf_);
   begin_event();
   fmt::format_to(out, "\"name\": \"{}\", \"ph\": \"M\", \"ts\": ", name);
-  format_us(buf_, ts);
+  time(ts);
   fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    \"args\": {{\n      \"{}\": ", pid, tid,
                  key);
   if (quoted) write_json_string(buf_, value);
@@ -368,15 +412,15 @@ void KinetoWriter::write_footer(ns_t start, ns_t end) {
   if (autograd_seen_) thread(l_.autograd_tid, "pt_autograd_0");
   begin_event();
   fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
-  format_us(buf_, start);
+  time(start);
   buf_.append(std::string_view(", \"dur\": "));
-  format_us(buf_, end - start);
+  time(end - start);
   buf_.append(std::string_view(
       ",\n    \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch "
       "Profiler (0)\",\n    \"args\": {\n      \"Op count\": 0\n    }\n  }"));
   begin_event();
   buf_.append(std::string_view("\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": "));
-  format_us(buf_, start);
+  time(start);
   buf_.append(std::string_view(
       ", \"pid\": \"Spans\", \"tid\": 0,\n    \"args\": {\n      \"sort_index\": 536870912\n    "
       "}\n  }"));
@@ -384,13 +428,13 @@ void KinetoWriter::write_footer(ns_t start, ns_t end) {
   buf_.append(std::string_view(
       "\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n    "
       "\"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": "));
-  format_us(buf_, start);
+  time(start);
   buf_.append(std::string_view("\n  }"));
   begin_event();
   buf_.append(std::string_view(
       "\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": "
       "\"\", \"ts\": "));
-  format_us(buf_, end + 1'000'000);
+  time(end + 1'000'000);
   buf_.append(std::string_view("\n  }"));
   fmt::format_to(out, "\n  ],\n  \"traceName\": \"rank-{}.pt.trace.json\"\n}}\n", l_.rank);
   sink_->write({buf_.data(), buf_.size()});

@@ -44,7 +44,11 @@ class KinetoWriter {
   void runtime_event(const Event& e);
   void gpu_event(const Event& e);
   void kernel_args(const Event& e);
-  void flow(char ph, std::int64_t id, int pid, int tid, ns_t ts, std::string_view cat);
+  void launch_flows(const Event& rt, const Event& g);
+  void flow(char ph, std::int64_t id, int pid, int tid, ns_t ts, std::string_view cat,
+            std::string_view name);
+  void time(ns_t ns);
+  void span_fields(ns_t ts, ns_t dur);
   void metadata(std::string_view name, int pid, int tid, ns_t ts, std::string_view key,
                 std::string_view value, bool quoted);
   void name_field(const Event& e);
@@ -54,6 +58,7 @@ class KinetoWriter {
   const Params& p_;
   RankLayout l_;
   std::unique_ptr<Sink> sink_;
+  bool legacy_ = false;  // the 2021 dialect (Params::kineto_dialect)
   fmt::memory_buffer buf_;
   bool first_ = true;
   std::set<int> streams_;

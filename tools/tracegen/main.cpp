@@ -95,11 +95,27 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--recompile-every", &tg::Params::recompile_every, "torch.compile recompiles every N steps (0: never)");
   o.add(app, "--compile-us", &tg::Params::compile_us, "host time of one compilation");
   o.add(app, "--eager-after", &tg::Params::eager_after, "step index from which compiled code falls back to eager (0: never)");
+  o.add(app, "--training", &tg::Params::training, "training steps (1) or one forward pass per window (0)");
+  o.add(app, "--step-markers", &tg::Params::step_markers, "ProfilerStep#N ranges (1/0)");
+  o.add(app, "--stage-annotations", &tg::Params::stage_annotations, "## forward ## / DDP forward ranges (1/0)");
+  o.add(app, "--gpu-records", &tg::Params::gpu_records, "GPU activity rows and launch flows (1/0)");
+  o.add(app, "--kineto-dialect", &tg::Params::kineto_dialect, "trace layout: current or 2021");
+  o.add(app, "--cold-start-us", &tg::Params::cold_start_us, "extra time in the trace's first kernel launch");
+  o.add(app, "--triton-pointwise", &tg::Params::triton_pointwise, "GELU as a Triton kernel via cuLaunchKernel (1/0)");
+  o.add(app, "--item-syncs", &tg::Params::item_syncs, ".item() syncs per step (0-3)");
+  o.add(app, "--cpu-item", &tg::Params::cpu_item, "one .item() on a CPU tensor per step (1/0)");
+  o.add(app, "--blocking-copy", &tg::Params::blocking_copy, "batch copied with cudaMemcpy (1/0)");
+  o.add(app, "--final-device-sync", &tg::Params::final_device_sync, "last step ends with cudaDeviceSynchronize (1/0)");
+  o.add(app, "--host-ahead", &tg::Params::host_ahead, "steps the host may run ahead of the GPU (0: per-step sync)");
+  o.add(app, "--fp8-moe", &tg::Params::fp8_moe, "fp8 MoE blocks with expert-parallel kernels (1/0)");
+  o.add(app, "--ep-us", &tg::Params::ep_us, "expert-parallel dispatch/combine kernel time");
+  o.add(app, "--expert-gemm-us", &tg::Params::expert_gemm_us, "grouped expert GEMM kernel time");
   o.add_flag(app, "--gzip", &tg::Params::gzip, "write .json.gz");
 }
 
 void list_scenarios() {
-  for (const auto& s : tg::scenarios()) std::printf("%-18s %s\n", s.name, s.summary);
+  for (const auto* list : {&tg::scenarios(), &tg::irregular_scenarios()})
+    for (const auto& s : *list) std::printf("%-24s %s\n", s.name, s.summary);
 }
 
 }  // namespace

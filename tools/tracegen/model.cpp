@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "gpus.hpp"
 #include "kernels.hpp"
 #include "rng.hpp"
 
@@ -32,7 +33,7 @@ class StepRecipe {
       : c_(ctx),
         p_(*ctx.p),
         gpu_(p_.platform != Platform::Cpu),
-        k_(kernels_for(p_.platform, p_.tensor_cores)),
+        k_(kernels_for(p_.platform, p_.tensor_cores, gpu_model(p_.gpu_name).major)),
         fk_(footgun_kernels()),
         b_(p_.platform, out, ids),
         out_(out),
@@ -45,30 +46,37 @@ class StepRecipe {
     if (ctx.rank == p_.straggler_rank) speed_ *= p_.straggler_factor;
     comm_ = gpu_ && has_collectives(p_);
     backward_thread_ = gpu_ ? kAutogradThread : kMainThread;
+    legacy_ = p_.legacy_dialect();
+    if (gpu_ && ctx.gpu_free > 0) b_.set_stream_free(cs_, ctx.gpu_free);
   }
 
   StepResult run() {
     StepResult r;
     const int number = p_.first_step + c_.index;
     b_.set_now(kMainThread, c_.start);
+    // Without step markers the (unwritten) marker still bounds the window: it opens and closes
+    // with the first and last host event.
     r.profiler_step = b_.open(kMainThread, EvType::UserAnnotation, "ProfilerStep#");
     out_[r.profiler_step].step_number = number;
-    host(kMainThread, 6);
-    fetch_batch(number);
-    if (gpu_) copy_batch();
-    zero_grad();
-    forward();
-    if (p_.mid_sync) mid_step_sync();
-    backward(r);
-    if (comm_ && !p_.overlap) allreduce_after_backward(r);
-    optimizer_step();
-    loss_item();
-    if (p_.ckpt_every > 0 && number % p_.ckpt_every == 0) checkpoint();
-    host(kMainThread, 5);
+    if (p_.step_markers) host(kMainThread, 6);
+    if (c_.launch_block_until >= 0) b_.block_next_launch_until(c_.launch_block_until);
+    if (c_.index == 0 && p_.cold_start_us > 0) b_.delay_next_launch(us_to_ns(p_.cold_start_us));
+    if (p_.training) {
+      training_step(r, number);
+    } else {
+      inference_pass();
+    }
+    if (gpu_ && p_.final_device_sync && c_.index == p_.steps - 1) b_.device_sync(kMainThread, host_ns(4));
+    if (p_.step_markers) host(kMainThread, 5);
     b_.close(kMainThread);
     r.host_end = out_[r.profiler_step].end();
     r.window_end = r.host_end;
-    if (gpu_) r.window_end = std::max(r.window_end, add_gpu_step_annotation(r.profiler_step));
+    if (gpu_) {
+      gpu_span(r);
+      if (r.gpu_end >= 0) r.window_end = std::max(r.window_end, r.gpu_end);
+      // Kineto of 2021 wrote no GPU-side step ranges.
+      if (p_.step_markers && !legacy_ && r.gpu_start >= 0) add_gpu_step_annotation(r);
+    }
     return r;
   }
 
@@ -98,7 +106,7 @@ class StepRecipe {
     open_op(th, op, p_.op_us * 0.3);
     if (!inner.empty()) open_op(th, inner, p_.op_us * 0.3);
     if (gpu_) {
-      b_.launch_kernel(th, k, GpuClass::Compute, cs_, gpu_ns(gpu_us), launch_ns(), 0, ext_api);
+      b_.launch_kernel(th, k, GpuClass::Compute, cs_, gpu_ns(gpu_us), launch_ns(), wait_ep_, ext_api);
     } else {
       b_.work(th, gpu_ns(gpu_us));
     }
@@ -117,11 +125,61 @@ class StepRecipe {
   void launch_all(int th, const std::vector<std::pair<const KernelSpec*, double>>& kernels) {
     for (const auto& [k, us] : kernels) {
       if (gpu_) {
-        b_.launch_kernel(th, *k, GpuClass::Compute, cs_, gpu_ns(us), launch_ns());
+        b_.launch_kernel(th, *k, GpuClass::Compute, cs_, gpu_ns(us), launch_ns(), wait_ep_);
       } else {
         b_.work(th, gpu_ns(us));
       }
     }
+  }
+
+  void training_step(StepResult& r, int number) {
+    fetch_batch(number);
+    if (p_.cpu_item) cpu_item();
+    if (gpu_) copy_batch();
+    zero_grad();
+    forward();
+    if (p_.mid_sync) mid_step_sync();
+    if (p_.item_syncs >= 2) item();  // loss.item() for logging, right after forward
+    backward(r);
+    if (comm_ && !p_.overlap) allreduce_after_backward(r);
+    if (p_.item_syncs >= 3) item();  // the gradient norm read on the host before the step
+    optimizer_step();
+    if (p_.item_syncs >= 1) loss_item();
+    if (p_.ckpt_every > 0 && number % p_.ckpt_every == 0) checkpoint();
+  }
+
+  // One forward pass (inference or a first cold call): input to the GPU, the blocks, the output
+  // back to the host.
+  void inference_pass() {
+    if (gpu_) copy_tensor(static_cast<std::int64_t>(p_.batch_mb * 1e6), p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
+    forward();
+    if (gpu_) output_to_host();
+  }
+
+  void output_to_host() {
+    open_op(kMainThread, "aten::to", 2);
+    open_op(kMainThread, "aten::_to_copy", 2);
+    open_op(kMainThread, "aten::copy_", 2);
+    const auto bytes = static_cast<std::int64_t>(std::max(64.0, p_.batch_mb * 1e6 / 64));
+    const ns_t dur = rng_.vary(static_cast<double>(bytes) / 12.0, p_.jitter / 2) + 1'500;
+    b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_pageable, bytes, dur, cs_, false, false, host_ns(7));
+    b_.sync(kMainThread, cs_, host_ns(3));
+    close(kMainThread);
+    close(kMainThread);
+    close(kMainThread);
+  }
+
+  // .item() on a CPU tensor: the same two ops as on a GPU tensor, but no copy and no sync; it is
+  // host work, whatever its name.
+  void cpu_item() {
+    const std::size_t item = b_.open(kMainThread, EvType::CpuOp, "aten::item");
+    host(kMainThread, 1.5);
+    const std::size_t dense = b_.open(kMainThread, EvType::CpuOp, "aten::_local_scalar_dense");
+    host(kMainThread, 2);
+    close(kMainThread, 0.5);
+    close(kMainThread, 0.5);
+    out_[item].role = HostRole::Op;
+    out_[dense].role = HostRole::Op;
   }
 
   // ---- step phases ----
@@ -162,14 +220,15 @@ class StepRecipe {
     open_op(kMainThread, "aten::copy_", 2);
     const ns_t dur = rng_.vary(static_cast<double>(bytes) / p_.h2d_gbps, p_.jitter / 2) + 1'500;
     const bool pageable = !p_.pinned;
-    b_.copy(kMainThread, GpuClass::HtoD, name, bytes, dur, cs_, false, pageable, host_ns(7));
+    b_.copy(kMainThread, GpuClass::HtoD, name, bytes, dur, cs_, false, pageable, host_ns(7), p_.blocking_copy);
     close(kMainThread);
     close(kMainThread);
     close(kMainThread);
   }
 
   void zero_grad() {
-    open_annotation(kMainThread, "Optimizer.zero_grad#AdamW.zero_grad", 10);
+    open_annotation(kMainThread, legacy_ ? "Optimizer.zero_grad#Adam.zero_grad" : "Optimizer.zero_grad#AdamW.zero_grad",
+                    10);
     const double bytes = p_.grad_mb * 1e6 / std::max(1, p_.zero_grad_memsets);
     for (int i = 0; gpu_ && i < p_.zero_grad_memsets; ++i) {
       open_op(kMainThread, "aten::zero_", 2);
@@ -183,21 +242,40 @@ class StepRecipe {
   }
 
   void forward() {
-    open_annotation(kMainThread, "## forward ##", 4);
-    if (p_.ranks > 1) open_annotation(kMainThread, "DistributedDataParallel.forward", 20);
+    // Without stage annotations nothing on the host names the forward pass: it is the phase.
+    const bool annotate = p_.stage_annotations;
+    const bool ddp = annotate && p_.ranks > 1;
+    if (annotate) {
+      open_annotation(kMainThread, "## forward ##", 4);
+    } else {
+      b_.set_phase(kMainThread, Stage::Forward);
+    }
+    if (ddp) open_annotation(kMainThread, "DistributedDataParallel.forward", 20);
     flows_.assign(static_cast<std::size_t>(p_.layers) * 2, -1);
     const bool eager = p_.eager_after > 0 && c_.index >= p_.eager_after;
     const bool compiled = (p_.recompile_every > 0 || p_.eager_after > 0) && !eager;
     if (compiled) compiled_region_enter();
-    for (int l = 0; l < p_.layers; ++l) forward_layer(l);
+    for (int l = 0; l < p_.layers; ++l) {
+      if (p_.fp8_moe) {
+        moe_forward_layer(l);
+      } else {
+        forward_layer(l);
+      }
+    }
     if (compiled) close(kMainThread, 2);
-    open_op(kMainThread, "aten::cross_entropy_loss", 3);
-    kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
-              p_.eltwise_us * 2);
-    kernel_op(kMainThread, "aten::nll_loss_nd", "aten::nll_loss_forward", *k_.nll_fwd, 4);
-    close(kMainThread, 2);
-    if (p_.ranks > 1) close(kMainThread, 4);
-    close(kMainThread, 2);
+    if (p_.training) {
+      open_op(kMainThread, "aten::cross_entropy_loss", 3);
+      kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
+                p_.eltwise_us * 2);
+      kernel_op(kMainThread, "aten::nll_loss_nd", "aten::nll_loss_forward", *k_.nll_fwd, 4);
+      close(kMainThread, 2);
+    }
+    if (ddp) close(kMainThread, 4);
+    if (annotate) {
+      close(kMainThread, 2);
+    } else {
+      b_.set_phase(kMainThread, Stage::Other);
+    }
   }
 
   // After the fallback the pointwise chains the compiled graph fused run as separate kernels.
@@ -224,11 +302,17 @@ class StepRecipe {
     }
   }
 
-  void linear(int th, int slot) {
-    const std::size_t op = b_.open(th, EvType::CpuOp, "aten::linear");
+  // A forward op that autograd records (training only: no graph, no flow, under inference).
+  void mark_autograd(std::size_t op, int slot) {
+    if (!p_.training) return;
     out_[op].seq = ids_.seq++;
     out_[op].fwd_tid = 0;
     out_[op].flow_out = flows_[static_cast<std::size_t>(slot)] = ids_.flow++;
+  }
+
+  void linear(int th, int slot) {
+    const std::size_t op = b_.open(th, EvType::CpuOp, "aten::linear");
+    mark_autograd(op, slot);
     host(th, p_.op_us * 0.2);
     open_op(th, "aten::t", 1);
     close(th, 1);
@@ -241,7 +325,11 @@ class StepRecipe {
     linear(th, 2 * l);
     for (int i = 0; i < p_.convs; ++i) conv_forward(th);
     kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
-    kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us);
+    if (gpu_ && p_.triton_pointwise) {
+      triton_gelu_op(th);
+    } else {
+      kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us);
+    }
     if (p_.unfused_attention) attention_forward(th);
     linear(th, 2 * l + 1);
     kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
@@ -271,16 +359,26 @@ class StepRecipe {
   }
 
   void conv_backward(int th) {
-    const std::size_t ev =
-        b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: ConvolutionBackward0");
-    out_[ev].seq = ids_.seq++;
-    out_[ev].fwd_tid = 1;
-    host(th, 1.5);
     std::vector<std::pair<const KernelSpec*, double>> ks;
     if (p_.nchw_transposes) ks.emplace_back(fk_.nchw_to_nhwc, p_.transpose_us);
     ks.emplace_back(fk_.conv_dgrad, p_.conv_us);
     ks.emplace_back(fk_.conv_wgrad, p_.conv_us);
     if (p_.nchw_transposes) ks.emplace_back(fk_.nhwc_to_nchw, p_.transpose_us);
+    if (legacy_) {
+      // 2021: the node by its cuDNN name, no evaluate_function wrapper.
+      const std::size_t ev = b_.open(th, EvType::CpuOp, "CudnnConvolutionBackward");
+      out_[ev].seq = ids_.seq++;
+      out_[ev].fwd_tid = 1;
+      multi_kernel_op(th, {"aten::cudnn_convolution_backward"}, ks);
+      close(th, 2);
+      accumulate_grad(th);
+      return;
+    }
+    const std::size_t ev =
+        b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: ConvolutionBackward0");
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
     multi_kernel_op(th, {"ConvolutionBackward0", "aten::convolution_backward"}, ks);
     if (p_.anomaly) anomaly_check(th);
     close(th, 2);
@@ -329,16 +427,22 @@ class StepRecipe {
   void backward(StepResult& r) {
     const int th = backward_thread_;
     if (th != kMainThread) b_.set_now(th, b_.now(kMainThread) + host_ns(25));
+    if (!p_.stage_annotations) b_.set_phase(th, Stage::Backward);
     evaluate(th, "NllLossBackward0", "aten::nll_loss_backward", *k_.nll_bwd, 4, -1);
     evaluate(th, "LogSoftmaxBackward0", "aten::_log_softmax_backward_data", *k_.softmax_bwd,
              p_.eltwise_us * 2, -1);
     const int per_bucket = std::max(1, (p_.layers + p_.buckets - 1) / std::max(1, p_.buckets));
     int bucket = 0;
     for (int l = p_.layers - 1; l >= 0; --l) {
-      backward_layer(th, l);
+      if (p_.fp8_moe) {
+        moe_backward_layer(th, l);
+      } else {
+        backward_layer(th, l);
+      }
       const bool boundary = (p_.layers - l) % per_bucket == 0 || l == 0;
       if (comm_ && p_.overlap && boundary) allreduce(th, bucket++, r);
     }
+    b_.set_phase(th, Stage::Other);
     if (th != kMainThread) {
       // loss.backward() returns on the main thread once the engine is done.
       b_.set_now(kMainThread, std::max(b_.now(kMainThread), b_.now(th)) + host_ns(15));
@@ -347,6 +451,17 @@ class StepRecipe {
 
   void evaluate(int th, std::string_view fn, std::string_view op, const KernelSpec& k, double us,
                 std::int64_t flow_in) {
+    if (legacy_) {
+      // 2021: the node itself (no "0" suffix), no evaluate_function wrapper.
+      const std::size_t ev = b_.open(th, EvType::CpuOp, legacy_node(fn));
+      out_[ev].flow_in = flow_in;
+      out_[ev].seq = ids_.seq++;
+      out_[ev].fwd_tid = 1;
+      host(th, 1);
+      kernel_op(th, op, "", k, us);
+      close(th, 1);
+      return;
+    }
     const std::size_t ev =
         b_.open(th, EvType::CpuOp, intern("autograd::engine::evaluate_function: " + std::string(fn)));
     out_[ev].flow_in = flow_in;
@@ -360,7 +475,19 @@ class StepRecipe {
     close(th, 2);
   }
 
+  static std::string_view legacy_node(std::string_view fn) {
+    if (!fn.empty() && fn.back() == '0') fn.remove_suffix(1);
+    return intern(std::string(fn));
+  }
+
   void accumulate_grad(int th) {
+    if (legacy_) {
+      open_op(th, "torch::autograd::AccumulateGrad", 3);
+      open_op(th, "aten::detach", 2);
+      close(th, 1);
+      close(th, 2);
+      return;
+    }
     b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
     host(th, 2);
     open_op(th, "torch::autograd::AccumulateGrad", 3);
@@ -371,6 +498,20 @@ class StepRecipe {
   }
 
   void addmm_backward(int th, int slot) {
+    const double half = p_.gemm_us * p_.bwd_factor / 2;
+    if (legacy_ && slot % 2 == 1) {
+      // 2021: the second linear of a block (no bias) as a bare MmBackward node.
+      const std::size_t ev = b_.open(th, EvType::CpuOp, "MmBackward");
+      out_[ev].flow_in = flows_[static_cast<std::size_t>(slot)];
+      out_[ev].seq = ids_.seq++;
+      out_[ev].fwd_tid = 1;
+      host(th, 1.5);
+      kernel_op(th, "aten::mm", "", *k_.gemm_dgrad, half, true);
+      kernel_op(th, "aten::mm", "", *k_.gemm_wgrad, half, true);
+      close(th, 2);
+      accumulate_grad(th);
+      return;
+    }
     const std::size_t ev =
         b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: AddmmBackward0");
     out_[ev].flow_in = flows_[static_cast<std::size_t>(slot)];
@@ -378,7 +519,6 @@ class StepRecipe {
     out_[ev].fwd_tid = 1;
     host(th, 1.5);
     open_op(th, "AddmmBackward0", 2);
-    const double half = p_.gemm_us * p_.bwd_factor / 2;
     kernel_op(th, "aten::mm", "", *k_.gemm_dgrad, half, true);
     kernel_op(th, "aten::mm", "", *k_.gemm_wgrad, half, true);
     close(th, 1);
@@ -392,7 +532,7 @@ class StepRecipe {
       evaluate(th, "MulBackward0", "aten::mul", *k_.tiny, p_.tiny_us, -1);
     for (int i = 0; i < p_.extra_eltwise + eager_extra(); ++i)
       evaluate(th, "MulBackward0", "aten::mul", *k_.mul, p_.eltwise_us * 2, -1);
-    b_.open(th, EvType::CpuOp, "autograd::engine::evaluate_function: AddBackward0");
+    b_.open(th, EvType::CpuOp, legacy_ ? "AddBackward" : "autograd::engine::evaluate_function: AddBackward0");
     host(th, 4);
     close(th, 1);
     addmm_backward(th, 2 * l + 1);
@@ -405,22 +545,23 @@ class StepRecipe {
 
   void layer_norm_backward(int th) {
     const std::size_t ev = b_.open(
-        th, EvType::CpuOp, "autograd::engine::evaluate_function: NativeLayerNormBackward0");
+        th, EvType::CpuOp,
+        legacy_ ? "NativeLayerNormBackward" : "autograd::engine::evaluate_function: NativeLayerNormBackward0");
     out_[ev].seq = ids_.seq++;
     out_[ev].fwd_tid = 1;
     host(th, 1.5);
-    open_op(th, "NativeLayerNormBackward0", 1);
+    if (!legacy_) open_op(th, "NativeLayerNormBackward0", 1);
     open_op(th, "aten::native_layer_norm_backward", p_.op_us * 0.3);
     if (gpu_) {
       b_.launch_kernel(th, *k_.norm_bwd_input, GpuClass::Compute, cs_, gpu_ns(p_.norm_us * 1.4),
-                       launch_ns());
+                       launch_ns(), wait_ep_);
       b_.launch_kernel(th, *k_.norm_bwd_gamma, GpuClass::Compute, cs_, gpu_ns(p_.norm_us * 0.8),
-                       launch_ns());
+                       launch_ns(), wait_ep_);
     } else {
       b_.work(th, gpu_ns(p_.norm_us * 2.2));
     }
     close(th, p_.op_us * 0.2);
-    close(th, 1);
+    if (!legacy_) close(th, 1);
     if (p_.anomaly) anomaly_check(th);
     close(th, 2);
     accumulate_grad(th);
@@ -474,14 +615,16 @@ class StepRecipe {
       b_.runtime(kMainThread, api.wait_event, api.wait_event_id, host_ns(4));
       not_before = b_.stream_free(ms_);
     }
-    open_annotation(kMainThread, "Optimizer.step#AdamW.step", 30);
+    not_before = std::max(not_before, wait_ep_);
+    open_annotation(kMainThread, legacy_ ? "Optimizer.step#Adam.step" : "Optimizer.step#AdamW.step", 30);
     if (p_.opt_params > 0) {
       per_parameter_adamw(not_before);
       close(kMainThread, 8);
       return;
     }
     for (int i = 0; i < p_.opt_kernels; ++i) {
-      open_op(kMainThread, "aten::_fused_adamw_", p_.op_us * 0.5);
+      // 2021's Adam(foreach=True) ran multi-tensor kernels from _foreach ops.
+      open_op(kMainThread, legacy_ ? "aten::_foreach_addcdiv_" : "aten::_fused_adamw_", p_.op_us * 0.5);
       if (gpu_) {
         b_.launch_kernel(kMainThread, *k_.adam, GpuClass::Compute, cs_, gpu_ns(p_.opt_us),
                          launch_ns(), not_before);
@@ -536,26 +679,125 @@ class StepRecipe {
     close(kMainThread, 10);
   }
 
-  // The ProfilerStep range as the GPU sees it: first to last activity of the step.
-  ns_t add_gpu_step_annotation(std::size_t step_ev) {
-    ns_t first = -1, last = 0;
+  // First to last GPU activity of the step.
+  void gpu_span(StepResult& r) const {
     for (const Event& e : out_) {
       if (!e.on_gpu()) continue;
-      first = first < 0 ? e.ts : std::min(first, e.ts);
-      last = std::max(last, e.end());
+      r.gpu_start = r.gpu_start < 0 ? e.ts : std::min(r.gpu_start, e.ts);
+      r.gpu_end = std::max(r.gpu_end, e.end());
     }
-    if (first < 0) return 0;
+  }
+
+  // The ProfilerStep range as the GPU sees it: first to last activity of the step.
+  void add_gpu_step_annotation(const StepResult& r) {
+    const Event& step = out_[r.profiler_step];
     Event g;
     g.type = EvType::GpuAnnotation;
-    g.name = out_[step_ev].name;
-    g.step_number = out_[step_ev].step_number;
+    g.name = step.name;
+    g.step_number = step.step_number;
     g.thread = cs_;
-    g.ts = first;
-    g.dur = last - first;
-    g.ext_id = out_[step_ev].ext_id;
+    g.ts = r.gpu_start;
+    g.dur = r.gpu_end - r.gpu_start;
+    g.ext_id = step.ext_id;
     g.role = HostRole::Marker;
     out_.push_back(g);
-    return last;
+  }
+
+  // GELU compiled by Inductor: a Triton kernel, launched through the driver API.
+  void triton_gelu_op(int th) {
+    open_op(th, "triton_poi_fused_gelu_0", p_.op_us * 0.3);
+    b_.launch_driver_kernel(th, triton_gelu(), cs_, gpu_ns(p_.eltwise_us), launch_ns());
+    close(th, p_.op_us * 0.2);
+  }
+
+  // ---- fp8 MoE block with expert parallelism (DeepEP) ----
+  using KernelList = std::vector<std::pair<const KernelSpec*, double>>;
+
+  // DeepEP kernels run on their own stream once the compute stream has produced their input, and
+  // the compute stream waits for them: no overlap with compute.
+  void ep_launch(int th, const KernelList& ks) {
+    const Api& api = api_for(p_.platform);
+    b_.runtime(th, api.event_record, api.event_record_id, host_ns(2));
+    for (const auto& [k, us] : ks)
+      b_.launch_kernel(th, *k, GpuClass::Comm, es_, gpu_ns(us), launch_ns(), std::max(wait_ep_, b_.stream_free(cs_)));
+    b_.runtime(th, api.wait_event, api.wait_event_id, host_ns(2));
+    wait_ep_ = b_.stream_free(es_);
+  }
+
+  void ep_op(int th, std::string_view op, const KernelList& ks) {
+    open_op(th, op, p_.op_us * 0.5);
+    if (gpu_) ep_launch(th, ks);
+    close(th, p_.op_us * 0.3);
+  }
+
+  // torch._scaled_mm on fp8 operands: one CUTLASS kernel.
+  void fp8_linear(int th, int slot, double us) {
+    const std::size_t op = b_.open(th, EvType::CpuOp, "aten::_scaled_mm");
+    mark_autograd(op, slot);
+    host(th, p_.op_us * 0.3);
+    launch_all(th, {{moe_kernels().fp8_gemm, us}});
+    close(th, p_.op_us * 0.2);
+  }
+
+  void moe_forward_layer(int l) {
+    const int th = kMainThread;
+    const MoeKernels& m = moe_kernels();
+    kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
+    fp8_linear(th, 2 * l, p_.gemm_us);
+    // The fp8 activations transposed for the next GEMM's layout: elementwise, not a GEMM.
+    multi_kernel_op(th, {"aten::contiguous", "aten::clone", "aten::copy_"}, {{m.fp8_transpose, p_.eltwise_us}});
+    fp8_linear(th, 2 * l + 1, p_.gemm_us * 0.5);
+    kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
+    kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
+    multi_kernel_op(th, {"aten::linear", "aten::mm"}, {{m.router_gemm, p_.gemm_us * 0.1}});
+    kernel_op(th, "aten::softmax", "aten::_softmax", *fk_.softmax_fwd, p_.eltwise_us * 0.5);
+    kernel_op(th, "aten::topk", "", *m.topk, p_.eltwise_us * 0.5);
+    ep_op(th, "deep_ep::Buffer::dispatch", {{m.notify_dispatch, p_.ep_us * 0.06}, {m.dispatch, p_.ep_us}});
+    kernel_op(th, "deep_gemm::m_grouped_gemm_fp8_fp8_bf16_nt_contiguous", "", *m.grouped_gemm, p_.expert_gemm_us);
+    kernel_op(th, "aten::silu", "", *m.silu, p_.eltwise_us);
+    kernel_op(th, "deep_gemm::m_grouped_gemm_fp8_fp8_bf16_nt_contiguous", "", *m.grouped_gemm, p_.expert_gemm_us);
+    ep_op(th, "deep_ep::Buffer::combine", {{m.combine, p_.ep_us}});
+    kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
+  }
+
+  // One backward node: evaluate_function wrapper, the node, its op and kernels.
+  void moe_node(int th, std::string_view fn, std::string_view op, const KernelList& ks, bool ep = false,
+                std::int64_t flow_in = -1) {
+    const std::size_t ev =
+        b_.open(th, EvType::CpuOp, intern("autograd::engine::evaluate_function: " + std::string(fn)));
+    out_[ev].flow_in = flow_in;
+    out_[ev].seq = ids_.seq++;
+    out_[ev].fwd_tid = 1;
+    host(th, 1.5);
+    open_op(th, fn, 1);
+    if (ep) {
+      ep_op(th, op, ks);
+    } else {
+      multi_kernel_op(th, {op}, ks);
+    }
+    close(th, 1);
+    close(th, 2);
+  }
+
+  void moe_backward_layer(int th, int l) {
+    const MoeKernels& m = moe_kernels();
+    const double e = p_.expert_gemm_us, g = p_.gemm_us;
+    // combine's gradient travels back the way dispatch went, and the other way round.
+    moe_node(th, "EPCombineBackward", "deep_ep::Buffer::dispatch", {{m.notify_dispatch, p_.ep_us * 0.06}, {m.dispatch, p_.ep_us}},
+             true);
+    moe_node(th, "GroupedGemmBackward", "deep_gemm::m_grouped_gemm_fp8_fp8_bf16_nt_contiguous",
+             {{m.grouped_gemm, e}, {m.grouped_gemm, e}});
+    moe_node(th, "SiluBackward0", "aten::silu_backward", {{m.silu, p_.eltwise_us * 1.5}});
+    moe_node(th, "GroupedGemmBackward", "deep_gemm::m_grouped_gemm_fp8_fp8_bf16_nt_contiguous",
+             {{m.grouped_gemm, e}, {m.grouped_gemm, e}});
+    moe_node(th, "EPDispatchBackward", "deep_ep::Buffer::combine", {{m.combine, p_.ep_us}}, true);
+    moe_node(th, "MmBackward0", "aten::mm", {{m.router_gemm, g * 0.1}, {m.router_gemm, g * 0.1}});
+    layer_norm_backward(th);
+    moe_node(th, "ScaledMmBackward0", "aten::_scaled_mm", {{m.fp8_transpose, p_.eltwise_us}, {m.fp8_gemm, g * 0.5}, {m.fp8_gemm, g * 0.5}},
+             false, flows_[static_cast<std::size_t>(2 * l + 1)]);
+    moe_node(th, "ScaledMmBackward0", "aten::_scaled_mm", {{m.fp8_transpose, p_.eltwise_us}, {m.fp8_gemm, g}, {m.fp8_gemm, g}},
+             false, flows_[static_cast<std::size_t>(2 * l)]);
+    layer_norm_backward(th);
   }
 
   const StepContext& c_;
@@ -572,6 +814,9 @@ class StepRecipe {
   bool comm_ = false;
   int backward_thread_ = kMainThread;
   std::vector<std::int64_t> flows_;
+  bool legacy_ = false;
+  int es_ = 20;       // DeepEP's communication stream
+  ns_t wait_ep_ = 0;  // compute kernels start after the last EP kernel
 };
 
 }  // namespace
@@ -591,11 +836,35 @@ ns_t allreduce_duration(const Params& p, int index, int bucket) {
   return rng.vary(ns, p.jitter / 2);
 }
 
+namespace {
+
+// Kineto of 2021 wrote whole microseconds. Rounding both ends of every interval is monotone: every
+// order and containment among the step's intervals survives, so the partition stays exact.
+ns_t to_whole_us(ns_t t) { return t < 0 ? t : (t + 500) / 1000 * 1000; }
+
+void round_to_whole_us(std::vector<Event>& events, StepResult& r) {
+  for (Event& e : events) {
+    const ns_t a = to_whole_us(e.ts), b = to_whole_us(e.end());
+    e.ts = a;
+    e.dur = b - a;
+    e.ext_ts = to_whole_us(e.ext_ts);
+  }
+  r.host_end = to_whole_us(r.host_end);
+  r.window_end = to_whole_us(r.window_end);
+  r.gpu_start = to_whole_us(r.gpu_start);
+  r.gpu_end = to_whole_us(r.gpu_end);
+  for (ns_t& a : r.arrivals) a = to_whole_us(a);
+}
+
+}  // namespace
+
 StepResult build_step(const StepContext& ctx, std::vector<Event>& out, Counters& ids) {
   out.clear();
   out.reserve(4096);
   StepRecipe recipe(ctx, out, ids);
-  return recipe.run();
+  StepResult r = recipe.run();
+  if (ctx.p->legacy_dialect()) round_to_whole_us(out, r);
+  return r;
 }
 
 }  // namespace stepscope::tracegen

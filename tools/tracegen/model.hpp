@@ -14,6 +14,8 @@ struct StepContext {
   ns_t start = 0;  // ProfilerStep start on the host
   // End of each bucket's all-reduce agreed by all ranks; null: this rank alone decides.
   const std::vector<ns_t>* collective_end = nullptr;
+  ns_t gpu_free = 0;             // the compute stream is busy with earlier steps until then
+  ns_t launch_block_until = -1;  // the step's first kernel launch does not return before then
 };
 
 struct StepResult {
@@ -21,6 +23,8 @@ struct StepResult {
   ns_t window_end = 0;    // max(host end, end of the last GPU activity launched in the step)
   std::size_t profiler_step = 0;  // index of the ProfilerStep event
   std::vector<ns_t> arrivals;     // per bucket: when this rank's all-reduce could start
+  ns_t gpu_start = -1;            // first and last instant of the step's GPU activity (-1: none)
+  ns_t gpu_end = -1;
 };
 
 int compute_stream(Platform p);

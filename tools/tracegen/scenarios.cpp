@@ -232,6 +232,158 @@ void rocm_input_bound(Params& p) {
   p.description = "ROCm (MI300X, HIP names): DataLoader(num_workers=0) starves the GPU";
 }
 
+
+// Real-world trace classes where a bottleneck analyser goes wrong. Each states, besides the
+// verdict, the warnings, run kind and levers a correct analysis arrives at.
+
+// One cold forward pass (an inference call right after loading the model): the first kernel
+// launch pays for lazy module loading, ~900 ms, while hundreds of others take ~5 us.
+void cold_start(Params& p) {
+  p.training = false;
+  p.step_markers = false;
+  p.stage_annotations = false;
+  p.steps = 1;
+  p.first_step = 0;
+  p.layers = 24;
+  p.extra_eltwise = 6;
+  p.gemm_us = 20;
+  p.eltwise_us = 5;
+  p.norm_us = 6;
+  p.launch_us = 5;
+  p.batch_mb = 1;
+  p.cold_start_us = 900'000;
+  p.expected_verdict = "inconclusive";
+  p.expected_run_kind = "one-shot";
+  p.expected_warnings = {"cold_start", "no_step_markers", "one_step"};
+  p.expected_not_levers = {"cuda_graphs"};
+  p.description = "one cold forward pass without step markers: the first cudaLaunchKernel takes 900 ms "
+                  "(lazy module loading), the ~260 others 5 us; a start-up cost, not launch overhead, "
+                  "and one pass is no steady state";
+}
+
+// CUPTI activity lost: the host side of normal training steps, and no GPU rows at all.
+void missing_gpu_records(Params& p) {
+  p.gpu_records = false;
+  p.triton_pointwise = true;
+  p.expected_verdict = "inconclusive";
+  p.expected_warnings = {"incomplete_gpu_records"};
+  p.description = "training steps whose GPU activity records were lost: cudaLaunchKernel, cuLaunchKernel "
+                  "and cudaMemcpyAsync with correlation ids, deviceProperties of an A100, but no kernel or "
+                  "memcpy rows and no ac2g flows; not a CPU-only job";
+}
+
+// The dialect of 2021: Operator/Kernel/Runtime/Memcpy categories, integer microseconds, no stage
+// annotations, backward nodes by their old names on the autograd thread.
+void autograd_thread_old_cats(Params& p) {
+  p.kineto_dialect = "2021";
+  p.stage_annotations = false;
+  p.convs = 1;
+  p.expected_verdict = "gpu-bound";
+  p.description = "a 2021 Kineto trace: Operator/Kernel/Runtime/Memcpy categories, integer us, no "
+                  "## forward ## range; backward (MmBackward, CudnnConvolutionBackward, AddmmBackward0) "
+                  "on the autograd thread, linked to the forward by fwdbwd flows";
+}
+
+// fp32 on GPUs without bf16 or TF32: fp16 autocast (with a GradScaler) is the lever.
+void old_gpu_fp32(Params& p) {
+  p.tensor_cores = false;
+  p.expected_verdict = "gpu-bound";
+  p.expected_gemm_dtype = "fp32";
+  p.expected_first_lever = "amp_fp16";
+  p.expected_not_levers = {"amp_bf16", "tf32"};
+}
+
+void v100_fp32(Params& p) {
+  old_gpu_fp32(p);
+  p.gpu_name = "Tesla V100-SXM2-16GB";
+  p.gemm_us = 1750;
+  p.eltwise_us = 90;
+  p.norm_us = 120;
+  p.opt_us = 400;
+  p.description = "fp32 training on a V100 (compute 7.0): volta_sgemm kernels; no bf16 and no TF32 on "
+                  "this GPU, fp16 autocast with a GradScaler is the lever";
+}
+
+void t4_fp32(Params& p) {
+  old_gpu_fp32(p);
+  p.gpu_name = "Tesla T4";
+  p.gemm_us = 3400;
+  p.eltwise_us = 250;
+  p.norm_us = 330;
+  p.opt_us = 1100;
+  p.description = "fp32 training on a T4 (compute 7.5): volta_sgemm kernels; no bf16 and no TF32 on this "
+                  "GPU, fp16 autocast with a GradScaler is the lever";
+}
+
+// fp8 MoE with expert parallelism on H100: DeepEP dispatch/combine hold ~35% of the step.
+void fp8_moe_ep(Params& p) {
+  p.gpu_name = "NVIDIA H100 80GB HBM3";
+  p.ranks = 2;
+  p.fp8_moe = true;
+  p.layers = 8;
+  p.gemm_us = 200;
+  p.expert_gemm_us = 250;
+  p.ep_us = 400;
+  p.eltwise_us = 25;
+  p.norm_us = 30;
+  p.buckets = 2;
+  p.grad_mb = 100;
+  p.busbw_gbps = 150;
+  p.expected_verdict = "comms-bound";
+  p.expected_gemm_dtype = "fp8";
+  p.report_comm_kernel_ns = true;
+  p.description = "fp8 MoE training on H100: CUTLASS and DeepGEMM e4m3 GEMMs, DeepEP dispatch/combine "
+                  "kernels serialised with compute (~35% of the step) and a DDP all-reduce; a CUTLASS "
+                  "transpose that is not a GEMM";
+}
+
+// Three nested .item() syncs per step, and one .item() on a CPU tensor that is no sync.
+void nested_item(Params& p) {
+  p.item_syncs = 3;
+  p.cpu_item = true;
+  p.expected_verdict = "gpu-bound";
+  p.expected_sync_calls_per_step = 3;
+  p.description = "loss.item() after forward, the gradient norm's .item() after backward and loss.item() "
+                  "at the end: aten::item > _local_scalar_dense > cudaMemcpyAsync + cudaStreamSynchronize, "
+                  "each waiting for queued GPU work; plus one .item() on a CPU tensor (no copy, no sync)";
+}
+
+// Only two profiled steps of a small model whose cost is a blocking pageable copy.
+void two_step(Params& p) {
+  p.steps = 2;
+  p.layers = 2;
+  p.gemm_us = 80;
+  p.eltwise_us = 15;
+  p.norm_us = 15;
+  p.opt_kernels = 4;
+  p.opt_us = 30;
+  p.batch_mb = 4;
+  p.pinned = false;
+  p.blocking_copy = true;
+  p.h2d_gbps = 5;
+  p.final_device_sync = true;
+  p.expected_verdict = "copy-bound";
+  p.expected_warnings = {"few_steps"};
+  p.expected_first_lever = "pin_memory";
+  p.description = "only 2 profiled steps; each copies a 4 MB batch from pageable memory with a blocking "
+                  "cudaMemcpy (~800 us, a third of the step); the last step ends in cudaDeviceSynchronize";
+}
+
+// No per-step sync: the host enqueues a step in ~30% of its GPU time and runs up to 2 steps ahead.
+void host_runs_ahead(Params& p) {
+  p.item_syncs = 0;
+  p.host_ahead = 2;
+  p.gemm_us = 100;
+  p.eltwise_us = 15;
+  p.norm_us = 20;
+  p.opt_us = 120;
+  p.expected_verdict = "gpu-bound";
+  p.expected_warnings = {"host_runs_ahead"};
+  p.description = "GPU-bound loop without a per-step sync: the host enqueues a step in ~30% of its GPU "
+                  "time and, held back by the launch queue, runs up to 2 steps ahead; ProfilerStep#N on "
+                  "the host overlaps the GPU work of step N-1 (windows measured on the GPU)";
+}
+
 const std::vector<Scenario> kScenarios = {
     {"healthy", "GPU-bound, compute >= 90%, comm overlapped", healthy},
     {"input-bound", "num_workers=0, batch fetch longer than compute", input_bound},
@@ -257,6 +409,18 @@ const std::vector<Scenario> kScenarios = {
     {"recompile", "torch.compile recompiles every N steps", recompile},
     {"zero-grad-memsets", "zero_grad without set_to_none, per-parameter memsets", zero_grad_memsets},
     {"compile-fallback", "torch.compile falls back to eager mid-run", compile_fallback},
+    {"v100-fp32", "fp32 on a V100: no bf16/TF32, fp16 autocast is the lever", v100_fp32},
+    {"t4-fp32", "fp32 on a T4: no bf16/TF32, fp16 autocast is the lever", t4_fp32},
+    {"fp8-moe-ep", "fp8 MoE on H100, expert-parallel comm ~35% of the step", fp8_moe_ep},
+    {"nested-item", "three nested .item() syncs per step, one CPU .item()", nested_item},
+    {"two-step", "two profiled steps, blocking pageable cudaMemcpy", two_step},
+};
+
+const std::vector<Scenario> kIrregular = {
+    {"cold-start", "one cold forward pass, 900 ms first launch, no step markers", cold_start},
+    {"missing-gpu-records", "host side only: GPU activity records lost", missing_gpu_records},
+    {"autograd-thread-old-cats", "2021 dialect, backward on the autograd thread", autograd_thread_old_cats},
+    {"host-runs-ahead", "no per-step sync, host up to 2 steps ahead of the GPU", host_runs_ahead},
 };
 
 }  // namespace
@@ -271,6 +435,7 @@ const char* platform_name(Platform p) {
 }
 
 const std::vector<Scenario>& scenarios() { return kScenarios; }
+const std::vector<Scenario>& irregular_scenarios() { return kIrregular; }
 
 void set_platform(Params& p, std::string_view platform) {
   if (platform == "rocm") {
@@ -287,8 +452,9 @@ void set_platform(Params& p, std::string_view platform) {
 }
 
 const Scenario* find_scenario(std::string_view name) {
-  for (const auto& s : kScenarios)
-    if (name == s.name) return &s;
+  for (const auto* list : {&kScenarios, &kIrregular})
+    for (const auto& s : *list)
+      if (name == s.name) return &s;
   return nullptr;
 }
 

@@ -16,11 +16,13 @@ constexpr std::string_view kSyncNames[] = {
 
 const Api kCudaApi{"cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemcpyAsync",
                    "cudaStreamSynchronize", "cudaStreamWaitEvent", "cudaEventRecord",
-                   "cudaMemsetAsync", 211, 211, 41, 41, 131, 147, 135, 51};
+                   "cudaMemsetAsync", 211, 211, 41, 41, 131, 147, 135, 51,
+                   "cudaMemcpy", "cudaDeviceSynchronize", 31, 165};
 // hipBLASLt GEMMs go through hipExtModuleLaunchKernel; the rest through hipLaunchKernel.
 const Api kRocmApi{"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync",
                    "hipMemcpyWithStream", "hipStreamSynchronize", "hipStreamWaitEvent",
-                   "hipEventRecord", "hipMemsetAsync", 107, 65, 134, 153, 132, 200, 128, 159};
+                   "hipEventRecord", "hipMemsetAsync", 107, 65, 134, 153, 132, 200, 128, 159,
+                   "", "", -1, -1};
 
 }  // namespace
 
@@ -71,8 +73,10 @@ void StepBuilder::close(int th) {
 }
 
 Stage StepBuilder::current_stage(int th) const {
-  if (stack_[th].empty()) return Stage::Other;
-  return out_[stack_[th].back()].stage;
+  const Stage phase = phase_[static_cast<std::size_t>(th)];
+  if (stack_[th].empty()) return phase;
+  const Stage s = out_[stack_[th].back()].stage;
+  return s != Stage::Other ? s : phase;
 }
 
 std::int64_t StepBuilder::current_ext(int th) const {
@@ -89,6 +93,7 @@ std::size_t StepBuilder::add_runtime(int th, std::string_view name, int cbid, ns
   e.role = host_role(name);
   e.stage = current_stage(th);
   e.ext_id = current_ext(th);
+  if (!stack_[th].empty()) e.ext_ts = out_[stack_[th].back()].ts;
   e.corr = ids_.corr++;
   e.cbid = cbid;
   out_.push_back(e);
@@ -137,8 +142,14 @@ std::size_t StepBuilder::attach_to_launch(Event& g, std::size_t rt, int stream) 
 std::size_t StepBuilder::launch_kernel(int th, const KernelSpec& k, GpuClass cls, int stream,
                                        ns_t dur, ns_t launch_dur, ns_t not_before, bool ext_api) {
   const Api& api = api_for(platform_);
+  // A cold or throttled launch returns late; the kernel reaches the GPU at its usual point
+  // before the return.
+  ns_t call_dur = launch_dur + launch_extra_;
+  if (launch_until_ >= 0) call_dur = std::max(call_dur, launch_until_ - now_[th]);
+  launch_extra_ = 0;
+  launch_until_ = -1;
   const std::size_t rt = add_runtime(th, ext_api ? api.launch_ext : api.launch,
-                                     ext_api ? api.launch_ext_id : api.launch_id, launch_dur);
+                                     ext_api ? api.launch_ext_id : api.launch_id, call_dur);
   out_[rt].role = HostRole::Launch;
   // The kernel can start shortly before the launch call returns (as CUPTI shows).
   const ns_t reached = out_[rt].end() - launch_dur / 5;
@@ -154,12 +165,17 @@ std::size_t StepBuilder::launch_kernel(int th, const KernelSpec& k, GpuClass cls
 }
 
 std::size_t StepBuilder::copy(int th, GpuClass dir, std::string_view name, std::int64_t bytes,
-                              ns_t dur, int stream, bool blocking, bool pageable, ns_t call_dur) {
+                              ns_t dur, int stream, bool blocking, bool pageable, ns_t call_dur,
+                              bool sync_call) {
   const Api& api = api_for(platform_);
-  const bool sync_api = blocking && platform_ == Platform::Rocm;
+  const bool rocm_sync = blocking && platform_ == Platform::Rocm;
+  const bool cuda_sync = sync_call && !api.memcpy_sync.empty();
+  const bool sync_api = rocm_sync || cuda_sync;
+  if (cuda_sync) blocking = true;
   const std::size_t rt =
-      add_runtime(th, sync_api ? api.memcpy_blocking : api.memcpy_async,
-                  sync_api ? api.memcpy_blocking_id : api.memcpy_async_id, call_dur);
+      cuda_sync ? add_runtime(th, api.memcpy_sync, api.memcpy_sync_id, call_dur)
+                : add_runtime(th, rocm_sync ? api.memcpy_blocking : api.memcpy_async,
+                              rocm_sync ? api.memcpy_blocking_id : api.memcpy_async_id, call_dur);
   if (!sync_api) out_[rt].role = HostRole::Launch;
   const ns_t reached = out_[rt].ts + call_dur - call_dur / 5;
   Event g;
@@ -194,6 +210,26 @@ std::size_t StepBuilder::memset(int th, std::int64_t bytes, ns_t dur, int stream
   g.dur = dur;
   g.bytes = bytes;
   return attach_to_launch(g, rt, stream);
+}
+
+std::size_t StepBuilder::launch_driver_kernel(int th, const KernelSpec& k, int stream, ns_t dur,
+                                              ns_t launch_dur) {
+  const std::size_t g = launch_kernel(th, k, GpuClass::Compute, stream, dur, launch_dur);
+  if (platform_ == Platform::Cuda) {
+    Event& rt = out_[static_cast<std::size_t>(out_[g].partner)];
+    rt.name = "cuLaunchKernel";
+    rt.cbid = 307;
+    rt.driver = true;
+  }
+  return g;
+}
+
+void StepBuilder::device_sync(int th, ns_t min_dur) {
+  const Api& api = api_for(platform_);
+  if (api.device_sync.empty()) return sync(th, -1, min_dur);
+  const ns_t start = now_[th];
+  const ns_t end = std::max(start + min_dur, device_free() + 3'000);
+  add_runtime(th, api.device_sync, api.device_sync_id, end - start);
 }
 
 void StepBuilder::sync(int th, int stream, ns_t min_dur) {

@@ -66,6 +66,8 @@ struct Event {
   std::int64_t flow_out = -1;  // fwdbwd flow starting at this op
   std::int64_t flow_in = -1;   // fwdbwd flow ending at this op
   bool pageable = false;
+  bool driver = false;         // a driver API call (cuLaunchKernel): cat cuda_driver
+  ns_t ext_ts = -1;            // start of the op the runtime call ran in (2021 "external ts")
 
   ns_t end() const { return ts + dur; }
   bool on_gpu() const {
@@ -92,6 +94,8 @@ struct Api {
       event_record, memset_async;
   int launch_id, launch_ext_id, memcpy_async_id, memcpy_blocking_id, stream_sync_id,
       wait_event_id, event_record_id, memset_async_id;
+  std::string_view memcpy_sync, device_sync;  // empty: the platform's presets do not use it
+  int memcpy_sync_id, device_sync_id;
 };
 const Api& api_for(Platform p);
 
@@ -112,15 +116,28 @@ class StepBuilder {
   // GPU, the stream is free and `not_before` has passed. Returns the kernel's index.
   std::size_t launch_kernel(int th, const KernelSpec& k, GpuClass cls, int stream, ns_t dur,
                             ns_t launch_dur, ns_t not_before = 0, bool ext_api = false);
-  // A memcpy on `stream`. Pageable copies and `blocking` ones hold the host until they finish.
+  // A memcpy on `stream`. Pageable copies and `blocking` ones hold the host until they finish;
+  // `sync_call` names the call cudaMemcpy (the synchronous API) on CUDA.
   std::size_t copy(int th, GpuClass dir, std::string_view name, std::int64_t bytes, ns_t dur,
-                   int stream, bool blocking, bool pageable, ns_t call_dur);
+                   int stream, bool blocking, bool pageable, ns_t call_dur, bool sync_call = false);
   // cudaMemsetAsync on `stream`.
   std::size_t memset(int th, std::int64_t bytes, ns_t dur, int stream, ns_t call_dur);
   // A runtime call with no GPU work (cudaStreamWaitEvent, cudaEventRecord, ...).
   void runtime(int th, std::string_view name, int cbid, ns_t dur);
   // Blocks the host thread until `stream` (or every stream when stream < 0) is drained.
   void sync(int th, int stream, ns_t min_dur);
+  // cudaDeviceSynchronize (ROCm: hipStreamSynchronize on every stream).
+  void device_sync(int th, ns_t min_dur);
+  // A kernel launched through the driver API (cuLaunchKernel, as Triton does).
+  std::size_t launch_driver_kernel(int th, const KernelSpec& k, int stream, ns_t dur, ns_t launch_dur);
+
+  // Ops opened on `th` inside no stage-marking op get this stage (presets without stage
+  // annotations: the phase the job is in). Other: the name rules alone.
+  void set_phase(int th, Stage s) { phase_[static_cast<std::size_t>(th)] = s; }
+  // The next kernel launch takes `extra` longer (a cold first launch), or does not return before
+  // `t` (the launch queue is full).
+  void delay_next_launch(ns_t extra) { launch_extra_ += extra; }
+  void block_next_launch_until(ns_t t) { launch_until_ = t; }
 
   ns_t stream_free(int stream) const;
   ns_t device_free() const;
@@ -138,6 +155,9 @@ class StepBuilder {
   std::array<ns_t, 2> now_{};
   std::array<std::vector<std::size_t>, 2> stack_;
   std::array<std::pair<int, ns_t>, 4> streams_{};  // (stream id, free at); id -1 unused
+  std::array<Stage, 2> phase_{Stage::Other, Stage::Other};
+  ns_t launch_extra_ = 0;
+  ns_t launch_until_ = -1;
 };
 
 }  // namespace stepscope::tracegen

@@ -99,7 +99,36 @@ struct Params {
   double compile_us = 0;         // host time of one compilation
   int eager_after = 0;           // >0: torch.compile gives up (cache limit) from this step index on: eager, unfused
 
+  // Trace classes where analysers go wrong (docs/tracegen.md, "Real-world trace classes"); every
+  // one is off by default.
+  bool training = true;            // false: one forward pass per window (no loader, backward, optimizer)
+  bool step_markers = true;        // false: no ProfilerStep#N; a window opens at its first host event
+  bool stage_annotations = true;   // false: no "## forward ##" range; the stage is the phase the job is in
+  bool gpu_records = true;         // false: CUPTI activity lost: runtime calls only, no GPU rows or ac2g flows
+  std::string kineto_dialect = "current";  // "2021": Operator/Kernel/Runtime/Memcpy cats, integer µs
+  double cold_start_us = 0;        // extra time in the trace's first kernel launch (lazy module loading)
+  bool triton_pointwise = false;   // GELU as a Triton kernel launched through cuLaunchKernel
+  int item_syncs = 1;              // loss.item() per step (end; then after forward, after backward); 0: none
+  bool cpu_item = false;           // one .item() on a CPU tensor per step: no copy, no sync
+  bool blocking_copy = false;      // the batch is copied with cudaMemcpy (blocking) instead of cudaMemcpyAsync
+  bool final_device_sync = false;  // the trace's last step ends with cudaDeviceSynchronize
+  int host_ahead = 0;              // >0: no per-step sync, the host runs up to N steps ahead (GPU-side windows)
+  bool fp8_moe = false;            // MoE blocks: fp8 GEMMs, expert-parallel dispatch/combine kernels
+  double ep_us = 350;              // one EP dispatch or combine kernel
+  double expert_gemm_us = 250;     // one grouped expert GEMM
+
+  // What a correct analysis concludes beyond the verdict; written to ground_truth.json as is.
+  std::vector<std::string> expected_warnings;  // stable trust codes (cold_start, few_steps, ...)
+  std::string expected_run_kind = "training";  // training, inference, benchmark, one-shot
+  int expected_sync_calls_per_step = -1;       // <0: not stated
+  bool report_comm_kernel_ns = false;          // state the measured comm kernel time per step
+  std::string expected_gemm_dtype;             // "fp8", "fp32", ...; empty: not stated
+  std::string expected_first_lever;            // lever id; empty: not stated
+  std::vector<std::string> expected_not_levers;  // lever ids that must not be offered
+
   bool gzip = false;
+
+  bool legacy_dialect() const { return kineto_dialect == "2021"; }
 };
 
 struct Scenario {
@@ -107,7 +136,15 @@ struct Scenario {
   const char* summary;
   void (*apply)(Params&);
 };
+// Presets whose traces keep the guarantees of a well-formed profile of a training loop: every
+// step is a host ProfilerStep#N that opens its window, GPU records present on GPU platforms, the
+// newer Kineto layout.
 const std::vector<Scenario>& scenarios();
+// Presets that break one of those guarantees on purpose (no step markers, lost GPU records, the
+// 2021 dialect, a host running ahead of the GPU): trace classes an analyser must recognise and
+// warn about. Kept apart so that contract checks over scenarios() need no exceptions.
+const std::vector<Scenario>& irregular_scenarios();
+// Looks in both lists.
 const Scenario* find_scenario(std::string_view name);
 // Resets `p` to the defaults and applies the named preset; false when the name is unknown.
 bool apply_scenario(std::string_view name, Params& p);
@@ -143,6 +180,9 @@ struct StepTruth {
   Breakdown categories{};
   std::string verdict;
   std::string dominant;  // largest non-compute group, for reference
+  std::string name;      // "ProfilerStep#N"; empty when the trace has no step markers
+  ns_t host_start = -1;  // ProfilerStep start when the window does not open there (GPU-side windows)
+  ns_t comm_kernel_ns = 0;  // communication kernels launched in the step, summed
 };
 
 // Verdict of one step from its partition (rules documented in docs/tracegen.md).
