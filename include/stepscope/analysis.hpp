@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stepscope/cuda_summary.hpp"
+#include "stepscope/facts.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
@@ -62,6 +63,12 @@ struct AnalysisResult {
   std::string schema = kJsonSchemaVersion;
   std::vector<IngestSummary> ranks;
   std::vector<std::string> warnings;  // about the set of ranks
+  // The facts of every rank (same order as `ranks`): name facts, device model, sync counts. The
+  // JSON report writes their per-rank summary (device, record counts), not the name tables.
+  std::vector<RankFacts> facts;
+  // Every trust warning, trace-level (facts) then step-level (partition), rank by rank: what
+  // limits the conclusions. Reports show it before the verdict.
+  Trust trust;
   // The step partition of every rank, its stability, and the ranks side by side.
   std::vector<RankPartition> partitions;
   std::vector<Stability> stability;   // one per rank, same order as `partitions`

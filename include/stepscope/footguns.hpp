@@ -16,7 +16,7 @@ namespace stepscope {
 
 // Ids of the detectors, in the order they run (also the `id` of their findings).
 inline constexpr const char* kFootgunIds[] = {
-    "fp32_no_tf32",       "cudnn_autotune",     "nchw_layout",     "anomaly_mode",
+    "fp32_no_tf32",       "fp32_no_amp",        "cudnn_autotune",     "nchw_layout",     "anomaly_mode",
     "activation_recompute", "compile_recompile", "compile_fallback", "unfused_attention", "unfused_optimizer",
     "zero_grad_memset",   "host_sync_logging",  "pageable_copy",   "loader_respawn",
     "ddp_no_overlap"};

@@ -33,13 +33,13 @@ const char* hta_kernel_type_name(HtaKernelType t);
 
 // Finer classes of GPU activity.
 enum class KernelClass : std::uint8_t {
-  GemmTensorCore,  // GEMM whose name says it runs on tensor cores (tensorop, hmma, s1688, ...)
-  Gemm,            // other GEMM / GEMV (sgemm, gemv, Tensile Cijk_, cuBLAS)
+  GemmTensorCore,  // GEMM on tensor cores / matrix cores (Engine::TensorCore in the facts layer)
+  Gemm,            // other GEMM / GEMV: SIMT, or the name does not say
   Attention,       // flash / memory-efficient / fused multi-head attention
   Convolution,     // cuDNN / implicit-GEMM convolutions, FFT and Winograd convolutions
   Elementwise,     // pointwise, copies inside kernels, fills, index/gather/scatter
   ReductionNorm,   // reductions, softmax, layer/batch/RMS norm
-  Communication,   // NCCL / RCCL / HCCL collectives and point-to-point
+  Communication,   // NCCL / RCCL / HCCL collectives, expert-parallel all-to-all, NVSHMEM, custom collectives
   MemcpyHtoD,
   MemcpyDtoH,
   MemcpyDtoD,
@@ -50,10 +50,9 @@ enum class KernelClass : std::uint8_t {
 };
 inline constexpr int kKernelClassCount = 14;
 
+// The class of a GPU activity by its name (the facts layer's rule: stepscope/facts.hpp gives the
+// engine, data type and communication kind too).
 KernelClass classify_kernel(std::string_view name);
-// The name carries a 16-bit or narrower data type (bf16, fp16/half, fp8, int8 ...): mixed
-// precision or quantisation is already on for this kernel.
-bool has_low_precision_tag(std::string_view name);
 const char* kernel_class_name(KernelClass c);  // snake_case, e.g. "gemm_tensor_core"
 
 // Coarse grouping used by the step partition: compute vs communication vs copy/memset.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/facts.hpp"
 #include "stepscope/kernel_class.hpp"
 #include "stepscope/trace.hpp"
 
@@ -68,10 +69,13 @@ struct StepPartition {
 struct ComputeMix {
   std::array<ns_t, kKernelClassCount> class_ns{};
   std::uint64_t kernels = 0;         // compute kernels in steady-state windows
-  ns_t softmax_ns = 0;               // softmax kernels (an unfused attention's signature)
-  // SIMT GEMM and convolution kernels whose names carry a 16-bit or narrower type: time that
-  // mixed precision or TF32 cannot cut again.
-  ns_t low_precision_gemm_ns = 0, low_precision_conv_ns = 0;
+  ns_t softmax_ns = 0;               // softmax kernels beside attention-score matmuls (unfused attention)
+  // GEMM time by the math type its kernel names carry (DataType order; "unknown" when they do not say).
+  std::array<ns_t, kDataTypeCount> gemm_ns_by_dtype{};
+  // fp32 GEMMs (not GEMVs) and convolutions on SIMT units: the time TF32 or mixed precision can cut.
+  ns_t fp32_simt_gemm_ns = 0, fp32_simt_conv_ns = 0;
+  // Communication kernel time by kind (CommKind order): NCCL, expert-parallel, NVSHMEM, custom.
+  std::array<ns_t, 5> comm_ns_by_kind{};
   bool recompute_seen = false;       // activation checkpointing recomputes forward in backward
   bool fused_optimizer_seen = false; // the optimizer already runs a fused (single-kernel) step
   ns_t kernel_ns() const;
@@ -90,9 +94,13 @@ struct RankPartition {
   double steady_mean_ns = 0;
   std::array<double, kCategoryCount> steady_mean_category{};
   ComputeMix mix;
-  std::uint64_t sync_calls = 0;        // synchronising host calls in steady-state steps
-  std::uint64_t item_calls = 0;        // of which aten::item (loss.item() and friends)
+  // Host synchronisations that waited on the device in steady-state steps, each counted once at
+  // its outermost call (facts: RankFacts::device_syncs).
+  std::uint64_t sync_calls = 0;
+  std::uint64_t item_calls = 0;        // of which scalar reads (loss.item() and friends)
+  bool host_runs_ahead = false;        // steps measured on the GPU side (see docs/partition.md)
   std::vector<std::string> notes;
+  std::vector<TrustWarning> trust;     // step-level trust warnings (few_steps, host_runs_ahead, ...)
 };
 
 // Where a rank's steps came from, for reports: "ProfilerStep", "repeated annotation 'forward'",
@@ -114,6 +122,8 @@ struct PartitionOptions {
 // Parses "NAME=REGEX"; throws InputError on a bad stage name or regex.
 StageRule parse_stage_rule(const std::string& text);
 
+RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts = {});
+// The same, computing the rank's facts first.
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});
 
 // One run of a single category on the timeline.

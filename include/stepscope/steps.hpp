@@ -30,6 +30,8 @@ std::int64_t profiler_step_number(std::string_view name);
 // main thread (the first of an instrumented step's stages); Optimizer.step boundaries; the
 // whole trace as one window. A non-empty `step_range` (--step-range NAME) overrides them: each
 // range of that name on the thread holding most of them is one step; InputError if none exists.
-StepDetection detect_steps(const RankTrace& t, std::string_view step_range = {});
+// `main_track` is the training loop's thread as the facts layer found it (RankFacts::main_track);
+// -1 to pick the thread holding the most ops and annotations.
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range = {}, int main_track = -1);
 
 }  // namespace stepscope

@@ -19,10 +19,12 @@ enum class Bound : std::uint8_t {
   SideWork,
   Straggler,
   Unattributed,   // time no profiled op explains (resolved before it reaches a verdict)
+  Inconclusive,   // the trace cannot tell (a blocking trust warning: lost GPU records, ...)
 };
-inline constexpr int kBoundCount = 9;
-// The ids the trace generator's ground truth uses: "gpu-bound", "input-bound", ...
-const char* bound_id(Bound b);
+inline constexpr int kBoundCount = 10;
+// The ids the trace generator's ground truth uses: "gpu-bound", "input-bound", ...; a CPU-only
+// trace's compute is "cpu-bound", so that the id and the label always say the same thing.
+const char* bound_id(Bound b, bool gpu = true);
 // Words for reports: "GPU compute", "input pipeline", ...; CPU-only traces say "compute (host CPU)".
 const char* bound_label(Bound b, bool gpu = true);
 
@@ -37,6 +39,7 @@ struct Verdict {
   std::string compute_kind;     // when compute dominates: what kind of compute
   std::vector<std::string> evidence;  // the numbers that decided it
   std::string headline;         // one line: the bound, its share, the best lever's gain
+  std::string inconclusive_because;  // Inconclusive: the trust warnings that block a verdict
 };
 
 struct Lever {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <fmt/core.h>
+#include <limits>
+#include <map>
 
 #include "analysis/partition_rules.hpp"
 #include "stepscope/steps.hpp"
@@ -12,6 +14,14 @@ namespace stepscope {
 namespace {
 
 using namespace partition_detail;
+
+constexpr int kRoleCount = kHostRoleCount;
+constexpr int kStageCount = kStageHintCount;
+constexpr int kLoader = static_cast<int>(HostRole::Loader), kSync = static_cast<int>(HostRole::Sync),
+              kSide = static_cast<int>(HostRole::Side), kLaunch = static_cast<int>(HostRole::Launch),
+              kOp = static_cast<int>(HostRole::Op);
+constexpr int kNoStage = static_cast<int>(StageHint::None);
+
 
 // Sweep channels: each counts the intervals of one kind active at an instant.
 enum Channel : int {
@@ -41,10 +51,11 @@ void add_interval(std::vector<Edge>& edges, ns_t a, ns_t b, int channel) {
   edges.push_back({b, channel, -1});
 }
 
-// Per-rank facts the sweep needs, computed once.
-struct RankFacts {
-  std::vector<std::int8_t> role;   // per event: Role, or kMarker / -2 for events not counted
-  std::vector<std::int8_t> stage;  // per host event: inherited stage, or kNoStage
+// What the sweep needs of each event: the facts layer's role and stage, with the user's rules
+// applied over them and launches told apart by their GPU work.
+struct SweepFacts {
+  std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
+  std::vector<std::int8_t> stage;  // per event: StageHint
   std::vector<int> aux_tracks;     // threads running backward besides the main thread
   bool gpu = false;
   bool has_forward_marker = false;
@@ -57,107 +68,79 @@ bool is_host_op_kind(Kind k) {
 
 bool is_gpu_activity(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
-// Roles and own stage markers by name, user rules first; cached per interned name.
-class NameRules {
+// The first user rule a name matches, cached per interned name; -1 when none does.
+class UserRules {
  public:
-  NameRules(const RankTrace& t, const std::vector<CompiledRule>& rules)
-      : t_(t), rules_(rules), role_(t.strings.size(), -3), stage_(t.strings.size(), -3) {}
-
-  int role(StrId id) {
-    if (role_[id] == -3) resolve(id);
-    return role_[id];
-  }
-  int stage(StrId id) {
-    if (stage_[id] == -3) resolve(id);
-    return stage_[id];
+  UserRules(const RankTrace& t, const std::vector<CompiledRule>& rules)
+      : t_(t), rules_(rules), match_(rules.empty() ? 0 : t.strings.size(), -2) {}
+  const CompiledRule* match(StrId id) {
+    if (rules_.empty()) return nullptr;
+    if (match_[id] == -2) {
+      match_[id] = -1;
+      const std::string name(t_.str(id));
+      for (std::size_t k = 0; k < rules_.size() && match_[id] < 0; ++k)
+        if (std::regex_search(name, rules_[k].re)) match_[id] = static_cast<int>(k);
+    }
+    return match_[id] < 0 ? nullptr : &rules_[static_cast<std::size_t>(match_[id])];
   }
 
  private:
-  void resolve(StrId id) {
-    std::string name(t_.str(id));
-    role_[id] = static_cast<std::int8_t>(role_by_name(name));
-    stage_[id] = static_cast<std::int8_t>(stage_by_name(name));
-    for (const auto& r : rules_) {
-      if (!std::regex_search(name, r.re)) continue;
-      if (r.stage != kNoStage) stage_[id] = static_cast<std::int8_t>(r.stage);
-      else role_[id] = static_cast<std::int8_t>(r.role);
-      break;
-    }
-  }
   const RankTrace& t_;
   const std::vector<CompiledRule>& rules_;
-  std::vector<std::int8_t> role_, stage_;
+  std::vector<int> match_;
 };
 
-// Each host op inherits the stage of its innermost ancestor that marks one.
-void inherit_stages(const RankTrace& t, const Track& track, NameRules& names, RankFacts& f) {
-  std::vector<std::pair<ns_t, std::int8_t>> stack;  // (end, stage)
+// A stage a user rule marks is inherited by the op's descendants, over the facts' stage.
+void apply_rule_stages(const RankTrace& t, const Track& track, UserRules& rules, SweepFacts& f) {
+  std::vector<std::pair<ns_t, std::int8_t>> open;  // (end, rule stage)
   for (auto i : track.events) {
     if (f.role[i] == -2) continue;
-    while (!stack.empty() && stack.back().first <= t.events.ts[i]) stack.pop_back();
-    std::int8_t own = static_cast<std::int8_t>(names.stage(t.events.name[i]));
-    if (own == kForward) f.has_forward_marker = true;
-    std::int8_t s = own != kNoStage ? own : (stack.empty() ? std::int8_t{kNoStage} : stack.back().second);
-    f.stage[i] = s;
-    stack.emplace_back(t.events.end(i), s);
+    while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
+    const CompiledRule* r = rules.match(t.events.name[i]);
+    if (r && r->stage != StageHint::None) {
+      f.stage[i] = static_cast<std::int8_t>(r->stage);
+      open.emplace_back(t.events.end(i), f.stage[i]);
+    } else if (!open.empty()) {
+      f.stage[i] = open.back().second;
+    }
   }
 }
 
-RankFacts rank_facts(const RankTrace& t, int main_track, const std::vector<CompiledRule>& rules) {
-  RankFacts f;
+int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std::size_t i) {
+  const NameFact& n = facts.of_event(t, i);
+  int r = static_cast<int>(n.role);
+  if (const CompiledRule* rule = rules.match(t.events.name[i]); rule && rule->stage == StageHint::None)
+    r = static_cast<int>(rule->role);
+  else if (n.sync == SyncKind::ScalarRead &&
+           std::binary_search(facts.scalar_reads_without_wait.begin(), facts.scalar_reads_without_wait.end(),
+                              static_cast<std::uint32_t>(i)))
+    r = kOp;  // .item() on a CPU tensor: host work, no wait
+  const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
+                        t.events.correlation[i] != kNone && t.gpu_by_correlation.count(t.events.correlation[i]) > 0;
+  return r == kOp && launches ? kLaunch : r;
+}
+
+SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::vector<CompiledRule>& rules) {
+  SweepFacts f;
   const std::size_t n = t.events.size();
   f.role.assign(n, -2);
-  f.stage.assign(n, kNoStage);
-  NameRules names(t, rules);
-  for (const auto& tr : t.gpu_tracks)
-    for (auto i : tr.events)
-      if (is_gpu_activity(t.events.kind[i]) && t.events.dur[i] > 0) f.gpu = true;
+  f.stage.resize(n);
+  for (std::size_t i = 0; i < n; ++i) f.stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
+  f.gpu = facts.gpu_records;
+  UserRules user(t, rules);
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
-    bool backward = false;
     for (auto i : t.host_tracks[k].events) {
       if (t.events.phase[i] != Phase::Complete || !is_host_op_kind(t.events.kind[i])) continue;
-      int r = names.role(t.events.name[i]);
-      const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
-                            t.events.correlation[i] != kNone &&
-                            t.gpu_by_correlation.count(t.events.correlation[i]) > 0;
-      if (r == kOp && launches) r = kLaunch;
-      f.role[i] = static_cast<std::int8_t>(r);
-      backward = backward || names.stage(t.events.name[i]) == kBackward;
+      f.role[i] = static_cast<std::int8_t>(host_role(t, facts, user, i));
     }
-    inherit_stages(t, t.host_tracks[k], names, f);
-    if (backward && static_cast<int>(k) != main_track) f.aux_tracks.push_back(static_cast<int>(k));
+    if (!rules.empty()) apply_rule_stages(t, t.host_tracks[k], user, f);
+    for (auto i : t.host_tracks[k].events)
+      if (f.role[i] != -2 && f.stage[i] == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
+    if (facts.track_role[k] == ThreadRole::Autograd && static_cast<int>(k) != facts.main_track)
+      f.aux_tracks.push_back(static_cast<int>(k));
   }
   return f;
 }
-
-// classify_kernel matches many name patterns; a trace repeats few kernel names millions of times.
-class KernelClasses {
- public:
-  explicit KernelClasses(const RankTrace& t)
-      : t_(t), cls_(t.strings.size(), -1), softmax_(t.strings.size(), -1), low_(t.strings.size(), -1) {}
-  KernelClass of(std::size_t i) {
-    StrId id = t_.events.name[i];
-    if (cls_[id] < 0) cls_[id] = static_cast<std::int8_t>(classify_kernel(t_.str(id)));
-    return static_cast<KernelClass>(cls_[id]);
-  }
-  bool softmax(std::size_t i) {
-    StrId id = t_.events.name[i];
-    if (softmax_[id] < 0) {
-      std::string_view n = t_.str(id);
-      softmax_[id] = n.find("softmax") != std::string_view::npos || n.find("Softmax") != std::string_view::npos;
-    }
-    return softmax_[id] > 0;
-  }
-  bool low_precision(std::size_t i) {
-    StrId id = t_.events.name[i];
-    if (low_[id] < 0) low_[id] = has_low_precision_tag(t_.str(id));
-    return low_[id] > 0;
-  }
-
- private:
-  const RankTrace& t_;
-  std::vector<std::int8_t> cls_, softmax_, low_;
-};
 
 struct GpuActivity {
   ns_t start, end;
@@ -165,7 +148,7 @@ struct GpuActivity {
   std::size_t event;
 };
 
-int stage_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
+int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
   auto corr = t.events.correlation[i];
   if (corr != kNone) {
     auto it = t.launch_by_correlation.find(corr);
@@ -176,7 +159,7 @@ int stage_channel(const RankTrace& t, const RankFacts& f, std::size_t i) {
 }
 
 // Channel of a GPU activity, or -1 for rows that are not work (sync markers).
-int gpu_channel(const RankTrace& t, const RankFacts& f, KernelClasses& classes, std::size_t i) {
+int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts, std::size_t i) {
   switch (t.events.kind[i]) {
     case Kind::Memset: return kGpuMemset;
     case Kind::Memcpy:
@@ -187,7 +170,7 @@ int gpu_channel(const RankTrace& t, const RankFacts& f, KernelClasses& classes, 
     case Kind::Kernel: break;
     default: return -1;
   }
-  switch (classes.of(i)) {
+  switch (facts.of_event(t, i).cls) {
     case KernelClass::Communication: return kGpuComm;
     case KernelClass::Sync: return -1;
     case KernelClass::MemcpyHtoD: return kGpuHtoD;
@@ -197,12 +180,12 @@ int gpu_channel(const RankTrace& t, const RankFacts& f, KernelClasses& classes, 
   }
 }
 
-std::vector<GpuActivity> gpu_activities(const RankTrace& t, const RankFacts& f, KernelClasses& classes) {
+std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f, const RankFacts& facts) {
   std::vector<GpuActivity> out;
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events) {
       if (t.events.dur[i] <= 0 || !is_gpu_activity(t.events.kind[i])) continue;
-      int ch = gpu_channel(t, f, classes, i);
+      int ch = gpu_channel(t, f, facts, i);
       if (ch >= 0) out.push_back({t.events.ts[i], t.events.end(i), ch, i});
     }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -211,7 +194,7 @@ std::vector<GpuActivity> gpu_activities(const RankTrace& t, const RankFacts& f, 
 
 // The idle tail of a synchronising call: from its end until the GPU next starts any activity
 // (possibly in a later step), or to the end of the last window when it never does.
-void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const RankFacts& f,
+void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f,
                     const std::vector<int>& tracks, const std::vector<GpuActivity>& gpu, ns_t last) {
   for (int k : tracks)
     for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
@@ -225,7 +208,7 @@ void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const RankFact
 
 // An op nested inside an op of the same role and stage changes no count that matters: its
 // edges are skipped (a large share of a trace's host ops), which keeps the sweep's sort small.
-void add_host_edges(std::vector<Edge>& edges, const RankTrace& t, const RankFacts& f,
+void add_host_edges(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f,
                     const Track& track, int role0, int stage0) {
   struct Open {
     ns_t end;
@@ -347,15 +330,35 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
   }
 }
 
-void mark_warmup(const RankTrace& t, std::vector<StepPartition>& steps, const Track* main) {
-  if (steps.size() > 1) steps.front().warmup = true, steps.front().warmup_reason = "first step";
-  if (!main) return;
-  for (auto i : main->events) {
-    if (!is_compilation(t.name_of(i))) continue;
+bool holds(const StepPartition& s, ns_t ts) { return ts >= s.start && ts < s.end; }
+
+// A step shorter than this share of the longest one is a tail or a stub (the profiler stopping
+// right after a step opened), not a representative step.
+constexpr double kNearEmptyShare = 0.05;
+
+void warm(StepPartition& s, const char* reason) {
+  if (s.warmup) return;
+  s.warmup = true;
+  s.warmup_reason = reason;
+}
+
+// Steady-state steps are chosen by what they hold: compilation and one-time start-up calls make
+// a step warm-up, and so does being nearly empty; the first step is warm-up by position only
+// when at least two others remain.
+void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPartition>& steps, const Track* main) {
+  if (main)
+    for (auto i : main->events)
+      if (facts.of_event(t, i).has(kNameCompile))
+        for (auto& s : steps)
+          if (holds(s, t.events.ts[i])) warm(s, "compilation");
+  for (const auto& o : facts.startup)
     for (auto& s : steps)
-      if (t.events.ts[i] >= s.start && t.events.ts[i] < s.end && !s.warmup)
-        s.warmup = true, s.warmup_reason = "compilation";
-  }
+      if (holds(s, o.start) && steps.size() > 1) warm(s, "start-up");
+  ns_t longest = 0;
+  for (const auto& s : steps) longest = std::max(longest, s.duration());
+  for (auto& s : steps)
+    if (static_cast<double>(s.duration()) < kNearEmptyShare * static_cast<double>(longest)) warm(s, "near-empty step");
+  if (steps.size() >= 3) warm(steps.front(), "first step");
   if (std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.warmup; }))
     for (auto& s : steps) s.warmup = false, s.warmup_reason.clear();
 }
@@ -387,19 +390,66 @@ bool in_steady(const std::vector<StepPartition>& steps, ns_t ts) {
   return false;
 }
 
-void compute_mix(const RankTrace& t, const std::vector<GpuActivity>& gpu, KernelClasses& classes,
-                 RankPartition& r) {
+// Scores of attention are batched matmuls: a softmax without them is a classifier's output.
+bool has_score_matmuls(const RankTrace& t, const RankFacts& facts) {
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (facts.of_event(t, i).has(kNameBmm)) return true;
+  return false;
+}
+
+void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
+  const bool scores = has_score_matmuls(t, facts);
   for (const auto& a : gpu) {
     if (a.channel > kGpuStage0 + 3 || t.events.kind[a.event] != Kind::Kernel) continue;
     if (!in_steady(r.steps, a.start)) continue;
-    const KernelClass c = classes.of(a.event);
+    const NameFact& n = facts.of_event(t, a.event);
     const ns_t d = a.end - a.start;
-    r.mix.class_ns[static_cast<std::size_t>(c)] += d;
+    r.mix.class_ns[static_cast<std::size_t>(n.cls)] += d;
     ++r.mix.kernels;
-    if (classes.softmax(a.event)) r.mix.softmax_ns += d;
-    if ((c == KernelClass::Gemm || c == KernelClass::Convolution) && classes.low_precision(a.event))
-      (c == KernelClass::Gemm ? r.mix.low_precision_gemm_ns : r.mix.low_precision_conv_ns) += d;
+    if (n.has(kNameSoftmax) && scores) r.mix.softmax_ns += d;
+    const bool gemm = n.cls == KernelClass::Gemm || n.cls == KernelClass::GemmTensorCore;
+    if (gemm) r.mix.gemm_ns_by_dtype[static_cast<std::size_t>(n.dtype)] += d;
+    if (gemm && n.dtype == DataType::Fp32 && n.engine != Engine::TensorCore && !n.has(kNameGemv))
+      r.mix.fp32_simt_gemm_ns += d;
+    if (n.cls == KernelClass::Convolution && n.dtype == DataType::Fp32 && n.engine != Engine::TensorCore)
+      r.mix.fp32_simt_conv_ns += d;
+    if (n.cls == KernelClass::Communication) r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
   }
+}
+
+// When the host runs ahead, step N's host span ends while the GPU still runs step N-1: windows
+// that run to the end of their GPU work then overlap and count the same GPU time twice. Such
+// steps are measured on the GPU: from the first GPU work step N launched to the first of step N+1.
+void gpu_side_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu, std::vector<StepPartition>& steps) {
+  std::vector<ns_t> first(steps.size(), std::numeric_limits<ns_t>::max());
+  std::vector<ns_t> last(steps.size(), std::numeric_limits<ns_t>::min());
+  for (const auto& a : gpu) {
+    auto corr = t.events.correlation[a.event];
+    if (corr == kNone) continue;
+    auto l = t.launch_by_correlation.find(corr);
+    if (l == t.launch_by_correlation.end()) continue;
+    const ns_t ts = t.events.ts[l->second];
+    auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](ns_t v, const StepPartition& s) { return v < s.start; });
+    if (it == steps.begin() || ts >= std::prev(it)->host_end) continue;
+    const auto k = static_cast<std::size_t>(std::prev(it) - steps.begin());
+    first[k] = std::min(first[k], a.start);
+    last[k] = std::max(last[k], a.end);
+  }
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (first[k] == std::numeric_limits<ns_t>::max()) continue;
+    steps[k].start = k > 0 ? std::max(first[k], steps[k - 1].end) : std::min(steps[k].start, first[k]);
+    ns_t next = std::numeric_limits<ns_t>::max();
+    for (std::size_t j = k + 1; j < steps.size() && next == std::numeric_limits<ns_t>::max(); ++j) next = first[j];
+    steps[k].end = std::max(steps[k].start, next != std::numeric_limits<ns_t>::max() ? next : last[k]);
+  }
+}
+
+ns_t median_duration(const std::vector<StepPartition>& steps) {
+  std::vector<ns_t> d;
+  for (const auto& s : steps) d.push_back(s.host_end - s.start);
+  if (d.empty()) return 0;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  return d[d.size() / 2];
 }
 
 // How far a window reaches into the next one's host span (GPU work still draining).
@@ -480,29 +530,105 @@ std::string whole_trace_note(const RankTrace& t, const StepDetection& d) {
                      static_cast<double>(w.start - t.first_ts()) / 1e6, static_cast<double>(t.last_end() - w.end) / 1e6);
 }
 
-// `keep`, when given, receives the timeline's category segments (for partition_runs).
-RankPartition partition_impl(const RankTrace& t, const PartitionOptions& opts, std::vector<Segment>* keep) {
-  RankPartition r;
-  r.rank = t.rank;
-  const StepDetection d = detect_steps(t, opts.step_range);
-  r.source = d.source;
-  r.source_detail = d.detail;
-  r.main_thread = track_label(t, d.main_track);
-  const auto rules = compile_rules(opts.stage_rules);
-  const RankFacts f = rank_facts(t, d.main_track, rules);
-  r.gpu = f.gpu;
-  KernelClasses classes(t);
-  const std::vector<GpuActivity> gpu = f.gpu ? gpu_activities(t, f, classes) : std::vector<GpuActivity>{};
+// Windows overlapping by more than this share of the median host step mean the host runs ahead.
+constexpr double kRunAheadShare = 0.1;
 
+std::vector<StepPartition> step_windows(const StepDetection& d) {
+  std::vector<StepPartition> steps;
   for (const auto& w : d.windows) {
     StepPartition s;
     s.number = w.number;
     s.name = w.name;
     s.start = w.start;
     s.end = s.host_end = std::max(w.end, w.start);
-    r.steps.push_back(std::move(s));
+    steps.push_back(std::move(s));
   }
-  if (d.source != StepSource::WholeTrace) extend_windows(t, gpu, r.steps);
+  return steps;
+}
+
+// A whole-trace window starts after the last one-time start-up call: a cold first launch of a
+// second, and everything before it, is not the job's steady state. Kept whole when no GPU work
+// remains after it.
+void skip_startup(const RankFacts& facts, const std::vector<GpuActivity>& gpu, StepPartition& w) {
+  if (facts.startup.empty()) return;
+  const ns_t after = facts.startup.back().end;
+  const bool work_after = std::any_of(gpu.begin(), gpu.end(), [&](const GpuActivity& a) { return a.end > after; });
+  if (after > w.start && after < w.end && (work_after || gpu.empty())) w.start = after;
+}
+
+void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition& r, ns_t lag) {
+  auto warn = [&](const char* code, TrustSeverity sev, std::string text, std::string advice,
+                  std::map<std::string, double> figures) {
+    r.trust.push_back({code, sev, t.rank, std::move(text), std::move(advice), std::move(figures)});
+  };
+  if (d.source == StepSource::WholeTrace)
+    warn("no_step_markers", TrustSeverity::Info,
+         "no ProfilerStep markers, repeated annotations or optimizer steps: the trace is read as one window",
+         "call prof.step() once per iteration so that every step is marked", {});
+  if (r.steady_steps == 1)
+    warn("one_step", TrustSeverity::Limits, "one steady-state step: its stability is unknown and one-off costs "
+                                            "cannot be told from steady ones",
+         "record at least 3 active steps: torch.profiler.schedule(wait=1, warmup=1, active=3)",
+         {{"steady_steps", 1}});
+  else if (r.steady_steps > 0 && r.steady_steps < 3)
+    warn("few_steps", TrustSeverity::Limits,
+         fmt::format("{} steady-state steps: stability and spikes cannot be judged", r.steady_steps),
+         "record at least 3 active steps: torch.profiler.schedule(wait=1, warmup=1, active=3)",
+         {{"steady_steps", static_cast<double>(r.steady_steps)}});
+  if (r.host_runs_ahead)
+    warn("host_runs_ahead", TrustSeverity::Info,
+         fmt::format("the host runs ahead of the GPU by up to {:.2f} ms: steps are measured on the GPU side, from "
+                     "the first GPU work each step launched",
+                     static_cast<double>(lag) / 1e6),
+         "", {{"lag_ns", static_cast<double>(lag)}});
+}
+
+void count_syncs(const RankTrace& t, const RankFacts& facts, RankPartition& r) {
+  for (auto i : facts.device_syncs) {
+    if (!in_steady(r.steps, t.events.ts[i])) continue;
+    ++r.sync_calls;
+    if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
+  }
+}
+
+void scan_flags(const RankTrace& t, const RankFacts& facts, const SweepFacts& f, const std::vector<int>& tracks,
+                RankPartition& r) {
+  for (int k : tracks)
+    for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
+      if (f.role[i] < 0) continue;
+      const NameFact& n = facts.of_event(t, i);
+      if (n.has(kNameRecompute)) r.mix.recompute_seen = true;
+      if (n.has(kNameFusedOptimizer) && f.stage[i] == static_cast<std::int8_t>(StageHint::Optimizer))
+        r.mix.fused_optimizer_seen = true;
+    }
+}
+
+// `keep`, when given, receives the timeline's category segments (for partition_runs).
+RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts,
+                             std::vector<Segment>* keep) {
+  RankPartition r;
+  r.rank = t.rank;
+  const StepDetection d = detect_steps(t, opts.step_range, facts.main_track);
+  r.source = d.source;
+  r.source_detail = d.detail;
+  r.main_thread = track_label(t, d.main_track);
+  const auto rules = compile_rules(opts.stage_rules);
+  const SweepFacts f = sweep_facts(t, facts, rules);
+  r.gpu = f.gpu;
+  const std::vector<GpuActivity> gpu = f.gpu ? gpu_activities(t, f, facts) : std::vector<GpuActivity>{};
+
+  r.steps = step_windows(d);
+  ns_t lag = 0;
+  if (d.source != StepSource::WholeTrace) {
+    extend_windows(t, gpu, r.steps);
+    lag = max_overlap(r.steps);
+    if (r.steps.size() > 1 && static_cast<double>(lag) > kRunAheadShare * static_cast<double>(median_duration(r.steps))) {
+      r.host_runs_ahead = true;
+      gpu_side_windows(t, gpu, r.steps);
+    }
+  } else {
+    skip_startup(facts, gpu, r.steps.front());
+  }
   ns_t last = 0;
   for (const auto& s : r.steps) last = std::max(last, s.end);
 
@@ -524,39 +650,36 @@ RankPartition partition_impl(const RankTrace& t, const PartitionOptions& opts, s
   if (keep) *keep = segs;
 
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
-  mark_warmup(t, r.steps, main);
+  mark_warmup(t, facts, r.steps, main);
   steady_state(r);
-  compute_mix(t, gpu, classes, r);
-  for (int k : host_tracks)
-    for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
-      if (f.role[i] == kSync && in_steady(r.steps, t.events.ts[i])) {
-        ++r.sync_calls;
-        if (t.name_of(i) == "aten::item") ++r.item_calls;
-      }
-      if (f.role[i] < 0) continue;
-      if (!r.mix.recompute_seen && is_recompute(t.name_of(i))) r.mix.recompute_seen = true;
-      if (!r.mix.fused_optimizer_seen && t.name_of(i).find("_fused_") != std::string_view::npos &&
-          f.stage[i] == kOptimizer)
-        r.mix.fused_optimizer_seen = true;
-    }
-  if (ns_t lag = max_overlap(r.steps); lag > 0)
-    r.notes.push_back(fmt::format("the host runs ahead of the GPU: step windows overlap by up to {:.2f} ms "
-                                  "(each window runs to the end of the GPU work it launched)",
+  compute_mix(t, facts, gpu, r);
+  count_syncs(t, facts, r);
+  scan_flags(t, facts, f, host_tracks, r);
+  if (lag > 0 && !r.host_runs_ahead)
+    r.notes.push_back(fmt::format("GPU work drains past the host's step end by up to {:.2f} ms (each window runs to "
+                                  "the end of the GPU work it launched)",
                                   static_cast<double>(lag) / 1e6));
   if (d.source == StepSource::WholeTrace) r.notes.push_back(whole_trace_note(t, d));
   if (cls.ops_are_compute)
     r.notes.push_back("CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute");
+  add_step_warnings(t, d, r, lag);
   return r;
 }
 
 }  // namespace
 
-RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) { return partition_impl(t, opts, nullptr); }
+RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts) {
+  return partition_impl(t, facts, opts, nullptr);
+}
+
+RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
+  return partition_impl(t, compute_facts(t), opts, nullptr);
+}
 
 std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,
                                                      const PartitionOptions& opts) {
   std::vector<Segment> segs;
-  partition_impl(t, opts, &segs);
+  partition_impl(t, compute_facts(t), opts, &segs);
   std::vector<std::vector<CategoryRun>> out;
   out.reserve(steps.size());
   for (const auto& s : steps) out.push_back(window_runs(segs, s.start, s.end));

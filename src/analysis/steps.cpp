@@ -159,6 +159,20 @@ std::optional<HostWindow> gpu_work_window(const RankTrace& t) {
   return HostWindow{0, "GPU work", start, end};
 }
 
+// The whole trace's window: from the first to the last event with a duration. Instants (the
+// profiler's "Record Window End", memory events) can lie far past the work.
+HostWindow whole_trace_window(const RankTrace& t) {
+  ns_t start = std::numeric_limits<ns_t>::max(), end = std::numeric_limits<ns_t>::min();
+  const auto& ev = t.events;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev.phase[i] != Phase::Complete || ev.kind[i] == Kind::TraceSpan) continue;
+    start = std::min(start, ev.ts[i]);
+    end = std::max(end, ev.end(i));
+  }
+  if (start > end) return {0, "whole trace", t.first_ts(), t.last_end()};
+  return {0, "whole trace", start, end};
+}
+
 }  // namespace
 
 std::int64_t profiler_step_number(std::string_view name) {
@@ -170,10 +184,10 @@ std::int64_t profiler_step_number(std::string_view name) {
   return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
 }
 
-StepDetection detect_steps(const RankTrace& t, std::string_view step_range) {
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int main_track) {
   if (!step_range.empty()) return named_range_windows(t, step_range);
   StepDetection d;
-  d.main_track = find_main_track(t);
+  d.main_track = main_track >= 0 ? main_track : find_main_track(t);
   if (d.main_track >= 0) {
     const Track& track = t.host_tracks[static_cast<std::size_t>(d.main_track)];
     d.windows = profiler_step_windows(t, track);
@@ -195,7 +209,7 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range) {
     }
   }
   d.source = StepSource::WholeTrace;
-  d.windows = {{0, "whole trace", t.first_ts(), t.last_end()}};
+  d.windows = {whole_trace_window(t)};
   if (t.layout == TraceLayout::NsysSqlite) {
     if (auto w = gpu_work_window(t)) {
       d.windows = {*w};

@@ -114,17 +114,25 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   r.stability.resize(n);
   r.gpu_timelines.resize(n);
   r.cuda_summaries.resize(n);
+  r.facts.resize(n);
   // Each rank's analyses read only that rank's trace and write only its own slots.
   for_each_rank_parallel(n, opts.jobs, [&](std::size_t i) {
     const RankTrace& rank = trace.ranks[i];
     r.ranks[i] = summarize_ingest(rank);
-    r.partitions[i] = partition_rank(rank, opts.partition);
+    r.facts[i] = compute_facts(rank);
+    r.partitions[i] = partition_rank(rank, r.facts[i], opts.partition);
     r.stability[i] = compute_stability(r.partitions[i]);
     r.gpu_timelines[i] = analyze_gpu_timeline(rank);
     r.cuda_summaries[i] = summarize_cuda(rank);
   });
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& f = r.facts[i].trust.warnings;
+    r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());
+    const auto& p = r.partitions[i].trust;
+    r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
+  }
   return r;
 }
 

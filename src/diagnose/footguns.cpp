@@ -94,34 +94,45 @@ Finding make(const char* id, std::string text, std::vector<std::string> evidence
 
 bool worth(const Job& j, double gain) { return gain >= kMinShare * j.step(); }
 
-// 1. fp32 GEMMs on SIMT kernels where the GPU has TF32 tensor cores (compute capability >= 8.0).
-void fp32_no_tf32(const Trace& trace, const Job& j, std::vector<Finding>& out) {
-  const DeviceProperties* ampere = nullptr;
-  for (const auto& r : trace.ranks)
-    for (const auto& d : r.devices)
-      if (d.compute_major >= 8 && d.name.find("AMD") == std::string::npos && !ampere) ampere = &d;
-  if (!ampere) return;
-  const double simt = j.sum([](const RankScan& r) { return r.gemm_simt_time; });
+// The first rank's device whose tensor cores can take fp32 GEMMs: TF32 (compute capability 8.0
+// and up) or, failing that, fp16 under autocast with a GradScaler (7.x: V100, T4).
+const DeviceModel* tensor_core_device(const AnalysisResult& r, bool want_tf32) {
+  for (const auto& f : r.facts) {
+    const DeviceModel& d = f.device;
+    if (want_tf32 ? d.tf32() == Capability::Yes : d.tensor_cores() == Capability::Yes) return &d;
+  }
+  return nullptr;
+}
+
+// 1. fp32 GEMMs on SIMT kernels where the GPU has tensor cores that would take them: TF32 where
+// the GPU has it, else fp16 autocast (bf16 and TF32 do not exist before compute capability 8.0).
+void fp32_no_tf32(const AnalysisResult& r, const Job& j, std::vector<Finding>& out) {
+  const DeviceModel* device = tensor_core_device(r, true);
+  const bool tf32 = device != nullptr;
+  if (!device) device = tensor_core_device(r, false);
+  if (!device) return;
+  const double simt = j.sum([](const RankScan& s) { return s.gemm_simt_time; });
   if (simt <= 0) return;
-  const double tc = j.sum([](const RankScan& r) { return r.gemm_tc_time; });
-  const double compute = j.sum([](const RankScan& r) { return r.compute_kernel_time; });
+  const double tc = j.sum([](const RankScan& s) { return s.gemm_tc_time; });
+  const double compute = j.sum([](const RankScan& s) { return s.compute_kernel_time; });
   if (simt <= 0 || simt / (simt + tc) < kSimtGemmShare || simt < kSimtComputeShare * compute) return;
   const double gain = kTf32Cut * j.per_step(simt);
   if (!worth(j, gain)) return;
   const ByName names = j.merged(&RankScan::simt_gemms);
-  out.push_back(make("fp32_no_tf32",
-                     fmt::format("fp32 matmuls on SIMT kernels without TF32 or AMP: {} of GEMM time on a GPU with "
-                                 "TF32 tensor cores",
-                                 pct(simt / (simt + tc))),
-                     {fmt::format("deviceProperties: {} (compute capability {}.{})", ampere->name,
-                                  ampere->compute_major, ampere->compute_minor),
+  const std::string what = tf32 ? "fp32 matmuls on SIMT kernels without TF32 or AMP: {} of GEMM time on a GPU with "
+                                  "TF32 tensor cores"
+                                : "fp32 matmuls on SIMT kernels without AMP: {} of GEMM time on a GPU whose tensor "
+                                  "cores take fp16 (it has neither bf16 nor TF32)";
+  out.push_back(make(tf32 ? "fp32_no_tf32" : "fp32_no_amp", fmt::format(fmt::runtime(what), pct(simt / (simt + tc))),
+                     {fmt::format("device: {}", device->describe()),
                       fmt::format("SIMT GEMM kernels: {:.1f} per step, {} per step ({} of compute-kernel time; "
                                   "tensor-core GEMMs {} per step)",
                                   j.per_step(static_cast<double>(total(names).count)), ms(j.per_step(simt)),
                                   pct(simt / compute), ms(j.per_step(tc))),
                       "largest: " + top_names(j, names),
-                      "gain: half of the SIMT GEMM time (TF32/bf16 tensor cores run fp32 GEMMs 2-4x faster)"},
-                     "tf32", gain, j.step()));
+                      tf32 ? "gain: half of the SIMT GEMM time (TF32/bf16 tensor cores run fp32 GEMMs 2-4x faster)"
+                           : "gain: half of the SIMT GEMM time (fp16 tensor cores run these GEMMs several times faster)"},
+                     tf32 ? "tf32" : "amp_fp16", gain, j.step()));
 }
 
 // 2. cudnn.benchmark re-tuning in steady steps: one convolution call runs several algorithms.
@@ -169,13 +180,7 @@ void nchw_layout(const Job& j, std::vector<Finding>& out) {
   const NameTime lt = total(layout);
   const double calls = j.sum([](const RankScan& r) { return r.convs.size(); });
   if (lt.count == 0 || calls <= 0 || static_cast<double>(lt.count) < kLayoutPerConv * calls) return;
-  bool half = false;
-  for (const auto& [n, v] : j.merged(&RankScan::conv_names))
-    half = half || n.find("bf16") != std::string::npos || n.find("f16") != std::string::npos ||
-           n.find("h884") != std::string::npos || n.find("h1688") != std::string::npos ||
-           n.find("half") != std::string::npos || n.find("16816") != std::string::npos;
-  for (const auto& [n, v] : layout)
-    half = half || n.find("bfloat16") != std::string::npos || n.find("__half") != std::string::npos;
+  const bool half = j.sum([](const RankScan& s) { return s.half_conv_or_layout; }) > 0;
   if (!half) return;
   const double gain = j.per_step(static_cast<double>(lt.time));
   if (!worth(j, gain)) return;
@@ -442,17 +447,18 @@ void ddp_no_overlap(const Job& j, std::vector<Finding>& out) {
 
 std::vector<Finding> detect_footguns(const Trace& trace, const AnalysisResult& r, const JobStep& job) {
   std::vector<Finding> out;
-  if (job.step_ns <= 0 || trace.ranks.size() != r.partitions.size()) return out;
+  if (job.step_ns <= 0 || trace.ranks.size() != r.partitions.size() || r.facts.size() != r.partitions.size())
+    return out;
   Job j;
   j.job = &job;
   for (std::size_t i = 0; i < trace.ranks.size(); ++i) {
     if (!r.partitions[i].steady_steps) continue;
-    j.ranks.push_back(footgun_detail::scan_rank(trace.ranks[i], r.partitions[i]));
+    j.ranks.push_back(footgun_detail::scan_rank(trace.ranks[i], r.facts[i], r.partitions[i]));
     j.steady += static_cast<double>(r.partitions[i].steady_steps);
   }
   if (j.ranks.empty()) return out;
   if (job.gpu) {
-    fp32_no_tf32(trace, j, out);
+    fp32_no_tf32(r, j, out);
     cudnn_autotune(j, out);
     nchw_layout(j, out);
   }

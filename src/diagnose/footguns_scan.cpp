@@ -1,30 +1,15 @@
 #include "diagnose/footguns_scan.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <string_view>
 #include <unordered_map>
 
-#include "analysis/partition_rules.hpp"
-#include "stepscope/kernel_class.hpp"
+#include "stepscope/facts.hpp"
 
 namespace stepscope::footgun_detail {
 namespace {
 
-using partition_detail::is_compilation;
-using partition_detail::is_recompute;
-using partition_detail::kBackward;
-using partition_detail::kOptimizer;
-using partition_detail::stage_by_name;
-
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
-
-std::string lower(std::string_view s) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return l;
-}
 
 // What a host event sits inside, inherited from its enclosing events on the same thread.
 struct Context {
@@ -34,11 +19,6 @@ struct Context {
   bool checkpoint = false;          // under an activation-checkpointing marker
   std::int64_t conv_op = -1;        // outermost aten convolution op
 };
-
-bool is_conv_op(std::string_view n) {
-  return starts(n, "aten::") && (has(n, "conv") || has(n, "cudnn_convolution") || has(n, "miopen_convolution"));
-}
-
 
 // Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
 std::int64_t steady_step(const RankPartition& p, ns_t ts) {
@@ -67,39 +47,9 @@ void add(ByName& m, std::string_view name, ns_t dur) {
   e.time += dur;
 }
 
-bool is_softmax_kernel(std::string_view n) {
-  const std::string l = lower(n);
-  return has(l, "softmax") && !has(l, "logsoftmax") && !has(l, "log_softmax");
-}
-
-bool is_layout_kernel(std::string_view n) {
-  const std::string l = lower(n);
-  return has(l, "nchwtonhwc") || has(l, "nhwctonchw");
-}
-
-bool is_fused_optimizer_name(std::string_view n) {
-  const std::string l = lower(n);
-  return has(l, "multi_tensor_apply") || has(l, "_foreach_") || has(l, "_fused_") || has(l, "fusedadam") ||
-         has(l, "fused_adam") || has(l, "fusedsgd");
-}
-
-// A GEMM in fp32 arithmetic: SIMT names carry no lower-precision tag. GEMVs are bandwidth-bound
-// whatever the precision, so TF32 would not speed them up.
-bool is_fp32_gemm(std::string_view n) {
-  const std::string l = lower(n);
-  return !has_low_precision_tag(n) && !has(l, "gemv") && !has(l, "tf32");
-}
-
-bool is_anomaly_op(std::string_view n) {
-  return n == "aten::isnan" || n == "aten::any" || n == "aten::item" || n == "aten::_local_scalar_dense";
-}
-
-// Compilation events (torch.compile): dynamo's timed phases and the inductor entry points.
-bool is_compile_event(std::string_view n) { return is_compilation(n) || has(n, "(dynamo_timed)"); }
-
 // Everything the scan asks of a name, computed once per distinct name (traces repeat a few
 // thousand names millions of times).
-enum NameFlag : std::uint32_t {
+enum ScanFlag : std::uint32_t {
   kZeroGrad = 1u << 0,
   kOptimizerStage = 1u << 1,
   kBackwardStage = 1u << 2,
@@ -126,36 +76,35 @@ enum NameFlag : std::uint32_t {
   kKnown = 1u << 31,
 };
 
-std::uint32_t name_flags(std::string_view n) {
+// The facts layer's answers in the scan's own bits (the scan keeps one word per name).
+std::uint32_t name_flags(const NameFact& n) {
   std::uint32_t f = kKnown;
-  const std::string l = lower(n);
   auto set = [&](bool on, std::uint32_t bit) {
     if (on) f |= bit;
   };
-  set(has(n, "zero_grad"), kZeroGrad);
-  const int stage = stage_by_name(n);
-  set(stage == kOptimizer, kOptimizerStage);
-  set(stage == kBackward, kBackwardStage);
-  set(is_recompute(n), kRecompute);
-  set(is_conv_op(n), kConvOp);
-  set(has(n, "Synchronize"), kSynchronize);
-  set(has(n, "cudnnFind") || has(n, "miopenFind"), kFind);
-  set(starts(n, "Torch-Compiled Region") || n == "CompiledFunction" || has(n, "CompiledFxGraph"), kCompiledRegion);
-  set(is_compile_event(n), kCompile);
-  set(partition_detail::role_by_name(n) == partition_detail::kLoader, kLoader);
-  set(starts(n, "Optimizer.step#"), kOptimizerStep);
-  set(is_fused_optimizer_name(n), kFusedName);
-  set(is_anomaly_op(n), kAnomalyOp);
-  set(n == "aten::item", kItem);
-  set(n == "aten::isnan", kIsnan);
-  set(n == "aten::bmm" || n == "aten::baddbmm", kBmm);
-  set(is_softmax_kernel(n), kSoftmax);
-  set(is_layout_kernel(n), kLayout);
-  set(has(l, "fill"), kFill);
-  set(is_fp32_gemm(n), kFp32);
-  set(has(l, "fused"), kFusedKernel);
-  set(has(l, "isnan") || has(l, "or_kernel"), kNanCheck);
-  f |= static_cast<std::uint32_t>(classify_kernel(n)) << kClassShift;
+  set(n.has(kNameZeroGrad), kZeroGrad);
+  set(n.stage == StageHint::Optimizer, kOptimizerStage);
+  set(n.stage == StageHint::Backward, kBackwardStage);
+  set(n.has(kNameRecompute), kRecompute);
+  set(n.has(kNameConvOp), kConvOp);
+  set(n.has(kNameSynchronize), kSynchronize);
+  set(n.has(kNameAutotune), kFind);
+  set(n.has(kNameCompiledRegion), kCompiledRegion);
+  set(n.has(kNameCompile), kCompile);
+  set(n.role == HostRole::Loader, kLoader);
+  set(n.has(kNameOptimizerStep), kOptimizerStep);
+  set(n.has(kNameFusedOptimizer), kFusedName);
+  set(n.has(kNameAnomalyOp), kAnomalyOp);
+  set(n.has(kNameItem), kItem);
+  set(n.has(kNameIsnan), kIsnan);
+  set(n.has(kNameBmm), kBmm);
+  set(n.has(kNameSoftmax), kSoftmax);
+  set(n.has(kNameLayout), kLayout);
+  set(n.has(kNameFill), kFill);
+  set(n.dtype == DataType::Fp32 && n.engine != Engine::TensorCore && !n.has(kNameGemv), kFp32);
+  set(n.has(kNameFusedKernel), kFusedKernel);
+  set(n.has(kNameNanCheck), kNanCheck);
+  f |= static_cast<std::uint32_t>(n.cls) << kClassShift;
   return f;
 }
 
@@ -173,7 +122,8 @@ Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
 
 class Scanner {
  public:
-  Scanner(const RankTrace& t, const RankPartition& p) : t_(t), p_(p), flags_(t.strings.size(), 0) {
+  Scanner(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
+      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0) {
     s_.rank = p.rank;
     s_.gpu = p.gpu;
     s_.steady_steps = p.steady_steps;
@@ -357,6 +307,7 @@ class Scanner {
       if (cls == KernelClass::Attention) ++s_.attention_kernels;
       if (f & kSoftmax) add(s_.softmax_kernels, n, dur);
       if (cls == KernelClass::Convolution) convolution(g, n, dur, step, ctx);
+      if ((cls == KernelClass::Convolution || (f & kLayout)) && half_type(g)) ++s_.half_conv_or_layout;
       if (f & kLayout) {
         if (ctx && ctx->conv_op >= 0) add(s_.layout_kernels, n, dur);
         else ++s_.layout_outside_conv;
@@ -414,7 +365,7 @@ class Scanner {
   }
 
   void communication(std::uint32_t g, std::int64_t step, ns_t dur) {
-    if (collective_of(t_.name_of(g)) != Collective::AllReduce) return;
+    if (facts_.of_event(t_, g).collective != Collective::AllReduce) return;
     ++s_.allreduces;
     s_.allreduce_time += dur;
     auto& first = first_allreduce_launch_[step];
@@ -441,14 +392,20 @@ class Scanner {
     }
   }
 
+  // Layout kernels carry their element type in template arguments (__half, BFloat16).
+  bool half_type(std::uint32_t g) const {
+    const DataType d = facts_.of_event(t_, g).dtype;
+    return d == DataType::Fp16 || d == DataType::Bf16;
+  }
+
   std::uint32_t flags(std::uint32_t event) {
     const StrId id = t_.events.name[event];
-    if (id >= flags_.size()) return name_flags(t_.str(id));
-    if (!(flags_[id] & kKnown)) flags_[id] = name_flags(t_.str(id));
+    if (!(flags_[id] & kKnown)) flags_[id] = name_flags(facts_.of(id));
     return flags_[id];
   }
 
   const RankTrace& t_;
+  const RankFacts& facts_;
   const RankPartition& p_;
   std::vector<std::uint32_t> flags_;
   RankScan s_;
@@ -464,6 +421,8 @@ class Scanner {
 
 }  // namespace
 
-RankScan scan_rank(const RankTrace& t, const RankPartition& p) { return Scanner(t, p).run(); }
+RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
+  return Scanner(t, facts, p).run();
+}
 
 }  // namespace stepscope::footgun_detail

@@ -44,6 +44,8 @@ struct RankScan {
   std::int64_t conv_kernels = 0;
   ns_t conv_time = 0;
   ByName conv_names;
+  // Convolutions or layout conversions in a 16-bit type: mixed precision is on (NHWC pays off).
+  std::int64_t half_conv_or_layout = 0;
   ByName layout_kernels;        // nchwToNhwc / nhwcToNchw kernels launched by convolution ops
   std::int64_t layout_outside_conv = 0;
   ByName autotune_calls;        // host events named cudnnFind* / *cudnnFind*
@@ -94,6 +96,6 @@ struct RankScan {
   std::int64_t pageable_h2d_bytes = 0;
 };
 
-RankScan scan_rank(const RankTrace& t, const RankPartition& p);
+RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartition& p);
 
 }  // namespace stepscope::footgun_detail

@@ -51,12 +51,45 @@ double compute(const JobStep& j) {
          cat(j, Category::ComputeOptimizer) + cat(j, Category::ComputeOther);
 }
 
+// A lever that gains less than this share of the step does not apply: within noise, not worth a
+// change.
+constexpr double kMinApplyShare = 0.01;
+
 struct Mix {
   double total = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
-  double fp32_gemm_simt = 0, fp32_conv = 0;  // SIMT GEMM / convolution named with no 16-bit type
+  double fp32_gemm_simt = 0, fp32_conv = 0;  // fp32 GEMMs (not GEMVs) / convolutions on SIMT units
   bool recompute = false, fused_optimizer = false;
   double share(double v) const { return total > 0 ? v / total : 0; }
 };
+
+// What the job's GPUs can do, from the facts' device models: the weakest rank decides.
+struct Devices {
+  Capability bf16 = Capability::Yes, tf32 = Capability::Yes, tensor_cores = Capability::Yes;
+  bool any = false;
+  bool pytorch = false;  // PyTorch ops in the trace: its knobs exist
+  std::string name;      // the first device, for the texts
+};
+
+Capability weakest(Capability a, Capability b) {
+  if (a == Capability::No || b == Capability::No) return Capability::No;
+  if (a == Capability::Unknown || b == Capability::Unknown) return Capability::Unknown;
+  return Capability::Yes;
+}
+
+Devices job_devices(const AnalysisResult& r) {
+  Devices d;
+  for (const auto& f : r.facts) {
+    d.pytorch = d.pytorch || f.pytorch;
+    if (!f.gpu_records) continue;
+    if (!d.any) d.name = f.device.describe();
+    d.any = true;
+    d.bf16 = weakest(d.bf16, f.device.bf16());
+    d.tf32 = weakest(d.tf32, f.device.tf32());
+    d.tensor_cores = weakest(d.tensor_cores, f.device.tensor_cores());
+  }
+  if (!d.any) d.bf16 = d.tf32 = d.tensor_cores = Capability::Unknown;
+  return d;
+}
 
 Mix job_mix(const AnalysisResult& r) {
   Mix m;
@@ -65,8 +98,8 @@ Mix job_mix(const AnalysisResult& r) {
     m.total += static_cast<double>(p.mix.kernel_ns());
     m.gemm_tc += at(KernelClass::GemmTensorCore);
     m.conv += at(KernelClass::Convolution);
-    m.fp32_gemm_simt += at(KernelClass::Gemm) - static_cast<double>(p.mix.low_precision_gemm_ns);
-    m.fp32_conv += at(KernelClass::Convolution) - static_cast<double>(p.mix.low_precision_conv_ns);
+    m.fp32_gemm_simt += static_cast<double>(p.mix.fp32_simt_gemm_ns);
+    m.fp32_conv += static_cast<double>(p.mix.fp32_simt_conv_ns);
     m.eltwise_norm += at(KernelClass::Elementwise) + at(KernelClass::ReductionNorm);
     m.attention += at(KernelClass::Attention);
     m.softmax += static_cast<double>(p.mix.softmax_ns);
@@ -117,9 +150,24 @@ Lever make(const Entry& e, const std::string& targets, double target_ns, double 
   l.removable_ns = std::clamp(target_ns * fraction, 0.0, step * 0.999);
   l.speedup = step > 0 ? step / (step - l.removable_ns) : 1;
   l.basis = basis;
-  l.applies = l.removable_ns > 0;
+  l.applies = l.removable_ns >= kMinApplyShare * step && l.removable_ns > 0;
   return l;
 }
+
+// A lever the device cannot take does not apply, and says why; on an unknown device it says what
+// it requires.
+void require(Lever& l, Capability c, const std::string& needs, const Devices& d) {
+  if (c == Capability::Yes) return;
+  if (c == Capability::No) {
+    l.applies = false;
+    l.basis = fmt::format("{} has no {}", d.name, needs);
+    return;
+  }
+  l.risk = fmt::format("requires {} (the device is unknown); {}", needs, l.risk);
+}
+
+// Levers whose knobs are PyTorch's do not exist for a program that does not run PyTorch.
+bool pytorch_knob(const std::string& id) { return id != "fix_straggler"; }
 
 }  // namespace
 
@@ -134,6 +182,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   const double side = cat(j, Category::SideWork) + (v.bound == Bound::SideWork ? cat(j, Category::Idle) : 0);
   const double cmp = compute(j);
   const Mix m = job_mix(r);
+  const Devices dev = job_devices(r);
   const bool gpu = j.gpu;
   std::vector<Lever> out;
   auto add = [&](const Entry& e, const std::string& targets, double ns, double f, const std::string& basis) {
@@ -167,13 +216,25 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "a different batch size is a different experiment: pin it across compared runs"},
       "launch overhead + host compute", gpu ? host : 0, kMicroBatchAmortize,
       "per-step host and launch costs are paid once for twice the samples");
+  const double fp32_math = gpu ? cmp * m.share(m.fp32_gemm_simt + m.fp32_conv) : 0;
   add({"amp_bf16", "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
-       "numerical edge cases; fp16 needs a GradScaler", kNumericsLink, ""},
-      "fp32 SIMT GEMM + convolution kernels", gpu ? cmp * m.share(m.fp32_gemm_simt + m.fp32_conv) : 0, kLowPrecisionCut,
+       "numerical edge cases in reductions and losses", kNumericsLink, ""},
+      "fp32 SIMT GEMM + convolution kernels", dev.bf16 == Capability::No ? 0 : fp32_math, kLowPrecisionCut,
       "16-bit tensor-core math replaces fp32 kernels");
+  require(out.back(), dev.bf16, "bf16 tensor cores (compute capability 8.0 or newer, or AMD CDNA)", dev);
+  // Before Ampere the tensor cores take fp16 only: autocast to fp16, with a GradScaler against
+  // gradient underflow.
+  add({"amp_fp16", "mixed precision (fp16 autocast with a GradScaler)",
+       "torch.autocast('cuda', dtype=torch.float16) + torch.cuda.amp.GradScaler()",
+       "fp16's narrow range: gradients underflow without the scaler; overflow in large activations", kNumericsLink, ""},
+      "fp32 SIMT GEMM + convolution kernels",
+      dev.bf16 == Capability::No && dev.tensor_cores == Capability::Yes ? fp32_math : 0, kLowPrecisionCut,
+      "fp16 tensor-core math replaces fp32 kernels");
   add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high')",
        "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
-      "fp32 SIMT GEMM kernels", gpu ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut, "fp32 GEMMs move to tensor cores");
+      "fp32 SIMT GEMM kernels", gpu && dev.tf32 != Capability::No ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut,
+      "fp32 GEMMs move to tensor cores");
+  require(out.back(), dev.tf32, "TF32 tensor cores (compute capability 8.0 or newer)", dev);
   add({"channels_last", "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
        "no benefit for transformers; some custom ops expect NCHW", "", ""},
       "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");
@@ -217,8 +278,14 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "drop torch.utils.checkpoint / gradient_checkpointing_enable()", "more activation memory: may OOM", "", ""},
       "recomputed forward", m.recompute ? cmp : 0, kRecomputeShare, "recompute costs about a fifth of compute");
 
-  for (auto& l : out) l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets,
-                                            ms(l.target_ns), ms(l.removable_ns));
+  for (auto& l : out) {
+    if (!dev.pytorch && pytorch_knob(l.id) && l.applies) {
+      l.applies = false;
+      l.basis = "the trace holds no PyTorch ops: this PyTorch knob does not exist for the program; " + l.basis;
+    }
+    l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets, ms(l.target_ns),
+                          ms(l.removable_ns));
+  }
   std::stable_sort(out.begin(), out.end(), [](const Lever& a, const Lever& b) {
     if (a.applies != b.applies) return a.applies;
     return a.speedup > b.speedup;

@@ -67,13 +67,29 @@ bool idle_spikes(const AnalysisResult& r) {
   return false;
 }
 
+// "; GEMM time by type: bf16 80.0%, fp32 20.0%" (types the kernel names carry).
+std::string gemm_types(const ComputeMix& m) {
+  double gemm = 0;
+  for (auto v : m.gemm_ns_by_dtype) gemm += static_cast<double>(v);
+  if (gemm <= 0) return "";
+  std::string out;
+  for (int d = kDataTypeCount - 1; d >= 0; --d)
+    if (const auto v = m.gemm_ns_by_dtype[static_cast<std::size_t>(d)]; v > 0)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", data_type_name(static_cast<DataType>(d)),
+                         pct(static_cast<double>(v) / gemm));
+  return "; GEMM time by type: " + out;
+}
+
 std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   if (!job.gpu) return "CPU compute: the model's own ops run on the host";
   ComputeMix m;
   for (const auto& p : r.partitions) {
     for (int c = 0; c < kKernelClassCount; ++c) m.class_ns[static_cast<std::size_t>(c)] += p.mix.class_ns[static_cast<std::size_t>(c)];
+    for (int d = 0; d < kDataTypeCount; ++d)
+      m.gemm_ns_by_dtype[static_cast<std::size_t>(d)] += p.mix.gemm_ns_by_dtype[static_cast<std::size_t>(d)];
     m.kernels += p.mix.kernels;
     m.softmax_ns += p.mix.softmax_ns;
+    m.fp32_simt_gemm_ns += p.mix.fp32_simt_gemm_ns;
   }
   const double total = static_cast<double>(m.kernel_ns());
   if (total <= 0) return "";
@@ -82,8 +98,9 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   if (share(KernelClass::Elementwise) + share(KernelClass::ReductionNorm) >= kMemoryBoundMix)
     return fmt::format("memory-bound kernel mix: elementwise and reduction/norm kernels hold {} of kernel time",
                        pct(share(KernelClass::Elementwise) + share(KernelClass::ReductionNorm)));
-  if (gemm > 0 && share(KernelClass::Gemm) / gemm >= kSimtGemmShare)
-    return fmt::format("no tensor cores: {} of GEMM time runs on SIMT (fp32) kernels", pct(share(KernelClass::Gemm) / gemm));
+  if (gemm > 0 && static_cast<double>(m.fp32_simt_gemm_ns) / total / gemm >= kSimtGemmShare)
+    return fmt::format("no tensor cores: {} of GEMM time runs on fp32 SIMT kernels",
+                       pct(static_cast<double>(m.fp32_simt_gemm_ns) / total / gemm));
   if (m.kernels && total / static_cast<double>(m.kernels) < kTinyKernelNs)
     return fmt::format("many tiny kernels: {} kernels averaging {}", m.kernels,
                        fmt::format("{:.1f} us", total / static_cast<double>(m.kernels) / 1e3));
@@ -95,8 +112,8 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
                        "hold {} of kernel time (stencils, solvers, hand-written kernels); a kernel profiler (Nsight "
                        "Compute, rocprof) shows what bounds each one",
                        pct(share(KernelClass::OtherCompute)));
-  return fmt::format("dense math: GEMM {} (tensor cores {}), convolution {}, attention {}", pct(gemm),
-                     pct(share(KernelClass::GemmTensorCore)), pct(share(KernelClass::Convolution)),
+  return fmt::format("dense math: GEMM {} (tensor cores {}{}), convolution {}, attention {}", pct(gemm),
+                     pct(share(KernelClass::GemmTensorCore)), gemm_types(m), pct(share(KernelClass::Convolution)),
                      pct(share(KernelClass::Attention)));
 }
 
@@ -105,7 +122,8 @@ void runner_up(Verdict& v, const Groups& g, double step, bool merged) {
   double best = -1;
   for (int b = 0; b < kBoundCount; ++b) {
     auto bb = static_cast<Bound>(b);
-    if (bb == v.bound || bb == Bound::Straggler || g[static_cast<std::size_t>(b)] <= 0) continue;
+    if (bb == v.bound || bb == Bound::Straggler || bb == Bound::Inconclusive || g[static_cast<std::size_t>(b)] <= 0)
+      continue;
     if (merged && bb == Bound::Unattributed) continue;
     if (g[static_cast<std::size_t>(b)] > best) best = g[static_cast<std::size_t>(b)], v.runner_up = bb;
   }
@@ -195,6 +213,7 @@ const char* held_by(Bound b) {
     case Bound::SideWork: return "side work is";
     case Bound::Straggler: return "waiting in collectives is";
     case Bound::Unattributed: return "unattributed time is";
+    case Bound::Inconclusive: return "";
   }
   return "";
 }
@@ -240,10 +259,12 @@ std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
 
 }  // namespace diagnose_detail
 
-const char* bound_id(Bound b) {
-  static constexpr const char* kIds[kBoundCount] = {"gpu-bound", "input-bound", "copy-bound",
+const char* bound_id(Bound b, bool gpu) {
+  if (!gpu && b == Bound::GpuCompute) return "cpu-bound";
+  static constexpr const char* kIds[kBoundCount] = {"gpu-bound",   "input-bound", "copy-bound",
                                                     "host/launch-bound", "sync-bound", "comms-bound",
-                                                    "side-work", "straggler", "unattributed"};
+                                                    "side-work",   "straggler",   "unattributed",
+                                                    "inconclusive"};
   return kIds[static_cast<int>(b)];
 }
 
@@ -251,7 +272,8 @@ const char* bound_label(Bound b, bool gpu) {
   if (!gpu && b == Bound::GpuCompute) return "compute (host CPU)";
   static constexpr const char* kLabels[kBoundCount] = {"GPU compute", "input pipeline", "H2D copy",
                                                        "host/launch overhead", "sync stalls", "communication",
-                                                       "side work", "straggler", "unattributed time"};
+                                                       "side work", "straggler", "unattributed time",
+                                                       "inconclusive"};
   return kLabels[static_cast<int>(b)];
 }
 
@@ -260,7 +282,7 @@ Bound step_bound(const std::array<double, kCategoryCount>& category, double wind
   Bound best = Bound::GpuCompute;
   double best_ns = -1;
   for (int b = 1; b < kBoundCount; ++b) {
-    if (static_cast<Bound>(b) == Bound::Straggler) continue;
+    if (static_cast<Bound>(b) == Bound::Straggler || static_cast<Bound>(b) == Bound::Inconclusive) continue;
     if (g[static_cast<std::size_t>(b)] > best_ns) best_ns = g[static_cast<std::size_t>(b)], best = static_cast<Bound>(b);
   }
   const double compute = g[static_cast<std::size_t>(Bound::GpuCompute)];
@@ -287,11 +309,35 @@ JobStep job_step(const AnalysisResult& r) {
 
 namespace {
 
+// The trust warnings that leave no verdict: the trace cannot tell what bounds the step.
+std::string blocking_warnings(const AnalysisResult& r) {
+  std::string out;
+  for (const auto& w : r.trust.warnings)
+    if (w.severity == TrustSeverity::Blocks) out += fmt::format("{}rank {}: {}", out.empty() ? "" : "; ", w.rank, w.text);
+  return out;
+}
+
+void inconclusive(AnalysisResult& r, const JobStep& job, std::string because) {
+  Diagnosis& d = r.diagnosis;
+  Verdict& v = d.verdict;
+  v.bound = Bound::Inconclusive;
+  v.gpu = true;
+  v.share = 0;
+  v.inconclusive_because = std::move(because);
+  add_partition_evidence(v, job);
+  v.evidence.push_back("what the trace records cannot name a bound: " + v.inconclusive_because);
+  d.findings = findings(r);
+  d.levers = build_levers(r, job, v);
+  for (auto& l : d.levers) l.applies = false;
+  v.headline = "inconclusive: " + v.inconclusive_because;
+}
+
 void diagnose_with(AnalysisResult& r, const Trace* trace) {
   Diagnosis& d = r.diagnosis;
   const JobStep job = job_step(r);
   if (job.step_ns <= 0) return;
   d.present = true;
+  if (std::string because = blocking_warnings(r); !because.empty()) return inconclusive(r, job, std::move(because));
   Verdict& v = d.verdict;
   v.gpu = job.gpu;
   const Groups g = group_times(job.category);

@@ -18,11 +18,11 @@ nlohmann::json mean_categories_json(const std::array<double, kCategoryCount>& t)
 
 nlohmann::json verdict_json(const Verdict& v) {
   nlohmann::json j;
-  j["bound"] = bound_id(v.bound);
+  j["bound"] = bound_id(v.bound, v.gpu);
   j["label"] = bound_label(v.bound, v.gpu);
   j["share"] = v.share;
   j["scope"] = v.scope;
-  j["runner_up"] = v.has_runner_up ? nlohmann::json(bound_id(v.runner_up)) : nlohmann::json(nullptr);
+  j["runner_up"] = v.has_runner_up ? nlohmann::json(bound_id(v.runner_up, v.gpu)) : nlohmann::json(nullptr);
   j["runner_up_share"] = v.runner_up_share;
   j["compute_kind"] = v.compute_kind;
   j["evidence"] = v.evidence;

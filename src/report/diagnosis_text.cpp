@@ -49,6 +49,10 @@ void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::s
 }
 
 void stability_rank(const Stability& s, std::string& out) {
+  if (s.steps == 1) {
+    out += fmt::format("stability (rank {}): one step ({}): stability unknown\n", s.rank, ms(s.p50_ns));
+    return;
+  }
   out += fmt::format("stability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", s.rank,
                      s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
   for (const auto& sp : s.spikes)
@@ -137,9 +141,23 @@ void step_table(const RankPartition& p, std::string& out) {
 
 }  // namespace
 
+// What limits the conclusions comes before them; info-level warnings only in verbose mode.
+void trust_lines(const Trust& t, bool verbose, std::string& out) {
+  bool any = false;
+  for (const auto& w : t.warnings) {
+    if (w.severity == TrustSeverity::Info && !verbose) continue;
+    if (!any) out += "trust (what limits this analysis):\n";
+    any = true;
+    out += fmt::format("  ! [{}] rank {}: {}\n", w.code, w.rank, terminal_safe(w.text));
+    if (!w.advice.empty()) out += fmt::format("      record instead: {}\n", terminal_safe(w.advice));
+  }
+  if (any) out += "\n";
+}
+
 std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
+  trust_lines(r.trust, opts.verbose, out);
   verdict_lines(r.diagnosis, out);
   steps_line(r, out);
   partition_table(job_step(r), r.partitions.size(), opts.verbose, out);

@@ -3,6 +3,8 @@
 #include "report/gpu_timeline_json.hpp"
 #include "stepscope/report.hpp"
 
+#include <fmt/core.h>
+
 namespace stepscope {
 namespace {
 
@@ -42,6 +44,56 @@ nlohmann::json ingest_json(const IngestSummary& s) {
   return j;
 }
 
+nlohmann::json device_json(const DeviceModel& d) {
+  if (!d.present) return nullptr;
+  return {{"name", d.name},
+          {"arch", d.arch},
+          {"compute_capability", d.cc_major >= 0 ? nlohmann::json(fmt::format("{}.{}", d.cc_major, d.cc_minor))
+                                                 : nlohmann::json(nullptr)},
+          {"source", d.source},
+          {"lower_bound", d.lower_bound},
+          {"memory_bytes", d.memory_bytes},
+          {"sms", d.sms},
+          {"capabilities",
+           {{"tensor_cores", capability_name(d.tensor_cores())},
+            {"bf16", capability_name(d.bf16())},
+            {"tf32", capability_name(d.tf32())},
+            {"fp8", capability_name(d.fp8())},
+            {"flash_attention2", capability_name(d.flash_attention2())}}}};
+}
+
+// The facts that reports and users check: the device, the thread roles, the record pairing.
+nlohmann::json facts_json(const RankFacts& f) {
+  nlohmann::json j;
+  j["device"] = device_json(f.device);
+  j["pytorch"] = f.pytorch;
+  j["gpu_records"] = f.gpu_records;
+  j["launch_calls"] = f.launch_calls;
+  j["launches_without_gpu_records"] = f.launches_without_gpu;
+  j["gpu_records_without_launch"] = f.gpu_without_launch;
+  j["device_syncs"] = f.device_syncs.size();
+  j["startup_calls"] = f.startup.size();
+  auto& roles = j["thread_roles"] = nlohmann::json::array();
+  for (auto r : f.track_role) roles.push_back(thread_role_name(r));
+  return j;
+}
+
+}  // namespace
+
+namespace {
+
+nlohmann::json trust_json(const Trust& t) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& w : t.warnings)
+    out.push_back({{"code", w.code},
+                   {"severity", trust_severity_name(w.severity)},
+                   {"rank", w.rank},
+                   {"text", w.text},
+                   {"advice", w.advice},
+                   {"figures", w.figures}});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const AnalysisResult& r) {
@@ -54,10 +106,12 @@ nlohmann::json to_json(const AnalysisResult& r) {
     if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
     if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
     if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
+    if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
     ranks.push_back(std::move(rank));
   }
   if (!r.gpu_timelines.empty())
     j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(r.gpu_timelines));
+  j["trust"] = trust_json(r.trust);
   report_detail::add_diagnosis_json(r, j);
   j["warnings"] = r.warnings;
   return j;

@@ -65,18 +65,6 @@ TEST(KernelClass, FinerClasses) {
   EXPECT_STREQ(kernel_class_name(KernelClass::GemmTensorCore), "gemm_tensor_core");
 }
 
-TEST(KernelClass, LowPrecisionTags) {
-  EXPECT_TRUE(has_low_precision_tag("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"));
-  EXPECT_TRUE(has_low_precision_tag("volta_h884gemm_64x64_ldg8_nn"));
-  EXPECT_TRUE(has_low_precision_tag(
-      "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4"));
-  EXPECT_TRUE(has_low_precision_tag("void gemv2T_kernel_val<int, int, __half, __half, float, 128>"));
-  EXPECT_FALSE(has_low_precision_tag("volta_sgemm_128x64_nn"));
-  EXPECT_FALSE(has_low_precision_tag("ampere_sgemm_64x32_sliced1x4_tn"));
-  EXPECT_FALSE(has_low_precision_tag(
-      "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, float, float, float>"));
-}
-
 TEST(KernelClass, Collectives) {
   EXPECT_EQ(collective_of("ncclKernel_AllReduce_RING_LL_Sum_float"), Collective::AllReduce);
   EXPECT_EQ(collective_of("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"), Collective::ReduceScatter);

@@ -171,8 +171,7 @@ TEST(ComputeKind, LowPrecisionConvolutionsLeaveNoPrecisionLever) {
   const ScenarioRun run = run_scenario("conv-nchw-amp", "--steps 4");
   ASSERT_FALSE(run.dir.empty());
   ASSERT_GT(run.result.partitions[0].mix.class_ns[static_cast<std::size_t>(KernelClass::Convolution)], 0);
-  EXPECT_EQ(run.result.partitions[0].mix.low_precision_conv_ns,
-            run.result.partitions[0].mix.class_ns[static_cast<std::size_t>(KernelClass::Convolution)]);
+  EXPECT_EQ(run.result.partitions[0].mix.fp32_simt_conv_ns, 0);
   for (const auto& l : run.result.diagnosis.levers) {
     if (l.id == "amp_bf16" || l.id == "tf32") {
       EXPECT_FALSE(l.applies) << l.id << " " << l.speedup;

@@ -1,0 +1,222 @@
+// The facts layer: what every name, event and rank of a trace is, decided once after ingest.
+//
+// Real traces differ from the textbook (fp8 and expert-parallel kernels, backward on the autograd
+// thread, old category names, GPUs without bf16). Every rule that reads a name lives behind this
+// header; analysis, diagnose and the reports read the facts and never match names themselves.
+//
+//   name facts   per distinct name: kernel class, engine and data type, communication kind,
+//                host role (loader, sync, side work), stage hint, and flags the detectors ask for
+//   event facts  per event: the stage it runs in (inherited from enclosing host ops, or through
+//                the launch for GPU work); per host thread its role; which sync calls really wait
+//   device       per rank: the GPU model with capability predicates every lever asks
+//   trust        warnings with stable codes and the figures behind them (see Trust)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepscope/kernel_class.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+// ---------------------------------------------------------------------------------------------
+// Name facts
+
+// What executes a GEMM or convolution: tensor cores (HMMA/IMMA/GMMA, AMD MFMA) or plain SIMT
+// FMA units. Unknown when the name does not say (Triton, generic names).
+enum class Engine : std::uint8_t { Unknown, TensorCore, Simt };
+const char* engine_name(Engine e);  // "unknown", "tensor_core", "simt"
+
+// The math input type of a kernel, from its name tokens; the narrowest one the name carries
+// (an fp8 GEMM writing bf16 is fp8).
+enum class DataType : std::uint8_t { Unknown, Fp64, Fp32, Tf32, Fp16, Bf16, Fp8, Int8 };
+inline constexpr int kDataTypeCount = 8;
+const char* data_type_name(DataType d);  // "unknown", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"
+inline bool is_16bit_or_narrower(DataType d) {
+  return d == DataType::Fp16 || d == DataType::Bf16 || d == DataType::Fp8 || d == DataType::Int8;
+}
+
+// Which communication library or scheme a kernel belongs to. Everything but None is
+// communication in the partition, overlap figures and verdict (the HTA-compatible section keeps
+// HTA's own rule, which knows only NCCL/RCCL/HCCL prefixes).
+enum class CommKind : std::uint8_t {
+  None,
+  Collective,      // NCCL / RCCL / HCCL / MSCCL collectives and point-to-point
+  ExpertParallel,  // MoE dispatch / combine (DeepEP-style ep:: kernels)
+  Nvshmem,         // NVSHMEM one-sided transfers
+  CustomAllReduce, // hand-written all-reduce / all-gather / all-to-all kernels (vLLM, TRT-LLM, MSCCL++)
+};
+const char* comm_kind_name(CommKind c);
+
+// The host role of a name, in the priority order used to blame an idle GPU.
+enum class HostRole : std::int8_t { Loader = 0, Sync, Side, Launch, Op, Marker = -1 };
+inline constexpr int kHostRoleCount = 5;  // Loader..Op
+
+// A stage a host op marks (its descendants inherit it).
+enum class StageHint : std::int8_t { Forward = 0, Backward, Optimizer, None = -1 };
+inline constexpr int kStageHintCount = 3;
+
+// How a synchronising call waits. ScalarRead (aten::item, _local_scalar_dense) waits on the
+// device only when a device wait runs inside it; on a CPU tensor it is a few microseconds of
+// host work and no sync at all.
+enum class SyncKind : std::uint8_t { None, DeviceWait, BlockingCopy, ScalarRead };
+
+// Flags detectors ask of a name; one bit each.
+enum NameFlag : std::uint32_t {
+  kNameZeroGrad = 1u << 0,        // optimizer.zero_grad
+  kNameRecompute = 1u << 1,       // activation checkpointing marker
+  kNameConvOp = 1u << 2,          // aten convolution op
+  kNameSynchronize = 1u << 3,     // a runtime call named ...Synchronize
+  kNameAutotune = 1u << 4,        // cudnnFind / miopenFind
+  kNameCompiledRegion = 1u << 5,  // a torch.compile'd region ran
+  kNameCompile = 1u << 6,         // dynamo / inductor compilation
+  kNameOptimizerStep = 1u << 7,   // Optimizer.step#...
+  kNameFusedOptimizer = 1u << 8,  // multi-tensor / foreach / fused optimizer op or kernel
+  kNameAnomalyOp = 1u << 9,       // ops anomaly mode runs per backward node
+  kNameItem = 1u << 10,           // aten::item
+  kNameIsnan = 1u << 11,          // aten::isnan
+  kNameBmm = 1u << 12,            // aten::bmm / baddbmm (attention scores)
+  kNameSoftmax = 1u << 13,        // a softmax kernel (not log-softmax)
+  kNameLayout = 1u << 14,         // NCHW <-> NHWC conversion kernel
+  kNameFill = 1u << 15,           // fill kernel
+  kNameFusedKernel = 1u << 16,    // a kernel named fused
+  kNameNanCheck = 1u << 17,       // isnan / or kernels of anomaly checks
+  kNameGemv = 1u << 18,           // matrix-vector: bandwidth-bound whatever the precision
+  kNameBackwardOp = 1u << 19,     // an autograd node (..Backward0, evaluate_function)
+  kNameProfilerStep = 1u << 20,   // ProfilerStep#N
+  kNameLaunchCall = 1u << 21,     // a runtime/driver call that launches a kernel
+  kNameAsyncCopyCall = 1u << 22,  // cudaMemcpyAsync / hipMemcpyAsync
+  kNameForwardEntry = 1u << 23,   // a module's forward (nn.Module: / Module._call_impl)
+  kNameLossOrOutput = 1u << 24,   // the final softmax/log-softmax/cross-entropy of a classifier
+};
+
+struct NameFact {
+  // GPU side (meaningful for kernels, copies, memsets).
+  KernelClass cls = KernelClass::OtherCompute;
+  Engine engine = Engine::Unknown;
+  DataType dtype = DataType::Unknown;
+  CommKind comm = CommKind::None;
+  Collective collective = Collective::None;
+  // Host side.
+  HostRole role = HostRole::Op;
+  StageHint stage = StageHint::None;
+  SyncKind sync = SyncKind::None;
+  std::uint32_t flags = 0;
+  bool has(NameFlag f) const { return (flags & f) != 0; }
+  bool is_comm() const { return comm != CommKind::None; }
+};
+
+// Facts of a kernel name alone. Worked examples:
+//   "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4"
+//     -> Gemm, Simt, Fp32        (FFMA: no tensor cores)
+//   "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_..._tensor16x8x8_kernel"
+//     -> GemmTensorCore, TensorCore, Tf32
+//   "void deep_gemm::fp8_gemm_kernel<128u, ...>"  -> GemmTensorCore, TensorCore, Fp8
+//   "void deep_ep::intranode::dispatch<8, 768, 8192>(...)"  -> Communication, ExpertParallel
+//   "void cutlass::transpose_kernel<...>"  -> Elementwise (a GEMM library's helper, not a GEMM)
+NameFact kernel_name_fact(std::string_view name);
+// Facts of a host op / runtime call name alone (role, stage hint, sync kind, flags).
+NameFact host_name_fact(std::string_view name);
+
+// ---------------------------------------------------------------------------------------------
+// Device model
+
+enum class GpuVendor : std::uint8_t { Unknown, Nvidia, Amd, Other };
+enum class Capability : std::uint8_t { Unknown, No, Yes };
+const char* capability_name(Capability c);  // "unknown", "no", "yes"
+
+struct DeviceModel {
+  bool present = false;           // anything known about the GPU
+  std::string name;               // "NVIDIA A100-SXM4-80GB"
+  GpuVendor vendor = GpuVendor::Unknown;
+  int cc_major = -1, cc_minor = -1;  // CUDA compute capability; for AMD, HIP's major.minor
+  std::string arch;               // "sm_80", "gfx942"; "" when unknown
+  std::int64_t memory_bytes = -1;
+  int sms = -1;
+  std::string source;             // "deviceProperties", "GPU name", "kernel names (lower bound)", ...
+  bool lower_bound = false;       // the arch is a lower bound (read from kernel names only)
+
+  Capability tensor_cores() const;   // fp16 tensor cores / MFMA
+  Capability bf16() const;           // bf16 tensor-core math (autocast bf16 pays off)
+  Capability tf32() const;           // TF32 matmuls (allow_tf32 / matmul precision 'high')
+  Capability fp8() const;            // fp8 tensor-core math (Transformer Engine, torchao)
+  Capability flash_attention2() const;  // FlashAttention-2 kernels (SDPA's flash backend)
+  std::string describe() const;      // "NVIDIA A100-SXM4-80GB (sm_80)"
+};
+
+// The device a rank ran on, from its device properties, else its GPU's name, else (a lower
+// bound) the architecture prefixes of its kernels.
+DeviceModel device_model(const RankTrace& t);
+
+// ---------------------------------------------------------------------------------------------
+// Trust: what limits the conclusions a trace supports.
+
+enum class TrustSeverity : std::uint8_t { Info, Limits, Blocks };
+const char* trust_severity_name(TrustSeverity s);  // "info", "limits", "blocks"
+
+// One warning. `code` is stable and machine-readable: cold_start, incomplete_gpu_records,
+// orphan_gpu_records, truncated, no_step_markers, one_step, few_steps, host_runs_ahead,
+// profiler_overhead. `figures` are the numbers behind it, by name.
+struct TrustWarning {
+  std::string code;
+  TrustSeverity severity = TrustSeverity::Info;
+  int rank = 0;
+  std::string text;     // what was seen, in words
+  std::string advice;   // how to record a trace that does not have this problem ("" if none)
+  std::map<std::string, double> figures;
+};
+
+struct Trust {
+  std::vector<TrustWarning> warnings;
+  bool has(std::string_view code) const;
+  const TrustWarning* find(std::string_view code) const;
+  bool blocks() const;  // any warning that leaves the verdict inconclusive
+};
+
+// A host call that took far longer than its peers once: lazy module loading, library handle
+// creation, autotuning in the first call. Left out of the steady-state partition.
+struct StartupOutlier {
+  std::uint32_t event = 0;
+  ns_t start = 0, end = 0;
+  ns_t peer_median_ns = 0;  // median duration of the other calls of the same name
+};
+
+// ---------------------------------------------------------------------------------------------
+// The facts of one rank.
+
+enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
+const char* thread_role_name(ThreadRole r);
+
+struct RankFacts {
+  int rank = 0;
+  std::vector<NameFact> names;          // indexed by StrId; facts of names events carry
+  std::vector<StageHint> event_stage;   // per event: its stage (host: inherited; GPU: via its launch)
+  std::vector<ThreadRole> track_role;   // per RankTrace::host_tracks entry
+  int main_track = -1;                  // the training loop's (Python) thread
+  // Per event: a synchronising call that really waited on the device and is not nested in
+  // another one (the one count of host syncs every figure uses).
+  std::vector<std::uint32_t> device_syncs;
+  // Per event (sorted): scalar reads (.item()) with no device wait inside, on CPU tensors. Not syncs.
+  std::vector<std::uint32_t> scalar_reads_without_wait;
+  std::vector<StartupOutlier> startup;  // one-time start-up calls
+  DeviceModel device;
+  bool pytorch = false;                 // the trace holds PyTorch ops (else no PyTorch knobs)
+  bool gpu_records = false;             // any kernel, copy or memset with a duration
+  std::uint64_t launch_calls = 0;       // runtime/driver launches and async copies on the host
+  std::uint64_t launches_without_gpu = 0;  // of those, correlation ids no GPU record carries
+  std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
+  Trust trust;                          // trace-level warnings (analysis adds step-level ones)
+
+  const NameFact& of(StrId id) const { return names[id]; }
+  const NameFact& of_event(const RankTrace& t, std::size_t i) const { return names[t.events.name[i]]; }
+};
+
+// The rules that user options add (--stage NAME=REGEX) are applied by the partition on top.
+RankFacts compute_facts(const RankTrace& t);
+
+}  // namespace stepscope

@@ -1,0 +1,363 @@
+// compute_facts: name facts once per distinct name, then the per-event and per-rank facts.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "facts/name_match.hpp"
+#include "stepscope/facts.hpp"
+
+namespace stepscope {
+
+namespace {
+
+using namespace facts_detail;
+
+bool is_host_op_kind(Kind k) {
+  return k == Kind::CpuOp || k == Kind::UserAnnotation || k == Kind::PythonFunction || k == Kind::Runtime ||
+         k == Kind::Driver;
+}
+
+bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+
+// Name facts for every name an event carries: host names and GPU names are read by different
+// grammars, and a trace repeats a few thousand names millions of times.
+std::vector<NameFact> name_facts(const RankTrace& t) {
+  std::vector<NameFact> names(t.strings.size());
+  std::vector<std::uint8_t> done(t.strings.size(), 0);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const StrId id = t.events.name[i];
+    const Kind k = t.events.kind[i];
+    const std::uint8_t want = is_gpu_kind(k) ? 2 : 1;
+    if (done[id] & want) continue;
+    if (want == 2) {
+      NameFact g = kernel_name_fact(t.str(id));
+      if (done[id] & 1) {  // a name seen on both sides keeps its host facts too
+        g.role = names[id].role, g.stage = names[id].stage, g.sync = names[id].sync;
+        g.flags |= names[id].flags;
+      }
+      names[id] = g;
+    } else {
+      NameFact h = host_name_fact(t.str(id));
+      if (done[id] & 2) h.cls = names[id].cls, h.engine = names[id].engine, h.dtype = names[id].dtype,
+                        h.comm = names[id].comm, h.collective = names[id].collective, h.flags |= names[id].flags;
+      names[id] = h;
+    }
+    done[id] |= want;
+  }
+  return names;
+}
+
+// ---- threads ---------------------------------------------------------------------------------
+
+bool is_timed_host(const RankTrace& t, std::uint32_t i) {
+  return t.events.phase[i] == Phase::Complete && is_host_op_kind(t.events.kind[i]);
+}
+
+struct TrackCounts {
+  std::size_t steps = 0, loop_markers = 0, forward = 0, backward = 0, ops = 0;
+};
+
+TrackCounts count_track(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names) {
+  TrackCounts c;
+  for (auto i : tr.events) {
+    if (!is_timed_host(t, i)) continue;
+    const NameFact& f = names[t.events.name[i]];
+    if (f.has(kNameProfilerStep)) ++c.steps;
+    if (f.has(kNameOptimizerStep) || f.role == HostRole::Loader) ++c.loop_markers;
+    if (f.stage == StageHint::Backward) ++c.backward;
+    if (f.stage == StageHint::Forward || f.has(kNameForwardEntry)) ++c.forward;
+    if (t.events.kind[i] == Kind::CpuOp || t.events.kind[i] == Kind::UserAnnotation) ++c.ops;
+  }
+  return c;
+}
+
+bool python_named(const Track& tr) {
+  const std::string l = lower(tr.name);
+  return has_any(l, {"python", "pt_main_thread", "mainthread"});
+}
+
+bool autograd_named(const Track& tr) { return has(lower(tr.name), "autograd"); }
+
+// The training loop's thread: the one with ProfilerStep markers; else the one with the loop's
+// own markers (optimizer steps, batch fetches); else the Python main thread (tid = pid, or named
+// python / pt_main_thread) when it ran ops; else the busiest thread that is not the autograd
+// engine's (which can hold more ops than the thread that called backward).
+int find_main_track(const RankTrace& t, const std::vector<TrackCounts>& counts) {
+  auto best_by = [&](auto score) {
+    int best = -1;
+    for (std::size_t k = 0; k < counts.size(); ++k)
+      if (score(k) > 0 && (best < 0 || score(k) > score(static_cast<std::size_t>(best)))) best = static_cast<int>(k);
+    return best;
+  };
+  if (int k = best_by([&](std::size_t k) { return counts[k].steps; }); k >= 0) return k;
+  if (int k = best_by([&](std::size_t k) { return counts[k].loop_markers; }); k >= 0) return k;
+  auto is_autograd = [&](std::size_t k) {
+    return autograd_named(t.host_tracks[k]) || (counts[k].backward > 0 && counts[k].forward == 0 &&
+                                                 t.host_tracks[k].tid != t.host_tracks[k].pid);
+  };
+  if (int k = best_by([&](std::size_t k) {
+        const Track& tr = t.host_tracks[k];
+        return (tr.tid == tr.pid || python_named(tr)) && !is_autograd(k) ? counts[k].ops + 1 : 0;
+      });
+      k >= 0)
+    return k;
+  if (int k = best_by([&](std::size_t k) { return is_autograd(k) ? 0 : counts[k].ops + counts[k].forward; }); k >= 0)
+    return k;
+  return best_by([&](std::size_t k) { return t.host_tracks[k].events.size(); });
+}
+
+ThreadRole track_role(const RankTrace& t, std::size_t k, int main, const TrackCounts& c) {
+  if (static_cast<int>(k) == main) return ThreadRole::Main;
+  const Track& tr = t.host_tracks[k];
+  if (autograd_named(tr) || c.backward > 0) return ThreadRole::Autograd;
+  if (has(lower(tr.name), "data") && has(lower(tr.name), "worker")) return ThreadRole::Loader;
+  if (c.loop_markers > 0 && c.backward == 0) return ThreadRole::Loader;
+  return ThreadRole::Other;
+}
+
+// ---- stages ------------------------------------------------------------------------------------
+
+// Each host op inherits the stage of its innermost ancestor that marks one. Without explicit
+// forward markers, a model op the autograd engine recorded (it carries a sequence number that its
+// backward node will carry too) opens the forward stage on the main thread.
+void inherit_stages(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names, bool main,
+                    bool infer_forward, std::vector<StageHint>& stage) {
+  std::vector<std::pair<ns_t, StageHint>> open;  // (end, stage)
+  for (auto i : tr.events) {
+    if (!is_timed_host(t, i)) continue;
+    while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
+    const NameFact& f = names[t.events.name[i]];
+    StageHint own = f.stage;
+    if (own == StageHint::None && main && f.has(kNameForwardEntry) && t.events.kind[i] != Kind::CpuOp)
+      own = StageHint::Forward;
+    const StageHint inherited = open.empty() ? StageHint::None : open.back().second;
+    if (own == StageHint::None && inherited == StageHint::None && infer_forward && main &&
+        t.events.kind[i] == Kind::CpuOp) {
+      const EventExtra* x = t.extra_of(i);
+      if (x && x->sequence_number != kNone) own = StageHint::Forward;
+    }
+    const StageHint s = own != StageHint::None ? own : inherited;
+    stage[i] = s;
+    open.emplace_back(t.events.end(i), s);
+  }
+}
+
+void gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
+  for (const auto& tr : t.gpu_tracks)
+    for (auto i : tr.events) {
+      const auto corr = t.events.correlation[i];
+      if (corr == kNone) continue;
+      if (auto it = t.launch_by_correlation.find(corr); it != t.launch_by_correlation.end())
+        stage[i] = stage[it->second];
+    }
+}
+
+// ---- syncs -------------------------------------------------------------------------------------
+
+bool waits(SyncKind k) { return k == SyncKind::DeviceWait || k == SyncKind::BlockingCopy; }
+
+// One count per synchronisation the host really waited for: the outermost synchronising call of
+// a nest (aten::item > _local_scalar_dense > cudaMemcpyAsync > cudaStreamSynchronize is one), and a
+// scalar read only when a device wait or a device-to-host copy runs inside it (on a CPU tensor,
+// .item() waits on nothing).
+void device_syncs(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names, RankFacts& f) {
+  struct Open {
+    ns_t end;
+    std::uint32_t event;
+    bool waited;
+  };
+  std::vector<Open> open;
+  auto close = [&](const Open& o) {
+    if (o.waited) f.device_syncs.push_back(o.event);
+    else f.scalar_reads_without_wait.push_back(o.event);
+  };
+  for (auto i : tr.events) {
+    if (!is_timed_host(t, i)) continue;
+    while (!open.empty() && open.back().end <= t.events.ts[i]) close(open.back()), open.pop_back();
+    const NameFact& n = names[t.events.name[i]];
+    const bool wait_inside = waits(n.sync) || n.has(kNameAsyncCopyCall);
+    if (!open.empty()) {
+      if (wait_inside) open.front().waited = true;
+      if (n.sync != SyncKind::None) continue;  // nested: counted with its outermost call
+    }
+    if (n.sync == SyncKind::None) continue;
+    open.push_back({t.events.end(i), i, waits(n.sync)});
+    // Keep only the outermost sync open: nested non-sync ops never enter the stack.
+  }
+  for (const auto& o : open) close(o);
+}
+
+// ---- start-up ----------------------------------------------------------------------------------
+
+// A runtime or driver call that took at least this long, and this many times the median of its
+// name's other calls, is one-time start-up (lazy module loading, handle creation, autotuning).
+constexpr ns_t kStartupMinNs = 20'000'000;
+constexpr double kStartupFactor = 50;
+
+std::vector<StartupOutlier> startup_outliers(const RankTrace& t) {
+  std::unordered_map<StrId, std::vector<std::uint32_t>> calls;
+  for (const auto& tr : t.host_tracks)
+    for (auto i : tr.events)
+      if ((t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
+          t.events.phase[i] == Phase::Complete)
+        calls[t.events.name[i]].push_back(i);
+  std::vector<StartupOutlier> out;
+  for (auto& [name, ev] : calls) {
+    if (ev.size() < 3) continue;
+    std::vector<ns_t> d;
+    for (auto i : ev) d.push_back(t.events.dur[i]);
+    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+    const ns_t median = d[d.size() / 2];
+    for (auto i : ev)
+      if (t.events.dur[i] >= kStartupMinNs && static_cast<double>(t.events.dur[i]) >= kStartupFactor * static_cast<double>(median))
+        out.push_back({i, t.events.ts[i], t.events.end(i), median});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  return out;
+}
+
+// ---- records -----------------------------------------------------------------------------------
+
+void count_records(const RankTrace& t, RankFacts& f) {
+  std::unordered_set<std::int64_t> host_corr;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const Kind k = t.events.kind[i];
+    if (is_gpu_work(k) && t.events.dur[i] > 0) f.gpu_records = true;
+    if (k == Kind::CpuOp || (is_host_op_kind(k) && starts(t.name_of(i), "aten::"))) f.pytorch = true;
+    if ((k == Kind::Runtime || k == Kind::Driver) && t.events.correlation[i] != kNone) {
+      const NameFact& n = f.names[t.events.name[i]];
+      if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
+      ++f.launch_calls;
+      host_corr.insert(t.events.correlation[i]);
+      if (!t.gpu_by_correlation.count(t.events.correlation[i])) ++f.launches_without_gpu;
+    }
+  }
+  if (host_corr.empty()) return;  // a GPU-only capture: nothing to pair with
+  for (const auto& tr : t.gpu_tracks)
+    for (auto i : tr.events)
+      if (is_gpu_work(t.events.kind[i]) && t.events.correlation[i] != kNone &&
+          !host_corr.count(t.events.correlation[i]) && !t.launch_by_correlation.count(t.events.correlation[i]))
+        ++f.gpu_without_launch;
+}
+
+// ---- trust -------------------------------------------------------------------------------------
+
+// Shares of launches (or GPU records) without their partner above which figures built on the
+// pairing are unreliable: a few are lost at the edges of any capture.
+constexpr double kLostShare = 0.2;
+
+void add_warning(RankFacts& f, std::string code, TrustSeverity sev, std::string text, std::string advice,
+                 std::map<std::string, double> figures) {
+  f.trust.warnings.push_back({std::move(code), sev, f.rank, std::move(text), std::move(advice), std::move(figures)});
+}
+
+void record_warnings(const RankTrace& t, RankFacts& f) {
+  const double launches = static_cast<double>(f.launch_calls);
+  if (f.launch_calls > 0 && !f.gpu_records)
+    add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
+                fmt::format("{} kernel launches and async copies on the host but no GPU records at all: the "
+                            "profiler's GPU activity was lost (CUPTI buffers dropped, or the profiler stopped "
+                            "before they were flushed); the GPU side of this trace is unknown",
+                            f.launch_calls),
+                "record again with ProfilerActivity.CUDA and let the profiler context exit normally "
+                "(prof.stop() or the end of the with block) before exporting",
+                {{"launches", launches}, {"gpu_records", 0}});
+  else if (f.launch_calls >= 10 && static_cast<double>(f.launches_without_gpu) > kLostShare * launches)
+    add_warning(f, "incomplete_gpu_records", TrustSeverity::Limits,
+                fmt::format("{} of {} launches have no GPU record: part of the GPU activity was lost",
+                            f.launches_without_gpu, f.launch_calls),
+                "record a shorter window, or raise the CUPTI activity buffer size",
+                {{"launches", launches}, {"launches_without_gpu", static_cast<double>(f.launches_without_gpu)}});
+  if (f.gpu_without_launch >= 10)
+    add_warning(f, "orphan_gpu_records", TrustSeverity::Info,
+                fmt::format("{} GPU records carry a correlation id no host call has: their launching stage "
+                            "is unknown",
+                            f.gpu_without_launch),
+                "", {{"gpu_records_without_launch", static_cast<double>(f.gpu_without_launch)}});
+  if (t.truncated)
+    add_warning(f, "truncated", TrustSeverity::Limits,
+                fmt::format("the trace file is cut off ({} bytes after the last complete event): the last step "
+                            "may be incomplete",
+                            t.bytes_lost),
+                "let the job finish writing the trace", {{"bytes_lost", static_cast<double>(t.bytes_lost)}});
+  if (!f.startup.empty()) {
+    ns_t total = 0;
+    for (const auto& s : f.startup) total += s.end - s.start;
+    const auto& first = f.startup.front();
+    add_warning(f, "cold_start", TrustSeverity::Limits,
+                fmt::format("{} one-time start-up call{} ({:.1f} ms in all; the longest, {}, took {:.1f} ms where "
+                            "its other calls take {:.1f} us): lazy module loading, library handles or autotuning, "
+                            "not steady-state cost; left out of the steady-state partition",
+                            f.startup.size(), f.startup.size() == 1 ? "" : "s", static_cast<double>(total) / 1e6,
+                            t.name_of(first.event), static_cast<double>(first.end - first.start) / 1e6,
+                            static_cast<double>(first.peer_median_ns) / 1e3),
+                "profile warm steps: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=2, "
+                "active=3)) and call prof.step() every iteration",
+                {{"startup_ns", static_cast<double>(total)}, {"calls", static_cast<double>(f.startup.size())}});
+  }
+}
+
+}  // namespace
+
+RankFacts compute_facts(const RankTrace& t) {
+  RankFacts f;
+  f.rank = t.rank;
+  f.names = name_facts(t);
+  std::vector<TrackCounts> counts;
+  for (const auto& tr : t.host_tracks) counts.push_back(count_track(t, tr, f.names));
+  f.main_track = find_main_track(t, counts);
+  bool explicit_forward = false;
+  for (const auto& c : counts) explicit_forward = explicit_forward || c.forward > 0;
+  bool any_backward = false;
+  for (const auto& c : counts) any_backward = any_backward || c.backward > 0;
+  f.event_stage.assign(t.events.size(), StageHint::None);
+  for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
+    f.track_role.push_back(track_role(t, k, f.main_track, counts[k]));
+    const bool main = static_cast<int>(k) == f.main_track;
+    inherit_stages(t, t.host_tracks[k], f.names, main, any_backward && !explicit_forward, f.event_stage);
+    device_syncs(t, t.host_tracks[k], f.names, f);
+  }
+  std::sort(f.device_syncs.begin(), f.device_syncs.end());
+  std::sort(f.scalar_reads_without_wait.begin(), f.scalar_reads_without_wait.end());
+  gpu_stages(t, f.event_stage);
+  f.device = device_model(t);
+  count_records(t, f);
+  f.startup = startup_outliers(t);
+  record_warnings(t, f);
+  return f;
+}
+
+bool Trust::has(std::string_view code) const { return find(code) != nullptr; }
+
+const TrustWarning* Trust::find(std::string_view code) const {
+  for (const auto& w : warnings)
+    if (w.code == code) return &w;
+  return nullptr;
+}
+
+bool Trust::blocks() const {
+  return std::any_of(warnings.begin(), warnings.end(), [](const auto& w) { return w.severity == TrustSeverity::Blocks; });
+}
+
+const char* trust_severity_name(TrustSeverity s) {
+  switch (s) {
+    case TrustSeverity::Info: return "info";
+    case TrustSeverity::Limits: return "limits";
+    case TrustSeverity::Blocks: return "blocks";
+  }
+  return "info";
+}
+
+const char* thread_role_name(ThreadRole r) {
+  switch (r) {
+    case ThreadRole::Main: return "main";
+    case ThreadRole::Autograd: return "autograd";
+    case ThreadRole::Loader: return "loader";
+    case ThreadRole::Other: return "other";
+  }
+  return "other";
+}
+
+}  // namespace stepscope

@@ -1,0 +1,135 @@
+// Facts of a host event from its name: the role it plays when the GPU idles, the stage it
+// marks, how it synchronises, and the flags the detectors ask for.
+//
+// Worked examples:
+//   "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"  -> Loader
+//   "aten::item"                   -> Sync, ScalarRead (a device wait only if one runs inside it)
+//   "cudaStreamSynchronize"        -> Sync, DeviceWait
+//   "cudaMemcpy"                   -> Sync, BlockingCopy
+//   "autograd::engine::evaluate_function: AddmmBackward0" -> stage Backward
+//   "CudnnConvolutionBackward"     -> stage Backward (2021-era autograd node names)
+//   "Optimizer.step#AdamW.step"    -> stage Optimizer
+#include <array>
+#include <cctype>
+
+#include "facts/name_match.hpp"
+#include "stepscope/facts.hpp"
+
+namespace stepscope {
+namespace {
+
+using namespace facts_detail;
+
+constexpr std::array<std::string_view, 8> kDeviceWaits = {
+    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent_blocking",
+    "hipStreamSynchronize",  "hipDeviceSynchronize",  "hipEventSynchronize",  "cuCtxSynchronize"};
+constexpr std::array<std::string_view, 6> kBlockingCopies = {"cudaMemcpy",  "hipMemcpy", "hipMemcpyWithStream",
+                                                             "cudaMemcpy2D", "cuMemcpyDtoH", "cuMemcpyHtoD"};
+
+bool is_profiler_step(std::string_view n) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (!starts(n, prefix) || n.size() == prefix.size()) return false;
+  for (char c : n.substr(prefix.size()))
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+bool is_loader(std::string_view n) {
+  return starts(n, "enumerate(DataLoader)") || has(n, "DataLoaderIter.__next__") || n == "## data_load ##" ||
+         n == "data_load";
+}
+
+SyncKind sync_kind(std::string_view n) {
+  for (auto s : kDeviceWaits)
+    if (n == s) return SyncKind::DeviceWait;
+  for (auto s : kBlockingCopies)
+    if (n == s) return SyncKind::BlockingCopy;
+  if (n == "aten::item" || n == "aten::_local_scalar_dense") return SyncKind::ScalarRead;
+  return SyncKind::None;
+}
+
+bool is_side_work(std::string_view n) {
+  return n == "checkpoint" || n == "torch.save" || n == "save_checkpoint" || n == "## checkpoint ##";
+}
+
+// An autograd node: "AddmmBackward0", "CudnnConvolutionBackward", "torch::autograd::AccumulateGrad".
+bool is_autograd_node(std::string_view n) {
+  if (starts(n, "torch::autograd::") || starts(n, "autograd::engine::evaluate_function:")) return true;
+  std::size_t end = n.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(n[end - 1]))) --end;
+  const std::string_view stem = n.substr(0, end);
+  return stem.size() > 8 && stem.substr(stem.size() - 8) == "Backward" && !has(stem, " ") && !has(stem, "::");
+}
+
+StageHint stage_hint(std::string_view n) {
+  if (is_autograd_node(n) || n == "## backward ##" || n == "backward") return StageHint::Backward;
+  if (starts(n, "Optimizer.step#") || n == "## optimizer ##" || n == "optimizer") return StageHint::Optimizer;
+  if (n == "## forward ##" || n == "DistributedDataParallel.forward" || n == "FullyShardedDataParallel.forward" ||
+      n == "forward")
+    return StageHint::Forward;
+  return StageHint::None;
+}
+
+bool is_compilation(std::string_view n) {
+  return has_any(n, {"convert_frame", "compile_fx", "torch/_inductor/compile", "(dynamo_timed)"});
+}
+
+bool is_recompute(std::string_view n) {
+  return has_any(n, {"CheckpointFunction", "torch/utils/checkpoint.py", "checkpoint.py("}) || n == "recompute";
+}
+
+bool is_conv_op(std::string_view n) {
+  return starts(n, "aten::") && has_any(n, {"conv", "cudnn_convolution", "miopen_convolution"});
+}
+
+bool is_launch_call(std::string_view n) {
+  return (has(n, "LaunchKernel") || has(n, "LaunchCooperativeKernel") || n == "cudaGraphLaunch" ||
+          n == "hipGraphLaunch" || has(n, "ModuleLaunchKernel")) &&
+         (starts(n, "cu") || starts(n, "hip"));
+}
+
+void set_host_flags(NameFact& f, std::string_view n) {
+  const std::string l = lower(n);
+  auto set = [&](bool on, NameFlag bit) {
+    if (on) f.flags |= bit;
+  };
+  set(has(n, "zero_grad"), kNameZeroGrad);
+  set(is_recompute(n), kNameRecompute);
+  set(is_conv_op(n), kNameConvOp);
+  set(has(n, "Synchronize"), kNameSynchronize);
+  set(has_any(n, {"cudnnFind", "miopenFind"}), kNameAutotune);
+  set(starts(n, "Torch-Compiled Region") || n == "CompiledFunction" || has(n, "CompiledFxGraph"), kNameCompiledRegion);
+  set(is_compilation(n), kNameCompile);
+  set(starts(n, "Optimizer.step#"), kNameOptimizerStep);
+  set(has_any(l, {"multi_tensor_apply", "_foreach_", "_fused_", "fusedadam", "fused_adam", "fusedsgd"}),
+      kNameFusedOptimizer);
+  set(n == "aten::isnan" || n == "aten::any" || n == "aten::item" || n == "aten::_local_scalar_dense", kNameAnomalyOp);
+  set(n == "aten::item", kNameItem);
+  set(n == "aten::isnan", kNameIsnan);
+  set(n == "aten::bmm" || n == "aten::baddbmm", kNameBmm);
+  set(is_autograd_node(n), kNameBackwardOp);
+  set(is_profiler_step(n), kNameProfilerStep);
+  set(is_launch_call(n), kNameLaunchCall);
+  set(n == "cudaMemcpyAsync" || n == "hipMemcpyAsync" || n == "hipMemcpyWithStream", kNameAsyncCopyCall);
+  set(starts(n, "nn.Module:") || has(l, "forward"), kNameForwardEntry);
+  set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
+          n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
+      kNameLossOrOutput);
+}
+
+}  // namespace
+
+NameFact host_name_fact(std::string_view n) {
+  NameFact f;
+  set_host_flags(f, n);
+  f.stage = stage_hint(n);
+  f.sync = sync_kind(n);
+  if (f.has(kNameProfilerStep)) f.role = HostRole::Marker;
+  else if (is_loader(n)) f.role = HostRole::Loader;
+  else if (f.sync != SyncKind::None) f.role = HostRole::Sync;
+  else if (is_side_work(n)) f.role = HostRole::Side;
+  else f.role = HostRole::Op;
+  return f;
+}
+
+}  // namespace stepscope
