@@ -99,6 +99,7 @@ struct RankPartition {
   std::uint64_t sync_calls = 0;
   std::uint64_t item_calls = 0;        // of which scalar reads (loss.item() and friends)
   bool host_runs_ahead = false;        // steps measured on the GPU side (see docs/partition.md)
+  ns_t startup_skipped_ns = 0;         // whole-trace window: one-time start-up left out at its start
   std::vector<std::string> notes;
   std::vector<TrustWarning> trust;     // step-level trust warnings (few_steps, host_runs_ahead, ...)
 };

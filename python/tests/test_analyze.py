@@ -38,13 +38,13 @@ def test_same_dict_as_the_cli(cli, fixtures, name):
 
 def test_stage_rules_as_the_cli_takes_them(cli, fixtures):
     path = str(fixtures / FIXTURES[0])
-    rule = r"aten::addmm"
-    by_dict = stepscope.analyze(path, stages={"forward": rule}, jobs=1)
-    by_list = stepscope.analyze(path, stages=[f"forward={rule}"])
-    assert by_dict == by_list == cli_json(cli, "--stage", f"forward={rule}", path)
+    rule = r"aten::linear"
+    by_dict = stepscope.analyze(path, stages={"optimizer": rule}, jobs=1)
+    by_list = stepscope.analyze(path, stages=[f"optimizer={rule}"])
+    assert by_dict == by_list == cli_json(cli, "--stage", f"optimizer={rule}", path)
     plain = stepscope.analyze(path)
-    fwd = lambda r: r["ranks"][0]["partition"]["steady_mean_categories_ns"]["compute_forward"]
-    assert fwd(by_dict) > fwd(plain), "the rule moved no time into the forward stage"
+    opt = lambda r: r["ranks"][0]["partition"]["steady_mean_categories_ns"]["compute_optimizer"]
+    assert opt(by_dict) > opt(plain), "the rule moved no time into the optimizer stage"
 
 
 def test_step_range_as_the_cli_takes_it(cli, fixtures):

@@ -332,8 +332,8 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
 
 bool holds(const StepPartition& s, ns_t ts) { return ts >= s.start && ts < s.end; }
 
-// A step shorter than this share of the longest one is a tail or a stub (the profiler stopping
-// right after a step opened), not a representative step.
+// A step shorter than this share of the median one (the upper median: of two steps, the longer)
+// is a tail or a stub (the profiler stopping right after a step opened), not a representative step.
 constexpr double kNearEmptyShare = 0.05;
 
 void warm(StepPartition& s, const char* reason) {
@@ -354,10 +354,12 @@ void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPar
   for (const auto& o : facts.startup)
     for (auto& s : steps)
       if (holds(s, o.start) && steps.size() > 1) warm(s, "start-up");
-  ns_t longest = 0;
-  for (const auto& s : steps) longest = std::max(longest, s.duration());
+  std::vector<ns_t> d;
+  for (const auto& s : steps) d.push_back(s.duration());
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  const double median = d.empty() ? 0 : static_cast<double>(d[d.size() / 2]);
   for (auto& s : steps)
-    if (static_cast<double>(s.duration()) < kNearEmptyShare * static_cast<double>(longest)) warm(s, "near-empty step");
+    if (static_cast<double>(s.duration()) < kNearEmptyShare * median) warm(s, "near-empty step");
   if (steps.size() >= 3) warm(steps.front(), "first step");
   if (std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.warmup; }))
     for (auto& s : steps) s.warmup = false, s.warmup_reason.clear();
@@ -400,10 +402,11 @@ bool has_score_matmuls(const RankTrace& t, const RankFacts& facts) {
 void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
   const bool scores = has_score_matmuls(t, facts);
   for (const auto& a : gpu) {
-    if (a.channel > kGpuStage0 + 3 || t.events.kind[a.event] != Kind::Kernel) continue;
-    if (!in_steady(r.steps, a.start)) continue;
+    if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, a.start)) continue;
     const NameFact& n = facts.of_event(t, a.event);
     const ns_t d = a.end - a.start;
+    if (n.cls == KernelClass::Communication) r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
+    if (a.channel > kGpuStage0 + 3) continue;
     r.mix.class_ns[static_cast<std::size_t>(n.cls)] += d;
     ++r.mix.kernels;
     if (n.has(kNameSoftmax) && scores) r.mix.softmax_ns += d;
@@ -413,7 +416,6 @@ void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<G
       r.mix.fp32_simt_gemm_ns += d;
     if (n.cls == KernelClass::Convolution && n.dtype == DataType::Fp32 && n.engine != Engine::TensorCore)
       r.mix.fp32_simt_conv_ns += d;
-    if (n.cls == KernelClass::Communication) r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
   }
 }
 
@@ -627,7 +629,9 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
       gpu_side_windows(t, gpu, r.steps);
     }
   } else {
+    const ns_t before = r.steps.front().start;
     skip_startup(facts, gpu, r.steps.front());
+    r.startup_skipped_ns = r.steps.front().start - before;
   }
   ns_t last = 0;
   for (const auto& s : r.steps) last = std::max(last, s.end);

@@ -119,9 +119,10 @@ ThreadRole track_role(const RankTrace& t, std::size_t k, int main, const TrackCo
 
 // ---- stages ------------------------------------------------------------------------------------
 
-// Each host op inherits the stage of its innermost ancestor that marks one. Without explicit
-// forward markers, a model op the autograd engine recorded (it carries a sequence number that its
-// backward node will carry too) opens the forward stage on the main thread.
+// Each host op inherits the stage of its innermost ancestor that marks one. In a training trace
+// without explicit forward markers, backward runs on the autograd engine's thread and the
+// optimizer under its own marker: a model op on the main thread outside both (and outside
+// zero_grad) is the forward pass, loss included.
 void inherit_stages(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names, bool main,
                     bool infer_forward, std::vector<StageHint>& stage) {
   std::vector<std::pair<ns_t, StageHint>> open;  // (end, stage)
@@ -134,10 +135,8 @@ void inherit_stages(const RankTrace& t, const Track& tr, const std::vector<NameF
       own = StageHint::Forward;
     const StageHint inherited = open.empty() ? StageHint::None : open.back().second;
     if (own == StageHint::None && inherited == StageHint::None && infer_forward && main &&
-        t.events.kind[i] == Kind::CpuOp) {
-      const EventExtra* x = t.extra_of(i);
-      if (x && x->sequence_number != kNone) own = StageHint::Forward;
-    }
+        t.events.kind[i] == Kind::CpuOp && f.role == HostRole::Op && !f.has(kNameZeroGrad))
+      own = StageHint::Forward;
     const StageHint s = own != StageHint::None ? own : inherited;
     stage[i] = s;
     open.emplace_back(t.events.end(i), s);
@@ -196,12 +195,39 @@ void device_syncs(const RankTrace& t, const Track& tr, const std::vector<NameFac
 constexpr ns_t kStartupMinNs = 20'000'000;
 constexpr double kStartupFactor = 50;
 
-std::vector<StartupOutlier> startup_outliers(const RankTrace& t) {
+// Union of the GPU's busy intervals, in time order.
+std::vector<std::pair<ns_t, ns_t>> gpu_busy(const RankTrace& t) {
+  std::vector<std::pair<ns_t, ns_t>> iv;
+  for (const auto& tr : t.gpu_tracks)
+    for (auto i : tr.events)
+      if (is_gpu_work(t.events.kind[i]) && t.events.dur[i] > 0) iv.emplace_back(t.events.ts[i], t.events.end(i));
+  std::sort(iv.begin(), iv.end());
+  std::vector<std::pair<ns_t, ns_t>> out;
+  for (const auto& [a, b] : iv)
+    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
+    else out.emplace_back(a, b);
+  return out;
+}
+
+ns_t busy_within(const std::vector<std::pair<ns_t, ns_t>>& busy, ns_t a, ns_t b) {
+  auto it = std::lower_bound(busy.begin(), busy.end(), std::pair<ns_t, ns_t>{a, a},
+                             [](const auto& x, const auto& y) { return x.second < y.first; });
+  ns_t sum = 0;
+  for (; it != busy.end() && it->first < b; ++it) sum += std::min(b, it->second) - std::max(a, it->first);
+  return sum;
+}
+
+// A call the GPU was busy through is waiting on the GPU (a full launch queue, a copy behind
+// queued work), which is steady-state cost; a start-up call leaves the GPU idle.
+constexpr double kStartupGpuBusyShare = 0.1;
+
+std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vector<NameFact>& names) {
+  const auto busy = gpu_busy(t);
   std::unordered_map<StrId, std::vector<std::uint32_t>> calls;
   for (const auto& tr : t.host_tracks)
     for (auto i : tr.events)
       if ((t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
-          t.events.phase[i] == Phase::Complete)
+          t.events.phase[i] == Phase::Complete && names[t.events.name[i]].sync == SyncKind::None)
         calls[t.events.name[i]].push_back(i);
   std::vector<StartupOutlier> out;
   for (auto& [name, ev] : calls) {
@@ -210,9 +236,13 @@ std::vector<StartupOutlier> startup_outliers(const RankTrace& t) {
     for (auto i : ev) d.push_back(t.events.dur[i]);
     std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
     const ns_t median = d[d.size() / 2];
-    for (auto i : ev)
-      if (t.events.dur[i] >= kStartupMinNs && static_cast<double>(t.events.dur[i]) >= kStartupFactor * static_cast<double>(median))
-        out.push_back({i, t.events.ts[i], t.events.end(i), median});
+    for (auto i : ev) {
+      const ns_t d = t.events.dur[i];
+      if (d < kStartupMinNs || static_cast<double>(d) < kStartupFactor * static_cast<double>(median)) continue;
+      if (static_cast<double>(busy_within(busy, t.events.ts[i], t.events.end(i))) > kStartupGpuBusyShare * static_cast<double>(d))
+        continue;
+      out.push_back({i, t.events.ts[i], t.events.end(i), median});
+    }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   return out;
@@ -324,7 +354,7 @@ RankFacts compute_facts(const RankTrace& t) {
   gpu_stages(t, f.event_stage);
   f.device = device_model(t);
   count_records(t, f);
-  f.startup = startup_outliers(t);
+  f.startup = startup_outliers(t, f.names);
   record_warnings(t, f);
   return f;
 }

@@ -111,7 +111,9 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(is_profiler_step(n), kNameProfilerStep);
   set(is_launch_call(n), kNameLaunchCall);
   set(n == "cudaMemcpyAsync" || n == "hipMemcpyAsync" || n == "hipMemcpyWithStream", kNameAsyncCopyCall);
-  set(starts(n, "nn.Module:") || has(l, "forward"), kNameForwardEntry);
+  // A module's or a user's forward region; aten ops named *_forward are kernels' host calls.
+  set(starts(n, "nn.Module:") || (has(l, "forward") && !starts(n, "aten::") && !has(l, "backward")),
+      kNameForwardEntry);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

@@ -89,7 +89,8 @@ bool is_attention(std::string_view l) {
 // "convert" and "convolve" share a prefix: an fp8 cast kernel is not a convolution.
 bool is_convolution(std::string_view l) {
   const std::string c = without(std::string(l), "convert");
-  return has_any(c, {"conv", "fprop", "dgrad", "wgrad", "winograd", "fft", "scudnn", "hcudnn"});
+  return has_any(c, {"conv", "fprop", "dgrad", "wgrad", "winograd", "fft", "scudnn", "hcudnn", "884cudnn",
+                     "1688cudnn", "16816cudnn"});
 }
 
 bool is_gemm(std::string_view l) {

@@ -36,7 +36,7 @@ TEST(NameFacts, GemmEngineAndTypeFromLibraryNames) {
       // fp8 CUTLASS / DeepGEMM: the narrowest template type wins over the bf16 output.
       {"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
        "cutlass::float_e4m3_t, cutlass::float_e4m3_t, cutlass::bfloat16_t>>",
-       KernelClass::Gemm, Engine::TensorCore, DataType::Fp8},
+       KernelClass::GemmTensorCore, Engine::TensorCore, DataType::Fp8},
       {"void deep_gemm::fp8_gemm_kernel<128u, 128u, 128u, 1u, 8u>(__nv_bfloat16*, float*, int*, unsigned int)",
        KernelClass::GemmTensorCore, Engine::TensorCore, DataType::Fp8},
       // rocBLAS / hipBLASLt Tensile: the type field and the MFMA tile.

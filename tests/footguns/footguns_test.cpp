@@ -83,7 +83,16 @@ const std::map<std::string, std::string> kPlanted = {
     {"anomaly-detection", "anomaly_mode"},
     {"recompile", "compile_recompile"},
     {"compile-fallback", "compile_fallback"},
+    {"v100-fp32", "fp32_no_amp"},  // fp16 tensor cores, no bf16 or TF32
+    {"t4-fp32", "fp32_no_amp"},
+    {"fp8-moe-ep", ""},
+    {"nested-item", ""},  // three syncs a step behind plenty of queued work: under the 3% floor
+    {"two-step", "pageable_copy"},
 };
+
+// Presets of real-world trace classes whose verdicts tests/verdict/realclass_verdict_test.cpp checks.
+const std::set<std::string> kCheckedElsewhere = {"cold-start", "missing-gpu-records", "autograd-thread-old-cats",
+                                                 "host-runs-ahead"};
 
 std::vector<std::string> scenario_names() {
   std::vector<std::string> v;
@@ -153,7 +162,7 @@ TEST(Footguns, EveryGeneratorScenarioIsCovered) {
   while (fgets(buf, sizeof buf, p)) {
     std::string name(buf);
     name = name.substr(0, name.find(' '));
-    EXPECT_TRUE(kPlanted.count(name)) << name << " has no entry in kPlanted";
+    EXPECT_TRUE(kPlanted.count(name) || kCheckedElsewhere.count(name)) << name << " has no entry in kPlanted";
   }
   pclose(p);
 }
@@ -223,14 +232,14 @@ TEST(Footguns, RecompilationSpreadOverTheSteps) {
   const ScenarioRun& r = run("recompile");
   const Finding* f = finding(r.result, "compile_recompile");
   ASSERT_NE(f, nullptr);
-  // Steps 12, 15 and 18 recompile (step 10 compiles first and is warm-up anyway).
-  std::size_t late = 0, steady = 0;
+  // Step 10 compiles first; steps 12, 15 and 18 recompile.
+  std::size_t compiling = 0, steady = 0;
   for (const auto& s : r.result.partitions[0].steps) {
-    late += s.warmup_reason == "compilation";
+    compiling += s.warmup_reason == "compilation";
     steady += !s.warmup;
   }
-  EXPECT_EQ(late, 3u);
-  const double planted = 3 * per_step_params(r.truth, "compile_us") * 1e3 / static_cast<double>(late + steady);
+  EXPECT_EQ(compiling, 4u);
+  const double planted = 3 * per_step_params(r.truth, "compile_us") * 1e3 / static_cast<double>(compiling - 1 + steady);
   EXPECT_NEAR(f->gain_ns, planted, 0.05 * planted);
 }
 
@@ -312,7 +321,7 @@ const Expected kReal[] = {
     {"hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz", {}},
     // A DDP trainer on an older PyTorch: SGD updates each of 404 parameters with its own aten::add_,
     // and zero_grad fills the 404 gradients with FillFunctor kernels.
-    {"hta/df_index_resolver/df_index_resolver.json.gz", {"unfused_optimizer", "zero_grad_memset"}},
+    {"hta/df_index_resolver/df_index_resolver.json.gz", {"fp32_no_amp", "unfused_optimizer", "zero_grad_memset"}},
     {"hta/edited/distributed_info_not_found.json.gz", {}},
     {"hta/edited/rank_non_gpu.json.gz", {}},
     {"hta/edited/rank_not_found.json.gz", {}},
@@ -321,11 +330,11 @@ const Expected kReal[] = {
     {"hta/mtia_trace_single_rank/mtia_rank_0.json.gz", {}},
     {"hta/nccl_parser_config/nccl_data.json.gz", {}},
     {"hta/negative_queue_length_values_check/rank0.json.gz", {}},
-    {"hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {}},
+    {"hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {"fp32_no_amp"}},
     {"hta/sampled_world128/sampled_rank-0.json.gz", {}},
     {"hta/sampled_world128/sampled_rank-1.json.gz", {}},
     {"hta/trace_diff/control/control.json.gz", {}},
-    {"hta/trace_diff/test/test.json.gz", {}},
+    {"hta/trace_diff/test/test.json.gz", {"fp32_no_amp"}},
     {"hta/trace_file_list/inference_rank_1.json.gz", {}},
     {"hta/triton_example/triton_example.json.gz", {}},
     // zero_grad launches 4 FillFunctor kernels per iteration of a tiny loop.
@@ -334,9 +343,9 @@ const Expected kReal[] = {
     {"param/dlrm_8rank/kineto/worker0_step_12.1694128201545.pt.trace.json.gz", {"unfused_optimizer"}},
     {"param/dlrm_8rank/kineto/worker1_step_12.1694128201556.pt.trace.json.gz", {"unfused_optimizer"}},
     // zero_grad fills 42 gradients per iteration.
-    {"param/linear_kineto.json.gz", {"zero_grad_memset"}},
+    {"param/linear_kineto.json.gz", {"fp32_no_amp", "zero_grad_memset"}},
     // 77 MB per iteration copied from pageable memory, all of it on the critical path.
-    {"param/resnet_kineto.json.gz", {"pageable_copy"}},
+    {"param/resnet_kineto.json.gz", {"fp32_no_amp", "pageable_copy"}},
     {"tracelens/b200/eager_trace.json.gz", {}},
     {"tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz", {}},
     {"tracelens/mi210/gpu_only_trace.json.gz", {}},
