@@ -107,8 +107,39 @@ struct EventExtra {
   StrId alt_name = kNoStr;
 };
 
+// One event as an importer hands it to EventTable::append: the fields of one row of every
+// column, with the defaults an event has when its source says nothing. The Kineto event
+//   {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0,
+//    "tid": 7, "ts": 1.5, "dur": 2.25, "args": {"device": 0, "stream": 7, "correlation": 42}}
+// becomes
+//   {.ts = 1500, .dur = 2250, .name = <"Memcpy HtoD (Pageable -> Device)">, .category =
+//    <"gpu_memcpy">, .kind = Kind::Memcpy, .phase = Phase::Complete, .copy_kind = CopyKind::HtoD,
+//    .host_mem = HostMem::Pageable, .pid = 0, .tid = 7, .correlation = 42, .stream = 7,
+//    .device = 0}
+// with external_id = kNone and kernel_args = extra = -1 left at their defaults (<"x"> is the id
+// the rank's string table gives "x").
+struct EventRow {
+  ns_t ts = 0;
+  ns_t dur = 0;
+  StrId name = kNoStr;
+  StrId category = kNoStr;
+  Kind kind = Kind::Other;
+  Phase phase = Phase::Complete;
+  CopyKind copy_kind = CopyKind::None;
+  HostMem host_mem = HostMem::Unknown;
+  std::int64_t pid = 0;
+  std::int64_t tid = 0;
+  std::int64_t correlation = kNone;
+  std::int64_t external_id = kNone;
+  std::int64_t stream = kNone;
+  std::int32_t device = -1;
+  std::int32_t kernel_args = -1;  // from RankTrace::add_kernel_args
+  std::int32_t extra = -1;        // from RankTrace::add_extra
+};
+
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
-// indexes of RankTrace give time order per track.
+// indexes of RankTrace give time order per track. New rows come through `append`, which keeps
+// every column the same length; cells of existing rows may be changed in place.
 struct EventTable {
   std::vector<ns_t> ts;
   std::vector<ns_t> dur;            // 0 for instants, flows, counters
@@ -129,9 +160,34 @@ struct EventTable {
 
   std::size_t size() const { return ts.size(); }
   ns_t end(std::size_t i) const { return ts[i] + dur[i]; }
+  std::uint32_t append(const EventRow& row);  // the new row's index
+  void append(const EventTable& rows);         // every row of `rows`, in order, as they are
   void reserve(std::size_t n);
   void resize(std::size_t n);
 };
+
+// In the header so that the readers' per-event loops inline it. A new column goes here, in
+// EventRow, and in `columns` of event_table.cpp.
+inline std::uint32_t EventTable::append(const EventRow& r) {
+  const auto index = static_cast<std::uint32_t>(size());
+  ts.push_back(r.ts);
+  dur.push_back(r.dur);
+  name.push_back(r.name);
+  category.push_back(r.category);
+  kind.push_back(r.kind);
+  phase.push_back(r.phase);
+  copy_kind.push_back(r.copy_kind);
+  host_mem.push_back(r.host_mem);
+  pid.push_back(r.pid);
+  tid.push_back(r.tid);
+  correlation.push_back(r.correlation);
+  external_id.push_back(r.external_id);
+  stream.push_back(r.stream);
+  device.push_back(r.device);
+  kernel_args.push_back(r.kernel_args);
+  extra.push_back(r.extra);
+  return index;
+}
 
 // One counter sample (ph "C"): a named series with one or more values.
 struct CounterSample {
@@ -239,6 +295,15 @@ struct RankTrace {
   const KernelArgs* kernel_args_of(std::size_t i) const {
     auto k = events.kernel_args[i];
     return k < 0 ? nullptr : &kernel_args[static_cast<std::size_t>(k)];
+  }
+  // Side records of a row about to be appended: the index to put in its EventRow.
+  std::int32_t add_kernel_args(const KernelArgs& a) {
+    kernel_args.push_back(a);
+    return static_cast<std::int32_t>(kernel_args.size() - 1);
+  }
+  std::int32_t add_extra(const EventExtra& x) {
+    extras.push_back(x);
+    return static_cast<std::int32_t>(extras.size() - 1);
   }
   std::int64_t bytes_of(std::size_t i) const {
     const EventExtra* e = extra_of(i);

@@ -5,8 +5,8 @@
 #include <array>
 #include <cstring>
 
-#include "ingest/decimal.hpp"
 #include "stepscope/error.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope::ingest {
 namespace od = simdjson::ondemand;
@@ -129,8 +129,19 @@ bool as_track_id(od::value v, StringTable& strings, std::int64_t& out) {
   return as_int64(v, out);
 }
 
+// A value's text as the file spells it. simdjson's raw token runs up to the next structural
+// character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
+std::string_view raw_text(od::value v) {
+  std::string_view s = v.raw_json_token();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
 bool as_time(od::value v, std::int64_t& out) {
-  return parse_us_to_ns(v.raw_json_token(), out);
+  auto ns = parse_us_to_ns(raw_text(v));
+  if (ns) out = *ns;
+  return ns.has_value();
 }
 
 void read_int3(od::value v, std::int32_t (&dst)[3]) {
@@ -142,12 +153,6 @@ void read_int3(od::value v, std::int32_t (&dst)[3]) {
     if (k < 3 && !x.error() && as_int64(x.value_unsafe(), n)) dst[k] = static_cast<std::int32_t>(n);
     ++k;
   }
-}
-
-std::string_view raw_text(od::value v) {
-  std::string_view s = v.raw_json_token();
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 // Arguments of one event, gathered before the event's kind decides which are kept.
@@ -329,49 +334,46 @@ void store_metadata(const EventFields& e, RankTrace& out) {
 
 bool is_launch_flow(std::string_view cat) { return cat == "ac2g" || cat == "async_cpu_to_gpu"; }
 
+Kind kind_of(const EventFields& e, TraceLayout layout, const StringTable& strings) {
+  if (e.phase == Phase::FlowStart || e.phase == Phase::FlowEnd || e.phase == Phase::FlowStep) return Kind::Flow;
+  if (!e.has_cat) return layout == TraceLayout::LegacyArray ? Kind::CpuOp : Kind::Other;
+  return kind_from_category(strings.view(e.cat));
+}
+
+// The row of an event that is kept; its kernel args and extras go to `out`'s side tables.
+EventRow row_of(const EventFields& e, Kind kind, RankTrace& out) {
+  EventRow r;
+  r.ts = e.ts;
+  r.dur = e.phase == Phase::Complete && e.dur > 0 ? e.dur : 0;
+  r.name = e.name;
+  r.category = e.cat;
+  r.kind = kind;
+  r.phase = e.phase;
+  if (kind == Kind::Memcpy) {
+    std::string_view name = out.strings.view(e.name);
+    r.copy_kind = copy_kind_from_name(name);
+    r.host_mem = host_mem_from_name(name);
+  }
+  r.pid = e.pid;
+  r.tid = e.tid;
+  // A flow's id is the correlation id of the launch it ties to its kernel (ac2g), so flows keep
+  // it in the correlation column rather than in a side record.
+  r.correlation = kind == Kind::Flow && e.flow_id != kNone ? e.flow_id : e.args.correlation;
+  r.external_id = e.args.external_id;
+  r.stream = e.args.stream;
+  r.device = static_cast<std::int32_t>(e.args.device);
+  if (e.args.has_kernel) r.kernel_args = out.add_kernel_args(e.args.kernel);
+  if (e.args.has_extra) r.extra = out.add_extra(e.args.extra);
+  return r;
+}
+
 void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
-  EventTable& t = out.events;
-  Kind kind;
-  if (e.phase == Phase::FlowStart || e.phase == Phase::FlowEnd || e.phase == Phase::FlowStep)
-    kind = Kind::Flow;
-  else if (!e.has_cat)
-    kind = layout == TraceLayout::LegacyArray ? Kind::CpuOp : Kind::Other;
-  else
-    kind = kind_from_category(out.strings.view(e.cat));
+  const Kind kind = kind_of(e, layout, out.strings);
   if (kind == Kind::Flow && is_launch_flow(out.strings.view(e.cat))) {
     ++out.launch_flow_counts[e.cat];
     return;
   }
-  t.ts.push_back(e.ts);
-  t.dur.push_back(e.phase == Phase::Complete && e.dur > 0 ? e.dur : 0);
-  t.name.push_back(e.name);
-  t.category.push_back(e.cat);
-  t.kind.push_back(kind);
-  t.phase.push_back(e.phase);
-  bool copy = kind == Kind::Memcpy;
-  std::string_view nm = out.strings.view(e.name);
-  t.copy_kind.push_back(copy ? copy_kind_from_name(nm) : CopyKind::None);
-  t.host_mem.push_back(copy ? host_mem_from_name(nm) : HostMem::Unknown);
-  t.pid.push_back(e.pid);
-  t.tid.push_back(e.tid);
-  // A flow's id is the correlation id of the launch it ties to its kernel (ac2g), so flows keep
-  // it in the correlation column rather than in a side record.
-  t.correlation.push_back(kind == Kind::Flow && e.flow_id != kNone ? e.flow_id : e.args.correlation);
-  t.external_id.push_back(e.args.external_id);
-  t.stream.push_back(e.args.stream);
-  t.device.push_back(static_cast<std::int32_t>(e.args.device));
-  if (e.args.has_kernel) {
-    t.kernel_args.push_back(static_cast<std::int32_t>(out.kernel_args.size()));
-    out.kernel_args.push_back(e.args.kernel);
-  } else {
-    t.kernel_args.push_back(-1);
-  }
-  if (e.args.has_extra) {
-    t.extra.push_back(static_cast<std::int32_t>(out.extras.size()));
-    out.extras.push_back(e.args.extra);
-  } else {
-    t.extra.push_back(-1);
-  }
+  out.events.append(row_of(e, kind, out));
 }
 
 }  // namespace
@@ -421,36 +423,15 @@ std::int64_t remap_track(std::int64_t v, const std::vector<StrId>& map) {
   return is_string_track_id(v) ? string_track_id(map[track_string(v)]) : v;
 }
 
-template <class T>
-void append_column(std::vector<T>& dst, const std::vector<T>& src) {
-  dst.insert(dst.end(), src.begin(), src.end());
-}
-
 }  // namespace
 
 void merge_rank_part(RankTrace& into, RankTrace&& part) {
   auto map = remap_strings(part.strings, into.strings);
   EventTable& d = into.events;
-  EventTable& s = part.events;
   auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
   auto extra_off = static_cast<std::int32_t>(into.extras.size());
   std::size_t base = d.size();
-  append_column(d.ts, s.ts);
-  append_column(d.dur, s.dur);
-  append_column(d.name, s.name);
-  append_column(d.category, s.category);
-  append_column(d.kind, s.kind);
-  append_column(d.phase, s.phase);
-  append_column(d.copy_kind, s.copy_kind);
-  append_column(d.host_mem, s.host_mem);
-  append_column(d.pid, s.pid);
-  append_column(d.tid, s.tid);
-  append_column(d.correlation, s.correlation);
-  append_column(d.external_id, s.external_id);
-  append_column(d.stream, s.stream);
-  append_column(d.device, s.device);
-  append_column(d.kernel_args, s.kernel_args);
-  append_column(d.extra, s.extra);
+  d.append(part.events);
   for (std::size_t i = base; i < d.size(); ++i) {
     d.name[i] = map[d.name[i]];
     d.category[i] = map[d.category[i]];
@@ -459,7 +440,7 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
     if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
     if (d.extra[i] >= 0) d.extra[i] += extra_off;
   }
-  append_column(into.kernel_args, part.kernel_args);
+  into.kernel_args.insert(into.kernel_args.end(), part.kernel_args.begin(), part.kernel_args.end());
   for (auto& x : part.extras) {
     x.input_dims = map[x.input_dims];
     x.input_type = map[x.input_type];

@@ -20,6 +20,7 @@
 #include "ingest/thread_pool.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope {
 namespace fs = std::filesystem;
@@ -194,7 +195,7 @@ std::optional<int> rank_from_file_name(const std::string& path) {
   static const std::regex re(R"((?:^|[^A-Za-z])rank[-_]?(\d+))", std::regex::icase);
   std::smatch m;
   std::string file = fs::path(path).filename().string();
-  if (std::regex_search(file, m, re)) return std::stoi(m[1].str());
+  if (std::regex_search(file, m, re)) return parse_int<int>(m[1].str());
   return std::nullopt;
 }
 

@@ -4,24 +4,21 @@
 #include <simdjson.h>
 
 #include "stepscope/error.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope::ingest {
 namespace dom = simdjson::dom;
 
 namespace {
 
+// Some writers quote numbers ("rank": "3"); such text must be a whole integer.
 std::int64_t int_or(dom::element e, std::string_view key, std::int64_t fallback) {
   auto v = e[key];
   if (v.error()) return fallback;
   if (auto i = v.get_int64(); !i.error()) return i.value_unsafe();
   if (auto u = v.get_uint64(); !u.error()) return static_cast<std::int64_t>(u.value_unsafe());
   if (auto d = v.get_double(); !d.error()) return static_cast<std::int64_t>(d.value_unsafe());
-  if (auto s = v.get_string(); !s.error()) {
-    try {
-      return std::stoll(std::string(s.value_unsafe()));
-    } catch (...) {
-    }
-  }
+  if (auto s = v.get_string(); !s.error()) return parse_int(s.value_unsafe()).value_or(fallback);
   return fallback;
 }
 

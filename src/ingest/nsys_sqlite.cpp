@@ -7,7 +7,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "stepscope/error.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope::ingest {
 namespace {
@@ -176,37 +176,24 @@ class Enums {
   std::map<std::string, std::int64_t> values_;
 };
 
-struct Row {
-  ns_t ts = 0, dur = 0;
-  StrId name = kNoStr, category = kNoStr;
-  Kind kind = Kind::Other;
-  std::int64_t pid = 0, tid = 0, correlation = kNone, stream = -1;
-  std::int32_t device = -1;
-};
-
-void append(RankTrace& t, const Row& r, CopyKind ck = CopyKind::None, HostMem hm = HostMem::Unknown) {
-  EventTable& e = t.events;
-  e.ts.push_back(r.ts);
-  e.dur.push_back(std::max<ns_t>(0, r.dur));
-  e.name.push_back(r.name);
-  e.category.push_back(r.category);
-  e.kind.push_back(r.kind);
-  e.phase.push_back(Phase::Complete);
-  e.copy_kind.push_back(ck);
-  e.host_mem.push_back(hm);
-  e.pid.push_back(r.pid);
-  e.tid.push_back(r.tid);
-  e.correlation.push_back(r.correlation);
-  e.external_id.push_back(kNone);
-  e.stream.push_back(r.stream);
-  e.device.push_back(r.device);
-  e.kernel_args.push_back(-1);
-  e.extra.push_back(-1);
+// Every row an export gives is a complete event; a clock that ran backwards (end before start)
+// gives it no duration rather than a negative one.
+void append(RankTrace& t, EventRow r) {
+  r.dur = std::max<ns_t>(0, r.dur);
+  t.events.append(r);
 }
 
-EventExtra& extra_of_last(RankTrace& t) {
-  t.events.extra.back() = static_cast<std::int32_t>(t.extras.size());
-  return t.extras.emplace_back();
+// A side record holding only the source's other spelling of the row's name.
+std::int32_t alt_name_extra(RankTrace& t, StrId alt_name) {
+  EventExtra x;
+  x.alt_name = alt_name;
+  return t.add_extra(x);
+}
+
+std::int32_t bytes_extra(RankTrace& t, std::int64_t bytes) {
+  EventExtra x;
+  x.bytes = bytes;
+  return t.add_extra(x);
 }
 
 const char* const kGpuTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -398,9 +385,9 @@ class Reader {
   }
 
   // Row fields every GPU activity table shares: times, device, stream, correlation.
-  static Row gpu_row(RankTrace& t, const Database::Query& q, std::string_view category, Kind kind) {
+  static EventRow gpu_row(RankTrace& t, const Database::Query& q, std::string_view category, Kind kind) {
     const Statement& s = *q.st;
-    Row r;
+    EventRow r;
     r.ts = s.i64(q.col("start"), 0);
     r.dur = s.i64(q.col("end"), r.ts) - r.ts;
     r.device = static_cast<std::int32_t>(s.i64(q.col("deviceId"), -1));
@@ -489,10 +476,8 @@ class Reader {
         const std::string_view item = env.substr(at, end - at);
         at = end + 1;
         if (item.size() <= key.size() || item.substr(0, key.size()) != key || item[key.size()] != '=') continue;
-        const std::string_view v = item.substr(key.size() + 1);
-        int n = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec == std::errc() && p == v.data() + v.size() && n >= least) return n;
+        const std::optional<int> n = parse_int<int>(item.substr(key.size() + 1));
+        if (n && *n >= least) return n;
       }
     }
     return std::nullopt;
@@ -577,25 +562,30 @@ class Reader {
       RankTrace* t = gpu_owner(q);
       if (!t) continue;
       RankTrace& out = *t;
-      Row r = gpu_row(out, q, "kernel", Kind::Kernel);
+      EventRow r = gpu_row(out, q, "kernel", Kind::Kernel);
       std::string_view shortn = strings_.get(s, q.col("shortName"));
       std::string_view name = strings_.get(s, q.col("demangledName"));
       if (name.empty()) name = shortn.empty() ? strings_.get(s, q.col("mangledName")) : shortn;
       r.name = intern(out, name);
+      if (!shortn.empty()) r.extra = alt_name_extra(out, intern(out, shortn));
+      r.kernel_args = out.add_kernel_args(launch_config(q));
       append(out, r);
-      if (!shortn.empty()) extra_of_last(out).alt_name = intern(out, shortn);
-      KernelArgs a;
-      const char* dims[2][3] = {{"gridX", "gridY", "gridZ"}, {"blockX", "blockY", "blockZ"}};
-      for (int k = 0; k < 3; ++k) {
-        a.grid[k] = static_cast<std::int32_t>(s.i64(q.col(dims[0][k]), 0));
-        a.block[k] = static_cast<std::int32_t>(s.i64(q.col(dims[1][k]), 0));
-      }
-      a.registers_per_thread = static_cast<std::int32_t>(s.i64(q.col("registersPerThread"), -1));
-      std::int64_t st_shm = s.i64(q.col("staticSharedMemory"), -1), dyn = s.i64(q.col("dynamicSharedMemory"), -1);
-      if (st_shm >= 0 || dyn >= 0) a.shared_memory = std::max<std::int64_t>(st_shm, 0) + std::max<std::int64_t>(dyn, 0);
-      out.events.kernel_args.back() = static_cast<std::int32_t>(out.kernel_args.size());
-      out.kernel_args.push_back(a);
     }
+  }
+
+  // Shared memory counts the static and the dynamic part together, as Kineto's "shared memory".
+  static KernelArgs launch_config(const Database::Query& q) {
+    const Statement& s = *q.st;
+    KernelArgs a;
+    const char* dims[2][3] = {{"gridX", "gridY", "gridZ"}, {"blockX", "blockY", "blockZ"}};
+    for (int k = 0; k < 3; ++k) {
+      a.grid[k] = static_cast<std::int32_t>(s.i64(q.col(dims[0][k]), 0));
+      a.block[k] = static_cast<std::int32_t>(s.i64(q.col(dims[1][k]), 0));
+    }
+    a.registers_per_thread = static_cast<std::int32_t>(s.i64(q.col("registersPerThread"), -1));
+    std::int64_t st_shm = s.i64(q.col("staticSharedMemory"), -1), dyn = s.i64(q.col("dynamicSharedMemory"), -1);
+    if (st_shm >= 0 || dyn >= 0) a.shared_memory = std::max<std::int64_t>(st_shm, 0) + std::max<std::int64_t>(dyn, 0);
+    return a;
   }
 
   // CUPTI's copy kinds: arrays are device memory; unified-memory migrations count by direction.
@@ -632,14 +622,17 @@ class Reader {
     while (q.st->step()) {
       RankTrace* t = gpu_owner(q);
       if (!t) continue;
-      Row r = gpu_row(*t, q, "gpu_memcpy", Kind::Memcpy);
-      CopyKind ck = copy_kind(s.i64(q.col("copyKind"), 0));
+      EventRow r = gpu_row(*t, q, "gpu_memcpy", Kind::Memcpy);
+      const CopyKind ck = copy_kind(s.i64(q.col("copyKind"), 0));
       std::int64_t src = s.i64(q.col("srcKind"), 7), dst = s.i64(q.col("dstKind"), 7);
       // Kineto's spelling, which the copy analyses also read: "Memcpy HtoD (Pageable -> Device)".
       r.name = intern(*t, fmt::format("Memcpy {} ({} -> {})", copy_kind_name(ck), mem_kind_name(src), mem_kind_name(dst)));
-      HostMem hm = ck == CopyKind::DtoH ? host_mem(dst) : ck == CopyKind::HtoD || ck == CopyKind::HtoH ? host_mem(src) : HostMem::Unknown;
-      append(*t, r, ck, hm);
-      extra_of_last(*t).bytes = s.i64(q.col("bytes"));
+      r.copy_kind = ck;
+      r.host_mem = ck == CopyKind::DtoH                          ? host_mem(dst)
+                   : ck == CopyKind::HtoD || ck == CopyKind::HtoH ? host_mem(src)
+                                                                  : HostMem::Unknown;
+      r.extra = bytes_extra(*t, s.i64(q.col("bytes")));
+      append(*t, r);
     }
   }
 
@@ -649,10 +642,10 @@ class Reader {
     while (q.st->step()) {
       RankTrace* t = gpu_owner(q);
       if (!t) continue;
-      Row r = gpu_row(*t, q, "gpu_memset", Kind::Memset);
+      EventRow r = gpu_row(*t, q, "gpu_memset", Kind::Memset);
       r.name = intern(*t, fmt::format("Memset ({})", mem_kind_name(q.st->i64(q.col("memKind"), 7))));
+      r.extra = bytes_extra(*t, q.st->i64(q.col("bytes")));
       append(*t, r);
-      extra_of_last(*t).bytes = q.st->i64(q.col("bytes"));
     }
   }
 
@@ -673,7 +666,7 @@ class Reader {
     while (q.st->step()) {
       RankTrace* t = gpu_owner(q);
       if (!t) continue;
-      Row r = gpu_row(*t, q, "cuda_sync", Kind::GpuSync);
+      EventRow r = gpu_row(*t, q, "cuda_sync", Kind::GpuSync);
       r.name = intern(*t, sync_name(q.st->i64(q.col("syncType"), 0)));
       append(*t, r);
     }
@@ -749,7 +742,7 @@ class Reader {
       RankTrace* t = routes_.of_event(pid_of(a.gtid));
       if (!t) continue;
       std::string_view plain = plain_api_name(a.name);
-      Row r;
+      EventRow r;
       r.ts = a.start;
       r.dur = a.end - a.start;
       r.pid = pid_of(a.gtid);
@@ -759,8 +752,8 @@ class Reader {
       r.kind = !call[i] ? Kind::Other : driver ? Kind::Driver : Kind::Runtime;
       r.category = intern(*t, !call[i] ? "cuda_api_backtrace" : driver ? "cuda_driver" : "cuda_runtime");
       r.name = intern(*t, plain);
+      if (plain.size() != a.name.size()) r.extra = alt_name_extra(*t, intern(*t, a.name));
       append(*t, r);
-      if (plain.size() != a.name.size()) extra_of_last(*t).alt_name = intern(*t, a.name);
     }
   }
 
@@ -797,7 +790,7 @@ class Reader {
     std::unordered_map<std::int64_t, std::string> domains_by_id;
     struct Range {
       RankTrace* trace;
-      Row row;
+      EventRow row;
       std::int64_t domain;
       StrId full_name;
     };
@@ -815,7 +808,7 @@ class Reader {
       if ((type != push_pop && type != start_end) || s.null(q.col("end"))) continue;
       RankTrace* t = routes_.of_event(pid_of(gtid));
       if (!t) continue;
-      Row r;
+      EventRow r;
       r.ts = s.i64(q.col("start"), 0);
       r.dur = s.i64(q.col("end"), r.ts) - r.ts;
       r.pid = pid_of(gtid);
@@ -835,8 +828,8 @@ class Reader {
         r.kind = Kind::CpuOp;
         r.category = intern(*t, "nvtx:" + *name);
       }
+      if (full != kNoStr) r.extra = alt_name_extra(*t, full);
       append(*t, r);
-      if (full != kNoStr) extra_of_last(*t).alt_name = full;
     }
   }
 };

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "stepscope/error.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope::plan {
 
@@ -217,7 +218,7 @@ std::optional<double> memory_hint_gb(const std::vector<std::string>& tokens) {
     if (t.size() < 3 || t.substr(t.size() - 2) != "gb") continue;
     const std::string digits = t.substr(0, t.size() - 2);
     if (std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-      return std::stod(digits);
+      if (auto gb = parse_double(digits)) return gb;
   }
   return std::nullopt;
 }

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include "stepscope/trace.hpp"
 
@@ -55,11 +57,31 @@ const char* copy_kind_name(CopyKind c) {
 }
 
 namespace {
+
+// The columns, for the operations that treat them all alike. A new column goes here, in EventRow
+// and in EventTable::append(const EventRow&) (trace.hpp).
+template <class Table>
+auto columns(Table& t) {
+  return std::tie(t.ts, t.dur, t.name, t.category, t.kind, t.phase, t.copy_kind, t.host_mem, t.pid,
+                  t.tid, t.correlation, t.external_id, t.stream, t.device, t.kernel_args, t.extra);
+}
+static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
+                                        sizeof(std::vector<char>),
+              "a column of EventTable is missing from columns()");
+
 template <class F>
 void for_each_column(EventTable& t, F&& f) {
-  f(t.ts), f(t.dur), f(t.name), f(t.category), f(t.kind), f(t.phase), f(t.copy_kind),
-      f(t.host_mem), f(t.pid), f(t.tid), f(t.correlation), f(t.external_id), f(t.stream),
-      f(t.device), f(t.kernel_args), f(t.extra);
+  std::apply([&f](auto&... col) { (f(col), ...); }, columns(t));
+}
+
+// Calls f(dst_column, src_column) for each column of the two tables.
+template <class F>
+void for_each_column_pair(EventTable& dst, const EventTable& src, F&& f) {
+  auto d = columns(dst);
+  auto s = columns(src);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(std::get<I>(d), std::get<I>(s)), ...);
+  }(std::make_index_sequence<std::tuple_size_v<decltype(d)>>{});
 }
 
 // Events that occupy time on a track (not flows, counters or metadata).
@@ -70,6 +92,11 @@ bool is_host_kind(Kind k) {
          k == Kind::Runtime || k == Kind::Driver || k == Kind::CpuInstant || k == Kind::Overhead;
 }
 }  // namespace
+
+void EventTable::append(const EventTable& rows) {
+  for_each_column_pair(*this, rows,
+                       [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); });
+}
 
 void EventTable::reserve(std::size_t n) {
   for_each_column(*this, [n](auto& col) { col.reserve(n); });

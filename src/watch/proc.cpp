@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -19,6 +18,7 @@
 #include <sstream>
 
 #include "stepscope/error.hpp"
+#include "trace/parse.hpp"
 
 namespace stepscope::watch {
 
@@ -50,12 +50,8 @@ std::vector<int> numeric_entries(const std::string& dir) {
   std::vector<int> out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    int v = 0;
-    const char* end = e->d_name + std::strlen(e->d_name);
-    auto [p, ec] = std::from_chars(e->d_name, end, v);
-    if (ec == std::errc() && p == end) out.push_back(v);
-  }
+  while (dirent* e = ::readdir(d))
+    if (auto v = parse_int<int>(e->d_name)) out.push_back(*v);
   ::closedir(d);
   return out;
 }

@@ -1,7 +1,6 @@
 // Reader behaviour on hand-written traces: layouts, time parsing, ranks, bad and cut-off input.
 #include <gtest/gtest.h>
 
-#include "ingest/decimal.hpp"
 #include "model_compare.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
@@ -9,8 +8,6 @@
 
 namespace stepscope {
 namespace {
-
-using ingest::parse_us_to_ns;
 
 std::string kineto(const std::string& events, const std::string& extra = "") {
   return "{\"schemaVersion\": 1," + extra + " \"traceEvents\": [" + events + "], \"traceName\": \"t\"}";
@@ -32,28 +29,6 @@ std::string error_of(F f) {
     return e.what();
   }
   return "";
-}
-
-TEST(Decimal, MicrosecondsTextToNanoseconds) {
-  std::int64_t v = 0;
-  ASSERT_TRUE(parse_us_to_ns("1.5", v));
-  EXPECT_EQ(v, 1500);
-  ASSERT_TRUE(parse_us_to_ns("4000123.456", v));
-  EXPECT_EQ(v, 4000123456);
-  // Absolute epoch µs with a ns fraction: beyond double precision, exact here.
-  ASSERT_TRUE(parse_us_to_ns("1708722576381804.123", v));
-  EXPECT_EQ(v, 1708722576381804123);
-  ASSERT_TRUE(parse_us_to_ns("10.12345", v));  // past the ns: rounded half up
-  EXPECT_EQ(v, 10123);
-  ASSERT_TRUE(parse_us_to_ns("10.1235", v));
-  EXPECT_EQ(v, 10124);
-  ASSERT_TRUE(parse_us_to_ns("-2", v));
-  EXPECT_EQ(v, -2000);
-  ASSERT_TRUE(parse_us_to_ns("1.5e3", v));
-  EXPECT_EQ(v, 1500000);
-  EXPECT_FALSE(parse_us_to_ns("\"12\"", v));
-  EXPECT_FALSE(parse_us_to_ns("1.", v));
-  EXPECT_FALSE(parse_us_to_ns("99999999999999999999", v));
 }
 
 TEST(Reader, KinetoObjectWithMetadataAndArgs) {
@@ -222,6 +197,15 @@ TEST(Ranks, FromDistributedInfoFileNameAndOrder) {
   EXPECT_EQ(by_order.ranks[1].rank_source, RankTrace::RankSource::FileOrder);
   ASSERT_EQ(by_order.warnings.size(), 1u);
   EXPECT_NE(by_order.warnings[0].find("file order"), std::string::npos);
+}
+
+TEST(Ranks, ARankNumberTooLargeInTheFileNameNamesNoRank) {
+  TempDir d;
+  d.file("rank99999999999.json", kineto(x_event("a", "1", "1")));
+  Trace t = read_traces({d.path()});
+  ASSERT_EQ(t.ranks.size(), 1u);
+  EXPECT_EQ(t.ranks[0].rank, 0);
+  EXPECT_EQ(t.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
 }
 
 TEST(Truncated, PlainFileCutMidEventKeepsCompleteEvents) {
