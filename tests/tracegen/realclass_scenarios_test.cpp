@@ -143,8 +143,9 @@ TEST(RealClassList, EveryClassIsAPresetAndTheIrregularOnesStayApart) {
   std::set<std::string> regular, irregular;
   for (const auto& s : tg::scenarios()) regular.insert(s.name);
   for (const auto& s : tg::irregular_scenarios()) irregular.insert(s.name);
-  EXPECT_EQ(irregular, (std::set<std::string>{"cold-start", "missing-gpu-records", "autograd-thread-old-cats",
-                                              "host-runs-ahead"}));
+  // The runs that are not a training loop join them (runkind_scenarios_test.cpp pins the whole list).
+  for (const char* name : {"cold-start", "missing-gpu-records", "autograd-thread-old-cats", "host-runs-ahead"})
+    EXPECT_TRUE(irregular.count(name)) << name;
   for (const auto& name : irregular) EXPECT_EQ(regular.count(name), 0u) << name;
 }
 
@@ -214,7 +215,8 @@ TEST(RealClass, MissingGpuRecordsKeepsOnlyTheHostSide) {
     EXPECT_TRUE(of_kind(t, k).empty()) << stepscope::kind_name(k);
   EXPECT_TRUE(t.gpu_tracks.empty());
   EXPECT_TRUE(t.launch_flow_counts.empty());
-  for (const auto& e : raw(*r)["traceEvents"]) EXPECT_NE(e.value("cat", ""), "ac2g");
+  const json j = raw(*r);  // held: a range-for over a temporary's member would dangle
+  for (const auto& e : j["traceEvents"]) EXPECT_NE(e.value("cat", ""), "ac2g");
   ASSERT_FALSE(t.devices.empty());
   EXPECT_TRUE(has(t.devices[0].name, "A100"));
   EXPECT_EQ(t.devices[0].compute_major, 8);

@@ -96,9 +96,6 @@ ns_t comm_kernel_ns(std::span<const Event> events) {
   return sum;
 }
 
-std::string step_name(const Params& p, int number) {
-  return p.step_markers ? "ProfilerStep#" + std::to_string(number) : std::string();
-}
 
 // The host runs ahead of the GPU (no per-step sync): ProfilerStep#N on the host overlaps the GPU
 // work of earlier steps, so a window is measured on the GPU: from the step's first GPU activity
@@ -141,7 +138,7 @@ class GpuSideWindows {
     StepTruth st;
     st.rank = rank_;
     st.step = p_.first_step + b.index;
-    st.name = step_name(p_, st.step);
+    st.name = step_marker_name(p_, b.index);
     st.start = w0;
     st.end = w1;
     st.host_start = b.events[b.res.profiler_step].ts;
@@ -194,7 +191,7 @@ std::uint64_t write_rank(const Params& p, int rank, const CollectiveSchedule& co
     StepTruth st;
     st.rank = rank;
     st.step = p.first_step + s;
-    st.name = step_name(p, st.step);
+    st.name = step_marker_name(p, s);
     st.start = w0;
     st.end = res.window_end;
     st.host_end = res.host_end;
@@ -241,6 +238,26 @@ std::string validate(const Params& p) {
            "autotuning, anomaly checks or final device sync)";
   if (p.kineto_dialect != "current" && p.kineto_dialect != "2021") return "--kineto-dialect must be current or 2021";
   if (!p.training && (p.ranks > 1 || p.fp8_moe)) return "--training 0 needs one rank and no MoE blocks";
+  if (p.host_ahead > 0 && p.readback_us > 0) return "--host-ahead needs no per-step sync (--readback-us 0)";
+  if (p.workload != "model" && p.workload != "decode" && p.workload != "frontend" && p.workload != "harness")
+    return "--workload must be model, decode, frontend or harness";
+  if (p.workload != "model" && (p.ranks > 1 || p.fp8_moe || p.host_ahead > 0))
+    return "--workload " + p.workload + " needs one rank, no MoE blocks and no --host-ahead";
+  if ((p.workload == "decode" || p.workload == "harness") && p.platform != Platform::Cuda)
+    return "--workload " + p.workload + " needs --platform cuda";
+  if (p.workload == "frontend" && p.platform != Platform::Cpu)
+    return "--workload frontend is a Python-only process: it needs --platform cpu";
+  if (p.cuda_graph && p.workload != "decode") return "--cuda-graph needs --workload decode";
+  if (p.step_marker.empty()) return "--step-marker must not be empty";
+  if (p.warmup_steps < 0 || p.param_moves < 0 || p.requests < 1) return "counts must not be negative (--requests at least 1)";
+  if (p.worker_threads < 0 || p.worker_threads > kMaxThreads - 2)
+    return "--worker-threads must be within [0, " + std::to_string(kMaxThreads - 2) + "]";
+  if (p.py_frames < 1 || p.py_frames > 4) return "--py-frames must be within [1, 4]";
+  if (p.attn_us < 0 || p.param_move_mb < 0 || p.readback_us < 0 || p.session_s <= 0)
+    return "durations and sizes must not be negative (--session-s positive)";
+  if (p.copy_stream_blocking && (p.ranks > 1 || p.fp8_moe))
+    return "--copy-stream-blocking needs one rank and no MoE blocks (every stream would serialise)";
+  if (p.forward_range.empty()) return "--forward-range must not be empty";
   return {};
 }
 

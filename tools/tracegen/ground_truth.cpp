@@ -74,6 +74,34 @@ void add_trace_class_params(const Params& p, nlohmann::json& j) {
   j["expert_gemm_us"] = p.expert_gemm_us;
 }
 
+// Likewise the knobs of runs that are not a training loop and of the profiler's options.
+void add_run_kind_params(const Params& p, nlohmann::json& j) {
+  const Params d;
+  if (p.workload == d.workload && p.step_marker == d.step_marker && p.warmup_steps == d.warmup_steps &&
+      p.cuda_graph == d.cuda_graph && p.param_moves == d.param_moves && p.forward_range == d.forward_range &&
+      p.readback_us == d.readback_us && p.copy_stream_blocking == d.copy_stream_blocking && p.fp32_aten == d.fp32_aten &&
+      p.with_stack == d.with_stack && p.record_shapes == d.record_shapes && p.profile_memory == d.profile_memory)
+    return;
+  j["workload"] = p.workload;
+  j["step_marker"] = p.step_marker;
+  j["warmup_steps"] = p.warmup_steps;
+  j["cuda_graph"] = p.cuda_graph;
+  j["attn_us"] = p.attn_us;
+  j["param_moves"] = p.param_moves;
+  j["param_move_mb"] = p.param_move_mb;
+  j["forward_range"] = p.forward_range;
+  j["readback_us"] = p.readback_us;
+  j["copy_stream_blocking"] = p.copy_stream_blocking;
+  j["fp32_aten"] = p.fp32_aten;
+  j["with_stack"] = p.with_stack;
+  j["record_shapes"] = p.record_shapes;
+  j["profile_memory"] = p.profile_memory;
+  j["py_frames"] = p.py_frames;
+  j["worker_threads"] = p.worker_threads;
+  j["requests"] = p.requests;
+  j["session_s"] = p.session_s;
+}
+
 // What a correct analysis concludes besides the verdict; the optional ones only when stated.
 std::string expectations_json(const Params& p) {
   nlohmann::json j = nlohmann::json::object();
@@ -83,6 +111,7 @@ std::string expectations_json(const Params& p) {
   if (!p.expected_gemm_dtype.empty()) j["expected_gemm_dtype"] = p.expected_gemm_dtype;
   if (!p.expected_first_lever.empty()) j["expected_first_lever"] = p.expected_first_lever;
   if (!p.expected_not_levers.empty()) j["expected_not_levers"] = p.expected_not_levers;
+  if (p.expected_steps >= 0) j["expected_steps"] = p.expected_steps;
   if (p.cold_start_us > 0) {
     // The one-time cost inside the first kernel launch, counted in the window as launch overhead.
     j["startup_ns"] = us_to_ns(p.cold_start_us);
@@ -142,6 +171,7 @@ nlohmann::json params_json(const Params& p) {
   };
   add_footgun_params(p, j);
   add_trace_class_params(p, j);
+  add_run_kind_params(p, j);
   return j;
 }
 

@@ -183,6 +183,13 @@ const KernelSet kCudaVoltaFp32{&kVoltaSgemm, &kVoltaSgemmNn, &kVoltaSgemmNt, &kL
                                &kAdam, &kNccl, "Memcpy HtoD (Pinned -> Device)",
                                "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)",
                                "Memcpy DtoH (Device -> Pageable)"};
+// fp32 throughout on Ampere: SIMT sgemm and every ATen kernel on float.
+const KernelSet kCudaAmpereAllFp32{&kSgemm, &kSgemmNn, &kSgemmNt, &kLayerNormF32,
+                                   &kLayerNormBwdInputF32, &kLayerNormBwdGammaF32, &kGeluF32, &kGeluBwdF32,
+                                   &kAddF32, &kMulF32, &kTiny, &kSoftmaxF32, &kNll, &kSoftmaxBwd, &kNllBwd,
+                                   &kAdam, &kNccl, "Memcpy HtoD (Pinned -> Device)",
+                                   "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)",
+                                   "Memcpy DtoH (Device -> Pageable)"};
 
 const KernelSpec kNcclLegacy{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
                              {2, 1, 1}, {512, 1, 1}, 96, 42024, 0.025, 0.4, 1};
@@ -356,7 +363,48 @@ const KernelSpec kEpCombine{
     {24, 1, 1}, {768, 1, 1}, 96, 0, 0.181818, 4.363636, 7};
 const KernelSpec kTritonGelu{"triton_poi_fused_gelu_0", {12288, 1, 1}, {128, 1, 1}, 24, 0,
                              113.777779, 455.111115, 94};
+
+// A vLLM decode step on A100 (bf16, batch 32): vLLM's custom kernels, cuBLAS small-M GEMMs,
+// FlashAttention's split-KV decode kernel, and the sampler's argmax.
+const KernelSpec kEmbedding{
+    "void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>"
+    "(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16, "
+    "unsigned int>, at::cuda::detail::TensorInfo<long, unsigned int>, int, int, unsigned int, long)",
+    {216, 1, 1}, {128, 1, 1}, 32, 0, 2.0, 8.0, 12};
+const KernelSpec kRmsNorm{
+    "void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, long, "
+    "c10::BFloat16 const*, float, int, int)",
+    {32, 1, 1}, {1024, 1, 1}, 30, 0, 0.296296, 9.481482, 15};
+const KernelSpec kFusedAddRmsNorm{
+    "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, "
+    "c10::BFloat16 const*, float, int, int)",
+    {32, 1, 1}, {1024, 1, 1}, 32, 0, 0.296296, 9.481482, 15};
+const KernelSpec kDecodeGemm{"ampere_bf16_s16816gemm_bf16_64x64_sliced1x2_ldg8_f2f_stages_64x5_tn",
+                             {1, 172, 2}, {128, 1, 1}, 168, 81920, 3.185185, 12.740741, 19};
+const KernelSpec kRotary{
+    "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, "
+    "c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)",
+    {32, 1, 1}, {512, 1, 1}, 40, 0, 0.296296, 4.740741, 7};
+const KernelSpec kFlashDecode{
+    "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+    "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, false, false, false, "
+    "false, true, true, false, false>(flash::Flash_fwd_params)",
+    {1, 32, 32}, {128, 1, 1}, 255, 49152, 1.0, 4.0, 6};
+const KernelSpec kActAndMul{
+    "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>"
+    "(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)",
+    {32, 1, 1}, {1024, 1, 1}, 28, 0, 0.296296, 9.481482, 15};
+const KernelSpec kArgmax{
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
+    "unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)",
+    {32, 1, 1}, {32, 16, 1}, 40, 16, 0.296296, 4.740741, 7};
 }  // namespace
+
+const ServingKernels& serving_kernels() {
+  static const ServingKernels k{&kEmbedding, &kRmsNorm, &kFusedAddRmsNorm, &kDecodeGemm,
+                                &kRotary,    &kFlashDecode, &kActAndMul,    &kArgmax};
+  return k;
+}
 
 const FootgunKernels& footgun_kernels() {
   static const FootgunKernels k{&kConvFwd, &kConvDgrad, &kConvWgrad, &kNchwToNhwc, &kNhwcToNchw,
@@ -382,10 +430,11 @@ const MoeKernels& moe_kernels() {
 
 const KernelSpec& triton_gelu() { return kTritonGelu; }
 
-const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major) {
+const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major, bool fp32_aten) {
   if (p == Platform::Rocm) return kRocm;
   if (tensor_cores) return kCudaBf16;
-  return compute_major == 7 ? kCudaVoltaFp32 : kCudaFp32;
+  if (compute_major == 7) return kCudaVoltaFp32;
+  return fp32_aten ? kCudaAmpereAllFp32 : kCudaFp32;
 }
 
 }  // namespace stepscope::tracegen

@@ -32,7 +32,9 @@ struct KernelSet {
 
 // `compute_major` picks the architecture's kernel names (7: Volta/Turing fp32, all-float ATen
 // kernels).
-const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major = 8);
+// `fp32_aten`: without tensor cores on a newer GPU, the ATen kernels run on float too (else they
+// keep the bf16 names of the no-tensor-cores preset).
+const KernelSet& kernels_for(Platform p, bool tensor_cores, int compute_major = 8, bool fp32_aten = false);
 
 // Kernels of the footgun presets (CUDA names; ROCm traces reuse them).
 struct FootgunKernels {
@@ -64,6 +66,18 @@ struct MoeKernels {
   const KernelSpec* combine;
 };
 const MoeKernels& moe_kernels();
+// Kernels of a serving engine's decode step (vLLM on A100, bf16).
+struct ServingKernels {
+  const KernelSpec* embedding;
+  const KernelSpec* rms_norm;
+  const KernelSpec* fused_add_rms_norm;
+  const KernelSpec* gemm;       // cuBLAS small-M GEMM (qkv, o, gate_up, down, lm_head)
+  const KernelSpec* rotary;
+  const KernelSpec* attention;  // FlashAttention split-KV decode
+  const KernelSpec* act_and_mul;
+  const KernelSpec* argmax;     // the sampler (greedy)
+};
+const ServingKernels& serving_kernels();
 const KernelSpec& triton_gelu();
 
 // NCCL before 2.19 named its kernels per collective/algorithm/type (ncclKernel_*).

@@ -23,6 +23,8 @@ std::string_view category(const Event& e, bool legacy) {
     case EvType::Memcpy: return legacy ? "Memcpy" : "gpu_memcpy";
     case EvType::Memset: return legacy ? "Memset" : "gpu_memset";
     case EvType::GpuAnnotation: return "gpu_user_annotation";
+    case EvType::PythonFunction: return "python_function";
+    case EvType::MemoryInstant: return "cpu_instant_event";
   }
   return "cpu_op";
 }
@@ -64,6 +66,7 @@ RankLayout rank_layout(const Params& p, int rank) {
   l.pid = 20000 + static_cast<int>(rng.next() % 40000);
   l.main_tid = l.pid;
   l.autograd_tid = l.pid + 150 + static_cast<int>(rng.next() % 50);
+  l.worker_tid0 = l.pid + 212;
   l.node_devices = p.platform == Platform::Cpu ? 0 : std::clamp(p.ranks, 1, 8);
   l.device = p.platform == Platform::Cpu ? 0 : rank % std::max(1, l.node_devices);
   return l;
@@ -129,22 +132,26 @@ void KinetoWriter::write_header() {
                    "  \"roctracer_version\": 4.1,\n  \"hip_runtime_version\": 60443483,\n"
                    "  \"hip_driver_version\": 60443483,\n");
   const std::string_view backend = gpu ? "nccl" : "gloo";
-  fmt::format_to(out,
-                 "  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, \"world_size\": {}, "
-                 "\"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": "
-                 "\"default_pg\", \"backend_config\": \"{}\", \"pg_size\": {}, \"ranks\": {}}}]",
-                 backend, l_.rank, p_.ranks, gpu ? "cuda:nccl" : "cpu:gloo", p_.ranks,
-                 group_ranks_);
-  if (gpu) {
-    fmt::format_to(out, ", \"nccl_version\": ");
-    write_json_string(buf_, p_.nccl_version);
+  // A process that never initialised torch.distributed (a server's frontend) has no distributedInfo.
+  if (p_.workload != "frontend") {
+    fmt::format_to(out,
+                   "  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, \"world_size\": {}, "
+                   "\"pg_count\": 1, \"pg_config\": [{{\"pg_name\": \"0\", \"pg_desc\": "
+                   "\"default_pg\", \"backend_config\": \"{}\", \"pg_size\": {}, \"ranks\": {}}}]",
+                   backend, l_.rank, p_.ranks, gpu ? "cuda:nccl" : "cpu:gloo", p_.ranks,
+                   group_ranks_);
+    if (gpu) {
+      fmt::format_to(out, ", \"nccl_version\": ");
+      write_json_string(buf_, p_.nccl_version);
+    }
+    fmt::format_to(out, "}},\n");
   }
   Rng id(p_.seed, 0x7472616365ULL, static_cast<std::uint64_t>(l_.rank));
   fmt::format_to(out,
-                 "}},\n  \"record_shapes\": 0,\n  \"with_stack\": 0,\n  \"profile_memory\": 0,\n"
+                 "  \"record_shapes\": {:d},\n  \"with_stack\": {:d},\n  \"profile_memory\": {:d},\n"
                  "  \"trace_id\": \"{:016X}{:016X}\",\n  \"displayTimeUnit\": \"ms\",\n"
                  "  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
-                 id.next(), id.next(), kBaseTimeNs);
+                 p_.record_shapes, p_.with_stack, p_.profile_memory, id.next(), id.next(), kBaseTimeNs);
   flush_if_large();
 }
 
@@ -154,6 +161,7 @@ void KinetoWriter::begin_event() {
 }
 
 int KinetoWriter::host_tid(const Event& e) const {
+  if (e.thread > kAutogradThread) return l_.worker_tid0 + e.thread - kAutogradThread - 1;
   return e.thread == kAutogradThread ? l_.autograd_tid : l_.main_tid;
 }
 
@@ -180,8 +188,9 @@ void KinetoWriter::span_fields(ns_t ts, ns_t dur) {
 
 void KinetoWriter::host_event(const Event& e) {
   auto out = std::back_inserter(buf_);
-  if (e.step_number >= 0 && !p_.step_markers) return;
+  if (e.step_marker && !p_.step_markers) return;
   if (e.thread == kAutogradThread) autograd_seen_ = true;
+  if (e.thread > kAutogradThread) workers_seen_.insert(e.thread);
   begin_event();
   fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"{}\", \"name\": ", category(e, legacy_));
   name_field(e);
@@ -207,7 +216,45 @@ void KinetoWriter::host_args(const Event& e) {
   if (e.seq >= 0)
     fmt::format_to(out, ", \"Sequence number\": {}, \"Fwd thread id\": {}", e.seq, e.fwd_tid);
   if (e.comm_nelems >= 0) comm_args(e.comm_nelems, false);
+  if (p_.record_shapes && e.type == EvType::CpuOp) shape_args();
   fmt::format_to(out, ", \"Ev Idx\": {}", e.ev_idx);
+}
+
+// record_shapes: the op's inputs, as newer Kineto writes them (one activation and one weight).
+void KinetoWriter::shape_args() {
+  buf_.append(std::string_view(
+      ", \"Concrete Inputs\": [\"\", \"\"], \"Input type\": [\"float\", \"float\"], "
+      "\"Input Strides\": [[256, 1], [256, 1]], \"Input Dims\": [[64, 256], [256, 256]]"));
+}
+
+// with_stack: one Python frame.
+void KinetoWriter::python_event(const Event& e) {
+  auto out = std::back_inserter(buf_);
+  if (e.thread > kAutogradThread) workers_seen_.insert(e.thread);
+  if (e.thread == kAutogradThread) autograd_seen_ = true;
+  begin_event();
+  buf_.append(std::string_view("\"ph\": \"X\", \"cat\": \"python_function\", \"name\": "));
+  write_json_string(buf_, e.name);
+  fmt::format_to(out, ", \"pid\": {}, \"tid\": {},\n    ", l_.pid, host_tid(e));
+  span_fields(e.ts, e.dur);
+  fmt::format_to(out, ",\n    \"args\": {{\n      \"Python parent id\": {}, \"Python id\": {}, \"Ev Idx\": {}\n    }}\n  }}",
+                 e.py_parent, e.py_id, e.ev_idx);
+}
+
+// profile_memory: one allocation (bytes > 0) or free (bytes < 0) by the caching allocator.
+void KinetoWriter::memory_event(const Event& e) {
+  auto out = std::back_inserter(buf_);
+  begin_event();
+  fmt::format_to(out, "\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
+                      "\"pid\": {}, \"tid\": {},\n    \"ts\": ",
+                 l_.pid, host_tid(e));
+  time(e.ts);
+  constexpr std::int64_t kBlock = std::int64_t{1} << 26;  // the allocator reserves in large segments
+  const std::int64_t reserved = (e.total_allocated / kBlock + 2) * kBlock;
+  fmt::format_to(out,
+                 ",\n    \"args\": {{\n      \"Ev Idx\": {}, \"Device Type\": 1, \"Device Id\": {}, \"Addr\": {}, "
+                 "\"Bytes\": {}, \"Total Allocated\": {}, \"Total Reserved\": {}\n    }}\n  }}",
+                 e.ev_idx, l_.device, e.addr, e.bytes, e.total_allocated, reserved);
 }
 
 void KinetoWriter::comm_args(std::int64_t nelems, bool kernel) {
@@ -348,7 +395,9 @@ void KinetoWriter::write_step(std::span<const Event> events) {
   const bool gpu_rows = p_.gpu_records;
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.type == EvType::CpuOp || e.type == EvType::UserAnnotation) host.push_back(i);
+    if (e.type == EvType::CpuOp || e.type == EvType::UserAnnotation || e.type == EvType::PythonFunction ||
+        e.type == EvType::MemoryInstant)
+      host.push_back(i);
     else if (e.on_gpu()) {
       if (gpu_rows) gpu.push_back(i);
     } else if (e.partner < 0 || !gpu_rows) {
@@ -363,13 +412,27 @@ void KinetoWriter::write_step(std::span<const Event> events) {
   std::stable_sort(gpu.begin(), gpu.end(), by_time);
   if (!gpu_rows) std::stable_sort(lone_runtime.begin(), lone_runtime.end(), by_time);
   for (auto i : host) {
-    host_event(events[i]);
+    const Event& e = events[i];
+    if (e.type == EvType::PythonFunction) python_event(e);
+    else if (e.type == EvType::MemoryInstant) memory_event(e);
+    else host_event(e);
     flush_if_large();
   }
+  std::vector<std::int32_t> graphs_written;  // a graph launch is written once, before its first kernel
   for (auto i : gpu) {
     const Event& g = events[i];
     gpu_event(g);
-    if (g.partner >= 0) launch_flows(events[static_cast<std::size_t>(g.partner)], g);
+    if (g.partner >= 0) {
+      const Event& rt = events[static_cast<std::size_t>(g.partner)];
+      if (!rt.graph) {
+        launch_flows(rt, g);
+      } else if (std::find(graphs_written.begin(), graphs_written.end(), g.partner) == graphs_written.end()) {
+        graphs_written.push_back(g.partner);
+        launch_flows(rt, g);
+      } else {
+        flow('f', g.corr, l_.device, g.thread, g.ts, "ac2g", "ac2g");
+      }
+    }
     flush_if_large();
   }
   for (auto i : lone_runtime) runtime_event(events[i]);
@@ -410,6 +473,8 @@ void KinetoWriter::write_footer(ns_t start, ns_t end) {
   };
   thread(l_.main_tid, "python3");
   if (autograd_seen_) thread(l_.autograd_tid, "pt_autograd_0");
+  for (int w : workers_seen_)
+    if (w > kAutogradThread) thread(l_.worker_tid0 + w - kAutogradThread - 1, "python3");
   begin_event();
   fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
   time(start);

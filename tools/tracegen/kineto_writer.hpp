@@ -20,6 +20,7 @@ struct RankLayout {
   int pid = 0;
   int main_tid = 0;
   int autograd_tid = 0;
+  int worker_tid0 = 0;  // host threads 2, 3, ... (a server's workers): worker_tid0, worker_tid0 + 1, ...
   int device = 0;       // GPU pid and args.device
   int node_devices = 1;  // deviceProperties entries (GPUs on the node)
 };
@@ -40,6 +41,9 @@ class KinetoWriter {
   void begin_event();
   void host_event(const Event& e);
   void host_args(const Event& e);
+  void shape_args();
+  void python_event(const Event& e);
+  void memory_event(const Event& e);
   void comm_args(std::int64_t nelems, bool kernel);
   void runtime_event(const Event& e);
   void gpu_event(const Event& e);
@@ -63,6 +67,7 @@ class KinetoWriter {
   bool first_ = true;
   std::set<int> streams_;
   bool autograd_seen_ = false;
+  std::set<int> workers_seen_;  // host threads beyond main and autograd
   std::string group_ranks_;  // "[0, 1, ...]", shared by every collective
 };
 

@@ -110,6 +110,24 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--fp8-moe", &tg::Params::fp8_moe, "fp8 MoE blocks with expert-parallel kernels (1/0)");
   o.add(app, "--ep-us", &tg::Params::ep_us, "expert-parallel dispatch/combine kernel time");
   o.add(app, "--expert-gemm-us", &tg::Params::expert_gemm_us, "grouped expert GEMM kernel time");
+  o.add(app, "--workload", &tg::Params::workload, "model (the loop of --training), decode, frontend or harness");
+  o.add(app, "--step-marker", &tg::Params::step_marker, "per-step host range (ProfilerStep# gets the step number)");
+  o.add(app, "--warmup-steps", &tg::Params::warmup_steps, "with a custom step marker: first N ranges named warmup");
+  o.add(app, "--cuda-graph", &tg::Params::cuda_graph, "decode: kernels replayed by one cudaGraphLaunch (1/0)");
+  o.add(app, "--attn-us", &tg::Params::attn_us, "decode: attention kernel time");
+  o.add(app, "--param-moves", &tg::Params::param_moves, "Module._apply parameter moves before the first pass");
+  o.add(app, "--param-move-mb", &tg::Params::param_move_mb, "parameters moved by one Module._apply (MB)");
+  o.add(app, "--forward-range", &tg::Params::forward_range, "name of the forward stage annotation");
+  o.add(app, "--readback-us", &tg::Params::readback_us, "after every kernel op: .item() then this much host work (0: off)");
+  o.add(app, "--copy-stream-blocking", &tg::Params::copy_stream_blocking, "batch copy on a blocking side stream (1/0)");
+  o.add(app, "--fp32-aten", &tg::Params::fp32_aten, "without tensor cores: ATen kernels on float too (1/0)");
+  o.add(app, "--with-stack", &tg::Params::with_stack, "profiler with_stack: python_function frames (1/0)");
+  o.add(app, "--record-shapes", &tg::Params::record_shapes, "profiler record_shapes: Input Dims on cpu_ops (1/0)");
+  o.add(app, "--profile-memory", &tg::Params::profile_memory, "profiler profile_memory: [memory] instants (1/0)");
+  o.add(app, "--py-frames", &tg::Params::py_frames, "with_stack: Python frames around each op (1-4)");
+  o.add(app, "--worker-threads", &tg::Params::worker_threads, "frontend: parked worker threads");
+  o.add(app, "--requests", &tg::Params::requests, "frontend: requests handled");
+  o.add(app, "--session-s", &tg::Params::session_s, "frontend: captured session length (s)");
   o.add_flag(app, "--gzip", &tg::Params::gzip, "write .json.gz");
 }
 

@@ -12,6 +12,9 @@
 #include "rng.hpp"
 
 namespace stepscope::tracegen {
+
+std::string marker_label(const Params& p, int index);  // a custom marker's name for step `index`
+
 namespace {
 
 constexpr std::string_view kLoaderWorkers =
@@ -33,7 +36,7 @@ class StepRecipe {
       : c_(ctx),
         p_(*ctx.p),
         gpu_(p_.platform != Platform::Cpu),
-        k_(kernels_for(p_.platform, p_.tensor_cores, gpu_model(p_.gpu_name).major)),
+        k_(kernels_for(p_.platform, p_.tensor_cores, gpu_model(p_.gpu_name).major, p_.fp32_aten)),
         fk_(footgun_kernels()),
         b_(p_.platform, out, ids),
         out_(out),
@@ -48,6 +51,10 @@ class StepRecipe {
     backward_thread_ = gpu_ ? kAutogradThread : kMainThread;
     legacy_ = p_.legacy_dialect();
     if (gpu_ && ctx.gpu_free > 0) b_.set_stream_free(cs_, ctx.gpu_free);
+    if (gpu_ && p_.copy_stream_blocking) {
+      copy_stream_ = kCopyStream;
+      b_.serialise_streams(true);
+    }
   }
 
   StepResult run() {
@@ -55,13 +62,26 @@ class StepRecipe {
     const int number = p_.first_step + c_.index;
     b_.set_now(kMainThread, c_.start);
     // Without step markers the (unwritten) marker still bounds the window: it opens and closes
-    // with the first and last host event.
-    r.profiler_step = b_.open(kMainThread, EvType::UserAnnotation, "ProfilerStep#");
-    out_[r.profiler_step].step_number = number;
+    // with the first and last host event. A custom marker (a serving iteration, a harness's
+    // warmup/measure range) is written under its own name and bounds the window the same way.
+    if (p_.custom_marker()) {
+      r.profiler_step = b_.open(kMainThread, EvType::UserAnnotation, intern(marker_label(p_, c_.index)));
+      out_[r.profiler_step].role = HostRole::Marker;
+    } else {
+      r.profiler_step = b_.open(kMainThread, EvType::UserAnnotation, "ProfilerStep#");
+      out_[r.profiler_step].step_number = number;
+    }
+    out_[r.profiler_step].step_marker = true;
     if (p_.step_markers) host(kMainThread, 6);
     if (c_.launch_block_until >= 0) b_.block_next_launch_until(c_.launch_block_until);
     if (c_.index == 0 && p_.cold_start_us > 0) b_.delay_next_launch(us_to_ns(p_.cold_start_us));
-    if (p_.training) {
+    if (p_.workload == "decode") {
+      decode_iteration();
+    } else if (p_.workload == "frontend") {
+      frontend_session();
+    } else if (p_.workload == "harness") {
+      timing_repetition();
+    } else if (p_.training) {
       training_step(r, number);
     } else {
       inference_pass();
@@ -98,6 +118,11 @@ class StepRecipe {
   void close(int th, double tail_us = 1.0) {
     host(th, tail_us);
     b_.close(th);
+    // A result is read back once the outermost op that produced it has returned.
+    if (pending_readback_[static_cast<std::size_t>(th)] && !b_.inside_op(th)) {
+      pending_readback_[static_cast<std::size_t>(th)] = false;
+      readback(th);
+    }
   }
 
   // An aten op that runs one kernel on GPU platforms, or does the work itself on the CPU.
@@ -105,13 +130,96 @@ class StepRecipe {
                  double gpu_us, bool ext_api = false) {
     open_op(th, op, p_.op_us * 0.3);
     if (!inner.empty()) open_op(th, inner, p_.op_us * 0.3);
+    const std::int64_t block = allocate(th, kActivationBytes);
     if (gpu_) {
       b_.launch_kernel(th, k, GpuClass::Compute, cs_, gpu_ns(gpu_us), launch_ns(), wait_ep_, ext_api);
     } else {
       b_.work(th, gpu_ns(gpu_us));
     }
+    release(th, block, kActivationBytes);
+    produced(th);
     if (!inner.empty()) close(th, p_.op_us * 0.2);
     close(th, p_.op_us * 0.2);
+  }
+
+  // ---- profiler options and per-op habits ----
+  static constexpr std::int64_t kActivationBytes = 262'144;  // one op's output (64 x 256 x 4 bytes)
+
+  // profile_memory: the caching allocator hands out a block (the op's output) ...
+  std::int64_t allocate(int th, std::int64_t bytes) {
+    if (!p_.profile_memory) return -1;
+    const std::int64_t addr = ids_.next_addr;
+    ids_.next_addr += bytes;
+    ids_.allocated += bytes;
+    memory_event(th, addr, bytes);
+    return addr;
+  }
+  // ... and takes it back when the op's temporary dies.
+  void release(int th, std::int64_t addr, std::int64_t bytes) {
+    if (addr < 0) return;
+    ids_.allocated -= bytes;
+    memory_event(th, addr, -bytes);
+  }
+  void memory_event(int th, std::int64_t addr, std::int64_t bytes) {
+    Event e;
+    e.type = EvType::MemoryInstant;
+    e.name = "[memory]";
+    e.thread = th;
+    e.ts = b_.now(th);
+    e.bytes = bytes;
+    e.addr = addr;
+    e.total_allocated = ids_.allocated;
+    e.ev_idx = ids_.ev_idx++;
+    out_.push_back(e);
+    host(th, 0.3);
+  }
+
+  // with_stack: Python frames; those that only wait (an event loop's select, a parked thread, the
+  // main thread blocked in run_backward) count as nothing in the partition.
+  void py_open(int th, std::string_view name, double lead_us = 0.3, bool waits = false) {
+    const std::size_t i = b_.open_frame(th, name);
+    auto& stack = py_stack_[static_cast<std::size_t>(th)];
+    out_[i].py_id = ids_.py_id++;
+    out_[i].py_parent = stack.empty() ? 0 : stack.back();
+    if (waits) out_[i].role = HostRole::Marker;
+    stack.push_back(out_[i].py_id);
+    host(th, lead_us);
+  }
+  void py_close(int th, double tail_us = 0.2) {
+    host(th, tail_us);
+    b_.close(th);
+    py_stack_[static_cast<std::size_t>(th)].pop_back();
+  }
+  // An nn.Module call on the Python thread: _wrapped_call_impl > _call_impl > forward > the
+  // built-in it calls (the innermost py_frames of them), around `body`.
+  template <class Body>
+  void module_call(int th, std::string_view forward, std::string_view builtin, Body&& body) {
+    if (!p_.with_stack || th != kMainThread) return body();
+    const std::array<std::string_view, 4> chain = {"torch/nn/modules/module.py(1751): _wrapped_call_impl",
+                                                   "torch/nn/modules/module.py(1762): _call_impl", forward, builtin};
+    const int n = std::clamp(p_.py_frames, 1, 4);
+    for (int i = 4 - n; i < 4; ++i) py_open(th, chain[static_cast<std::size_t>(i)]);
+    body();
+    for (int i = 0; i < n; ++i) py_close(th);
+  }
+  // Plain Python frames (not a module call) around `body`.
+  template <class Body>
+  void frames(int th, std::initializer_list<std::string_view> names, Body&& body, bool waits = false) {
+    if (!p_.with_stack || th != kMainThread) return body();
+    for (auto n : names) py_open(th, n, 0.3, waits);
+    body();
+    for (std::size_t i = 0; i < names.size(); ++i) py_close(th);
+  }
+
+  // A debugging habit: every op's result read back on the host (.item()) before the next launch,
+  // then some Python (no op recorded) with the GPU queue empty.
+  void produced(int th) {
+    if (p_.readback_us > 0 && gpu_) pending_readback_[static_cast<std::size_t>(th)] = true;
+  }
+  void readback(int th) {
+    if (p_.readback_us <= 0 || !gpu_) return;
+    item(th);
+    host(th, p_.readback_us);
   }
 
   // An op (nested names, outermost first) whose innermost launches several kernels in order.
@@ -119,6 +227,7 @@ class StepRecipe {
                        const std::vector<std::pair<const KernelSpec*, double>>& kernels) {
     for (auto op : ops) open_op(th, op, p_.op_us * 0.3);
     launch_all(th, kernels);
+    produced(th);
     for (std::size_t i = 0; i < ops.size(); ++i) close(th, p_.op_us * 0.2);
   }
 
@@ -133,17 +242,26 @@ class StepRecipe {
   }
 
   void training_step(StepResult& r, int number) {
-    fetch_batch(number);
+    frames(kMainThread, {"torch/utils/data/dataloader.py(708): __next__"}, [&] { fetch_batch(number); });
     if (p_.cpu_item) cpu_item();
     if (gpu_) copy_batch();
-    zero_grad();
-    forward();
+    frames(kMainThread, {"torch/optim/optimizer.py(955): zero_grad"}, [&] { zero_grad(); });
+    frames(kMainThread,
+           {"torch/nn/modules/module.py(1751): _wrapped_call_impl", "torch/nn/modules/module.py(1762): _call_impl",
+            "train.py(41): forward"},
+           [&] { forward(); });
     if (p_.mid_sync) mid_step_sync();
     if (p_.item_syncs >= 2) item();  // loss.item() for logging, right after forward
-    backward(r);
+    // loss.backward(): the main thread waits in run_backward while the autograd thread works.
+    frames(kMainThread,
+           {"torch/_tensor.py(626): backward", "torch/autograd/__init__.py(347): backward",
+            "torch/autograd/graph.py(823): _engine_run_backward",
+            "<method 'run_backward' of 'torch._C._EngineBase' objects>"},
+           [&] { backward(r); }, true);
     if (comm_ && !p_.overlap) allreduce_after_backward(r);
     if (p_.item_syncs >= 3) item();  // the gradient norm read on the host before the step
-    optimizer_step();
+    frames(kMainThread, {"torch/optim/optimizer.py(485): wrapper", "torch/optim/adamw.py(209): step"},
+           [&] { optimizer_step(); });
     if (p_.item_syncs >= 1) loss_item();
     if (p_.ckpt_every > 0 && number % p_.ckpt_every == 0) checkpoint();
   }
@@ -151,6 +269,7 @@ class StepRecipe {
   // One forward pass (inference or a first cold call): input to the GPU, the blocks, the output
   // back to the host.
   void inference_pass() {
+    for (int i = 0; gpu_ && c_.index == 0 && i < p_.param_moves; ++i) move_module();
     if (gpu_) copy_tensor(static_cast<std::int64_t>(p_.batch_mb * 1e6), p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
     forward();
     if (gpu_) output_to_host();
@@ -182,6 +301,155 @@ class StepRecipe {
     out_[dense].role = HostRole::Op;
   }
 
+  // ---- runs that are not a training loop ----
+
+  // One iteration of a serving engine's decode loop (vLLM-style): the scheduler's inputs copied
+  // in, the model's kernels (one CUDA graph replay, or launched one by one), greedy sampling, and
+  // the sampled token ids copied back while the host waits.
+  void decode_iteration() {
+    const ServingKernels& s = serving_kernels();
+    host(kMainThread, 25);  // scheduling (Python, no ops recorded)
+    for (int i = 0; i < 3; ++i) copy_tensor(4096, k_.h2d_pinned);  // token ids, positions, slot mapping
+    struct Op {
+      std::string_view op;
+      const KernelSpec* k;
+      double us;
+    };
+    std::vector<Op> ops = {{"aten::embedding", s.embedding, p_.eltwise_us}};
+    const double g = p_.gemm_us;
+    for (int l = 0; l < p_.layers; ++l) {
+      if (l == 0) {
+        ops.push_back({"_C::rms_norm", s.rms_norm, p_.norm_us});
+      } else {
+        ops.push_back({"_C::fused_add_rms_norm", s.fused_add_rms_norm, p_.norm_us});
+      }
+      ops.insert(ops.end(), {{"aten::mm", s.gemm, g * 0.75},
+                             {"_C::rotary_embedding", s.rotary, p_.eltwise_us * 0.6},
+                             {"vllm::unified_attention", s.attention, p_.attn_us},
+                             {"aten::mm", s.gemm, g * 0.5},
+                             {"_C::fused_add_rms_norm", s.fused_add_rms_norm, p_.norm_us},
+                             {"aten::mm", s.gemm, g * 2},
+                             {"_C::silu_and_mul", s.act_and_mul, p_.eltwise_us * 1.4},
+                             {"aten::mm", s.gemm, g}});
+    }
+    ops.insert(ops.end(), {{"_C::fused_add_rms_norm", s.fused_add_rms_norm, p_.norm_us}, {"aten::mm", s.gemm, g * 3}});
+    b_.set_phase(kMainThread, Stage::Forward);
+    if (p_.cuda_graph) {
+      std::vector<std::pair<const KernelSpec*, ns_t>> ks;
+      for (const Op& o : ops) ks.emplace_back(o.k, gpu_ns(o.us));
+      b_.launch_graph(kMainThread, ks, cs_, host_ns(12), rng_.vary(1'000, p_.jitter));
+    } else {
+      for (const Op& o : ops) kernel_op(kMainThread, o.op, "", *o.k, o.us);
+    }
+    b_.set_phase(kMainThread, Stage::Other);
+    kernel_op(kMainThread, "aten::argmax", "", *s.argmax, 8);
+    // The sampled token ids to the host: the copy queues behind the step's kernels, the host waits.
+    open_op(kMainThread, "aten::to", 2);
+    open_op(kMainThread, "aten::_to_copy", 2);
+    open_op(kMainThread, "aten::copy_", 2);
+    b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_item, 256, 1'700, cs_, false, false, host_ns(6));
+    b_.sync(kMainThread, cs_, host_ns(3));
+    close(kMainThread);
+    close(kMainThread);
+    close(kMainThread);
+    host(kMainThread, 30);  // detokenise, update the requests (Python)
+  }
+
+  // One repetition of a kernel benchmark: events around one GEMM, then wait for it.
+  void timing_repetition() {
+    const Api& api = api_for(p_.platform);
+    b_.runtime(kMainThread, api.event_record, api.event_record_id, host_ns(4));  // start.record()
+    kernel_op(kMainThread, "aten::mm", "", *k_.gemm_fwd, p_.gemm_us, true);
+    b_.runtime(kMainThread, api.event_record, api.event_record_id, host_ns(4));  // end.record()
+    b_.event_sync(kMainThread, cs_, host_ns(3));                                  // end.synchronize()
+    b_.device_sync(kMainThread, host_ns(4));                                      // torch.cuda.synchronize()
+    b_.runtime(kMainThread, api.event_elapsed, api.event_elapsed_id, host_ns(2)); // start.elapsed_time(end)
+    host(kMainThread, 8);
+  }
+
+  // model.cuda() before a one-shot pass: one module's parameters moved by a blocking copy from
+  // pageable memory.
+  void move_module() {
+    open_annotation(kMainThread, "Module._apply", 3);
+    open_op(kMainThread, "aten::to", 2);
+    open_op(kMainThread, "aten::_to_copy", 2);
+    open_op(kMainThread, "aten::copy_", 2);
+    const double bytes = p_.param_move_mb * 1e6;
+    const ns_t dur = rng_.vary(bytes / p_.h2d_gbps, p_.jitter / 2) + 1'500;
+    b_.copy(kMainThread, GpuClass::HtoD, k_.h2d_pageable, static_cast<std::int64_t>(bytes), dur, cs_, true, true,
+            host_ns(7), true);
+    close(kMainThread);
+    close(kMainThread);
+    close(kMainThread);
+    close(kMainThread, 4);
+  }
+
+  // A Python-only API server (uvicorn + FastAPI) for the whole session: the event loop waits in
+  // select and handles requests (tokenising them), worker threads stay parked in a queue. No op,
+  // no runtime call, no GPU work.
+  void frontend_session() {
+    const ns_t t0 = c_.start;
+    const ns_t end = t0 + us_to_ns(p_.session_s * 1e6);
+    static constexpr std::string_view kWorker[] = {
+        "/usr/lib/python3.11/threading.py(1002): _bootstrap", "/usr/lib/python3.11/threading.py(1045): _bootstrap_inner",
+        "/usr/lib/python3.11/threading.py(982): run", "/usr/lib/python3.11/concurrent/futures/thread.py(81): _worker",
+        "/usr/lib/python3.11/queue.py(154): get", "/usr/lib/python3.11/threading.py(320): wait",
+        "<method 'acquire' of '_thread.lock' objects>"};
+    for (int w = 0; w < p_.worker_threads; ++w) {
+      const int th = kAutogradThread + 1 + w;
+      b_.set_now(th, t0 + host_ns(3.0 + w));
+      for (auto f : kWorker) py_open(th, f, 0.5, true);
+      b_.set_now(th, end - us_to_ns(40) + host_ns(3.0 + w));
+      for (std::size_t i = 0; i < std::size(kWorker); ++i) py_close(th, 0.5);
+    }
+    static constexpr std::string_view kLoop[] = {
+        "/opt/venv/lib/python3.11/site-packages/uvicorn/server.py(66): run",
+        "/usr/lib/python3.11/asyncio/runners.py(118): run",
+        "/usr/lib/python3.11/asyncio/base_events.py(640): run_until_complete",
+        "/usr/lib/python3.11/asyncio/base_events.py(607): run_forever"};
+    const int th = kMainThread;
+    for (auto f : kLoop) py_open(th, f, 0.5, true);
+    const ns_t interval = (end - t0 - us_to_ns(200)) / std::max(1, p_.requests);
+    for (int r = 0; r < p_.requests; ++r) {
+      py_open(th, "/usr/lib/python3.11/asyncio/base_events.py(1871): _run_once", 0.5, true);
+      py_open(th, "/usr/lib/python3.11/selectors.py(451): select", 0.5, true);
+      // Blocked in epoll until the next request arrives.
+      b_.set_now(th, std::max(b_.now(th), t0 + (r + 1) * interval - rng_.vary(interval / 3.0, 0.3)));
+      py_close(th, 1);
+      handle_request(th);
+      py_close(th, 0.5);
+    }
+    b_.set_now(th, std::max(b_.now(th), end - us_to_ns(20)));
+    for (std::size_t i = 0; i < std::size(kLoop); ++i) py_close(th, 0.5);
+  }
+
+  void handle_request(int th) {
+    static constexpr std::string_view kChain[] = {
+        "/usr/lib/python3.11/asyncio/events.py(80): _run",
+        "/opt/venv/lib/python3.11/site-packages/uvicorn/protocols/http/httptools_impl.py(409): run_asgi",
+        "/opt/venv/lib/python3.11/site-packages/uvicorn/middleware/proxy_headers.py(60): __call__",
+        "/opt/venv/lib/python3.11/site-packages/fastapi/applications.py(1054): __call__",
+        "/opt/venv/lib/python3.11/site-packages/starlette/routing.py(715): __call__",
+        "/opt/venv/lib/python3.11/site-packages/fastapi/routing.py(301): app",
+        "/srv/app/server/api.py(88): generate"};
+    for (auto f : kChain) py_open(th, f, 3);
+    py_open(th, "/srv/app/server/tokenize.py(31): encode", 2);
+    py_open(th, "/opt/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py(2600): encode", 6);
+    py_open(th, "<built-in method encode of tokenizers.Tokenizer object at 0x7f2b3c1d8e70>", 1);
+    host(th, 900);
+    py_close(th, 1);
+    py_close(th, 4);
+    py_close(th, 2);
+    for (auto [f, us] : {std::pair<std::string_view, double>{"/opt/venv/lib/python3.11/site-packages/pydantic/main.py(212): __init__", 40},
+                         {"/usr/lib/python3.11/asyncio/queues.py(136): put_nowait", 8},
+                         {"/usr/lib/python3.11/json/__init__.py(231): dumps", 30}}) {
+      py_open(th, f, 1);
+      host(th, us);
+      py_close(th, 1);
+    }
+    for (std::size_t i = 0; i < std::size(kChain); ++i) py_close(th, 2);
+  }
+
   // ---- step phases ----
   void fetch_batch(int number) {
     double wait = p_.fetch_us;
@@ -207,12 +475,19 @@ class StepRecipe {
 
   void copy_batch() {
     const double bytes = p_.batch_mb * 1e6;
-    copy_tensor(static_cast<std::int64_t>(bytes), p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
+    // A side stream for the batch, when the job has one; else the compute stream.
+    const int stream = copy_stream_ >= 0 ? copy_stream_ : cs_;
+    copy_tensor(static_cast<std::int64_t>(bytes), p_.pinned ? k_.h2d_pinned : k_.h2d_pageable, stream);
     copy_tensor(static_cast<std::int64_t>(std::max(64.0, bytes / 1024)),
-                p_.pinned ? k_.h2d_pinned : k_.h2d_pageable);
+                p_.pinned ? k_.h2d_pinned : k_.h2d_pageable, stream);
   }
 
-  void copy_tensor(std::int64_t bytes, std::string_view name) {
+  void copy_tensor(std::int64_t bytes, std::string_view name, int stream = -1) {
+    frames(kMainThread, {"<built-in method to of Tensor object at 0x7f5e4c1a2e90>"},
+           [&] { copy_tensor_ops(bytes, name, stream < 0 ? cs_ : stream); });
+  }
+
+  void copy_tensor_ops(std::int64_t bytes, std::string_view name, int stream) {
     open_op(kMainThread, "aten::to", 2);
     open_op(kMainThread, "aten::_to_copy", 2);
     open_op(kMainThread, "aten::empty_strided", 2);
@@ -220,7 +495,7 @@ class StepRecipe {
     open_op(kMainThread, "aten::copy_", 2);
     const ns_t dur = rng_.vary(static_cast<double>(bytes) / p_.h2d_gbps, p_.jitter / 2) + 1'500;
     const bool pageable = !p_.pinned;
-    b_.copy(kMainThread, GpuClass::HtoD, name, bytes, dur, cs_, false, pageable, host_ns(7), p_.blocking_copy);
+    b_.copy(kMainThread, GpuClass::HtoD, name, bytes, dur, stream, false, pageable, host_ns(7), p_.blocking_copy);
     close(kMainThread);
     close(kMainThread);
     close(kMainThread);
@@ -246,7 +521,9 @@ class StepRecipe {
     const bool annotate = p_.stage_annotations;
     const bool ddp = annotate && p_.ranks > 1;
     if (annotate) {
-      open_annotation(kMainThread, "## forward ##", 4);
+      // The range marks the forward stage whatever its name ("## forward ##", an NVTX "forward").
+      out_[b_.open(kMainThread, EvType::UserAnnotation, p_.forward_range)].stage = Stage::Forward;
+      host(kMainThread, 4);
     } else {
       b_.set_phase(kMainThread, Stage::Forward);
     }
@@ -259,16 +536,23 @@ class StepRecipe {
       if (p_.fp8_moe) {
         moe_forward_layer(l);
       } else {
-        forward_layer(l);
+        frames(kMainThread,
+               {"torch/nn/modules/module.py(1751): _wrapped_call_impl",
+                "torch/nn/modules/module.py(1762): _call_impl", "model.py(24): forward"},
+               [&] { forward_layer(l); });
       }
     }
     if (compiled) close(kMainThread, 2);
     if (p_.training) {
-      open_op(kMainThread, "aten::cross_entropy_loss", 3);
-      kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
-                p_.eltwise_us * 2);
-      kernel_op(kMainThread, "aten::nll_loss_nd", "aten::nll_loss_forward", *k_.nll_fwd, 4);
-      close(kMainThread, 2);
+      frames(kMainThread, {"torch/nn/functional.py(3494): cross_entropy",
+                           "<built-in method cross_entropy_loss of PyCapsule object at 0x7f5e5c2b3e10>"},
+             [&] {
+               open_op(kMainThread, "aten::cross_entropy_loss", 3);
+               kernel_op(kMainThread, "aten::log_softmax", "aten::_log_softmax", *k_.softmax_fwd,
+                         p_.eltwise_us * 2);
+               kernel_op(kMainThread, "aten::nll_loss_nd", "aten::nll_loss_forward", *k_.nll_fwd, 4);
+               close(kMainThread, 2);
+             });
     }
     if (ddp) close(kMainThread, 4);
     if (annotate) {
@@ -322,17 +606,23 @@ class StepRecipe {
 
   void forward_layer(int l) {
     const int th = kMainThread;
-    linear(th, 2 * l);
+    module_call(th, "torch/nn/modules/linear.py(125): forward", "<built-in function linear>",
+                [&] { linear(th, 2 * l); });
     for (int i = 0; i < p_.convs; ++i) conv_forward(th);
-    kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
+    module_call(th, "torch/nn/modules/normalization.py(217): forward", "<built-in function layer_norm>", [&] {
+      kernel_op(th, "aten::layer_norm", "aten::native_layer_norm", *k_.norm_fwd, p_.norm_us);
+    });
     if (gpu_ && p_.triton_pointwise) {
       triton_gelu_op(th);
     } else {
-      kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us);
+      module_call(th, "torch/nn/modules/activation.py(734): forward", "<built-in function gelu>",
+                  [&] { kernel_op(th, "aten::gelu", "", *k_.gelu_fwd, p_.eltwise_us); });
     }
     if (p_.unfused_attention) attention_forward(th);
-    linear(th, 2 * l + 1);
-    kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us);
+    module_call(th, "torch/nn/modules/linear.py(125): forward", "<built-in function linear>",
+                [&] { linear(th, 2 * l + 1); });
+    frames(th, {"<built-in method add of Tensor object at 0x7f5e4c1a2b30>"},
+           [&] { kernel_op(th, "aten::add", "", *k_.add, p_.eltwise_us); });
     for (int i = 0; i < p_.extra_eltwise + eager_extra(); ++i)
       kernel_op(th, "aten::mul", "", *k_.mul, p_.eltwise_us);
     for (int i = 0; i < p_.tiny_ops; ++i) kernel_op(th, "aten::mul", "", *k_.tiny, p_.tiny_us);
@@ -413,6 +703,10 @@ class StepRecipe {
   }
 
   void item(int th = kMainThread) {
+    frames(th, {"<built-in method item of Tensor object at 0x7f5e4c1a2f70>"}, [&] { item_ops(th); });
+  }
+
+  void item_ops(int th) {
     open_op(th, "aten::item", 2);
     open_op(th, "aten::_local_scalar_dense", 2);
     if (gpu_) {
@@ -560,6 +854,7 @@ class StepRecipe {
     } else {
       b_.work(th, gpu_ns(p_.norm_us * 2.2));
     }
+    produced(th);
     close(th, p_.op_us * 0.2);
     if (!legacy_) close(th, 1);
     if (p_.anomaly) anomaly_check(th);
@@ -623,15 +918,20 @@ class StepRecipe {
       return;
     }
     for (int i = 0; i < p_.opt_kernels; ++i) {
-      // 2021's Adam(foreach=True) ran multi-tensor kernels from _foreach ops.
-      open_op(kMainThread, legacy_ ? "aten::_foreach_addcdiv_" : "aten::_fused_adamw_", p_.op_us * 0.5);
-      if (gpu_) {
-        b_.launch_kernel(kMainThread, *k_.adam, GpuClass::Compute, cs_, gpu_ns(p_.opt_us),
-                         launch_ns(), not_before);
-      } else {
-        b_.work(kMainThread, gpu_ns(p_.opt_us));
-      }
-      close(kMainThread, p_.op_us * 0.3);
+      frames(kMainThread, {"torch/optim/adamw.py(834): _fused_adamw",
+                           "<built-in method _fused_adamw_ of PyCapsule object at 0x7f5e5c2b4d50>"},
+             [&] {
+               // 2021's Adam(foreach=True) ran multi-tensor kernels from _foreach ops.
+               open_op(kMainThread, legacy_ ? "aten::_foreach_addcdiv_" : "aten::_fused_adamw_", p_.op_us * 0.5);
+               if (gpu_) {
+                 b_.launch_kernel(kMainThread, *k_.adam, GpuClass::Compute, cs_, gpu_ns(p_.opt_us),
+                                  launch_ns(), not_before);
+               } else {
+                 b_.work(kMainThread, gpu_ns(p_.opt_us));
+               }
+               produced(kMainThread);
+               close(kMainThread, p_.op_us * 0.3);
+             });
     }
     close(kMainThread, 8);
   }
@@ -651,6 +951,7 @@ class StepRecipe {
         } else {
           b_.work(kMainThread, gpu_ns(p_.opt_param_us));
         }
+        produced(kMainThread);
         close(kMainThread, p_.op_us * 0.2);
       }
   }
@@ -817,9 +1118,23 @@ class StepRecipe {
   bool legacy_ = false;
   int es_ = 20;       // DeepEP's communication stream
   ns_t wait_ep_ = 0;  // compute kernels start after the last EP kernel
+  static constexpr int kCopyStream = 24;  // a side stream for the batch copy
+  int copy_stream_ = -1;
+  std::array<std::vector<std::int64_t>, kMaxThreads> py_stack_;  // open Python frames' ids, per thread
+  std::array<bool, kMaxThreads> pending_readback_{};             // an op produced a result to read back
 };
 
 }  // namespace
+
+std::string marker_label(const Params& p, int index) {
+  return index < p.warmup_steps ? "warmup" : p.step_marker;
+}
+
+std::string step_marker_name(const Params& p, int index) {
+  if (!p.step_markers) return {};
+  if (p.custom_marker()) return marker_label(p, index);
+  return "ProfilerStep#" + std::to_string(p.first_step + index);
+}
 
 int compute_stream(Platform p) { return p == Platform::Rocm ? 0 : 7; }
 int comm_stream(Platform p) { return p == Platform::Rocm ? 4 : 14; }

@@ -1,6 +1,7 @@
 // One training step of the synthetic job, laid out as host and GPU intervals.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "schedule.hpp"
@@ -26,6 +27,10 @@ struct StepResult {
   ns_t gpu_start = -1;            // first and last instant of the step's GPU activity (-1: none)
   ns_t gpu_end = -1;
 };
+
+// Name of step `index`'s host range as the trace writes it: "ProfilerStep#N", a custom marker
+// ("warmup" for the first warmup_steps), or "" when the trace has no step markers.
+std::string step_marker_name(const Params& p, int index);
 
 int compute_stream(Platform p);
 int comm_stream(Platform p);

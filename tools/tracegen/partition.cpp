@@ -45,8 +45,11 @@ int gpu_channel(const Event& e) {
   return -1;
 }
 
+// Host intervals of the two threads the partition reads (a server's other threads are not the loop).
 bool is_host(const Event& e) {
-  return e.type == EvType::CpuOp || e.type == EvType::UserAnnotation || e.type == EvType::Runtime;
+  return (e.type == EvType::CpuOp || e.type == EvType::UserAnnotation || e.type == EvType::Runtime ||
+          e.type == EvType::PythonFunction) &&
+         e.thread <= kAutogradThread;
 }
 
 std::vector<ns_t> sorted_gpu_starts(std::span<const Event> events) {

@@ -384,6 +384,176 @@ void host_runs_ahead(Params& p) {
                   "the host overlaps the GPU work of step N-1 (windows measured on the GPU)";
 }
 
+// Runs that are not a training loop, and loops whose trace misleads in other ways. Each states
+// the kind of run and the steps a correct analysis finds.
+
+// Every lever id of src/diagnose/levers.cpp (the bound levers and the footguns' own): none applies
+// to a process without model work.
+const std::vector<std::string> kEveryLever = {
+    "num_workers",     "preprocess_cache", "persistent_workers",  "prefetch_factor",  "pin_memory",
+    "remove_item",     "micro_batch",      "amp_bf16",            "amp_fp16",         "tf32",
+    "channels_last",   "torch_compile",    "cuda_graphs",         "fused_optimizer",  "sdpa",
+    "ddp_buckets",     "accumulate_allreduce", "fsdp_prefetch",   "async_checkpoint", "fix_straggler",
+    "no_activation_checkpointing", "fixed_shapes", "no_debug_apis", "zero_grad_set_to_none",
+    "sync_once_per_step"};
+
+// A vLLM-style decode engine: one user_annotation per engine iteration, the model replayed as a
+// CUDA graph, sampled tokens copied back while the GPU is saturated.
+void inference_decode(Params& p) {
+  p.workload = "decode";
+  p.training = false;
+  p.stage_annotations = false;
+  p.cuda_graph = true;
+  p.step_marker = "execute_context_0(0)_generation_32(32)";
+  p.steps = 12;
+  p.first_step = 0;
+  p.layers = 4;
+  p.gemm_us = 200;
+  p.attn_us = 150;
+  p.norm_us = 12;
+  p.eltwise_us = 10;
+  p.op_us = 10;
+  p.launch_us = 5;
+  p.expected_verdict = "gpu-bound";
+  p.expected_run_kind = "inference";
+  p.expected_steps = 12;
+  p.expected_not_levers = {"remove_item", "micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
+                           "cuda_graphs"};
+  p.description = "vLLM-style decode engine, 12 iterations (execute_context_0(0)_generation_32(32)): each one "
+                  "cudaGraphLaunch replaying 39 small kernels, greedy sampling, the token ids copied back "
+                  "(cudaMemcpyAsync DtoH + cudaStreamSynchronize) while the GPU is busy; no backward, no "
+                  "optimizer, no ProfilerStep";
+}
+
+// The API server's process: Python only, for 24 s.
+void serving_frontend(Params& p) {
+  p.workload = "frontend";
+  p.platform = Platform::Cpu;
+  p.gpu_name.clear();
+  p.training = false;
+  p.step_markers = false;
+  p.stage_annotations = false;
+  p.with_stack = true;
+  p.steps = 1;
+  p.first_step = 0;
+  p.expected_verdict = "inconclusive";
+  p.expected_run_kind = "inference";
+  p.expected_warnings = {"no_model_work"};
+  p.expected_steps = 0;
+  p.expected_not_levers = kEveryLever;
+  p.description = "a serving frontend (uvicorn + FastAPI) profiled for 24 s: python_function frames only, the "
+                  "event loop waiting in select and tokenising 60 requests, 4 worker threads parked in "
+                  "queue.get; no op, no runtime call, no GPU, no deviceProperties";
+}
+
+// A kernel benchmark: each repetition times one GEMM with CUDA events and synchronises.
+void timing_harness(Params& p) {
+  p.workload = "harness";
+  p.training = false;
+  p.stage_annotations = false;
+  p.step_marker = "measure";
+  p.warmup_steps = 5;
+  p.steps = 20;
+  p.first_step = 0;
+  p.gemm_us = 1500;
+  p.expected_verdict = "gpu-bound";
+  p.expected_run_kind = "benchmark";
+  p.expected_steps = 20;
+  p.expected_not_levers = {"micro_batch", "accumulate_allreduce", "torch_compile", "remove_item", "num_workers",
+                           "cuda_graphs", "sync_once_per_step"};
+  p.description = "a GEMM benchmark: 20 repetitions (5 in a warmup range, 15 in a measure range) of "
+                  "cudaEventRecord, one bf16 GEMM, cudaEventRecord, cudaEventSynchronize and "
+                  "cudaDeviceSynchronize; no backward, optimizer or DataLoader";
+}
+
+// One batch-1 forward pass after model.cuda(), in the shape of an NVTX capture.
+void one_shot_nvtx(Params& p) {
+  p.training = false;
+  p.step_markers = false;
+  p.steps = 1;
+  p.first_step = 0;
+  p.param_moves = 10;
+  p.param_move_mb = 2;
+  p.h2d_gbps = 10;
+  p.forward_range = "forward";
+  p.layers = 15;
+  p.extra_eltwise = 5;
+  p.gemm_us = 8;
+  p.eltwise_us = 3;
+  p.norm_us = 4;
+  p.op_us = 32;
+  p.launch_us = 8;
+  p.batch_mb = 0.01;
+  p.expected_verdict = "host/launch-bound";
+  p.expected_run_kind = "one-shot";
+  p.expected_steps = 1;
+  p.expected_warnings = {"no_step_markers", "one_step"};
+  p.expected_not_levers = {"cuda_graphs", "torch_compile", "micro_batch"};
+  p.description = "one batch-1 forward pass written as an NVTX-style capture: 10 Module._apply ranges each "
+                  "moving a module's parameters by a blocking HtoD cudaMemcpy (~200 us), then one forward "
+                  "range launching 150 small kernels; no ProfilerStep";
+}
+
+// Every op's result read back on the host before the next launch.
+void readback_loop(Params& p) {
+  p.steps = 6;
+  p.layers = 5;
+  p.stage_annotations = false;
+  p.readback_us = 15;
+  p.gemm_us = 30;
+  p.eltwise_us = 6;
+  p.norm_us = 8;
+  p.opt_us = 20;
+  p.batch_mb = 1;
+  p.expected_verdict = "sync-bound";
+  p.expected_first_lever = "remove_item";
+  p.expected_not_levers = {"cuda_graphs"};
+  p.description = "training loop that reads every op's result back: after each of ~60 kernel-producing ops "
+                  "per step, .item() (a 4-byte cudaMemcpyAsync DtoH + cudaStreamSynchronize) and 15 us of "
+                  "host work before the next launch";
+}
+
+// The batch copied on a side stream that was created blocking: it serialises with compute.
+void blocking_streams(Params& p) {
+  p.steps = 6;
+  p.layers = 4;
+  p.tensor_cores = false;
+  p.fp32_aten = true;
+  p.gemm_us = 105;
+  p.opt_us = 25;
+  p.batch_mb = 40;
+  p.h2d_gbps = 20;
+  p.copy_stream_blocking = true;
+  p.expected_verdict = "copy-bound";
+  p.expected_first_lever = "pin_memory";
+  p.description = "fp32 training whose 40 MB pinned batch (cudaMemcpyAsync, 20 GB/s) is copied on a side "
+                  "stream created without cudaStreamNonBlocking: it serialises with the default stream's "
+                  "compute, never overlaps a kernel and holds ~30% of each step";
+}
+
+// A toy loop recorded with with_stack, record_shapes and profile_memory.
+void profiler_heavy(Params& p) {
+  p.steps = 8;
+  p.layers = 8;
+  p.with_stack = true;
+  p.record_shapes = true;
+  p.profile_memory = true;
+  p.gemm_us = 6;
+  p.eltwise_us = 2;
+  p.norm_us = 3;
+  p.opt_us = 4;
+  p.op_us = 2.2;
+  p.launch_us = 3;
+  p.fetch_us = 30;
+  p.batch_mb = 0.5;
+  p.expected_verdict = "host/launch-bound";
+  p.expected_warnings = {"profiler_overhead"};
+  p.expected_not_levers = {"cuda_graphs"};
+  p.description = "a toy training loop profiled with with_stack, record_shapes and profile_memory: ~1,100 "
+                  "events per ~1.3 ms step (python_function frames, cpu_ops with Input Dims, [memory] "
+                  "instants) around tiny kernels; the host time is the profiler's";
+}
+
 const std::vector<Scenario> kScenarios = {
     {"healthy", "GPU-bound, compute >= 90%, comm overlapped", healthy},
     {"input-bound", "num_workers=0, batch fetch longer than compute", input_bound},
@@ -414,6 +584,9 @@ const std::vector<Scenario> kScenarios = {
     {"fp8-moe-ep", "fp8 MoE on H100, expert-parallel comm ~35% of the step", fp8_moe_ep},
     {"nested-item", "three nested .item() syncs per step, one CPU .item()", nested_item},
     {"two-step", "two profiled steps, blocking pageable cudaMemcpy", two_step},
+    {"readback-loop", "every op's result read back with .item(): sync-bound", readback_loop},
+    {"blocking-streams", "batch copy on a blocking side stream, serialised with compute", blocking_streams},
+    {"profiler-heavy", "with_stack + record_shapes + profile_memory on a toy loop", profiler_heavy},
 };
 
 const std::vector<Scenario> kIrregular = {
@@ -421,6 +594,10 @@ const std::vector<Scenario> kIrregular = {
     {"missing-gpu-records", "host side only: GPU activity records lost", missing_gpu_records},
     {"autograd-thread-old-cats", "2021 dialect, backward on the autograd thread", autograd_thread_old_cats},
     {"host-runs-ahead", "no per-step sync, host up to 2 steps ahead of the GPU", host_runs_ahead},
+    {"inference-decode", "vLLM-style decode iterations, CUDA graph replay, no ProfilerStep", inference_decode},
+    {"serving-frontend", "Python-only API server process: no model work", serving_frontend},
+    {"timing-harness", "GEMM benchmark: warmup/measure ranges, event timing, syncs", timing_harness},
+    {"one-shot-nvtx", "one forward pass after model.cuda(), NVTX-style ranges", one_shot_nvtx},
 };
 
 }  // namespace

@@ -17,12 +17,13 @@ constexpr std::string_view kSyncNames[] = {
 const Api kCudaApi{"cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemcpyAsync",
                    "cudaStreamSynchronize", "cudaStreamWaitEvent", "cudaEventRecord",
                    "cudaMemsetAsync", 211, 211, 41, 41, 131, 147, 135, 51,
-                   "cudaMemcpy", "cudaDeviceSynchronize", 31, 165};
+                   "cudaMemcpy", "cudaDeviceSynchronize", 31, 165,
+                   "cudaGraphLaunch", "cudaEventSynchronize", "cudaEventElapsedTime", 311, 137, 139};
 // hipBLASLt GEMMs go through hipExtModuleLaunchKernel; the rest through hipLaunchKernel.
 const Api kRocmApi{"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync",
                    "hipMemcpyWithStream", "hipStreamSynchronize", "hipStreamWaitEvent",
                    "hipEventRecord", "hipMemsetAsync", 107, 65, 134, 153, 132, 200, 128, 159,
-                   "", "", -1, -1};
+                   "", "", -1, -1, "", "", "", -1, -1, -1};
 
 }  // namespace
 
@@ -36,7 +37,7 @@ HostRole host_role(std::string_view name) {
 }
 
 Stage stage_mark(std::string_view name) {
-  if (name == "## forward ##" || name == "DistributedDataParallel.forward") return Stage::Forward;
+  if (name == "## forward ##" || name == "forward" || name == "DistributedDataParallel.forward") return Stage::Forward;
   if (starts_with(name, "autograd::engine::evaluate_function: ")) return Stage::Backward;
   if (starts_with(name, "Optimizer.step#")) return Stage::Optimizer;
   return Stage::Other;
@@ -47,6 +48,7 @@ const Api& api_for(Platform p) { return p == Platform::Rocm ? kRocmApi : kCudaAp
 StepBuilder::StepBuilder(Platform platform, std::vector<Event>& out, Counters& ids)
     : platform_(platform), out_(out), ids_(ids) {
   for (auto& s : streams_) s = {-1, 0};
+  phase_.fill(Stage::Other);
 }
 
 std::size_t StepBuilder::open(int th, EvType type, std::string_view name) {
@@ -63,6 +65,26 @@ std::size_t StepBuilder::open(int th, EvType type, std::string_view name) {
   out_.push_back(e);
   stack_[th].push_back(out_.size() - 1);
   return out_.size() - 1;
+}
+
+std::size_t StepBuilder::open_frame(int th, std::string_view name) {
+  Event e;
+  e.type = EvType::PythonFunction;
+  e.name = name;
+  e.thread = th;
+  e.ts = now_[th];
+  e.role = HostRole::Op;
+  e.stage = current_stage(th);
+  e.ev_idx = ids_.ev_idx++;
+  out_.push_back(e);
+  stack_[th].push_back(out_.size() - 1);
+  return out_.size() - 1;
+}
+
+bool StepBuilder::inside_op(int th) const {
+  for (std::size_t i : stack_[th])
+    if (out_[i].type == EvType::CpuOp) return true;
+  return false;
 }
 
 void StepBuilder::close(int th) {
@@ -159,7 +181,7 @@ std::size_t StepBuilder::launch_kernel(int th, const KernelSpec& k, GpuClass cls
   g.name = k.name;
   g.kernel = &k;
   g.thread = stream;
-  g.ts = std::max({reached, stream_free(stream), not_before});
+  g.ts = std::max({reached, gpu_ready(stream), not_before});
   g.dur = dur;
   return attach_to_launch(g, rt, stream);
 }
@@ -183,7 +205,7 @@ std::size_t StepBuilder::copy(int th, GpuClass dir, std::string_view name, std::
   g.gclass = dir;
   g.name = name;
   g.thread = stream;
-  g.ts = std::max(reached, stream_free(stream));
+  g.ts = std::max(reached, gpu_ready(stream));
   g.dur = dur;
   g.bytes = bytes;
   g.pageable = pageable;
@@ -206,7 +228,7 @@ std::size_t StepBuilder::memset(int th, std::int64_t bytes, ns_t dur, int stream
   g.gclass = GpuClass::Memset;
   g.name = "Memset (Device)";
   g.thread = stream;
-  g.ts = std::max(out_[rt].end() - call_dur / 5, stream_free(stream));
+  g.ts = std::max(out_[rt].end() - call_dur / 5, gpu_ready(stream));
   g.dur = dur;
   g.bytes = bytes;
   return attach_to_launch(g, rt, stream);
@@ -222,6 +244,37 @@ std::size_t StepBuilder::launch_driver_kernel(int th, const KernelSpec& k, int s
     rt.driver = true;
   }
   return g;
+}
+
+std::size_t StepBuilder::launch_graph(int th, const std::vector<std::pair<const KernelSpec*, ns_t>>& kernels,
+                                      int stream, ns_t launch_dur, ns_t gap) {
+  const Api& api = api_for(platform_);
+  if (api.graph_launch.empty()) throw std::logic_error("tracegen: no graph launch on this platform");
+  const std::size_t rt = add_runtime(th, api.graph_launch, api.graph_launch_id, launch_dur);
+  out_[rt].role = HostRole::Launch;
+  out_[rt].graph = true;
+  const std::size_t first = out_.size();
+  ns_t t = std::max(out_[rt].end() - launch_dur / 5, gpu_ready(stream));
+  for (const auto& [k, dur] : kernels) {
+    Event g;
+    g.type = EvType::Kernel;
+    g.gclass = GpuClass::Compute;
+    g.name = k->name;
+    g.kernel = k;
+    g.thread = stream;
+    g.ts = t;
+    g.dur = dur;
+    attach_to_launch(g, rt, stream);
+    t = out_.back().end() + gap;
+  }
+  return first;
+}
+
+void StepBuilder::event_sync(int th, int stream, ns_t min_dur) {
+  const Api& api = api_for(platform_);
+  const ns_t start = now_[th];
+  const ns_t end = std::max(start + min_dur, stream_free(stream) + 3'000);
+  add_runtime(th, api.event_sync, api.event_sync_id, end - start);
 }
 
 void StepBuilder::device_sync(int th, ns_t min_dur) {

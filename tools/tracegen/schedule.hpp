@@ -21,7 +21,9 @@ enum class EvType : std::uint8_t {
   Kernel,
   Memcpy,
   Memset,
-  GpuAnnotation
+  GpuAnnotation,
+  PythonFunction,  // with_stack frames (python_function)
+  MemoryInstant    // profile_memory allocations ([memory] cpu_instant_event)
 };
 
 // What an instant on the host is blamed on, derived from the op's name (see host_role()).
@@ -42,6 +44,8 @@ struct KernelSpec {
 
 inline constexpr int kMainThread = 0;
 inline constexpr int kAutogradThread = 1;
+// Further host threads (a server's workers) are 2, 3, ...; the partition reads main and autograd only.
+inline constexpr int kMaxThreads = 8;
 
 struct Event {
   EvType type = EvType::CpuOp;
@@ -68,6 +72,12 @@ struct Event {
   bool pageable = false;
   bool driver = false;         // a driver API call (cuLaunchKernel): cat cuda_driver
   ns_t ext_ts = -1;            // start of the op the runtime call ran in (2021 "external ts")
+  bool step_marker = false;    // the step's own host range (ProfilerStep#N or a custom marker)
+  bool graph = false;          // a cudaGraphLaunch: several GPU activities share its correlation id
+  std::int64_t py_id = -1;     // python_function: "Python id" and "Python parent id"
+  std::int64_t py_parent = -1;
+  std::int64_t addr = -1;            // [memory]: address, and bytes allocated after the event
+  std::int64_t total_allocated = -1;
 
   ns_t end() const { return ts + dur; }
   bool on_gpu() const {
@@ -86,6 +96,9 @@ struct Counters {
   std::int64_t corr = 100;
   std::int64_t flow = 1;
   std::int64_t seq = 0;
+  std::int64_t py_id = 1;          // python_function ids
+  std::int64_t allocated = 1'342'177'280;  // [memory]: bytes allocated on the device (weights, optimizer state)
+  std::int64_t next_addr = 0x7f3a40000000;
 };
 
 // Names of the runtime API on a platform.
@@ -96,6 +109,8 @@ struct Api {
       wait_event_id, event_record_id, memset_async_id;
   std::string_view memcpy_sync, device_sync;  // empty: the platform's presets do not use it
   int memcpy_sync_id, device_sync_id;
+  std::string_view graph_launch, event_sync, event_elapsed;  // empty: not on this platform
+  int graph_launch_id, event_sync_id, event_elapsed_id;
 };
 const Api& api_for(Platform p);
 
@@ -111,6 +126,10 @@ class StepBuilder {
   std::size_t open(int th, EvType type, std::string_view name);
   void close(int th);
   Event& event(std::size_t i) { return out_[i]; }
+  // Whether the thread is inside a cpu_op (not only annotations or Python frames).
+  bool inside_op(int th) const;
+  // Opens a Python frame (with_stack): like open(), but frames carry no External id.
+  std::size_t open_frame(int th, std::string_view name);
 
   // A kernel launch from the host thread; the kernel starts when the launch has reached the
   // GPU, the stream is free and `not_before` has passed. Returns the kernel's index.
@@ -130,6 +149,15 @@ class StepBuilder {
   void device_sync(int th, ns_t min_dur);
   // A kernel launched through the driver API (cuLaunchKernel, as Triton does).
   std::size_t launch_driver_kernel(int th, const KernelSpec& k, int stream, ns_t dur, ns_t launch_dur);
+  // cudaGraphLaunch: one runtime call; the graph's kernels run back to back on `stream`, `gap`
+  // apart, all carrying the launch's correlation id. Returns the index of the first kernel.
+  std::size_t launch_graph(int th, const std::vector<std::pair<const KernelSpec*, ns_t>>& kernels, int stream,
+                           ns_t launch_dur, ns_t gap);
+  // cudaEventSynchronize on an event recorded last on `stream`: waits until the stream drains.
+  void event_sync(int th, int stream, ns_t min_dur);
+  // Streams created blocking serialise with the legacy default stream: every GPU activity waits
+  // for all work queued before it, on any stream.
+  void serialise_streams(bool on) { serialise_ = on; }
 
   // Ops opened on `th` inside no stage-marking op get this stage (presets without stage
   // annotations: the phase the job is in). Other: the name rules alone.
@@ -152,12 +180,15 @@ class StepBuilder {
   Platform platform_;
   std::vector<Event>& out_;
   Counters& ids_;
-  std::array<ns_t, 2> now_{};
-  std::array<std::vector<std::size_t>, 2> stack_;
+  ns_t gpu_ready(int stream) const { return serialise_ ? device_free() : stream_free(stream); }
+
+  std::array<ns_t, kMaxThreads> now_{};
+  std::array<std::vector<std::size_t>, kMaxThreads> stack_;
   std::array<std::pair<int, ns_t>, 4> streams_{};  // (stream id, free at); id -1 unused
-  std::array<Stage, 2> phase_{Stage::Other, Stage::Other};
+  std::array<Stage, kMaxThreads> phase_;  // filled with Stage::Other
   ns_t launch_extra_ = 0;
   ns_t launch_until_ = -1;
+  bool serialise_ = false;
 };
 
 }  // namespace stepscope::tracegen

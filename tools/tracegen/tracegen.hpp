@@ -117,6 +117,28 @@ struct Params {
   double ep_us = 350;              // one EP dispatch or combine kernel
   double expert_gemm_us = 250;     // one grouped expert GEMM
 
+  // Runs that are not a training loop, and profiler options (docs/tracegen.md, "Runs that are not
+  // a training loop"); every one is off by default.
+  std::string workload = "model";  // "model": the loop of `training`; "decode": serving-engine iterations;
+                                   // "frontend": a Python-only API server; "harness": a kernel timing loop
+  std::string step_marker = "ProfilerStep#";  // the per-step host range; any other name is written as is
+  int warmup_steps = 0;            // with a custom step marker: the first N steps' range is named "warmup"
+  bool cuda_graph = false;         // decode: the model's kernels replayed by one cudaGraphLaunch
+  double attn_us = 150;            // decode: one attention kernel
+  int param_moves = 0;             // one Module._apply range (a blocking HtoD cudaMemcpy) per module, first window
+  double param_move_mb = 2;        // parameters moved by one of them
+  std::string forward_range = "## forward ##";  // name of the forward pass's stage annotation
+  double readback_us = 0;          // >0: after every kernel-producing op, .item() then this much host work
+  bool copy_stream_blocking = false;  // the batch copy runs on a blocking side stream: serialised with compute
+  bool fp32_aten = false;          // with tensor_cores off: ATen kernels on float too (not only the GEMMs)
+  bool with_stack = false;         // profiler with_stack: python_function frames around every op
+  bool record_shapes = false;      // profiler record_shapes: Input Dims / Input type on every cpu_op
+  bool profile_memory = false;     // profiler profile_memory: [memory] allocation instants
+  int py_frames = 4;               // with_stack: Python frames around each op on the Python thread
+  int worker_threads = 4;          // frontend: worker threads parked in a queue for the whole session
+  int requests = 60;               // frontend: requests handled by the event loop
+  double session_s = 24;           // frontend: length of the captured session
+
   // What a correct analysis concludes beyond the verdict; written to ground_truth.json as is.
   std::vector<std::string> expected_warnings;  // stable trust codes (cold_start, few_steps, ...)
   std::string expected_run_kind = "training";  // training, inference, benchmark, one-shot
@@ -125,10 +147,12 @@ struct Params {
   std::string expected_gemm_dtype;             // "fp8", "fp32", ...; empty: not stated
   std::string expected_first_lever;            // lever id; empty: not stated
   std::vector<std::string> expected_not_levers;  // lever ids that must not be offered
+  int expected_steps = -1;                     // steps a correct analysis finds; <0: not stated
 
   bool gzip = false;
 
   bool legacy_dialect() const { return kineto_dialect == "2021"; }
+  bool custom_marker() const { return step_marker != "ProfilerStep#"; }
 };
 
 struct Scenario {
