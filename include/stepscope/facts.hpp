@@ -93,6 +93,13 @@ enum NameFlag : std::uint32_t {
   kNameAsyncCopyCall = 1u << 22,  // cudaMemcpyAsync / hipMemcpyAsync
   kNameForwardEntry = 1u << 23,   // a module's forward (nn.Module: / Module._call_impl)
   kNameLossOrOutput = 1u << 24,   // the final softmax/log-softmax/cross-entropy of a classifier
+  kNameServing = 1u << 25,        // a serving engine's iteration or request marker (vLLM, SGLang, TGI)
+  kNameHarness = 1u << 26,        // a benchmark harness's marker (warmup / measure ranges, PARAM, timeit)
+  kNameEventTiming = 1u << 27,    // cudaEventRecord / cudaEventElapsedTime / cudaEventSynchronize
+  kNameGraphLaunch = 1u << 28,    // cudaGraphLaunch / hipGraphLaunch: a CUDA graph replay
+  kNameWarmupRange = 1u << 31,    // a harness's or user's warm-up range
+  kNameLaunchApi = 1u << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
+  kNameBlockingCall = 1u << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };
 
 struct NameFact {
@@ -187,6 +194,18 @@ struct StartupOutlier {
 };
 
 // ---------------------------------------------------------------------------------------------
+// The kind of run: which steps and levers exist for it.
+
+enum class RunKind : std::uint8_t {
+  Training,   // backward or optimizer steps
+  Inference,  // repeated forward passes or a serving engine's iterations, no backward
+  Benchmark,  // a timing harness: warmup/measure ranges, event timing, a sync per repetition
+  OneShot,    // a single pass (one forward, a script's one call): nothing repeats
+  Unknown,    // nothing to tell by (no PyTorch ops, no GPU work)
+};
+const char* run_kind_name(RunKind k);  // "training", "inference", "benchmark", "one-shot", "unknown"
+
+// ---------------------------------------------------------------------------------------------
 // The facts of one rank.
 
 enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
@@ -206,10 +225,14 @@ struct RankFacts {
   std::vector<StartupOutlier> startup;  // one-time start-up calls
   DeviceModel device;
   bool pytorch = false;                 // the trace holds PyTorch ops (else no PyTorch knobs)
+  RunKind run_kind = RunKind::Unknown;
+  std::string run_kind_evidence;        // what decided it, in words
+  bool cuda_graphs = false;             // the run already replays CUDA graphs
   bool gpu_records = false;             // any kernel, copy or memset with a duration
   std::uint64_t launch_calls = 0;       // runtime/driver launches and async copies on the host
   std::uint64_t launches_without_gpu = 0;  // of those, correlation ids no GPU record carries
   std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
+  std::uint64_t graph_launches = 0, graph_launches_without_gpu = 0;  // CUDA graph replays, and untraced ones
   Trust trust;                          // trace-level warnings (analysis adds step-level ones)
 
   const NameFact& of(StrId id) const { return names[id]; }

@@ -98,6 +98,11 @@ struct RankPartition {
   // its outermost call (facts: RankFacts::device_syncs).
   std::uint64_t sync_calls = 0;
   std::uint64_t item_calls = 0;        // of which scalar reads (loss.item() and friends)
+  std::uint64_t model_syncs = 0;       // of which inside forward or backward (no CUDA graph can hold them)
+  // Mean per steady step: GPU idle after each sync until the next GPU work starts (the queue
+  // refilling behind the sync; the partition counts it as launch overhead / host compute).
+  double sync_refill_ns = 0;
+  double profiler_overhead_ns = 0;     // estimated host cost of the profiler itself per steady step
   bool host_runs_ahead = false;        // steps measured on the GPU side (see docs/partition.md)
   ns_t startup_skipped_ns = 0;         // whole-trace window: one-time start-up left out at its start
   std::vector<std::string> notes;

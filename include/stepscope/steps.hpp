@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/facts.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/trace.hpp"
 
@@ -32,6 +33,9 @@ std::int64_t profiler_step_number(std::string_view name);
 // range of that name on the thread holding most of them is one step; InputError if none exists.
 // `main_track` is the training loop's thread as the facts layer found it (RankFacts::main_track);
 // -1 to pick the thread holding the most ops and annotations.
-StepDetection detect_steps(const RankTrace& t, std::string_view step_range = {}, int main_track = -1);
+// With `facts`, a benchmark harness's top-level ranges (warmup / measure) are its steps when the
+// trace has no ProfilerStep markers.
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range = {}, int main_track = -1,
+                           const RankFacts* facts = nullptr);
 
 }  // namespace stepscope

@@ -354,6 +354,8 @@ void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPar
   for (const auto& o : facts.startup)
     for (auto& s : steps)
       if (holds(s, o.start) && steps.size() > 1) warm(s, "start-up");
+  for (auto& s : steps)
+    if (auto id = t.strings.find(s.name); id && facts.of(*id).has(kNameWarmupRange)) warm(s, "harness warm-up");
   std::vector<ns_t> d;
   for (const auto& s : steps) d.push_back(s.duration());
   std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
@@ -585,12 +587,64 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
          "", {{"lag_ns", static_cast<double>(lag)}});
 }
 
-void count_syncs(const RankTrace& t, const RankFacts& facts, RankPartition& r) {
+// Per device sync in steady steps: one count; whether it sits inside the model's forward or
+// backward (where no CUDA graph can capture it); and the refill: how long the GPU then idles until
+// the host has queued work again, time the partition gives to the host's launches but that the
+// sync caused.
+void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
+  ns_t refill = 0;
   for (auto i : facts.device_syncs) {
     if (!in_steady(r.steps, t.events.ts[i])) continue;
     ++r.sync_calls;
     if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
+    const StageHint st = facts.event_stage[i];
+    if (st == StageHint::Forward || st == StageHint::Backward) ++r.model_syncs;
+    const ns_t end = t.events.end(i);
+    auto it = std::lower_bound(gpu.begin(), gpu.end(), end, [](const GpuActivity& a, ns_t v) { return a.start < v; });
+    if (it != gpu.end() && in_steady(r.steps, it->start)) refill += it->start - end;
   }
+  if (r.steady_steps) r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);
+}
+
+// The profiler's own host cost per recorded event, a rough figure from PyTorch's profiler
+// (recording an op and its runtime calls costs on the order of a microsecond of host time; a
+// Python frame under with_stack, a shape list under record_shapes and an allocation event under
+// profile_memory add a fraction of that each). Used only to warn, never to correct the partition.
+constexpr double kOpCostNs = 500, kPythonFrameCostNs = 500, kShapesCostNs = 300, kMemoryEventCostNs = 300;
+// Warn when the estimate reaches this share of the mean steady step.
+constexpr double kOverheadShare = 0.2;
+
+void profiler_overhead(const RankTrace& t, RankPartition& r) {
+  if (!r.steady_steps) return;
+  double ops = 0, frames = 0, shapes = 0, memory = 0;
+  for (const auto& tr : t.host_tracks)
+    for (auto i : tr.events) {
+      if (!in_steady(r.steps, t.events.ts[i])) continue;
+      const Kind k = t.events.kind[i];
+      if (k == Kind::PythonFunction) ++frames;
+      else if (k == Kind::CpuInstant) ++memory;
+      else if (is_host_op_kind(k)) {
+        ++ops;
+        if (const EventExtra* x = t.extra_of(i); x && x->input_dims != kNoStr) ++shapes;
+      }
+    }
+  const double per_step =
+      (ops * kOpCostNs + frames * kPythonFrameCostNs + shapes * kShapesCostNs + memory * kMemoryEventCostNs) /
+      static_cast<double>(r.steady_steps);
+  r.profiler_overhead_ns = per_step;
+  if (per_step < kOverheadShare * r.steady_mean_ns) return;
+  std::string options;
+  if (frames > 0) options += "with_stack";
+  if (shapes > 0) options += options.empty() ? "record_shapes" : ", record_shapes";
+  if (memory > 0) options += options.empty() ? "profile_memory" : ", profile_memory";
+  const double events = (ops + frames + memory) / static_cast<double>(r.steady_steps);
+  r.trust.push_back({"profiler_overhead", TrustSeverity::Limits, t.rank,
+                     fmt::format("{:.0f} profiler events per step{}: the profiler itself costs an estimated {:.2f} ms "
+                                 "of host time per step ({:.0f}% of the step); host-side figures are inflated",
+                                 events, options.empty() ? "" : " (" + options + ")", per_step / 1e6,
+                                 100 * per_step / r.steady_mean_ns),
+                     "re-record without with_stack, record_shapes and profile_memory to judge host and launch time",
+                     {{"events_per_step", events}, {"overhead_ns_per_step", per_step}}});
 }
 
 void scan_flags(const RankTrace& t, const RankFacts& facts, const SweepFacts& f, const std::vector<int>& tracks,
@@ -610,7 +664,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
                              std::vector<Segment>* keep) {
   RankPartition r;
   r.rank = t.rank;
-  const StepDetection d = detect_steps(t, opts.step_range, facts.main_track);
+  const StepDetection d = detect_steps(t, opts.step_range, facts.main_track, &facts);
   r.source = d.source;
   r.source_detail = d.detail;
   r.main_thread = track_label(t, d.main_track);
@@ -657,8 +711,9 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   mark_warmup(t, facts, r.steps, main);
   steady_state(r);
   compute_mix(t, facts, gpu, r);
-  count_syncs(t, facts, r);
+  count_syncs(t, facts, gpu, r);
   scan_flags(t, facts, f, host_tracks, r);
+  profiler_overhead(t, r);
   if (lag > 0 && !r.host_runs_ahead)
     r.notes.push_back(fmt::format("GPU work drains past the host's step end by up to {:.2f} ms (each window runs to "
                                   "the end of the GPU work it launched)",

@@ -97,6 +97,28 @@ StrId first_repeated_annotation(const RankTrace& t, const std::vector<std::uint3
   return best;
 }
 
+// A repeated range is a step only when the work repeats in it: ten parameter moves followed by
+// one forward pass are not ten steps. Rejected when one window holds several times the runtime
+// calls of the median window.
+constexpr double kTileFactor = 4;
+
+bool tiles_the_work(const RankTrace& t, const Track& track, const std::vector<HostWindow>& w) {
+  if (w.size() < 2) return false;
+  std::vector<std::size_t> calls(w.size(), 0);
+  for (auto i : track.events) {
+    const Kind k = t.events.kind[i];
+    if (k != Kind::Runtime && k != Kind::Driver) continue;
+    const ns_t ts = t.events.ts[i];
+    auto it = std::upper_bound(w.begin(), w.end(), ts, [](ns_t v, const HostWindow& x) { return v < x.start; });
+    if (it != w.begin() && ts < std::prev(it)->end) ++calls[static_cast<std::size_t>(std::prev(it) - w.begin())];
+  }
+  std::vector<std::size_t> sorted = calls;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const double median = static_cast<double>(sorted[sorted.size() / 2]);
+  const double most = static_cast<double>(*std::max_element(calls.begin(), calls.end()));
+  return most <= kTileFactor * median + 2;
+}
+
 bool is_optimizer_step(std::string_view name) { return name.rfind("Optimizer.step#", 0) == 0; }
 
 // Steps closed by each Optimizer.step: the first opens at the first top-level op.
@@ -184,7 +206,21 @@ std::int64_t profiler_step_number(std::string_view name) {
   return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
 }
 
-StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int main_track) {
+namespace {
+
+// Each top-level harness range (warmup / measure repetitions) is one step.
+std::vector<HostWindow> harness_windows(const RankTrace& t, const std::vector<std::uint32_t>& tops, const RankFacts& f) {
+  std::vector<HostWindow> w;
+  for (auto i : tops)
+    if (f.of_event(t, i).has(kNameHarness))
+      w.push_back({static_cast<std::int64_t>(w.size()), std::string(t.name_of(i)), t.events.ts[i], t.events.end(i)});
+  if (w.size() < 2) w.clear();
+  return w;
+}
+
+}  // namespace
+
+StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int main_track, const RankFacts* facts) {
   if (!step_range.empty()) return named_range_windows(t, step_range);
   StepDetection d;
   d.main_track = main_track >= 0 ? main_track : find_main_track(t);
@@ -196,7 +232,15 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int 
       return d;
     }
     const auto tops = top_level(t, track);
-    if (StrId a = first_repeated_annotation(t, tops); a != kNoStr) {
+    if (facts) {
+      d.windows = harness_windows(t, tops, *facts);
+      if (!d.windows.empty()) {
+        d.source = StepSource::Annotation;
+        d.detail = "benchmark ranges";
+        return d;
+      }
+    }
+    if (StrId a = first_repeated_annotation(t, tops); a != kNoStr && tiles_the_work(t, track, windows_between(t, tops, a))) {
       d.windows = windows_between(t, tops, a);
       d.source = StepSource::Annotation;
       d.detail = std::string(t.str(a));

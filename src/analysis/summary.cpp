@@ -110,9 +110,10 @@ namespace {
 
 // One window with one-time start-up in it and no step markers is a single cold pass: what is left
 // after the start-up is no steady state either (first allocations, cold caches), so no verdict.
-void block_single_cold_pass(const RankPartition& p, Trust& trust) {
+void block_single_cold_pass(const RankPartition& p, RankFacts& f) {
   if (p.source != StepSource::WholeTrace || p.steps.size() != 1 || p.startup_skipped_ns <= 0) return;
-  for (auto& w : trust.warnings)
+  if (f.run_kind != RunKind::OneShot && f.run_kind != RunKind::Unknown) return;  // a loop is left after start-up
+  for (auto& w : f.trust.warnings)
     if (w.code == "cold_start") {
       w.severity = TrustSeverity::Blocks;
       w.text += "; the trace is one cold pass with no step markers, so it holds no steady state to judge";
@@ -143,7 +144,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
   for (std::size_t i = 0; i < n; ++i) {
-    block_single_cold_pass(r.partitions[i], r.facts[i].trust);
+    block_single_cold_pass(r.partitions[i], r.facts[i]);
     const auto& f = r.facts[i].trust.warnings;
     r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());
     const auto& p = r.partitions[i].trust;

@@ -19,6 +19,12 @@ std::string pct(double share);
 std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& job, const Verdict& v);
 // Footgun findings measured their own gains: their levers take those numbers (and levers the
 // catalogue lacks join it); the ranking is redone.
-void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings);
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound);
+// Applicable levers first, by removable time x certainty; a lever on `bound` first when it is
+// close to the best.
+void order_levers(std::vector<Lever>& levers, Bound bound);
+// Levers that do not exist for the run's kind (training levers on inference, graphs on one pass,
+// anything but precision on a timing harness) stop applying and say why.
+void gate_levers_by_kind(std::vector<Lever>& levers, const AnalysisResult& r);
 
 }  // namespace stepscope::diagnose_detail

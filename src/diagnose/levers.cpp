@@ -46,6 +46,41 @@ constexpr double kRecomputeShare = 0.2;
 
 double cat(const JobStep& j, Category c) { return j.category[static_cast<std::size_t>(c)]; }
 
+// Mean over ranks with steady steps of a per-rank, per-step figure.
+template <class F>
+double rank_mean(const AnalysisResult& r, F per_step) {
+  double total = 0;
+  std::size_t n = 0;
+  for (const auto& p : r.partitions)
+    if (p.steady_steps) total += per_step(p), ++n;
+  return n ? total / static_cast<double>(n) : 0;
+}
+
+double sync_refill(const AnalysisResult& r) {
+  return rank_mean(r, [](const RankPartition& p) { return p.sync_refill_ns; });
+}
+
+// More syncs than this per step leave no region a CUDA graph could capture whole.
+constexpr double kSyncsNoGraph = 4;
+
+double syncs_per_step(const AnalysisResult& r) {
+  return rank_mean(r, [](const RankPartition& p) {
+    return static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
+  });
+}
+
+// The profiler's own host cost per step where it is large enough to warn about, else 0.
+double profiler_overhead(const AnalysisResult& r) {
+  if (!r.trust.has("profiler_overhead")) return 0;
+  return rank_mean(r, [](const RankPartition& p) { return p.profiler_overhead_ns; });
+}
+
+double model_syncs_per_step(const AnalysisResult& r) {
+  return rank_mean(r, [](const RankPartition& p) {
+    return static_cast<double>(p.model_syncs) / static_cast<double>(p.steady_steps);
+  });
+}
+
 double compute(const JobStep& j) {
   return cat(j, Category::ComputeForward) + cat(j, Category::ComputeBackward) +
          cat(j, Category::ComputeOptimizer) + cat(j, Category::ComputeOther);
@@ -135,9 +170,33 @@ struct Entry {
 constexpr const char* kNumericsLink =
     "can change numerics: compare loss curves / eval metrics against the unchanged run before trusting it";
 
+// The bound whose time a lever shrinks: the headline's bound and the first lever must agree, or
+// the report says why another comes first.
+Bound lever_bound(std::string_view id) {
+  static const std::pair<std::string_view, Bound> kBounds[] = {
+      {"num_workers", Bound::InputPipeline}, {"preprocess_cache", Bound::InputPipeline},
+      {"persistent_workers", Bound::InputPipeline}, {"prefetch_factor", Bound::InputPipeline},
+      {"pin_memory", Bound::Copy},           {"remove_item", Bound::SyncStall},
+      {"sync_once_per_step", Bound::SyncStall}, {"micro_batch", Bound::HostLaunch},
+      {"cuda_graphs", Bound::HostLaunch},    {"ddp_buckets", Bound::Communication},
+      {"accumulate_allreduce", Bound::Communication}, {"fsdp_prefetch", Bound::Communication},
+      {"ep_overlap", Bound::Communication},  {"async_checkpoint", Bound::SideWork},
+      {"fix_straggler", Bound::Straggler}};
+  for (const auto& [k, b] : kBounds)
+    if (k == id) return b;
+  return Bound::GpuCompute;
+}
+
+// Certainty of a lever's gain: a change that can alter the numbers must be validated and may be
+// rolled back; one that changes the experiment may not compare.
+constexpr double kNumericsCertainty = 0.75;
+constexpr double kComparabilityCertainty = 0.85;
+
 Lever make(const Entry& e, const std::string& targets, double target_ns, double fraction,
            const std::string& basis, double step) {
   Lever l;
+  l.acts_on = lever_bound(e.id);
+  l.certainty = (*e.numerics ? kNumericsCertainty : 1.0) * (*e.comparability ? kComparabilityCertainty : 1.0);
   l.id = e.id;
   l.title = e.title;
   l.knob = e.knob;
@@ -168,6 +227,53 @@ void require(Lever& l, Capability c, const std::string& needs, const Devices& d)
 
 // Levers whose knobs are PyTorch's do not exist for a program that does not run PyTorch.
 bool pytorch_knob(const std::string& id) { return id != "fix_straggler"; }
+
+bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) {
+  for (auto i : ids)
+    if (id == i) return true;
+  return false;
+}
+
+// Why a lever does not exist for this kind of run, or "" when it does. Training levers (gradient
+// accumulation, optimizer, DDP/FSDP, checkpoints) need a training loop; a single pass cannot
+// repay a compile or a graph capture; a timing harness's syncs and launches are what it measures.
+std::string kind_excludes(const std::string& id, RunKind kind, bool graphs) {
+  const bool training_only = one_of(id, {"micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
+                                         "fsdp_prefetch", "no_activation_checkpointing", "async_checkpoint"});
+  switch (kind) {
+    case RunKind::Training: return "";
+    case RunKind::Inference:
+      if (training_only) return "a training lever: this run has no backward or optimizer";
+      if (id == "cuda_graphs" && graphs) return "the run already replays CUDA graphs";
+      if (one_of(id, {"remove_item", "sync_once_per_step"}))
+        return "an inference engine reads each iteration's output back: that sync is the result, not overhead";
+      return "";
+    case RunKind::OneShot:
+      if (training_only) return "a training lever: this run has no backward or optimizer";
+      if (one_of(id, {"cuda_graphs", "torch_compile"}))
+        return "a single pass: capturing or compiling costs more than the one pass it would speed up";
+      return "";
+    case RunKind::Benchmark:
+      if (one_of(id, {"tf32", "amp_bf16", "amp_fp16", "channels_last", "sdpa"})) return "";
+      return "a timing harness: its syncs, launches and batch are what it measures, not overhead to remove";
+    case RunKind::Unknown: return "";
+  }
+  return "";
+}
+
+struct JobKind {
+  RunKind kind = RunKind::Unknown;
+  bool graphs = false;
+};
+
+JobKind job_kind(const AnalysisResult& r) {
+  JobKind k;
+  for (const auto& f : r.facts) {
+    if (k.kind == RunKind::Unknown) k.kind = f.run_kind;
+    k.graphs = k.graphs || f.cuda_graphs;
+  }
+  return k;
+}
 
 }  // namespace
 
@@ -210,7 +316,8 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"remove_item", "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
        "log every N steps; keep metrics on the device; no blocking copy or synchronize inside the step",
        "less frequent loss logging", "", ""},
-      "sync stall", sync, kHideAll, "without the sync the host runs ahead and the GPU queue never drains");
+      "sync stall + the GPU's refill idle after each sync", sync + sync_refill(r), kHideAll,
+      "without the sync the host runs ahead and the GPU queue never drains");
   add({"micro_batch", "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
        "more activation memory; optimisation behaviour changes with the batch", "",
        "a different batch size is a different experiment: pin it across compared runs"},
@@ -247,6 +354,21 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"cuda_graphs", "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
        "static shapes and addresses required; extra memory for graph pools", "", ""},
       "launch overhead + host compute", gpu ? host : 0, kGraphsCut, "the step's launches replay without the host");
+  if (const double in_model = model_syncs_per_step(r), all = syncs_per_step(r);
+      (in_model >= 1 || all >= kSyncsNoGraph) && out.back().applies) {
+    out.back().applies = false;
+    out.back().basis = fmt::format("{:.1f} host syncs or readbacks per step ({:.1f} inside forward/backward): a CUDA "
+                                   "graph cannot capture them (remove them first); {}",
+                                   all, in_model, out.back().basis);
+  }
+  if (const double overhead = profiler_overhead(r); overhead > 0)
+    for (auto& l : out)
+      if (l.applies && one_of(l.id, {"cuda_graphs", "micro_batch"})) {
+        l.applies = false;
+        l.basis = fmt::format("host time is inflated by the profiler itself (about {} per step): re-record with "
+                              "fewer profiler options before acting on it; {}",
+                              ms(overhead), l.basis);
+      }
   add({"fused_optimizer", "fused optimizer step", "torch.optim.AdamW(..., fused=True)",
        "only for supported optimizers and dtypes", "rounding of the update can differ slightly", ""},
       "optimizer compute", gpu && !m.fused_optimizer ? cat(j, Category::ComputeOptimizer) : 0, kFusedOptimizerCut,
@@ -278,6 +400,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "drop torch.utils.checkpoint / gradient_checkpointing_enable()", "more activation memory: may OOM", "", ""},
       "recomputed forward", m.recompute ? cmp : 0, kRecomputeShare, "recompute costs about a fifth of compute");
 
+  gate_levers_by_kind(out, r);
   for (auto& l : out) {
     if (!dev.pytorch && pytorch_knob(l.id) && l.applies) {
       l.applies = false;
@@ -286,11 +409,35 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
     l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets, ms(l.target_ns),
                           ms(l.removable_ns));
   }
-  std::stable_sort(out.begin(), out.end(), [](const Lever& a, const Lever& b) {
-    if (a.applies != b.applies) return a.applies;
-    return a.speedup > b.speedup;
-  });
+  order_levers(out, v.bound);
   return out;
+}
+
+void gate_levers_by_kind(std::vector<Lever>& levers, const AnalysisResult& r) {
+  const JobKind kind = job_kind(r);
+  for (auto& l : levers)
+    if (const std::string why = kind_excludes(l.id, kind.kind, kind.graphs); !why.empty() && l.applies) {
+      l.applies = false;
+      l.basis = why + "; " + l.basis;
+    }
+}
+
+// Applicable levers first, by removable time weighted by certainty. A lever on the verdict's own
+// bound comes first when it is worth at least kOnBoundShare of the best: the headline names the
+// bound, and the first lever should act on it unless another is clearly larger.
+constexpr double kOnBoundShare = 0.6;
+
+void order_levers(std::vector<Lever>& levers, Bound bound) {
+  auto score = [](const Lever& l) { return l.removable_ns * l.certainty; };
+  std::stable_sort(levers.begin(), levers.end(), [&](const Lever& a, const Lever& b) {
+    if (a.applies != b.applies) return a.applies;
+    return score(a) > score(b);
+  });
+  if (levers.empty() || !levers.front().applies || levers.front().acts_on == bound) return;
+  auto on_bound = std::find_if(levers.begin(), levers.end(),
+                               [&](const Lever& l) { return l.applies && l.acts_on == bound; });
+  if (on_bound != levers.end() && score(*on_bound) >= kOnBoundShare * score(levers.front()))
+    std::rotate(levers.begin(), on_bound, on_bound + 1);
 }
 
 namespace {
@@ -331,7 +478,7 @@ void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const 
 
 }  // namespace
 
-void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings) {
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound) {
   std::set<std::string> retired;
   for (const auto& f : findings) {
     if (!f.footgun || f.lever.empty() || retired.count(f.lever)) continue;
@@ -342,6 +489,7 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
           retire_superseded(levers, e, f, retired);
           Lever l;
           l.id = e.id;
+          l.acts_on = lever_bound(e.id);
           l.title = e.title;
           l.knob = e.knob;
           l.risk = e.risk;
@@ -361,10 +509,7 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
                             ms(it->removable_ns));
     it->applies = it->removable_ns > 0;
   }
-  std::stable_sort(levers.begin(), levers.end(), [](const Lever& a, const Lever& b) {
-    if (a.applies != b.applies) return a.applies;
-    return a.speedup > b.speedup;
-  });
+  order_levers(levers, bound);
 }
 
 }  // namespace diagnose_detail

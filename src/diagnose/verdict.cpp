@@ -117,6 +117,35 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
                      pct(share(KernelClass::Attention)));
 }
 
+// Below this share of the host/launch time, the GPU's refill after syncs does not make a
+// host-bound step sync-bound.
+constexpr double kRefillShare = 0.5;
+
+// A step whose host/launch time is mostly the GPU refilling after syncs (a readback after every
+// op) is bound by the syncs: removing launches cannot help while each sync drains the queue.
+// Returns the refill time the verdict then holds, or 0.
+double sync_refill_bound(const AnalysisResult& r, const Groups& g, Verdict& v) {
+  if (v.bound != Bound::HostLaunch) return 0;
+  double refill = 0, syncs = 0;
+  std::size_t n = 0;
+  for (const auto& p : r.partitions)
+    if (p.steady_steps) {
+      refill += p.sync_refill_ns;
+      syncs += static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
+      ++n;
+    }
+  if (!n) return 0;
+  refill /= static_cast<double>(n), syncs /= static_cast<double>(n);
+  const double host = g[static_cast<std::size_t>(Bound::HostLaunch)];
+  if (host <= 0 || refill < kRefillShare * host) return 0;
+  v.bound = Bound::SyncStall;
+  v.evidence.push_back(fmt::format("{:.1f} device syncs per step; after each the GPU idles until the host queues work "
+                                   "again: {} per step, {} of the host/launch time, is the queue refilling behind "
+                                   "the syncs",
+                                   syncs, ms(refill), pct(refill / host)));
+  return refill;
+}
+
 // `merged`: the verdict already holds the unattributed time, so it cannot be the runner-up.
 void runner_up(Verdict& v, const Groups& g, double step, bool merged) {
   double best = -1;
@@ -224,6 +253,8 @@ std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
   for (const auto& l : levers)
     if (l.applies && l.speedup > 1.005) {
       s += fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
+      if (l.acts_on != v.bound && v.bound != Bound::Straggler)
+        s += fmt::format(" (it acts on {}: no lever on {} gains as much)", l.targets, bound_label(v.bound, v.gpu));
       break;
     }
   return s;
@@ -361,11 +392,13 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
     v.bound = Bound::Straggler;
     v.scope = fmt::format("rank {} is slow, the other ranks wait for it", *rc.straggler);
   }
+  const double refill = sync_refill_bound(r, g, v);
   const bool unattributed = v.bound == Bound::Unattributed;
   if (unattributed) v.bound = resolve_unattributed(r, v);
   if (unattributed && v.bound == Bound::SideWork) v.scope = spike_scope(r);
   // A bound resolved from unattributed time holds that time too.
-  const double held = v.bound == Bound::Straggler
+  const double held = refill > 0 ? g[static_cast<std::size_t>(Bound::SyncStall)] + refill
+                     : v.bound == Bound::Straggler
                           ? g[static_cast<std::size_t>(Bound::Communication)]
                           : g[static_cast<std::size_t>(v.bound)] +
                                 (unattributed || v.bound == Bound::SideWork ? g[static_cast<std::size_t>(Bound::Unattributed)] : 0);
@@ -378,7 +411,9 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
-  const auto every_kernel = sync_after_every_kernel(r, job);
+  // A timing harness synchronises after every kernel on purpose: that is its measurement.
+  const bool harness = !r.facts.empty() && r.facts.front().run_kind == RunKind::Benchmark;
+  const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);
   if (trace || every_kernel) {
     std::vector<Finding> footguns = trace ? detect_footguns(*trace, r, job) : std::vector<Finding>{};
     if (every_kernel) footguns.insert(footguns.begin(), every_kernel->finding);
@@ -387,7 +422,9 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
       for (const auto& f : footguns) names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", f.id, f.speedup);
       v.evidence.push_back("footguns in this trace: " + names);
     }
-    apply_footgun_levers(d.levers, footguns);
+    apply_footgun_levers(d.levers, footguns, v.bound);
+    gate_levers_by_kind(d.levers, r);
+    order_levers(d.levers, v.bound);
     d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
   }
   v.headline = headline(v, d.levers);

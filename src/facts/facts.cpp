@@ -194,6 +194,7 @@ void device_syncs(const RankTrace& t, const Track& tr, const std::vector<NameFac
 // name's other calls, is one-time start-up (lazy module loading, handle creation, autotuning).
 constexpr ns_t kStartupMinNs = 20'000'000;
 constexpr double kStartupFactor = 50;
+constexpr std::size_t kStartupMaxPerName = 2;
 
 // Union of the GPU's busy intervals, in time order.
 std::vector<std::pair<ns_t, ns_t>> gpu_busy(const RankTrace& t) {
@@ -236,16 +237,37 @@ std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vect
     for (auto i : ev) d.push_back(t.events.dur[i]);
     std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
     const ns_t median = d[d.size() / 2];
+    std::vector<StartupOutlier> mine;
     for (auto i : ev) {
       const ns_t d = t.events.dur[i];
       if (d < kStartupMinNs || static_cast<double>(d) < kStartupFactor * static_cast<double>(median)) continue;
       if (static_cast<double>(busy_within(busy, t.events.ts[i], t.events.end(i))) > kStartupGpuBusyShare * static_cast<double>(d))
         continue;
-      out.push_back({i, t.events.ts[i], t.events.end(i), median});
+      mine.push_back({i, t.events.ts[i], t.events.end(i), median});
     }
+    // More than a couple of slow calls of one name is a recurring cost (allocator churn), not start-up.
+    if (mine.size() <= kStartupMaxPerName) out.insert(out.end(), mine.begin(), mine.end());
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   return out;
+}
+
+// Time the host spent in device syncs that were long while the GPU, as traced, did nothing: the
+// sync waited on work the trace does not hold (untraced graph kernels, another process's stream).
+constexpr ns_t kLongSyncNs = 5'000'000;
+constexpr double kIdleInsideShare = 0.9;
+
+ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f) {
+  if (!f.gpu_records) return 0;
+  const auto busy = gpu_busy(t);
+  ns_t total = 0;
+  for (auto i : f.device_syncs) {
+    const ns_t d = t.events.dur[i];
+    if (d < kLongSyncNs) continue;
+    const ns_t idle = d - busy_within(busy, t.events.ts[i], t.events.end(i));
+    if (static_cast<double>(idle) >= kIdleInsideShare * static_cast<double>(d)) total += idle;
+  }
+  return total;
 }
 
 // ---- records -----------------------------------------------------------------------------------
@@ -261,7 +283,9 @@ void count_records(const RankTrace& t, RankFacts& f) {
       if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
       ++f.launch_calls;
       host_corr.insert(t.events.correlation[i]);
-      if (!t.gpu_by_correlation.count(t.events.correlation[i])) ++f.launches_without_gpu;
+      const bool recorded = t.gpu_by_correlation.count(t.events.correlation[i]) > 0;
+      if (!recorded) ++f.launches_without_gpu;
+      if (n.has(kNameGraphLaunch)) ++f.graph_launches, f.graph_launches_without_gpu += !recorded;
     }
   }
   if (host_corr.empty()) return;  // a GPU-only capture: nothing to pair with
@@ -270,6 +294,61 @@ void count_records(const RankTrace& t, RankFacts& f) {
       if (is_gpu_work(t.events.kind[i]) && t.events.correlation[i] != kNone &&
           !host_corr.count(t.events.correlation[i]) && !t.launch_by_correlation.count(t.events.correlation[i]))
         ++f.gpu_without_launch;
+}
+
+// ---- kind of run -------------------------------------------------------------------------------
+
+struct KindCounts {
+  std::size_t backward = 0, optimizer = 0, loader = 0, serving = 0, harness = 0, event_timing = 0,
+              graph_launches = 0, profiler_steps = 0, launches = 0;
+};
+
+KindCounts kind_counts(const RankTrace& t, const RankFacts& f) {
+  KindCounts c;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.phase[i] != Phase::Complete || !is_host_op_kind(t.events.kind[i])) continue;
+    const NameFact& n = f.names[t.events.name[i]];
+    c.backward += n.stage == StageHint::Backward;
+    c.optimizer += n.has(kNameOptimizerStep);
+    c.loader += n.role == HostRole::Loader;
+    c.serving += n.has(kNameServing);
+    c.harness += n.has(kNameHarness);
+    c.event_timing += n.has(kNameEventTiming);
+    c.graph_launches += n.has(kNameGraphLaunch);
+    c.profiler_steps += n.has(kNameProfilerStep);
+    c.launches += n.has(kNameLaunchCall);
+  }
+  return c;
+}
+
+// A timing harness synchronises once per repetition and times with events: at least one device
+// sync per few launches, and event timing calls beside them.
+bool harness_shape(const KindCounts& c, std::size_t syncs) {
+  return c.event_timing >= 4 && syncs * 4 >= c.launches && c.launches > 0;
+}
+
+void classify_run(const RankTrace& t, RankFacts& f) {
+  const KindCounts c = kind_counts(t, f);
+  f.cuda_graphs = c.graph_launches > 0;
+  auto set = [&](RunKind k, std::string why) { f.run_kind = k, f.run_kind_evidence = std::move(why); };
+  if (c.backward > 0 || c.optimizer > 0)
+    return set(RunKind::Training, fmt::format("{} backward ops and {} optimizer steps", c.backward, c.optimizer));
+  if (c.harness > 0 || harness_shape(c, f.device_syncs.size()))
+    return set(RunKind::Benchmark,
+               c.harness > 0 ? fmt::format("{} benchmark harness ranges (warmup / measure), no backward", c.harness)
+                             : fmt::format("{} device syncs for {} launches with event timing: a timing loop",
+                                           f.device_syncs.size(), c.launches));
+  if (c.serving > 0 && !f.pytorch && c.launches == 0 && !f.gpu_records)
+    return set(RunKind::Inference, fmt::format("{} serving frontend calls and no model work: a serving process that "
+                                               "only routes requests",
+                                               c.serving));
+  if (c.serving > 0)
+    return set(RunKind::Inference, fmt::format("{} serving-engine iterations or requests, no backward{}", c.serving,
+                                               f.cuda_graphs ? ", CUDA graph replays" : ""));
+  if (!f.pytorch && c.launches == 0 && !f.gpu_records) return set(RunKind::Unknown, "no PyTorch ops and no GPU work");
+  if (c.profiler_steps >= 2 || c.loader >= 2 || f.cuda_graphs)
+    return set(RunKind::Inference, fmt::format("{} repeated steps without backward or optimizer", c.profiler_steps));
+  set(RunKind::OneShot, "no backward, no optimizer and no repeated step: a single pass");
 }
 
 // ---- trust -------------------------------------------------------------------------------------
@@ -300,12 +379,38 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                             f.launches_without_gpu, f.launch_calls),
                 "record a shorter window, or raise the CUPTI activity buffer size",
                 {{"launches", launches}, {"launches_without_gpu", static_cast<double>(f.launches_without_gpu)}});
+  if (const ns_t waited = syncs_waiting_on_nothing(t, f);
+      static_cast<double>(waited) >= 0.25 * static_cast<double>(std::max<ns_t>(t.last_end() - t.first_ts(), 1)))
+    add_warning(f, "untraced_gpu_work", TrustSeverity::Blocks,
+                fmt::format("the host waited {:.1f} ms in device syncs while the traced GPU did nothing: it waited "
+                            "on work the trace does not hold{}",
+                            static_cast<double>(waited) / 1e6,
+                            f.graph_launches ? " (the run replays CUDA graphs, whose kernels this profiler may not record)"
+                                             : " (another stream, process or untraced graph)"),
+                "record with a profiler that traces graph kernels, or with CUDA graphs off",
+                {{"waited_ns", static_cast<double>(waited)}});
+  // Older CUPTI versions record no kernels of a replayed CUDA graph: the GPU looks idle while it
+  // runs the graph, and a sync waiting on it looks like a stall.
+  if (f.graph_launches > 0 && f.gpu_records && 2 * f.graph_launches_without_gpu > f.graph_launches)
+    add_warning(f, "untraced_graph_replays", TrustSeverity::Blocks,
+                fmt::format("{} of {} CUDA graph replays have no GPU record: the graphs' kernels are missing from "
+                            "the GPU timeline, so idle time and syncs cannot be judged",
+                            f.graph_launches_without_gpu, f.graph_launches),
+                "record with a PyTorch/CUPTI version that traces graph kernels (CUDA 12.3+ with "
+                "torch.profiler), or profile with CUDA graphs off to see the per-kernel timeline",
+                {{"graph_launches", static_cast<double>(f.graph_launches)},
+                 {"graph_launches_without_gpu", static_cast<double>(f.graph_launches_without_gpu)}});
   if (f.gpu_without_launch >= 10)
     add_warning(f, "orphan_gpu_records", TrustSeverity::Info,
                 fmt::format("{} GPU records carry a correlation id no host call has: their launching stage "
                             "is unknown",
                             f.gpu_without_launch),
                 "", {{"gpu_records_without_launch", static_cast<double>(f.gpu_without_launch)}});
+  if (!f.pytorch && f.launch_calls == 0 && !f.gpu_records && t.events.size() > 0)
+    add_warning(f, "no_model_work", TrustSeverity::Blocks,
+                "no PyTorch ops, no kernel launches and no GPU records: this process ran Python only (a serving "
+                "frontend, a launcher, an idle worker); nothing in it for a training or GPU lever to act on",
+                "profile the process that runs the model (the engine's worker, the training rank)", {});
   if (t.truncated)
     add_warning(f, "truncated", TrustSeverity::Limits,
                 fmt::format("the trace file is cut off ({} bytes after the last complete event): the last step "
@@ -355,6 +460,7 @@ RankFacts compute_facts(const RankTrace& t) {
   f.device = device_model(t);
   count_records(t, f);
   f.startup = startup_outliers(t, f.names);
+  classify_run(t, f);
   record_warnings(t, f);
   return f;
 }
@@ -378,6 +484,17 @@ const char* trust_severity_name(TrustSeverity s) {
     case TrustSeverity::Blocks: return "blocks";
   }
   return "info";
+}
+
+const char* run_kind_name(RunKind k) {
+  switch (k) {
+    case RunKind::Training: return "training";
+    case RunKind::Inference: return "inference";
+    case RunKind::Benchmark: return "benchmark";
+    case RunKind::OneShot: return "one-shot";
+    case RunKind::Unknown: break;
+  }
+  return "unknown";
 }
 
 const char* thread_role_name(ThreadRole r) {

@@ -88,6 +88,21 @@ bool is_launch_call(std::string_view n) {
          (starts(n, "cu") || starts(n, "hip"));
 }
 
+// Runtime/driver calls that block the host until the device drains: explicit synchronisation,
+// and copies unless they are the *Async variants (a pageable async copy also blocks, but that
+// shows as a copy finding).
+bool is_blocking_call(std::string_view n) {
+  static constexpr std::string_view exact[] = {
+      "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+      "cudaThreadSynchronize", "cuStreamSynchronize",   "cuCtxSynchronize",
+      "cuEventSynchronize",    "hipStreamSynchronize",  "hipDeviceSynchronize",
+      "hipEventSynchronize",   "hipCtxSynchronize"};
+  for (std::string_view e : exact)
+    if (n == e) return true;
+  const bool copy = starts(n, "cudaMemcpy") || starts(n, "hipMemcpy") || starts(n, "cuMemcpy");
+  return copy && !has(n, "Async");
+}
+
 void set_host_flags(NameFact& f, std::string_view n) {
   const std::string l = lower(n);
   auto set = [&](bool on, NameFlag bit) {
@@ -114,6 +129,19 @@ void set_host_flags(NameFact& f, std::string_view n) {
   // A module's or a user's forward region; aten ops named *_forward are kernels' host calls.
   set(starts(n, "nn.Module:") || (has(l, "forward") && !starts(n, "aten::") && !has(l, "backward")),
       kNameForwardEntry);
+  set(has_any(l, {"execute_context", "_generation_", "execute_model", "llmengine.step", "step[decode", "step[prefill",
+                  "model_runner", "modelrunner", "engine_core", "scheduler.schedule", "uvicorn", "fastapi",
+                  "api_server", "openai", "serving_chat", "serving_completion", "async_llm", "asyncllm"}),
+      kNameServing);
+  set(l == "warmup" || l == "measure" || starts(l, "[param|") || has_any(l, {"benchmark", "timeit", "## warmup", "## measure"}),
+      kNameHarness);
+  set(has(l, "warmup") || has(l, "warm-up") || has(l, "warm_up"), kNameWarmupRange);
+  set(n == "cudaEventRecord" || n == "cudaEventElapsedTime" || n == "cudaEventSynchronize" || n == "hipEventRecord" ||
+          n == "hipEventElapsedTime" || n == "hipEventSynchronize",
+      kNameEventTiming);
+  set(n == "cudaGraphLaunch" || n == "hipGraphLaunch" || n == "cuGraphLaunch", kNameGraphLaunch);
+  set(has(n, "Launch"), kNameLaunchApi);
+  set(is_blocking_call(n), kNameBlockingCall);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

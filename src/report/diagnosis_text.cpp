@@ -26,13 +26,25 @@ void verdict_lines(const Diagnosis& d, std::string& out) {
     out += fmt::format("  compute kind: {}\n", terminal_safe(v.compute_kind));
 }
 
+// "GPU timeline", "host (CPU-only) timeline", or what the host timeline stands in for.
+std::string timeline_text(const RankPartition& p, const RankFacts* f) {
+  if (p.gpu) return "GPU timeline";
+  if (f && !f->gpu_records && f->launch_calls > 0) return "host timeline only (the GPU records are missing)";
+  return "host (CPU-only) timeline";
+}
+
 void steps_line(const AnalysisResult& r, std::string& out) {
-  for (const auto& p : r.partitions) {
+  for (std::size_t i = 0; i < r.partitions.size(); ++i) {
+    const RankPartition& p = r.partitions[i];
+    const RankFacts* f = i < r.facts.size() ? &r.facts[i] : nullptr;
     std::size_t warm = static_cast<std::size_t>(
         std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; }));
     const std::string from = terminal_safe(step_source_text(p));
-    out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {} timeline\n", p.rank, p.steps.size(),
-                       p.steps.size() == 1 ? "" : "s", from, warm, p.gpu ? "GPU" : "host (CPU-only)");
+    out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {}\n", p.rank, p.steps.size(),
+                       p.steps.size() == 1 ? "" : "s", from, warm, timeline_text(p, f));
+    if (f && (i == 0 || f->run_kind != r.facts[0].run_kind))
+      out += fmt::format("  run: {} ({}); device: {}\n", run_kind_name(f->run_kind), terminal_safe(f->run_kind_evidence),
+                         terminal_safe(f->device.describe()));
   }
 }
 

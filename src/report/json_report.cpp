@@ -67,6 +67,9 @@ nlohmann::json facts_json(const RankFacts& f) {
   nlohmann::json j;
   j["device"] = device_json(f.device);
   j["pytorch"] = f.pytorch;
+  j["run_kind"] = run_kind_name(f.run_kind);
+  j["run_kind_evidence"] = f.run_kind_evidence;
+  j["cuda_graphs"] = f.cuda_graphs;
   j["gpu_records"] = f.gpu_records;
   j["launch_calls"] = f.launch_calls;
   j["launches_without_gpu_records"] = f.launches_without_gpu;

@@ -91,8 +91,10 @@ const std::map<std::string, std::string> kPlanted = {
 };
 
 // Presets of real-world trace classes whose verdicts tests/verdict/realclass_verdict_test.cpp checks.
-const std::set<std::string> kCheckedElsewhere = {"cold-start", "missing-gpu-records", "autograd-thread-old-cats",
-                                                 "host-runs-ahead"};
+const std::set<std::string> kCheckedElsewhere = {
+    "cold-start",     "missing-gpu-records", "autograd-thread-old-cats", "host-runs-ahead", "inference-decode",
+    "serving-frontend", "timing-harness",    "one-shot-nvtx",            "readback-loop",   "blocking-streams",
+    "profiler-heavy"};
 
 std::vector<std::string> scenario_names() {
   std::vector<std::string> v;

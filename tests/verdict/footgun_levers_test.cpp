@@ -35,7 +35,8 @@ TEST(FootgunLevers, SyncOncePerStepRetiresThePerStepSyncLeverForGood) {
   item.basis = "catalogue";
   std::vector<Lever> levers{item};
   diagnose_detail::apply_footgun_levers(levers, {footgun("sync_after_every_kernel", "sync_once_per_step", 30e6),
-                                                 footgun("host_sync_logging", "remove_item", 5e6)});
+                                                 footgun("host_sync_logging", "remove_item", 5e6)},
+                                        Bound::SyncStall);
   EXPECT_TRUE(lever(levers, "sync_once_per_step").applies);
   EXPECT_DOUBLE_EQ(lever(levers, "sync_once_per_step").removable_ns, 30e6);
   EXPECT_FALSE(lever(levers, "remove_item").applies);
@@ -49,9 +50,31 @@ TEST(FootgunLevers, MeasuredGainReplacesTheCatalogueEstimate) {
   pin.removable_ns = 20e6;
   pin.basis = "catalogue";
   std::vector<Lever> levers{pin};
-  diagnose_detail::apply_footgun_levers(levers, {footgun("pageable_copy", "pin_memory", 4e6)});
+  diagnose_detail::apply_footgun_levers(levers, {footgun("pageable_copy", "pin_memory", 4e6)}, Bound::Copy);
   EXPECT_DOUBLE_EQ(lever(levers, "pin_memory").removable_ns, 4e6);
   EXPECT_NEAR(lever(levers, "pin_memory").speedup, 100.0 / 96.0, 1e-12);
+}
+
+Lever catalogue(const char* id, double removable, double certainty, Bound on) {
+  Lever l;
+  l.id = id;
+  l.applies = true;
+  l.removable_ns = removable;
+  l.certainty = certainty;
+  l.acts_on = on;
+  return l;
+}
+
+// A copy fix with no numerics risk comes before a precision change of close gain, and the lever
+// on the verdict's bound leads unless another is clearly larger.
+TEST(LeverOrder, CertaintyAndTheBoundDecideCloseCalls) {
+  std::vector<Lever> levers{catalogue("amp_bf16", 30e6, 0.75, Bound::GpuCompute),
+                            catalogue("pin_memory", 25e6, 1.0, Bound::Copy)};
+  diagnose_detail::order_levers(levers, Bound::Copy);
+  EXPECT_EQ(levers.front().id, "pin_memory");
+  levers = {catalogue("amp_bf16", 30e6, 0.75, Bound::GpuCompute), catalogue("pin_memory", 10e6, 1.0, Bound::Copy)};
+  diagnose_detail::order_levers(levers, Bound::Copy);
+  EXPECT_EQ(levers.front().id, "amp_bf16");  // three times the gain: first, and the headline says why
 }
 
 }  // namespace

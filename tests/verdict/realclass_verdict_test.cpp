@@ -55,6 +55,10 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
     ASSERT_FALSE(r.result.diagnosis.levers.empty());
     EXPECT_EQ(r.result.diagnosis.levers.front().id, r.truth["expected_first_lever"].get<std::string>());
   }
+  if (r.truth.contains("expected_run_kind") && !r.result.facts.empty())
+    EXPECT_EQ(run_kind_name(r.result.facts[0].run_kind), r.truth["expected_run_kind"].get<std::string>());
+  if (r.truth.contains("expected_steps") && !r.result.partitions.empty() && r.truth["expected_steps"].get<int>() > 0)
+    EXPECT_EQ(r.result.partitions[0].steps.size(), r.truth["expected_steps"].get<std::size_t>());
   // The JSON says what the text says: one source for the bound.
   const nlohmann::json j = to_json(r.result);
   EXPECT_EQ(j["verdict"]["bound"], bound_id(v.bound, v.gpu));
@@ -63,7 +67,9 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
 INSTANTIATE_TEST_SUITE_P(Presets, RealClass,
                          ::testing::Values("cold-start", "missing-gpu-records", "autograd-thread-old-cats",
                                            "v100-fp32", "t4-fp32", "fp8-moe-ep", "nested-item", "two-step",
-                                           "host-runs-ahead"),
+                                           "host-runs-ahead", "inference-decode", "serving-frontend",
+                                           "timing-harness", "one-shot-nvtx", "readback-loop", "blocking-streams",
+                                           "profiler-heavy"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) c = c == '-' ? '_' : c;
