@@ -1,9 +1,11 @@
 // Reading traces from disk into the trace model.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepscope/trace.hpp"
@@ -34,5 +36,12 @@ RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
 // file name, else file order with a warning; file then pid order once an export was split) and
 // refuses duplicate ranks.
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts = {});
+
+// The bytes of a trace file as the readers see them (gzip decoded, sniffed by its magic rather
+// than its extension), passed to `sink` in order in pieces of at most `chunk` bytes. Returns
+// false when the data ended early (a gzip stream cut off mid-member). Throws InputError when the
+// file cannot be opened or read.
+bool read_trace_bytes(const std::string& path, const std::function<void(std::string_view)>& sink,
+                      std::size_t chunk = std::size_t{1} << 20);
 
 }  // namespace stepscope

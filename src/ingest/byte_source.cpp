@@ -3,11 +3,13 @@
 #include <fmt/core.h>
 #include <isa-l.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "stepscope/error.hpp"
+#include "stepscope/ingest.hpp"
 
 namespace stepscope::ingest {
 namespace {
@@ -180,3 +182,15 @@ std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {
 }
 
 }  // namespace stepscope::ingest
+
+namespace stepscope {
+
+bool read_trace_bytes(const std::string& path, const std::function<void(std::string_view)>& sink,
+                      std::size_t chunk) {
+  auto src = ingest::open_byte_source(path);
+  std::vector<char> buf(std::max<std::size_t>(chunk, 1));
+  while (std::size_t n = src->read(buf.data(), buf.size())) sink(std::string_view(buf.data(), n));
+  return !src->truncated();
+}
+
+}  // namespace stepscope

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "stepscope/error.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::ingest {
 namespace od = simdjson::ondemand;

@@ -20,7 +20,7 @@
 #include "ingest/thread_pool.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope {
 namespace fs = std::filesystem;

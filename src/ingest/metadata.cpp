@@ -4,7 +4,7 @@
 #include <simdjson.h>
 
 #include "stepscope/error.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::ingest {
 namespace dom = simdjson::dom;

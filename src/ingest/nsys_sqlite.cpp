@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "stepscope/error.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::ingest {
 namespace {

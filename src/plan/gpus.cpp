@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "stepscope/error.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::plan {
 

@@ -13,9 +13,9 @@
 #include <set>
 #include <unordered_set>
 
-#include "ingest/byte_source.hpp"
 #include "report/annotate_tracks.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/ingest.hpp"
 
 namespace stepscope {
 namespace {
@@ -197,14 +197,15 @@ AnnotatedFile splice(const RankTrace& t, const std::string& events_text, const s
   AnnotatedFile f;
   f.rank = t.rank;
   f.path = out_path;
-  auto src = ingest::open_byte_source(t.path);
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  std::ofstream out;
   InsertionFinder finder;
-  std::vector<char> buf(1 << 20);
   bool inserted = false;
-  while (std::size_t n = src->read(buf.data(), buf.size())) {
-    std::string_view chunk(buf.data(), n);
+  const bool complete = read_trace_bytes(t.path, [&](std::string_view chunk) {
+    if (!out.is_open()) {  // created once the input opened and yielded its first bytes
+      out.open(out_path, std::ios::binary | std::ios::trunc);
+      if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+    }
+    const std::size_t n = chunk.size();
     if (!inserted) {
       if (std::size_t at = finder.feed(chunk); at != InsertionFinder::npos) {
         write_all(out, chunk.substr(0, at), out_path);
@@ -218,8 +219,8 @@ AnnotatedFile splice(const RankTrace& t, const std::string& events_text, const s
     }
     write_all(out, chunk, out_path);
     f.original_bytes += n;
-  }
-  if (src->truncated() || !inserted) {
+  });
+  if (!complete || !inserted) {
     out.close();
     fs::remove(out_path);
     throw InputError(fmt::format("{}: cannot annotate: the event array never closes (truncated trace?)", t.path));

@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "stepscope/error.hpp"
-#include "trace/parse.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::watch {
 

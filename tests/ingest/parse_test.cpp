@@ -3,8 +3,8 @@
 
 #include <limits>
 
+#include "stepscope/parse.hpp"
 #include "stepscope/trace.hpp"
-#include "trace/parse.hpp"
 
 namespace stepscope {
 namespace {
