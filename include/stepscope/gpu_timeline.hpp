@@ -24,6 +24,8 @@
 
 namespace stepscope {
 
+struct RankFacts;  // stepscope/facts.hpp
+
 struct GpuTimelineOptions {
   // HTA's arguments; the defaults are HTA's API defaults.
   bool include_last_profiler_step = false;
@@ -129,6 +131,8 @@ struct HtaKernelRow {
   std::int64_t names = 1;   // distinct kernel names behind the row
   ns_t max_dur = 0, min_dur = 0;
   double mean_dur = 0;
+  // Our finer class of the kernel (the facts layer's); meaningless for "others".
+  KernelClass cls = KernelClass::OtherCompute;
 };
 
 struct HtaKernelBreakdown {
@@ -301,6 +305,10 @@ struct GpuTimeline {
   MemoryPeaks memory;
 };
 
+// `facts` are the rank's (compute_facts): our own figures read kernel classes and call kinds from
+// them; the HTA-compatible figures keep HTA's own name rules.
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts = {});
+// Same, computing the rank's facts first (for a trace analysed on its own).
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions& opts = {});
 
 // HTA reports the kernel-type table summed over all ranks; this does the same.

@@ -51,6 +51,7 @@ std::vector<DurationStats> table(Groups groups) {
   return out;
 }
 
+// nsys analyze's cuda_api_sync rule (a call named *Synchronize), kept literal, not the facts layer's.
 bool is_sync_api(std::string_view n) { return n.find("Synchronize") != std::string_view::npos; }
 
 // Calls that block the host on the device: those CUPTI paired with a synchronisation record,
@@ -87,7 +88,7 @@ bool syncs(const RankTrace& t, std::size_t i) {
 }
 
 // Per thread, in time order: each launch is "then synced" when a synchronising call comes before
-// the thread's next launch.
+// the thread's next launch (synchronising by the cuda_api_sync rule above, as sync_calls counts).
 void launch_sync_pattern(const RankTrace& t, CudaSummary& out) {
   std::map<std::string_view, std::uint64_t> names;
   for (const auto& track : t.host_tracks) {
@@ -109,6 +110,7 @@ void launch_sync_pattern(const RankTrace& t, CudaSummary& out) {
     if (c > best) best = c, out.sync_after_launch = std::string(n);
 }
 
+// nsys analyze's cuda_memcpy_async rule (a pageable copy launched by an *Async call), kept literal.
 std::uint64_t count_pageable_async(const RankTrace& t) {
   std::uint64_t n = 0;
   for (std::size_t i = 0; i < t.events.size(); ++i) {

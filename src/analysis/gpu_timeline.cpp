@@ -34,7 +34,8 @@ bool any_gpu_work(const RankTrace& rank) {
   return false;
 }
 
-void run_hta_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuTimeline& out) {
+void run_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                     GpuTimeline& out) {
   hta::View view = hta::build_view(rank, opts);
   out.hta_load = view.load;
   out.hta_temporal = hta::temporal_breakdown(view);
@@ -42,29 +43,34 @@ void run_hta_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuT
   out.hta_overlap = hta::comm_comp_overlap(view);
   out.hta_kernels.types = hta::kernel_type_times(view);
   hta::finish_type_percentages(out.hta_kernels.types);
-  out.hta_kernels.top = hta::top_kernels(rank, view, opts);
+  out.hta_kernels.top = hta::top_kernels(rank, facts, view, opts);
   out.hta_launches = hta::launch_stats(rank, view, opts);
 }
 
-void run_own_figures(const RankTrace& rank, const GpuTimelineOptions& opts, GpuTimeline& out) {
-  out.steps = detail::profiler_steps(rank);
-  out.classes = detail::kernel_classes(rank);
-  out.syncs = detail::sync_points(rank, out.steps, opts);
+void run_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                     GpuTimeline& out) {
+  out.steps = detail::profiler_steps(rank, facts);
+  out.classes = detail::kernel_classes(rank, facts);
+  out.syncs = detail::sync_points(rank, facts, out.steps, opts);
   out.copies = detail::copies(rank, opts);
-  out.launch_overhead = detail::launch_overhead(rank, out.steps, opts);
+  out.launch_overhead = detail::launch_overhead(rank, facts, out.steps, opts);
   out.occupancy = detail::occupancy(rank);
   out.memory = detail::memory_peaks(rank, out.steps);
 }
 
 }  // namespace
 
-GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions& opts) {
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts) {
   GpuTimeline out;
   out.rank = rank.rank;
   out.has_gpu_activity = any_gpu_work(rank);
-  run_hta_figures(rank, opts, out);
-  run_own_figures(rank, opts, out);
+  run_hta_figures(rank, facts, opts, out);
+  run_own_figures(rank, facts, opts, out);
   return out;
+}
+
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions& opts) {
+  return analyze_gpu_timeline(rank, compute_facts(rank), opts);
 }
 
 std::vector<HtaKernelTypeTime> combine_kernel_types(std::span<const GpuTimeline> ranks) {

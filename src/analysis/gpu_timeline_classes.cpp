@@ -11,42 +11,24 @@
 
 namespace stepscope::detail {
 
-namespace {
-
-// classify_kernel once per distinct name.
-class ClassCache {
- public:
-  explicit ClassCache(const RankTrace& r) : rank_(r), cache_(r.strings.size(), -1) {}
-  KernelClass operator()(StrId id) {
-    if (id >= cache_.size()) cache_.resize(id + 1, -1);
-    if (cache_[id] < 0) cache_[id] = static_cast<std::int8_t>(classify_kernel(rank_.str(id)));
-    return static_cast<KernelClass>(cache_[id]);
-  }
-
- private:
-  const RankTrace& rank_;
-  std::vector<std::int8_t> cache_;
-};
-
-}  // namespace
-
-KernelClasses kernel_classes(const RankTrace& rank) {
+// Classes and collectives are the facts layer's, read per event from the rank's name facts.
+KernelClasses kernel_classes(const RankTrace& rank, const RankFacts& facts) {
   const EventTable& ev = rank.events;
-  ClassCache classify(rank);
   std::array<KernelClassShare, kKernelClassCount> cls{};
   std::array<CollectiveShare, kCollectiveCount> coll{};
   KernelClasses out;
   ns_t comm_time = 0;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_gpu_work(ev, i)) continue;
-    KernelClass c = classify(ev.name[i]);
+    const NameFact& f = facts.of(ev.name[i]);
+    KernelClass c = f.cls;
     KernelClassShare& s = cls[static_cast<std::size_t>(c)];
     s.cls = c;
     ++s.count;
     s.time += ev.dur[i];
     out.total_time += ev.dur[i];
     if (c != KernelClass::Communication) continue;
-    Collective k = collective_of(rank.name_of(i));
+    Collective k = f.collective;
     CollectiveShare& cs = coll[static_cast<std::size_t>(k)];
     cs.collective = k;
     ++cs.count;

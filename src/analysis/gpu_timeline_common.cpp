@@ -10,7 +10,7 @@ namespace stepscope::detail {
 
 namespace {
 
-// "ProfilerStep#12" -> 12, else -1.
+// "ProfilerStep#12" -> 12, else -1 (the facts say which names are step markers; this reads the number).
 std::int64_t profiler_step_number(std::string_view n) {
   constexpr std::string_view prefix = "ProfilerStep#";
   if (n.substr(0, prefix.size()) != prefix) return -1;
@@ -24,13 +24,14 @@ std::int64_t profiler_step_number(std::string_view n) {
 
 // Steps are the host's ProfilerStep#N ranges (cpu_op or user_annotation). The GPU-side copies
 // Kineto writes as gpu_user_annotation are left out: they would double every step.
-std::vector<StepWindow> profiler_steps(const RankTrace& rank) {
+std::vector<StepWindow> profiler_steps(const RankTrace& rank, const RankFacts& facts) {
   const EventTable& ev = rank.events;
   std::vector<StepWindow> steps;
   std::unordered_set<std::int64_t> seen;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     if (ev.kind[i] != Kind::UserAnnotation && ev.kind[i] != Kind::CpuOp) continue;
+    if (!facts.of(ev.name[i]).has(kNameProfilerStep)) continue;
     std::int64_t n = profiler_step_number(rank.name_of(i));
     if (n < 0 || !seen.insert(n).second) continue;
     steps.push_back({n, ev.ts[i], ev.end(i)});

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "stepscope/facts.hpp"
 #include "stepscope/gpu_timeline.hpp"
 
 namespace stepscope::detail {
@@ -18,7 +19,7 @@ inline bool is_kernel(const EventTable& ev, std::size_t i) {
 }
 
 // Host ProfilerStep#N windows, by start; one per N.
-std::vector<StepWindow> profiler_steps(const RankTrace& rank);
+std::vector<StepWindow> profiler_steps(const RankTrace& rank, const RankFacts& facts);
 // Index into `steps` of the window holding ts, or -1.
 int step_index(const std::vector<StepWindow>& steps, ns_t ts);
 
@@ -31,11 +32,11 @@ std::vector<Span> union_of(std::vector<Span> spans);
 // strictly contains its instant).
 bool overlaps(const std::vector<Span>& u, ns_t start, ns_t end);
 
-KernelClasses kernel_classes(const RankTrace& rank);
-SyncPoints sync_points(const RankTrace& rank, const std::vector<StepWindow>& steps,
+KernelClasses kernel_classes(const RankTrace& rank, const RankFacts& facts);
+SyncPoints sync_points(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                        const GpuTimelineOptions& opts);
 Copies copies(const RankTrace& rank, const GpuTimelineOptions& opts);
-LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWindow>& steps,
+LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                                const GpuTimelineOptions& opts);
 Occupancy occupancy(const RankTrace& rank);
 MemoryPeaks memory_peaks(const RankTrace& rank, const std::vector<StepWindow>& steps);

@@ -22,22 +22,6 @@ hta::CorrelationMap<ns_t> launch_call_ts(const EventTable& ev) {
   return hta::CorrelationMap<ns_t>(calls);
 }
 
-// Launch calls by name ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel",
-// "cudaGraphLaunch", ...), decided once per distinct name.
-class LaunchNames {
- public:
-  explicit LaunchNames(const RankTrace& r) : rank_(r), known_(r.strings.size(), -1) {}
-  bool operator()(StrId id) {
-    if (id >= known_.size()) known_.resize(id + 1, -1);
-    if (known_[id] < 0) known_[id] = rank_.str(id).find("Launch") != std::string_view::npos;
-    return known_[id] == 1;
-  }
-
- private:
-  const RankTrace& rank_;
-  std::vector<std::int8_t> known_;
-};
-
 // A kernel as the gap computation needs it; sorting these contiguous records by (device,
 // stream, start) puts each stream's kernels in time order.
 struct KernelSlot {
@@ -61,11 +45,10 @@ std::vector<double> stream_gaps(std::vector<KernelSlot> ks) {
 
 }  // namespace
 
-LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWindow>& steps,
+LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                                const GpuTimelineOptions& opts) {
   const EventTable& ev = rank.events;
   auto calls = launch_call_ts(ev);
-  LaunchNames is_launch(rank);
   LaunchOverhead out;
   out.short_kernel = opts.short_kernel;
   out.kernels_per_step.assign(steps.size(), 0);
@@ -75,7 +58,8 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const std::vector<StepWind
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     Kind k = ev.kind[i];
-    if ((k == Kind::Runtime || k == Kind::Driver) && is_launch(ev.name[i]))
+    // Launch calls: "cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "cudaGraphLaunch", ...
+    if ((k == Kind::Runtime || k == Kind::Driver) && facts.of(ev.name[i]).has(kNameLaunchApi))
       launch_durs.push_back(static_cast<double>(ev.dur[i]));
     if (k != Kind::Kernel) continue;
     kernels.push_back({ev.device[i], ev.stream[i], ev.ts[i], ev.end(i)});

@@ -13,22 +13,6 @@ namespace stepscope::detail {
 
 namespace {
 
-bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// CUDA runtime/driver and HIP calls that block the host on the device. Copies block unless they
-// are the *Async variants (a pageable async copy also blocks, but that shows as a copy finding).
-bool is_sync_call(std::string_view n) {
-  static constexpr std::string_view exact[] = {
-      "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-      "cudaThreadSynchronize", "cuStreamSynchronize",   "cuCtxSynchronize",
-      "cuEventSynchronize",    "hipStreamSynchronize",  "hipDeviceSynchronize",
-      "hipEventSynchronize",   "hipCtxSynchronize"};
-  for (std::string_view e : exact)
-    if (n == e) return true;
-  bool copy = starts(n, "cudaMemcpy") || starts(n, "hipMemcpy") || starts(n, "cuMemcpy");
-  return copy && n.find("Async") == std::string_view::npos;
-}
-
 std::vector<Span> gpu_busy(const RankTrace& rank) {
   const EventTable& ev = rank.events;
   std::vector<Span> spans;
@@ -51,7 +35,7 @@ ns_t idle_after(const std::vector<Span>& busy, ns_t call_start, ns_t call_end) {
 
 }  // namespace
 
-SyncPoints sync_points(const RankTrace& rank, const std::vector<StepWindow>& steps,
+SyncPoints sync_points(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                        const GpuTimelineOptions& opts) {
   const EventTable& ev = rank.events;
   std::vector<Span> busy = gpu_busy(rank);
@@ -62,8 +46,9 @@ SyncPoints sync_points(const RankTrace& rank, const std::vector<StepWindow>& ste
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     if (ev.kind[i] != Kind::Runtime && ev.kind[i] != Kind::Driver) continue;
+    // Explicit synchronisation and blocking copies (the facts layer's kNameBlockingCall).
+    if (!facts.of(ev.name[i]).has(kNameBlockingCall)) continue;
     std::string_view n = rank.name_of(i);
-    if (!is_sync_call(n)) continue;
     SyncCall c;
     c.event = static_cast<std::uint32_t>(i);
     c.ts = ev.ts[i];

@@ -64,6 +64,7 @@ std::string state_label(unsigned running) {
 struct NameGroup {
   StrId name = kNoStr;
   std::string text;
+  bool gpu_named = false;  // some row of the name is GPU activity (not a host op with a stream)
   std::int64_t count = 0;
   ns_t sum = 0, max = 0, min = 0;
   std::vector<ns_t> durs;
@@ -92,6 +93,7 @@ std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKe
       g.name = r.name;
       g.max = g.min = d;
     }
+    g.gpu_named = g.gpu_named || is_gpu_kind(rank.events.kind[r.event]);
     ++g.count;
     g.sum += d;
     g.max = std::max(g.max, d);
@@ -108,9 +110,17 @@ std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKe
   return groups;
 }
 
-HtaKernelRow named_row(const NameGroup& g, HtaKernelType t) {
+// Our class of a named row. The facts carry kernel facts for names of GPU activity; a host op
+// that HTA counts as GPU work because it carries a stream (Triton's launching cpu_op) has host
+// facts only, so its name is read as a kernel name here, through the facts layer all the same.
+KernelClass class_of(const RankFacts& facts, const NameGroup& g) {
+  return g.gpu_named ? facts.of(g.name).cls : kernel_name_fact(g.text).cls;
+}
+
+HtaKernelRow named_row(const RankFacts& facts, const NameGroup& g, HtaKernelType t) {
   HtaKernelRow row;
   row.name = g.text;
+  row.cls = class_of(facts, g);
   row.type = t;
   row.count = g.count;
   row.sum = g.sum;
@@ -138,12 +148,12 @@ void regrouped_columns(HtaKernelRow& row, const std::vector<double>& sums) {
 // _aggr_gpu_kernel_time: with more than num_kernels names, a name becomes "others" when its
 // cumulative sum exceeds quantile(cumsum, duration_ratio) (a quantile of the cumulative-sum
 // column, not duration_ratio of the total) or when it ranks num_kernels-th or lower.
-std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View& v,
+std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const RankFacts& facts, const View& v,
                                               HtaKernelType t, const GpuTimelineOptions& opts) {
   std::vector<NameGroup> groups = group_by_name(rank, v, t);
   std::vector<HtaKernelRow> rows;
   if (static_cast<int>(groups.size()) <= opts.num_kernels) {
-    for (const NameGroup& g : groups) rows.push_back(named_row(g, t));
+    for (const NameGroup& g : groups) rows.push_back(named_row(facts, g, t));
     return rows;
   }
   std::vector<double> cumsum;
@@ -163,7 +173,7 @@ std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const View&
     const NameGroup& g = groups[k];
     bool lump = cumsum[k] > q || static_cast<int>(k) >= opts.num_kernels;
     if (!lump) {
-      HtaKernelRow row = named_row(g, t);
+      HtaKernelRow row = named_row(facts, g, t);
       regrouped_columns(row, {static_cast<double>(g.sum)});
       rows.push_back(row);
       continue;
@@ -269,11 +279,11 @@ void finish_type_percentages(std::vector<HtaKernelTypeTime>& types) {
   std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.time > b.time; });
 }
 
-std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const View& v,
+std::vector<HtaKernelRow> top_kernels(const RankTrace& rank, const RankFacts& facts, const View& v,
                                       const GpuTimelineOptions& opts) {
   std::vector<HtaKernelRow> out;
   for (HtaKernelType t : {HtaKernelType::Computation, HtaKernelType::Communication, HtaKernelType::Memory}) {
-    auto rows = top_kernels_of_type(rank, v, t, opts);
+    auto rows = top_kernels_of_type(rank, facts, v, t, opts);
     out.insert(out.end(), rows.begin(), rows.end());
   }
   return out;

@@ -71,6 +71,7 @@ std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
   return s < 0 ? -1 : s;
 }
 
+// HTA's rule (get_profiler_steps: "ProfilerStep" anywhere), kept literal, not the facts layer's.
 bool is_profiler_step_name(std::string_view n) { return n.find("ProfilerStep") != n.npos; }
 
 // cat ∈ {kernel, Kernel, gpu_memset, Memset, gpu_memcpy, Memcpy, mtia_ccp_events}: the rows
@@ -80,7 +81,8 @@ bool is_idle_category(std::string_view cat) {
          cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
 }
 
-// The launch calls HTA's launch statistics count (see hta_launch.cpp).
+// The launch calls HTA's launch statistics count (see hta_launch.cpp): HTA's literal list, not the
+// facts layer's launch flags.
 std::uint8_t launch_flags(std::string_view n) {
   if (n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
       n == "runFunction - job_prep_and_submit_for_execution")
@@ -89,7 +91,8 @@ std::uint8_t launch_flags(std::string_view n) {
   return 0;
 }
 
-// Per distinct string: its kernel type and flags, so each name is examined once.
+// Per distinct string: its kernel type and flags, so each name is examined once. Every rule here
+// is HTA's own, kept literal so the figures match HTA's (our own rules live in the facts layer).
 class NameInfo {
  public:
   explicit NameInfo(const RankTrace& r) : rank_(r), known_(r.strings.size(), 0), type_(r.strings.size()), flags_(r.strings.size()) {}

@@ -136,6 +136,7 @@ void compare_profiler(const Analysis& b, const Analysis& t, std::vector<std::str
                   "it adds host overhead to every op", out);
   compare_setting(any_event(b, Kind::PythonFunction), any_event(t, Kind::PythonFunction), "with_stack",
                   "Python stack tracing slows the host", out);
+  // "[memory]" is the fixed name Kineto gives its allocator records (a format constant, no rule).
   compare_setting(any_event(b, Kind::CpuInstant, "[memory]"), any_event(t, Kind::CpuInstant, "[memory]"),
                   "profile_memory", "allocation tracking slows the host", out);
   const RankTrace *bt = first_rank(b), *tt = first_rank(t);

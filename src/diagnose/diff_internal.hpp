@@ -35,6 +35,7 @@ struct Tally {
 // GPU activity and host calls per steady-state step, averaged over ranks.
 struct KernelTable {
   std::map<std::string, Tally> kernels;  // by kernel name
+  std::map<std::string, KernelClass> classes;  // by kernel name: the facts layer's class
   std::map<std::string, double> counts;  // "kernel launches", "H2D copies", ...
 };
 KernelTable kernel_table(const Analysis& a);

@@ -58,10 +58,12 @@ void tally_copy(const RankTrace& t, std::size_t i, std::map<std::string, double>
   if (t.events.host_mem[i] == HostMem::Pageable) counts[kPageableCopies] += 1;
 }
 
-void tally_event(const RankTrace& t, std::size_t i, KernelTable& out) {
+void tally_event(const RankTrace& t, const RankFacts& facts, std::size_t i, KernelTable& out) {
   switch (t.events.kind[i]) {
     case Kind::Kernel: {
-      Tally& k = out.kernels[std::string(t.name_of(i))];
+      auto [it, fresh] = out.kernels.try_emplace(std::string(t.name_of(i)));
+      if (fresh) out.classes.try_emplace(it->first, facts.of_event(t, i).cls);
+      Tally& k = it->second;
       k.ns += static_cast<double>(t.events.dur[i]);
       k.count += 1;
       out.counts[kKernelLaunches] += 1;
@@ -74,11 +76,11 @@ void tally_event(const RankTrace& t, std::size_t i, KernelTable& out) {
   }
 }
 
-KernelTable rank_table(const RankTrace& t, const RankPartition& p) {
+KernelTable rank_table(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
   KernelTable out;
   const WindowIndex windows(p);
   for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (windows.contains(t.events.ts[i])) tally_event(t, i, out);
+    if (windows.contains(t.events.ts[i])) tally_event(t, facts, i, out);
   const double steps = static_cast<double>(std::max<std::size_t>(windows.size(), 1));
   for (auto& [name, k] : out.kernels) {
     k.ns /= steps;
@@ -99,6 +101,20 @@ void add_scaled(KernelTable& into, const KernelTable& from, double scale) {
     t.count += k.count * scale;
   }
   for (const auto& [name, v] : from.counts) into.counts[name] += v * scale;
+  into.classes.insert(from.classes.begin(), from.classes.end());
+}
+
+// The class of a kernel the table ran, or nullptr.
+const KernelClass* class_in(const KernelTable& table, const std::string& name) {
+  auto it = table.classes.find(name);
+  return it == table.classes.end() ? nullptr : &it->second;
+}
+
+// The class of a kernel either table ran (a name's class is the same on every rank and run).
+KernelClass class_of(const KernelTable& base, const KernelTable& test, const std::string& name) {
+  const KernelClass* c = class_in(base, name);
+  if (!c) c = class_in(test, name);
+  return c ? *c : KernelClass::OtherCompute;
 }
 
 ChangeKind classify_change(const Tally& b, const Tally& t, double threshold) {
@@ -124,10 +140,11 @@ KernelChange make_change(const std::string& name, const std::string& cls, const 
   return c;
 }
 
-std::map<std::string, Tally> by_class(const std::map<std::string, Tally>& kernels) {
+std::map<std::string, Tally> by_class(const KernelTable& table) {
   std::map<std::string, Tally> out;
-  for (const auto& [name, k] : kernels) {
-    Tally& c = out[kernel_class_name(classify_kernel(name))];
+  for (const auto& [name, k] : table.kernels) {
+    const KernelClass* cls = class_in(table, name);
+    Tally& c = out[kernel_class_name(cls ? *cls : KernelClass::OtherCompute)];
     c.ns += k.ns;
     c.count += k.count;
   }
@@ -159,16 +176,22 @@ KernelTable kernel_table(const Analysis& a) {
   for (const auto& t : a.trace.ranks)
     if (partition_of(a.result, t.rank)) ++ranks;
   if (!ranks) return job;
-  for (const auto& t : a.trace.ranks)
-    if (const RankPartition* p = partition_of(a.result, t.rank))
-      add_scaled(job, rank_table(t, *p), 1.0 / static_cast<double>(ranks));
+  for (std::size_t i = 0; i < a.trace.ranks.size(); ++i) {
+    const RankTrace& t = a.trace.ranks[i];
+    const RankPartition* p = partition_of(a.result, t.rank);
+    if (!p) continue;
+    // The result's facts are in trace order; a result without them gets the rank's facts here.
+    const bool have = i < a.result.facts.size() && a.result.facts[i].rank == t.rank;
+    const RankFacts computed = have ? RankFacts{} : compute_facts(t);
+    add_scaled(job, rank_table(t, have ? a.result.facts[i] : computed, *p), 1.0 / static_cast<double>(ranks));
+  }
   return job;
 }
 
 std::vector<KernelChange> kernel_changes(const KernelTable& base, const KernelTable& test, double threshold) {
   std::vector<KernelChange> out;
   for_each_key(base.kernels, test.kernels, [&](const std::string& name, const Tally& b, const Tally& t) {
-    KernelChange c = make_change(name, kernel_class_name(classify_kernel(name)), b, t, threshold);
+    KernelChange c = make_change(name, kernel_class_name(class_of(base, test, name)), b, t, threshold);
     if (c.kind != ChangeKind::Unchanged) out.push_back(std::move(c));
   });
   sort_by_delta(out);
@@ -177,7 +200,7 @@ std::vector<KernelChange> kernel_changes(const KernelTable& base, const KernelTa
 
 std::vector<KernelChange> class_changes(const KernelTable& base, const KernelTable& test, double threshold) {
   std::vector<KernelChange> out;
-  for_each_key(by_class(base.kernels), by_class(test.kernels),
+  for_each_key(by_class(base), by_class(test),
                [&](const std::string& name, const Tally& b, const Tally& t) {
                  out.push_back(make_change(name, name, b, t, threshold));
                });

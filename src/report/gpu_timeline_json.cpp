@@ -121,6 +121,7 @@ json top_kernels_json(const std::vector<HtaKernelRow>& rows) {
   for (const HtaKernelRow& r : rows) {
     out.push_back({{"name", utf8_safe(r.name)},
                    {"kernel_type", hta_kernel_type_name(r.type)},
+                   {"class", r.others ? json(nullptr) : json(kernel_class_name(r.cls))},
                    {"others", r.others},
                    {"sum_us", us(r.sum)},
                    {"max_us", num(us(r.max))},

@@ -254,7 +254,7 @@ void top_kernels_table(const GpuTimeline& g, std::string& out) {
          "<th class=\"num\">launches</th><th class=\"num\">mean</th></tr>";
   for (const auto& k : g.hta_kernels.top)
     put(out, "<tr><td class=\"name\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        esc(k.name), hta_kernel_type_name(k.type), k.others ? "" : esc(kernel_class_name(classify_kernel(k.name))),
+        esc(k.name), hta_kernel_type_name(k.type), k.others ? "" : esc(kernel_class_name(k.cls)),
         ms(static_cast<double>(k.sum)), k.count, ms(k.mean_dur));
   out += "</table></details>\n";
 }
