@@ -60,6 +60,17 @@ double sync_refill(const AnalysisResult& r) {
   return rank_mean(r, [](const RankPartition& p) { return p.sync_refill_ns; });
 }
 
+// Share of communication kernel time that is expert-parallel all-to-all.
+double expert_parallel_share(const AnalysisResult& r) {
+  double ep = 0, all = 0;
+  for (const auto& p : r.partitions)
+    for (std::size_t k = 0; k < p.mix.comm_ns_by_kind.size(); ++k) {
+      all += static_cast<double>(p.mix.comm_ns_by_kind[k]);
+      if (k == static_cast<std::size_t>(CommKind::ExpertParallel)) ep += static_cast<double>(p.mix.comm_ns_by_kind[k]);
+    }
+  return all > 0 ? ep / all : 0;
+}
+
 // More syncs than this per step leave no region a CUDA graph could capture whole.
 constexpr double kSyncsNoGraph = 4;
 
@@ -240,6 +251,7 @@ bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) 
 std::string kind_excludes(const std::string& id, RunKind kind, bool graphs) {
   const bool training_only = one_of(id, {"micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
                                          "fsdp_prefetch", "no_activation_checkpointing", "async_checkpoint"});
+  // ep_overlap suits inference too (MoE serving overlaps dispatch with compute as well).
   switch (kind) {
     case RunKind::Training: return "";
     case RunKind::Inference:
@@ -378,16 +390,25 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        kNumericsLink, ""},
       "softmax kernels of unfused attention", gpu && m.attention == 0 ? cmp * m.share(m.softmax) : 0, kHideAll,
       "the seq x seq score matrix is never materialised");
+  // Exposed communication splits by kind in proportion to its kernel time: gradient collectives
+  // (DDP/FSDP levers) and expert-parallel all-to-all (overlap with expert compute).
+  const double ep = comm * expert_parallel_share(r);
+  const double grad_comm = comm - ep;
+  add({"ep_overlap", "overlap expert-parallel dispatch/combine with compute",
+       "two-micro-batch overlap or the EP library's hook-based async dispatch/combine (DeepEP: return a recv hook; "
+       "Megatron: --overlap-moe-expert-parallel-comm)",
+       "more memory for the second micro-batch in flight; needs an EP library that supports it", "", ""},
+      "exposed expert-parallel all-to-all", ep, kOverlapHides, "dispatch/combine run under the other micro-batch's compute");
   add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
        "cluster-specific tuning; too small buckets add launch overhead", "", ""},
-      "exposed grad sync", comm, kOverlapHides, "all-reduce overlapped with backward");
+      "exposed grad sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
   add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
        "longer optimiser feedback loop", "",
        "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
-      "exposed grad sync", comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
+      "exposed grad sync", grad_comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
   add({"fsdp_prefetch", "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
        "more memory in flight (limit_all_gathers)", "", ""},
-      "exposed grad sync", comm, kPrefetchHides, "the next layer's all-gather runs under current compute");
+      "exposed grad sync", grad_comm, kPrefetchHides, "the next layer's all-gather runs under current compute");
   add({"async_checkpoint", "asynchronous or less frequent checkpointing", "torch.distributed.checkpoint.async_save, or save every more steps",
        "more work lost on a crash between saves; async saves hold a copy in memory", "", ""},
       "side work", side, kHideAll, "the save leaves the training loop");

@@ -94,6 +94,9 @@ TEST(RealClass, Fp8GemmsAndExpertParallelKernels) {
   EXPECT_EQ(fp32, 0);
   EXPECT_GT(m.comm_ns_by_kind[static_cast<std::size_t>(CommKind::ExpertParallel)], 0);
   EXPECT_GT(r.result.diagnosis.verdict.share, 0.25);
+  // The expert-parallel time is the EP overlap lever's, not DDP's buckets.
+  ASSERT_FALSE(r.result.diagnosis.levers.empty());
+  EXPECT_EQ(r.result.diagnosis.levers.front().id, "ep_overlap");
 }
 
 TEST(RealClass, OldCategoriesStillSplitForwardAndBackward) {
