@@ -201,7 +201,9 @@ struct Evidence {
   std::string meaning;  // one short clause: what this number says here
 };
 
-struct Finding {
+// What a live sample or a monitoring log shows, with the numbers behind it. Named apart from the
+// trace diagnosis's Finding (stepscope/verdict.hpp): the two come from different evidence.
+struct LiveFinding {
   std::string rule;   // stable id: "gpu-bound", "input-bound", ...
   std::string title;  // one line for humans
   Confidence confidence = Confidence::Medium;
@@ -259,8 +261,8 @@ struct HostStats {
 };
 
 struct Classification {
-  Finding verdict;              // the one bottleneck to act on first
-  std::vector<Finding> others;  // further findings worth knowing (throttling, imbalance, ...)
+  LiveFinding verdict;              // the one bottleneck to act on first
+  std::vector<LiveFinding> others;  // further findings worth knowing (throttling, imbalance, ...)
   std::vector<GpuStats> gpus;
   std::optional<HostStats> host;
 };

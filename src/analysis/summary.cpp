@@ -138,7 +138,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
     r.facts[i] = compute_facts(rank);
     r.partitions[i] = partition_rank(rank, r.facts[i], opts.partition);
     r.stability[i] = compute_stability(r.partitions[i]);
-    r.gpu_timelines[i] = analyze_gpu_timeline(rank);
+    r.gpu_timelines[i] = analyze_gpu_timeline(rank, r.facts[i]);
     r.cuda_summaries[i] = summarize_cuda(rank);
   });
   r.rank_comparison = compare_ranks(r.partitions);

@@ -118,7 +118,7 @@ int suggested_threads(const HostStats& h) { return std::max(1, int(std::floor(h.
 
 // --- evidence ---------------------------------------------------------------------------------
 
-void gpu_util_evidence(Finding& f, const GpuPicture& g) {
+void gpu_util_evidence(LiveFinding& f, const GpuPicture& g) {
   f.evidence.push_back({"gpu.util.mean", g.util_mean, "%", "share of time a kernel was running"});
   f.evidence.push_back({"gpu.util.std", g.util_std, "pp", "spread of GPU-Util between samples"});
   if (g.swing_share)
@@ -127,7 +127,7 @@ void gpu_util_evidence(Finding& f, const GpuPicture& g) {
          fmt::format("transitions swinging by >= {:.0f} points", t::kSawtoothSwingPct)});
 }
 
-void gpu_power_evidence(Finding& f, const GpuPicture& g) {
+void gpu_power_evidence(LiveFinding& f, const GpuPicture& g) {
   if (g.clock_ratio)
     f.evidence.push_back(
         {"gpu.sm_clock.ratio", *g.clock_ratio * 100, "%", "SM clock vs its maximum"});
@@ -136,7 +136,7 @@ void gpu_power_evidence(Finding& f, const GpuPicture& g) {
         {"gpu.power.ratio", *g.power_ratio * 100, "%", "board power vs its limit"});
 }
 
-void pegged_evidence(Finding& f, const HostStats& h) {
+void pegged_evidence(LiveFinding& f, const HostStats& h) {
   if (h.top_thread_tid != 0)
     f.evidence.push_back({"host.top_thread.demand", h.top_thread_demand_pct, "% of a core",
                           fmt::format("thread {} '{}' (on CPU {:.0f}%, rest waiting for a core)",
@@ -145,13 +145,13 @@ void pegged_evidence(Finding& f, const HostStats& h) {
                         fmt::format("process {} '{}'", h.top_process_pid, h.top_process_comm)});
 }
 
-void cpu_evidence(Finding& f, const HostStats& h) {
+void cpu_evidence(LiveFinding& f, const HostStats& h) {
   f.evidence.push_back({"host.cpu.mean", h.cpu_mean_pct, "% of a core", "the whole process tree"});
   f.evidence.push_back({"host.cpus.usable", h.effective_cpus, "cores",
                         "online, affinity and cgroup quota, whichever is smallest"});
 }
 
-void io_evidence(Finding& f, const HostStats& h) {
+void io_evidence(LiveFinding& f, const HostStats& h) {
   f.evidence.push_back({"host.threads.in_io", h.io_blocked_threads, "threads",
                         "mean threads blocked in uninterruptible I/O (state D)"});
   if (h.read_mbps || h.write_mbps)
@@ -163,7 +163,7 @@ void io_evidence(Finding& f, const HostStats& h) {
     f.evidence.push_back({"system.disk.busy", *h.disk_busy_pct, "%", "busiest disk's busy time"});
 }
 
-void oversubscription_evidence(Finding& f, const HostStats& h, const HostSignals& s,
+void oversubscription_evidence(LiveFinding& f, const HostStats& h, const HostSignals& s,
                                const TargetInfo& target) {
   f.evidence.push_back(
       {"host.demand_ratio", s.demand_ratio, "x",
@@ -188,8 +188,8 @@ std::string profile_command() {
 
 // --- findings --------------------------------------------------------------------------------
 
-Finding gpu_bound(const GpuPicture& g) {
-  Finding f;
+LiveFinding gpu_bound(const GpuPicture& g) {
+  LiveFinding f;
   f.rule = "gpu-bound";
   bool steady = g.util_std <= t::kSteadyUtilStdPct;
   bool clocks_known = g.clock_ratio || g.power_ratio;
@@ -206,8 +206,8 @@ Finding gpu_bound(const GpuPicture& g) {
   return f;
 }
 
-Finding utilisation_lies(const GpuPicture& g) {
-  Finding f;
+LiveFinding utilisation_lies(const GpuPicture& g) {
+  LiveFinding f;
   f.rule = "utilisation-lies";
   f.title =
       "GPU-Util is high but clocks/power say the SMs are mostly idle: a trickle of small kernels";
@@ -222,8 +222,8 @@ Finding utilisation_lies(const GpuPicture& g) {
   return f;
 }
 
-Finding throttled(const GpuPicture& g) {
-  Finding f;
+LiveFinding throttled(const GpuPicture& g) {
+  LiveFinding f;
   f.rule = "throttled";
   f.title = fmt::format("GPU clocks held down by {}", throttle::describe(g.throttle_reasons));
   f.confidence = Confidence::High;
@@ -237,8 +237,8 @@ Finding throttled(const GpuPicture& g) {
   return f;
 }
 
-Finding memory_full(const GpuPicture& g) {
-  Finding f;
+LiveFinding memory_full(const GpuPicture& g) {
+  LiveFinding f;
   f.rule = "memory-full-low-util";
   f.title = "GPU memory is nearly full while the GPU is mostly idle";
   f.confidence = Confidence::Medium;
@@ -253,8 +253,8 @@ Finding memory_full(const GpuPicture& g) {
   return f;
 }
 
-Finding input_bound(const HostStats& h, const GpuPicture* g) {
-  Finding f;
+LiveFinding input_bound(const HostStats& h, const GpuPicture* g) {
+  LiveFinding f;
   f.rule = "input-bound";
   if (g) {
     f.title = "Input-bound: the GPU waits while one CPU thread is pegged preparing data";
@@ -277,9 +277,9 @@ Finding input_bound(const HostStats& h, const GpuPicture* g) {
   return f;
 }
 
-Finding oversubscribed(const HostStats& h, const HostSignals& s, const TargetInfo& target,
+LiveFinding oversubscribed(const HostStats& h, const HostSignals& s, const TargetInfo& target,
                        const GpuPicture* g) {
-  Finding f;
+  LiveFinding f;
   f.rule = "oversubscribed";
   f.title = "Thread oversubscription: many threads fight over few cores";
   f.confidence = (s.invol_per_core || s.cgroup_throttled) ? Confidence::High : Confidence::Medium;
@@ -299,8 +299,8 @@ Finding oversubscribed(const HostStats& h, const HostSignals& s, const TargetInf
   return f;
 }
 
-Finding io_bound(const HostStats& h, const GpuPicture* g) {
-  Finding f;
+LiveFinding io_bound(const HostStats& h, const GpuPicture* g) {
+  LiveFinding f;
   f.rule = "io-bound";
   f.title = g ? "I/O-bound: GPU and CPU both low while the job waits on storage"
               : "I/O-bound: the CPU is low while the job waits on storage";
@@ -317,8 +317,8 @@ Finding io_bound(const HostStats& h, const GpuPicture* g) {
   return f;
 }
 
-Finding host_saturated(const HostStats& h, const GpuPicture* g) {
-  Finding f;
+LiveFinding host_saturated(const HostStats& h, const GpuPicture* g) {
+  LiveFinding f;
   f.rule = "host-cpu-bound";
   f.title = "Host CPU-bound: the job uses every core it may use";
   f.confidence = g ? Confidence::High : Confidence::Medium;
@@ -331,8 +331,8 @@ Finding host_saturated(const HostStats& h, const GpuPicture* g) {
   return f;
 }
 
-Finding gpu_underfed(const GpuPicture& g, const std::optional<HostStats>& h) {
-  Finding f;
+LiveFinding gpu_underfed(const GpuPicture& g, const std::optional<HostStats>& h) {
+  LiveFinding f;
   f.rule = "gpu-underfed";
   bool starved = g.util_mean < t::kGpuStarvedUtilPct;
   gpu_util_evidence(f, g);
@@ -360,8 +360,8 @@ Finding gpu_underfed(const GpuPicture& g, const std::optional<HostStats>& h) {
   return f;
 }
 
-Finding idle(const HostStats& h) {
-  Finding f;
+LiveFinding idle(const HostStats& h) {
+  LiveFinding f;
   f.rule = "idle";
   f.title = "Idle: the job barely uses CPU and does no I/O (waiting, sleeping or hung)";
   f.confidence = Confidence::Medium;
@@ -374,8 +374,8 @@ Finding idle(const HostStats& h) {
   return f;
 }
 
-Finding no_host_bottleneck(const HostStats& h) {
-  Finding f;
+LiveFinding no_host_bottleneck(const HostStats& h) {
+  LiveFinding f;
   f.rule = "no-host-bottleneck";
   f.title = "No host-side bottleneck; without GPU readings the GPU side cannot be judged";
   f.confidence = Confidence::Low;
@@ -388,8 +388,8 @@ Finding no_host_bottleneck(const HostStats& h) {
   return f;
 }
 
-Finding nothing_to_judge() {
-  Finding f;
+LiveFinding nothing_to_judge() {
+  LiveFinding f;
   f.rule = "no-data";
   f.title = "No readings to judge";
   f.confidence = Confidence::Low;
@@ -401,7 +401,7 @@ Finding nothing_to_judge() {
 
 // Devices of one job that disagree: a straggler rank or uneven placement. Only the devices the
 // target uses count when it is known to use any.
-std::optional<Finding> gpu_imbalance(const std::vector<GpuStats>& gpus) {
+std::optional<LiveFinding> gpu_imbalance(const std::vector<GpuStats>& gpus) {
   bool any_used =
       std::any_of(gpus.begin(), gpus.end(), [](const GpuStats& g) { return g.used_by_target; });
   const GpuStats* lo = nullptr;
@@ -412,7 +412,7 @@ std::optional<Finding> gpu_imbalance(const std::vector<GpuStats>& gpus) {
     if (!hi || *d.util_mean > *hi->util_mean) hi = &d;
   }
   if (!lo || !hi || *hi->util_mean - *lo->util_mean <= t::kGpuImbalancePct) return std::nullopt;
-  Finding f;
+  LiveFinding f;
   f.rule = "gpu-imbalance";
   f.title = fmt::format("GPUs disagree: GPU {} at {:.0f}% vs GPU {} at {:.0f}%", hi->index,
                         *hi->util_mean, lo->index, *lo->util_mean);
@@ -425,13 +425,13 @@ std::optional<Finding> gpu_imbalance(const std::vector<GpuStats>& gpus) {
 }
 
 // The job queues for cores on a machine that is busy with other work: its numbers understate it.
-std::optional<Finding> host_contended(const HostStats& h) {
+std::optional<LiveFinding> host_contended(const HostStats& h) {
   double wait_cores = std::max(0.0, h.demand_cores - h.cpu_mean_pct / 100.0);
   double wait_share = h.demand_cores > 0 ? wait_cores / h.demand_cores : 0;
   if (wait_share < t::kContendedWaitShare ||
       h.system_busy_pct.value_or(0) < t::kContendedSystemBusyPct)
     return std::nullopt;
-  Finding f;
+  LiveFinding f;
   f.rule = "host-contended";
   f.title = "Other work on the host competes for the cores: the job often waits for one";
   f.confidence = Confidence::Medium;
@@ -450,7 +450,7 @@ void add_others(Classification& c, const GpuPicture& g, const std::optional<Host
   auto already = [&](const std::string& rule) {
     if (c.verdict.rule == rule) return true;
     return std::any_of(c.others.begin(), c.others.end(),
-                       [&](const Finding& f) { return f.rule == rule; });
+                       [&](const LiveFinding& f) { return f.rule == rule; });
   };
   if (g.present && g.throttled_share >= t::kThrottledShare && !already("throttled"))
     c.others.push_back(throttled(g));
@@ -460,7 +460,7 @@ void add_others(Classification& c, const GpuPicture& g, const std::optional<Host
   if (h && s && s->oversubscribed && !already("oversubscribed"))
     c.others.push_back(oversubscribed(*h, *s, series.target, g.present ? &g : nullptr));
   if (h && s && s->cgroup_throttled && !already("oversubscribed")) {
-    Finding f;
+    LiveFinding f;
     f.rule = "cgroup-throttled";
     f.title = "The cgroup CPU quota throttles the job";
     f.confidence = Confidence::High;
@@ -474,7 +474,7 @@ void add_others(Classification& c, const GpuPicture& g, const std::optional<Host
   if (auto f = gpu_imbalance(c.gpus)) c.others.push_back(*f);
 }
 
-Finding gpu_verdict(const GpuPicture& g, const std::optional<HostStats>& h,
+LiveFinding gpu_verdict(const GpuPicture& g, const std::optional<HostStats>& h,
                     const std::optional<HostSignals>& s, const Series& series) {
   if (g.util_mean >= t::kGpuBusyUtilPct) {
     bool slowed =
@@ -497,7 +497,7 @@ Finding gpu_verdict(const GpuPicture& g, const std::optional<HostStats>& h,
   return gpu_underfed(g, h);
 }
 
-Finding host_only_verdict(const HostStats& h, const HostSignals& s, const Series& series) {
+LiveFinding host_only_verdict(const HostStats& h, const HostSignals& s, const Series& series) {
   if (s.oversubscribed) return oversubscribed(h, s, series.target, nullptr);
   if (s.pegged) return input_bound(h, nullptr);
   // Without a GPU to confirm starvation, only the target's own I/O counts: busy disks on a

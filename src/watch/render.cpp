@@ -74,7 +74,7 @@ std::string format_value(double v) {
 
 json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-json finding_json(const Finding& f) {
+json finding_json(const LiveFinding& f) {
   json ev = json::array();
   for (const auto& e : f.evidence)
     ev.push_back(
@@ -260,7 +260,7 @@ std::string render_summary(const Series& series, const Classification& c,
                        series.target.mkl_num_threads.value_or("unset"));
   }
   out += "\n";
-  const Finding& v = c.verdict;
+  const LiveFinding& v = c.verdict;
   out +=
       fmt::format("verdict: {}  [{} confidence]\n  {}\n", v.rule, to_string(v.confidence), sanitize(v.title));
   size_t width = 0;
