@@ -67,39 +67,40 @@ inline constexpr int kStageHintCount = 3;
 enum class SyncKind : std::uint8_t { None, DeviceWait, BlockingCopy, ScalarRead };
 
 // Flags detectors ask of a name; one bit each.
-enum NameFlag : std::uint32_t {
-  kNameZeroGrad = 1u << 0,        // optimizer.zero_grad
-  kNameRecompute = 1u << 1,       // activation checkpointing marker
-  kNameConvOp = 1u << 2,          // aten convolution op
-  kNameSynchronize = 1u << 3,     // a runtime call named ...Synchronize
-  kNameAutotune = 1u << 4,        // cudnnFind / miopenFind
-  kNameCompiledRegion = 1u << 5,  // a torch.compile'd region ran
-  kNameCompile = 1u << 6,         // dynamo / inductor compilation
-  kNameOptimizerStep = 1u << 7,   // Optimizer.step#...
-  kNameFusedOptimizer = 1u << 8,  // multi-tensor / foreach / fused optimizer op or kernel
-  kNameAnomalyOp = 1u << 9,       // ops anomaly mode runs per backward node
-  kNameItem = 1u << 10,           // aten::item
-  kNameIsnan = 1u << 11,          // aten::isnan
-  kNameBmm = 1u << 12,            // aten::bmm / baddbmm (attention scores)
-  kNameSoftmax = 1u << 13,        // a softmax kernel (not log-softmax)
-  kNameLayout = 1u << 14,         // NCHW <-> NHWC conversion kernel
-  kNameFill = 1u << 15,           // fill kernel
-  kNameFusedKernel = 1u << 16,    // a kernel named fused
-  kNameNanCheck = 1u << 17,       // isnan / or kernels of anomaly checks
-  kNameGemv = 1u << 18,           // matrix-vector: bandwidth-bound whatever the precision
-  kNameBackwardOp = 1u << 19,     // an autograd node (..Backward0, evaluate_function)
-  kNameProfilerStep = 1u << 20,   // ProfilerStep#N
-  kNameLaunchCall = 1u << 21,     // a runtime/driver call that launches a kernel
-  kNameAsyncCopyCall = 1u << 22,  // cudaMemcpyAsync / hipMemcpyAsync
-  kNameForwardEntry = 1u << 23,   // a module's forward (nn.Module: / Module._call_impl)
-  kNameLossOrOutput = 1u << 24,   // the final softmax/log-softmax/cross-entropy of a classifier
-  kNameServing = 1u << 25,        // a serving engine's iteration or request marker (vLLM, SGLang, TGI)
-  kNameHarness = 1u << 26,        // a benchmark harness's marker (warmup / measure ranges, PARAM, timeit)
-  kNameEventTiming = 1u << 27,    // cudaEventRecord / cudaEventElapsedTime / cudaEventSynchronize
-  kNameGraphLaunch = 1u << 28,    // cudaGraphLaunch / hipGraphLaunch: a CUDA graph replay
-  kNameWarmupRange = 1u << 31,    // a harness's or user's warm-up range
-  kNameLaunchApi = 1u << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
-  kNameBlockingCall = 1u << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
+enum NameFlag : std::uint64_t {
+  kNameZeroGrad = std::uint64_t{1} << 0,        // optimizer.zero_grad
+  kNameRecompute = std::uint64_t{1} << 1,       // activation checkpointing marker
+  kNameConvOp = std::uint64_t{1} << 2,          // aten convolution op
+  kNameSynchronize = std::uint64_t{1} << 3,     // a runtime call named ...Synchronize
+  kNameAutotune = std::uint64_t{1} << 4,        // cudnnFind / miopenFind
+  kNameCompiledRegion = std::uint64_t{1} << 5,  // a torch.compile'd region ran
+  kNameCompile = std::uint64_t{1} << 6,         // dynamo / inductor compilation
+  kNameOptimizerStep = std::uint64_t{1} << 7,   // Optimizer.step#...
+  kNameFusedOptimizer = std::uint64_t{1} << 8,  // multi-tensor / foreach / fused optimizer op or kernel
+  kNameAnomalyOp = std::uint64_t{1} << 9,       // ops anomaly mode runs per backward node
+  kNameItem = std::uint64_t{1} << 10,           // aten::item
+  kNameIsnan = std::uint64_t{1} << 11,          // aten::isnan
+  kNameBmm = std::uint64_t{1} << 12,            // aten::bmm / baddbmm (attention scores)
+  kNameSoftmax = std::uint64_t{1} << 13,        // a softmax kernel (not log-softmax)
+  kNameLayout = std::uint64_t{1} << 14,         // NCHW <-> NHWC conversion kernel
+  kNameFill = std::uint64_t{1} << 15,           // fill kernel
+  kNameFusedKernel = std::uint64_t{1} << 16,    // a kernel named fused
+  kNameNanCheck = std::uint64_t{1} << 17,       // isnan / or kernels of anomaly checks
+  kNameGemv = std::uint64_t{1} << 18,           // matrix-vector: bandwidth-bound whatever the precision
+  kNameBackwardOp = std::uint64_t{1} << 19,     // an autograd node (..Backward0, evaluate_function)
+  kNameProfilerStep = std::uint64_t{1} << 20,   // ProfilerStep#N
+  kNameLaunchCall = std::uint64_t{1} << 21,     // a runtime/driver call that launches a kernel
+  kNameAsyncCopyCall = std::uint64_t{1} << 22,  // cudaMemcpyAsync / hipMemcpyAsync
+  kNameForwardEntry = std::uint64_t{1} << 23,   // a module's forward (nn.Module: / Module._call_impl)
+  kNameLossOrOutput = std::uint64_t{1} << 24,   // the final softmax/log-softmax/cross-entropy of a classifier
+  kNameServing = std::uint64_t{1} << 25,        // a serving engine's iteration or request marker (vLLM, SGLang, TGI)
+  kNameHarness = std::uint64_t{1} << 26,        // a benchmark harness's marker (warmup / measure ranges, PARAM, timeit)
+  kNameEventTiming = std::uint64_t{1} << 27,    // cudaEventRecord / cudaEventElapsedTime / cudaEventSynchronize
+  kNameGraphLaunch = std::uint64_t{1} << 28,    // cudaGraphLaunch / hipGraphLaunch: a CUDA graph replay
+  kNameWarmupRange = std::uint64_t{1} << 31,    // a harness's or user's warm-up range
+  kNameGradCollective = std::uint64_t{1} << 32,  // a host-side all-reduce of gradients (gloo/nccl:all_reduce)
+  kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
+  kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };
 
 struct NameFact {
@@ -113,7 +114,7 @@ struct NameFact {
   HostRole role = HostRole::Op;
   StageHint stage = StageHint::None;
   SyncKind sync = SyncKind::None;
-  std::uint32_t flags = 0;
+  std::uint64_t flags = 0;
   bool has(NameFlag f) const { return (flags & f) != 0; }
   bool is_comm() const { return comm != CommKind::None; }
 };

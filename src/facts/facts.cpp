@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "facts/name_match.hpp"
+#include "stepscope/parse.hpp"
 #include "stepscope/facts.hpp"
 
 namespace stepscope {
@@ -300,7 +301,8 @@ void count_records(const RankTrace& t, RankFacts& f) {
 
 struct KindCounts {
   std::size_t backward = 0, optimizer = 0, loader = 0, serving = 0, harness = 0, event_timing = 0,
-              graph_launches = 0, profiler_steps = 0, launches = 0;
+              graph_launches = 0, profiler_steps = 0, launches = 0, grad_collectives = 0;
+  std::int64_t last_step_number = -1;  // a ProfilerStep#N with N > 1 was recorded inside a loop
 };
 
 KindCounts kind_counts(const RankTrace& t, const RankFacts& f) {
@@ -316,6 +318,10 @@ KindCounts kind_counts(const RankTrace& t, const RankFacts& f) {
     c.event_timing += n.has(kNameEventTiming);
     c.graph_launches += n.has(kNameGraphLaunch);
     c.profiler_steps += n.has(kNameProfilerStep);
+    c.grad_collectives += n.has(kNameGradCollective);
+    if (n.has(kNameProfilerStep))
+      if (auto num = parse_int(t.name_of(i).substr(t.name_of(i).find('#') + 1)))
+        c.last_step_number = std::max(c.last_step_number, *num);
     c.launches += n.has(kNameLaunchCall);
   }
   return c;
@@ -346,8 +352,12 @@ void classify_run(const RankTrace& t, RankFacts& f) {
     return set(RunKind::Inference, fmt::format("{} serving-engine iterations or requests, no backward{}", c.serving,
                                                f.cuda_graphs ? ", CUDA graph replays" : ""));
   if (!f.pytorch && c.launches == 0 && !f.gpu_records) return set(RunKind::Unknown, "no PyTorch ops and no GPU work");
-  if (c.profiler_steps >= 2 || c.loader >= 2 || f.cuda_graphs)
-    return set(RunKind::Inference, fmt::format("{} repeated steps without backward or optimizer", c.profiler_steps));
+  if (c.grad_collectives > 0)
+    return set(RunKind::Training, fmt::format("{} gradient all-reduces on the host (the trace holds no backward ops)",
+                                              c.grad_collectives));
+  if (c.profiler_steps >= 2 || c.last_step_number >= 2 || c.loader >= 2 || f.cuda_graphs)
+    return set(RunKind::Inference, fmt::format("{} profiler step(s) of a loop (up to #{}) without backward or optimizer",
+                                               c.profiler_steps, c.last_step_number));
   set(RunKind::OneShot, "no backward, no optimizer and no repeated step: a single pass");
 }
 

@@ -135,6 +135,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
       kNameServing);
   set(l == "warmup" || l == "measure" || starts(l, "[param|") || has_any(l, {"benchmark", "timeit", "## warmup", "## measure"}),
       kNameHarness);
+  set(has_any(l, {"gloo:all_reduce", "nccl:all_reduce", "c10d::allreduce"}), kNameGradCollective);
   set(has(l, "warmup") || has(l, "warm-up") || has(l, "warm_up"), kNameWarmupRange);
   set(n == "cudaEventRecord" || n == "cudaEventElapsedTime" || n == "cudaEventSynchronize" || n == "hipEventRecord" ||
           n == "hipEventElapsedTime" || n == "hipEventSynchronize",
