@@ -395,14 +395,13 @@ bool in_steady(const std::vector<StepPartition>& steps, ns_t ts) {
 }
 
 // Scores of attention are batched matmuls: a softmax without them is a classifier's output.
-bool has_score_matmuls(const RankTrace& t, const RankFacts& facts) {
-  for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (facts.of_event(t, i).has(kNameBmm)) return true;
-  return false;
+// Per distinct name, not per event: names no event carries have no flags.
+bool has_score_matmuls(const RankFacts& facts) {
+  return std::any_of(facts.names.begin(), facts.names.end(), [](const NameFact& n) { return n.has(kNameBmm); });
 }
 
 void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
-  const bool scores = has_score_matmuls(t, facts);
+  const bool scores = has_score_matmuls(facts);
   for (const auto& a : gpu) {
     if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, a.start)) continue;
     const NameFact& n = facts.of_event(t, a.event);

@@ -13,6 +13,16 @@ using Groups = std::array<double, kBoundCount>;
 // Time of each bound's categories in a step (Straggler stays 0: it is not a category).
 Groups group_times(const std::array<double, kCategoryCount>& category);
 
+// Mean over ranks with steady steps of a per-rank, per-step figure.
+template <class F>
+double rank_mean(const AnalysisResult& r, F per_step) {
+  double total = 0;
+  std::size_t n = 0;
+  for (const auto& p : r.partitions)
+    if (p.steady_steps) total += per_step(p), ++n;
+  return n ? total / static_cast<double>(n) : 0;
+}
+
 std::string ms(double ns);
 std::string pct(double share);
 

@@ -46,16 +46,6 @@ constexpr double kRecomputeShare = 0.2;
 
 double cat(const JobStep& j, Category c) { return j.category[static_cast<std::size_t>(c)]; }
 
-// Mean over ranks with steady steps of a per-rank, per-step figure.
-template <class F>
-double rank_mean(const AnalysisResult& r, F per_step) {
-  double total = 0;
-  std::size_t n = 0;
-  for (const auto& p : r.partitions)
-    if (p.steady_steps) total += per_step(p), ++n;
-  return n ? total / static_cast<double>(n) : 0;
-}
-
 double sync_refill(const AnalysisResult& r) {
   return rank_mean(r, [](const RankPartition& p) { return p.sync_refill_ns; });
 }

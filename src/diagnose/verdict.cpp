@@ -126,16 +126,10 @@ constexpr double kRefillShare = 0.5;
 // Returns the refill time the verdict then holds, or 0.
 double sync_refill_bound(const AnalysisResult& r, const Groups& g, Verdict& v) {
   if (v.bound != Bound::HostLaunch) return 0;
-  double refill = 0, syncs = 0;
-  std::size_t n = 0;
-  for (const auto& p : r.partitions)
-    if (p.steady_steps) {
-      refill += p.sync_refill_ns;
-      syncs += static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
-      ++n;
-    }
-  if (!n) return 0;
-  refill /= static_cast<double>(n), syncs /= static_cast<double>(n);
+  const double refill = rank_mean(r, [](const RankPartition& p) { return p.sync_refill_ns; });
+  const double syncs = rank_mean(r, [](const RankPartition& p) {
+    return static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
+  });
   const double host = g[static_cast<std::size_t>(Bound::HostLaunch)];
   if (host <= 0 || refill < kRefillShare * host) return 0;
   v.bound = Bound::SyncStall;

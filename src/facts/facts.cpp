@@ -198,7 +198,9 @@ constexpr double kStartupFactor = 50;
 constexpr std::size_t kStartupMaxPerName = 2;
 
 // Union of the GPU's busy intervals, in time order.
-std::vector<std::pair<ns_t, ns_t>> gpu_busy(const RankTrace& t) {
+using Busy = std::vector<std::pair<ns_t, ns_t>>;
+
+Busy gpu_busy(const RankTrace& t) {
   std::vector<std::pair<ns_t, ns_t>> iv;
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events)
@@ -211,7 +213,7 @@ std::vector<std::pair<ns_t, ns_t>> gpu_busy(const RankTrace& t) {
   return out;
 }
 
-ns_t busy_within(const std::vector<std::pair<ns_t, ns_t>>& busy, ns_t a, ns_t b) {
+ns_t busy_within(const Busy& busy, ns_t a, ns_t b) {
   auto it = std::lower_bound(busy.begin(), busy.end(), std::pair<ns_t, ns_t>{a, a},
                              [](const auto& x, const auto& y) { return x.second < y.first; });
   ns_t sum = 0;
@@ -223,8 +225,7 @@ ns_t busy_within(const std::vector<std::pair<ns_t, ns_t>>& busy, ns_t a, ns_t b)
 // queued work), which is steady-state cost; a start-up call leaves the GPU idle.
 constexpr double kStartupGpuBusyShare = 0.1;
 
-std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vector<NameFact>& names) {
-  const auto busy = gpu_busy(t);
+std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vector<NameFact>& names, const Busy& busy) {
   std::unordered_map<StrId, std::vector<std::uint32_t>> calls;
   for (const auto& tr : t.host_tracks)
     for (auto i : tr.events)
@@ -258,9 +259,8 @@ std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vect
 constexpr ns_t kLongSyncNs = 5'000'000;
 constexpr double kIdleInsideShare = 0.9;
 
-ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f) {
+ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f, const Busy& busy) {
   if (!f.gpu_records) return 0;
-  const auto busy = gpu_busy(t);
   ns_t total = 0;
   for (auto i : f.device_syncs) {
     const ns_t d = t.events.dur[i];
@@ -372,7 +372,7 @@ void add_warning(RankFacts& f, std::string code, TrustSeverity sev, std::string 
   f.trust.warnings.push_back({std::move(code), sev, f.rank, std::move(text), std::move(advice), std::move(figures)});
 }
 
-void record_warnings(const RankTrace& t, RankFacts& f) {
+void record_warnings(const RankTrace& t, RankFacts& f, const Busy& busy) {
   const double launches = static_cast<double>(f.launch_calls);
   if (f.launch_calls > 0 && !f.gpu_records)
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
@@ -389,7 +389,7 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                             f.launches_without_gpu, f.launch_calls),
                 "record a shorter window, or raise the CUPTI activity buffer size",
                 {{"launches", launches}, {"launches_without_gpu", static_cast<double>(f.launches_without_gpu)}});
-  if (const ns_t waited = syncs_waiting_on_nothing(t, f);
+  if (const ns_t waited = syncs_waiting_on_nothing(t, f, busy);
       static_cast<double>(waited) >= 0.25 * static_cast<double>(std::max<ns_t>(t.last_end() - t.first_ts(), 1)))
     add_warning(f, "untraced_gpu_work", TrustSeverity::Blocks,
                 fmt::format("the host waited {:.1f} ms in device syncs while the traced GPU did nothing: it waited "
@@ -469,9 +469,10 @@ RankFacts compute_facts(const RankTrace& t) {
   gpu_stages(t, f.event_stage);
   f.device = device_model(t);
   count_records(t, f);
-  f.startup = startup_outliers(t, f.names);
+  const Busy busy = gpu_busy(t);
+  f.startup = startup_outliers(t, f.names, busy);
   classify_run(t, f);
-  record_warnings(t, f);
+  record_warnings(t, f, busy);
   return f;
 }
 

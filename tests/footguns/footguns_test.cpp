@@ -13,10 +13,7 @@
 namespace stepscope {
 namespace {
 
-struct ScenarioRun {
-  nlohmann::json truth;
-  AnalysisResult result;
-};
+using ScenarioRun = test::GeneratedRun;
 
 // Generated once per (scenario, options) for the whole test binary.
 // Epoch stalls need two epoch starts after the warm-up step to recur.
@@ -27,19 +24,7 @@ const ScenarioRun& run(const std::string& scenario, std::string extra = "") {
   extra = default_options(scenario) + " " + extra;
   const std::string key = scenario + " " + extra;
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  ScenarioRun r;
-  const auto dir = test::generate(scenario, extra);
-  EXPECT_FALSE(dir.empty()) << "tracegen failed for " << key;
-  if (!dir.empty()) {
-    r.truth = test::read_json(dir / "ground_truth.json");
-    std::vector<std::string> files;
-    for (const auto& f : r.truth["files"]) files.push_back((dir / f.get<std::string>()).string());
-    PipelineOptions o;
-    o.ingest.jobs = 1;
-    r.result = analyze_paths(files, o).result;
-    std::filesystem::remove_all(dir);
-  }
-  return cache.emplace(key, std::move(r)).first->second;
+  return cache.emplace(key, test::analyze_generated(scenario, extra)).first->second;
 }
 
 std::set<std::string> fired(const AnalysisResult& r) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fmt/core.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "stepscope/analysis.hpp"
 #include "stepscope/diagnose.hpp"
 #include "stepscope/ingest.hpp"
+#include "stepscope/pipeline.hpp"
 
 namespace stepscope::test {
 
@@ -72,6 +74,27 @@ inline std::filesystem::path generate(const std::string& scenario, const std::st
 inline nlohmann::json read_json(const std::filesystem::path& p) {
   std::ifstream f(p);
   return nlohmann::json::parse(f);
+}
+
+// A generated scenario analysed as the CLI would: its ground truth and the whole result.
+struct GeneratedRun {
+  nlohmann::json truth;
+  AnalysisResult result;
+};
+
+inline GeneratedRun analyze_generated(const std::string& scenario, const std::string& extra = "") {
+  GeneratedRun r;
+  const auto dir = generate(scenario, extra);
+  EXPECT_FALSE(dir.empty()) << "tracegen failed for " << scenario << " " << extra;
+  if (dir.empty()) return r;
+  r.truth = read_json(dir / "ground_truth.json");
+  std::vector<std::string> files;
+  for (const auto& f : r.truth["files"]) files.push_back((dir / f.get<std::string>()).string());
+  PipelineOptions o;
+  o.ingest.jobs = 1;
+  r.result = analyze_paths(files, o).result;
+  std::filesystem::remove_all(dir);
+  return r;
 }
 
 }  // namespace stepscope::test

@@ -11,25 +11,9 @@
 namespace stepscope {
 namespace {
 
-struct PresetRun {
-  nlohmann::json truth;
-  AnalysisResult result;
-};
+using PresetRun = test::GeneratedRun;
 
-PresetRun run_preset(const std::string& name) {
-  PresetRun r;
-  const auto dir = test::generate(name);
-  EXPECT_FALSE(dir.empty()) << "tracegen failed for " << name;
-  if (dir.empty()) return r;
-  r.truth = test::read_json(dir / "ground_truth.json");
-  std::vector<std::string> files;
-  for (const auto& f : r.truth["files"]) files.push_back((dir / f.get<std::string>()).string());
-  PipelineOptions o;
-  o.ingest.jobs = 1;
-  r.result = analyze_paths(files, o).result;
-  std::filesystem::remove_all(dir);
-  return r;
-}
+PresetRun run_preset(const std::string& name) { return test::analyze_generated(name); }
 
 const Lever* lever(const AnalysisResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
