@@ -54,8 +54,9 @@ enum class CommKind : std::uint8_t {
 const char* comm_kind_name(CommKind c);
 
 // The host role of a name, in the priority order used to blame an idle GPU.
-enum class HostRole : std::int8_t { Loader = 0, Sync, Side, Launch, Op, Marker = -1 };
-inline constexpr int kHostRoleCount = 5;  // Loader..Op
+// Comm: host-side communication (gloo collectives, MPI calls): the host moves the data itself.
+enum class HostRole : std::int8_t { Loader = 0, Sync, Side, Launch, Op, Comm, Marker = -1 };
+inline constexpr int kHostRoleCount = 6;  // Loader..Comm
 
 // A stage a host op marks (its descendants inherit it).
 enum class StageHint : std::int8_t { Forward = 0, Backward, Optimizer, None = -1 };
@@ -235,8 +236,12 @@ struct RankFacts {
   std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
   std::uint64_t graph_launches = 0, graph_launches_without_gpu = 0;  // CUDA graph replays, and untraced ones
   Trust trust;                          // trace-level warnings (analysis adds step-level ones)
+  // The union of the GPU's work intervals (kernels, copies, memsets), in time order.
+  std::vector<std::pair<ns_t, ns_t>> gpu_busy;
 
   const NameFact& of(StrId id) const { return names[id]; }
+  // How much of [a, b) the GPU spends busy. Example: busy {[0,10), [20,30)}, [5, 25) -> 10.
+  ns_t gpu_busy_within(ns_t a, ns_t b) const;
   const NameFact& of_event(const RankTrace& t, std::size_t i) const { return names[t.events.name[i]]; }
 };
 

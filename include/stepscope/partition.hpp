@@ -102,6 +102,9 @@ struct RankPartition {
   // Mean per steady step: GPU idle after each sync until the next GPU work starts (the queue
   // refilling behind the sync; the partition counts it as launch overhead / host compute).
   double sync_refill_ns = 0;
+  // Mean per steady step: time the host sat in device syncs while the GPU was busy, the wait a
+  // host running ahead would have spent on its own work instead.
+  double sync_wait_ns = 0;
   double profiler_overhead_ns = 0;     // estimated host cost of the profiler itself per steady step
   bool host_runs_ahead = false;        // steps measured on the GPU side (see docs/partition.md)
   ns_t startup_skipped_ns = 0;         // whole-trace window: one-time start-up left out at its start

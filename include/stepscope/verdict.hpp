@@ -37,6 +37,7 @@ struct Verdict {
   double runner_up_share = 0;
   bool has_runner_up = false;
   std::string compute_kind;     // when compute dominates: what kind of compute
+  bool unrecorded = false;      // the bound was read from time no profiled op explains
   std::vector<std::string> evidence;  // the numbers that decided it
   std::string headline;         // one line: the bound, its share, the best lever's gain
   std::string inconclusive_because;  // Inconclusive: the trust warnings that block a verdict

@@ -19,7 +19,7 @@ constexpr int kRoleCount = kHostRoleCount;
 constexpr int kStageCount = kStageHintCount;
 constexpr int kLoader = static_cast<int>(HostRole::Loader), kSync = static_cast<int>(HostRole::Sync),
               kSide = static_cast<int>(HostRole::Side), kLaunch = static_cast<int>(HostRole::Launch),
-              kOp = static_cast<int>(HostRole::Op);
+              kOp = static_cast<int>(HostRole::Op), kComm = static_cast<int>(HostRole::Comm);
 constexpr int kNoStage = static_cast<int>(StageHint::None);
 
 
@@ -35,6 +35,7 @@ enum Channel : int {
   kAuxRole0 = kMainStage0 + kStageCount,  // the autograd thread(s)
   kAuxStage0 = kAuxRole0 + kRoleCount,
   kSyncTail = kAuxStage0 + kStageCount,
+  kHostComm,  // host-side communication on another thread (gloo's worker threads)
   kChannelCount
 };
 using Counts = std::array<int, kChannelCount>;
@@ -206,6 +207,16 @@ void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const SweepFac
     }
 }
 
+// Host-side collectives (gloo) often run on the backend's own threads: while the GPU idles and
+// the step's threads record nothing, the step waits on them.
+void add_host_comm(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f, const std::vector<int>& swept) {
+  for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
+    if (std::find(swept.begin(), swept.end(), static_cast<int>(k)) != swept.end()) continue;
+    for (auto i : t.host_tracks[k].events)
+      if (f.role[i] == kComm) add_interval(edges, t.events.ts[i], t.events.end(i), kHostComm);
+  }
+}
+
 // An op nested inside an op of the same role and stage changes no count that matters: its
 // edges are skipped (a large share of a trace's host ops), which keeps the sweep's sort small.
 void add_host_edges(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f,
@@ -239,6 +250,7 @@ struct Classifier {
     auto role = [&](int r) { return any(c, role0 + r); };
     if (role(kLoader)) return static_cast<int>(Category::BatchWait);
     if (role(kSync)) return static_cast<int>(Category::SyncStall);
+    if (role(kComm)) return static_cast<int>(Category::GradSyncExposed);
     if (role(kSide)) return static_cast<int>(Category::SideWork);
     if (gpu && role(kLaunch)) return static_cast<int>(Category::LaunchOverhead);
     if (!gpu) {
@@ -263,6 +275,7 @@ struct Classifier {
     int h = host_blame(c, kMainRole0, kMainStage0);
     if (h < 0) h = host_blame(c, kAuxRole0, kAuxStage0);
     if (h >= 0) return static_cast<Category>(h);
+    if (any(c, kHostComm)) return Category::GradSyncExposed;
     return gpu && any(c, kSyncTail) ? Category::SyncStall : Category::Idle;
   }
 };
@@ -587,11 +600,12 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
 }
 
 // Per device sync in steady steps: one count; whether it sits inside the model's forward or
-// backward (where no CUDA graph can capture it); and the refill: how long the GPU then idles until
+// backward (where no CUDA graph can capture it); how long the host waited in it while the GPU
+// worked; and the refill: how long the GPU then idles until
 // the host has queued work again, time the partition gives to the host's launches but that the
 // sync caused.
 void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
-  ns_t refill = 0;
+  ns_t refill = 0, wait = 0;
   for (auto i : facts.device_syncs) {
     if (!in_steady(r.steps, t.events.ts[i])) continue;
     ++r.sync_calls;
@@ -599,10 +613,13 @@ void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<G
     const StageHint st = facts.event_stage[i];
     if (st == StageHint::Forward || st == StageHint::Backward) ++r.model_syncs;
     const ns_t end = t.events.end(i);
+    wait += facts.gpu_busy_within(t.events.ts[i], end);
     auto it = std::lower_bound(gpu.begin(), gpu.end(), end, [](const GpuActivity& a, ns_t v) { return a.start < v; });
     if (it != gpu.end() && in_steady(r.steps, it->start)) refill += it->start - end;
   }
-  if (r.steady_steps) r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);
+  if (!r.steady_steps) return;
+  r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);
+  r.sync_wait_ns = static_cast<double>(wait) / static_cast<double>(r.steady_steps);
 }
 
 // The profiler's own host cost per recorded event, a rough figure from PyTorch's profiler
@@ -701,6 +718,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
     host_tracks.push_back(k);
   }
   if (f.gpu) add_sync_tails(edges, t, f, host_tracks, gpu, last);
+  add_host_comm(edges, t, f, host_tracks);
   const Classifier cls{f.gpu, !f.gpu && !f.has_forward_marker};
   const std::vector<Segment> segs = sweep(edges, cls);
   for (auto& s : r.steps) s.ns = window_times(segs, s.start, s.end);

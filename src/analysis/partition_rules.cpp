@@ -14,8 +14,9 @@ std::vector<CompiledRule> compile_rules(const std::vector<StageRule>& rules) {
     else if (r.stage == "data") c.role = HostRole::Loader;
     else if (r.stage == "sync") c.role = HostRole::Sync;
     else if (r.stage == "side") c.role = HostRole::Side;
+    else if (r.stage == "comm") c.role = HostRole::Comm;
     else throw InputError("--stage: unknown stage '" + r.stage +
-                          "' (forward, backward, optimizer, data, sync, side)");
+                          "' (forward, backward, optimizer, data, sync, side, comm)");
     try {
       c.re = std::regex(r.regex, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {

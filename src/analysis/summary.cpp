@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/core.h>
+
 #include "stepscope/analysis.hpp"
 #include "stepscope/steps.hpp"
 
@@ -120,6 +122,20 @@ void block_single_cold_pass(const RankPartition& p, RankFacts& f) {
     }
 }
 
+// A run read as one pass whose steps turn out to be a repeated range tiling the work is a loop:
+// inference or evaluation under PyTorch, a loop of unknown purpose in any other program.
+void refine_run_kind(const RankPartition& p, RankFacts& f) {
+  if (f.run_kind != RunKind::OneShot || p.source != StepSource::Annotation || p.steps.size() < 2) return;
+  const std::string what = fmt::format("{} repeated {} ranges tile the work", p.steps.size(), p.source_detail);
+  if (f.pytorch) {
+    f.run_kind = RunKind::Inference;
+    f.run_kind_evidence = what + ", no backward or optimizer: a loop of forward passes";
+  } else {
+    f.run_kind = RunKind::Unknown;
+    f.run_kind_evidence = what + " in a program without PyTorch ops: a loop whose purpose the trace does not say";
+  }
+}
+
 }  // namespace
 
 AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
@@ -144,6 +160,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
   for (std::size_t i = 0; i < n; ++i) {
+    refine_run_kind(r.partitions[i], r.facts[i]);
     block_single_cold_pass(r.partitions[i], r.facts[i]);
     const auto& f = r.facts[i].trust.warnings;
     r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());

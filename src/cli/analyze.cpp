@@ -67,7 +67,7 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
       ->check(kNonNegative);
   cmd->add_option("--stage", args->stages,
                   "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "
-                  "sync, side); repeatable")
+                  "sync, side, comm); repeatable")
       ->type_name("NAME=REGEX");
   cmd->add_option("--step-range", args->step_range,
                   "Each range (NVTX or annotation) of this name is one step, e.g. train_step");

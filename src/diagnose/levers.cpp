@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "diagnose/diagnose_internal.hpp"
@@ -46,8 +47,14 @@ constexpr double kRecomputeShare = 0.2;
 
 double cat(const JobStep& j, Category c) { return j.category[static_cast<std::size_t>(c)]; }
 
-double sync_refill(const AnalysisResult& r) {
-  return rank_mean(r, [](const RankPartition& p) { return p.sync_refill_ns; });
+// What removing the per-step syncs can save: the host stops waiting while the GPU works, so the
+// step shrinks by that wait, but never below the GPU's own busy time nor below the host's own
+// work (the time after a sync until the next launch is host time, still spent). The sync call's
+// own cost while the GPU idles is not counted: a sync every N steps still pays it. Example: a
+// 10 ms step, GPU busy 6 ms, host waiting 7 ms of them in .item() -> min(7, 10 - 6) = 4 ms.
+double sync_removable(const AnalysisResult& r, double step, double gpu_busy) {
+  const double wait = rank_mean(r, [](const RankPartition& p) { return p.sync_wait_ns; });
+  return std::max(0.0, std::min(wait, step - gpu_busy));
 }
 
 // Share of communication kernel time that is expert-parallel all-to-all.
@@ -226,8 +233,38 @@ void require(Lever& l, Capability c, const std::string& needs, const Devices& d)
   l.risk = fmt::format("requires {} (the device is unknown); {}", needs, l.risk);
 }
 
-// Levers whose knobs are PyTorch's do not exist for a program that does not run PyTorch.
-bool pytorch_knob(const std::string& id) { return id != "fix_straggler"; }
+// A program without PyTorch (an Nsight capture of a CUDA application) has the same stall and
+// its own API for the fix: these levers keep applying with the CUDA knob; every other lever's
+// knob is PyTorch's and does not exist for it.
+struct CudaKnob {
+  std::string_view id, knob;
+};
+constexpr CudaKnob kCudaKnobs[] = {
+    {"remove_item", "no cudaDeviceSynchronize or blocking cudaMemcpy inside the loop: cudaMemcpyAsync on a stream, "
+                    "synchronise once per iteration or less"},
+    {"sync_once_per_step", "one cudaStreamSynchronize per iteration, not one after every kernel"},
+    {"pin_memory", "page-locked host buffers (cudaMallocHost or cudaHostRegister) and cudaMemcpyAsync on a stream"},
+    {"cuda_graphs", "capture the iteration once (cudaStreamBeginCapture) and replay it with cudaGraphLaunch"},
+    {"fix_straggler", ""},
+};
+
+// The CUDA knob of a lever for a program without PyTorch; nullopt when it has none.
+std::optional<std::string_view> cuda_knob(const std::string& id) {
+  for (const auto& k : kCudaKnobs)
+    if (id == k.id) return k.knob;
+  return std::nullopt;
+}
+
+void fit_to_program(Lever& l, bool pytorch) {
+  if (pytorch) return;
+  if (auto knob = cuda_knob(l.id)) {
+    if (!knob->empty()) l.knob = std::string(*knob);
+    return;
+  }
+  if (!l.applies) return;
+  l.applies = false;
+  l.basis = "the trace holds no PyTorch ops: this PyTorch knob does not exist for the program; " + l.basis;
+}
 
 bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) {
   for (auto i : ids)
@@ -238,7 +275,7 @@ bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) 
 // Why a lever does not exist for this kind of run, or "" when it does. Training levers (gradient
 // accumulation, optimizer, DDP/FSDP, checkpoints) need a training loop; a single pass cannot
 // repay a compile or a graph capture; a timing harness's syncs and launches are what it measures.
-std::string kind_excludes(const std::string& id, RunKind kind, bool graphs) {
+std::string kind_excludes(const std::string& id, RunKind kind, bool graphs, double syncs) {
   const bool training_only = one_of(id, {"micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
                                          "fsdp_prefetch", "no_activation_checkpointing", "async_checkpoint"});
   // ep_overlap suits inference too (MoE serving overlaps dispatch with compute as well).
@@ -254,6 +291,8 @@ std::string kind_excludes(const std::string& id, RunKind kind, bool graphs) {
       if (training_only) return "a training lever: this run has no backward or optimizer";
       if (one_of(id, {"cuda_graphs", "torch_compile"}))
         return "a single pass: capturing or compiling costs more than the one pass it would speed up";
+      if (id == "remove_item" && syncs <= 1)
+        return "a single pass: its one sync waits for the pass's result, and there is no next step to run ahead into";
       return "";
     case RunKind::Benchmark:
       if (one_of(id, {"tf32", "amp_bf16", "amp_fp16", "channels_last", "sdpa"})) return "";
@@ -266,6 +305,7 @@ std::string kind_excludes(const std::string& id, RunKind kind, bool graphs) {
 struct JobKind {
   RunKind kind = RunKind::Unknown;
   bool graphs = false;
+  double syncs_per_step = 0;
 };
 
 JobKind job_kind(const AnalysisResult& r) {
@@ -274,6 +314,7 @@ JobKind job_kind(const AnalysisResult& r) {
     if (k.kind == RunKind::Unknown) k.kind = f.run_kind;
     k.graphs = k.graphs || f.cuda_graphs;
   }
+  k.syncs_per_step = syncs_per_step(r);
   return k;
 }
 
@@ -285,10 +326,11 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   const double step = j.step_ns;
   const double wait = cat(j, Category::BatchWait);
   const double host = cat(j, Category::LaunchOverhead) + cat(j, Category::HostCompute);
-  const double sync = cat(j, Category::SyncStall);
   const double comm = cat(j, Category::GradSyncExposed);
   const double side = cat(j, Category::SideWork) + (v.bound == Bound::SideWork ? cat(j, Category::Idle) : 0);
   const double cmp = compute(j);
+  // Every instant the GPU works is one of these categories: the partition ranks GPU work first.
+  const double gpu_busy = cmp + comm + cat(j, Category::H2DCopy) + cat(j, Category::D2HCopy) + cat(j, Category::Memset);
   const Mix m = job_mix(r);
   const Devices dev = job_devices(r);
   const bool gpu = j.gpu;
@@ -318,8 +360,8 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"remove_item", "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
        "log every N steps; keep metrics on the device; no blocking copy or synchronize inside the step",
        "less frequent loss logging", "", ""},
-      "sync stall + the GPU's refill idle after each sync", sync + sync_refill(r), kHideAll,
-      "without the sync the host runs ahead and the GPU queue never drains");
+      "the host's wait in device syncs", gpu ? sync_removable(r, step, gpu_busy) : 0, kHideAll,
+      "without the sync the host runs ahead: its own work overlaps the GPU's, down to the longer of the two");
   add({"micro_batch", "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
        "more activation memory; optimisation behaviour changes with the batch", "",
        "a different batch size is a different experiment: pin it across compared runs"},
@@ -413,10 +455,6 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
 
   gate_levers_by_kind(out, r);
   for (auto& l : out) {
-    if (!dev.pytorch && pytorch_knob(l.id) && l.applies) {
-      l.applies = false;
-      l.basis = "the trace holds no PyTorch ops: this PyTorch knob does not exist for the program; " + l.basis;
-    }
     l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets, ms(l.target_ns),
                           ms(l.removable_ns));
   }
@@ -426,8 +464,10 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
 
 void gate_levers_by_kind(std::vector<Lever>& levers, const AnalysisResult& r) {
   const JobKind kind = job_kind(r);
+  const bool pytorch = job_devices(r).pytorch;
+  for (auto& l : levers) fit_to_program(l, pytorch);
   for (auto& l : levers)
-    if (const std::string why = kind_excludes(l.id, kind.kind, kind.graphs); !why.empty() && l.applies) {
+    if (const std::string why = kind_excludes(l.id, kind.kind, kind.graphs, kind.syncs_per_step); !why.empty() && l.applies) {
       l.applies = false;
       l.basis = why + "; " + l.basis;
     }

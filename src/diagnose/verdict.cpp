@@ -241,8 +241,15 @@ const char* held_by(Bound b) {
   return "";
 }
 
+// A bound read from unrecorded time says so: its share is mostly time no op explains.
+const char* held_by(const Verdict& v) {
+  if (!v.unrecorded) return held_by(v.bound);
+  return v.bound == Bound::SideWork ? "side work and unrecorded host time in spikes are"
+                                    : "host work, most of it not recorded by the profiler, is";
+}
+
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
-  std::string s = fmt::format("{}: {} {} of the mean step", bound_label(v.bound, v.gpu), held_by(v.bound), pct(v.share));
+  std::string s = fmt::format("{}: {} {} of the mean step", bound_label(v.bound, v.gpu), held_by(v), pct(v.share));
   if (!v.scope.empty()) s += " (" + v.scope + ")";
   for (const auto& l : levers)
     if (l.applies && l.speedup > 1.005) {
@@ -388,7 +395,7 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
   }
   const double refill = sync_refill_bound(r, g, v);
   const bool unattributed = v.bound == Bound::Unattributed;
-  if (unattributed) v.bound = resolve_unattributed(r, v);
+  if (unattributed) v.bound = resolve_unattributed(r, v), v.unrecorded = true;
   if (unattributed && v.bound == Bound::SideWork) v.scope = spike_scope(r);
   // A bound resolved from unattributed time holds that time too.
   const double held = refill > 0 ? g[static_cast<std::size_t>(Bound::SyncStall)] + refill

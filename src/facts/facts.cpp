@@ -201,12 +201,12 @@ constexpr std::size_t kStartupMaxPerName = 2;
 using Busy = std::vector<std::pair<ns_t, ns_t>>;
 
 Busy gpu_busy(const RankTrace& t) {
-  std::vector<std::pair<ns_t, ns_t>> iv;
+  Busy iv;
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events)
       if (is_gpu_work(t.events.kind[i]) && t.events.dur[i] > 0) iv.emplace_back(t.events.ts[i], t.events.end(i));
   std::sort(iv.begin(), iv.end());
-  std::vector<std::pair<ns_t, ns_t>> out;
+  Busy out;
   for (const auto& [a, b] : iv)
     if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
     else out.emplace_back(a, b);
@@ -215,7 +215,7 @@ Busy gpu_busy(const RankTrace& t) {
 
 ns_t busy_within(const Busy& busy, ns_t a, ns_t b) {
   auto it = std::lower_bound(busy.begin(), busy.end(), std::pair<ns_t, ns_t>{a, a},
-                             [](const auto& x, const auto& y) { return x.second < y.first; });
+                             [](const auto& x, const auto& y) { return x.second <= y.first; });
   ns_t sum = 0;
   for (; it != busy.end() && it->first < b; ++it) sum += std::min(b, it->second) - std::max(a, it->first);
   return sum;
@@ -273,12 +273,20 @@ ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f, const Busy
 
 // ---- records -----------------------------------------------------------------------------------
 
+// Names only PyTorch writes: its operators and its profiler's markers. Not the op kind: an
+// Nsight capture records MPI or cuBLAS API ranges as ops too.
+bool pytorch_name(std::string_view n) {
+  for (std::string_view p : {"aten::", "c10d::", "autograd::", "torch::", "ProfilerStep#", "Optimizer.", "enumerate(DataLoader)"})
+    if (starts(n, p)) return true;
+  return false;
+}
+
 void count_records(const RankTrace& t, RankFacts& f) {
   std::unordered_set<std::int64_t> host_corr;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Kind k = t.events.kind[i];
     if (is_gpu_work(k) && t.events.dur[i] > 0) f.gpu_records = true;
-    if (k == Kind::CpuOp || (is_host_op_kind(k) && starts(t.name_of(i), "aten::"))) f.pytorch = true;
+    if (!f.pytorch && is_host_op_kind(k) && pytorch_name(t.name_of(i))) f.pytorch = true;
     if ((k == Kind::Runtime || k == Kind::Driver) && t.events.correlation[i] != kNone) {
       const NameFact& n = f.names[t.events.name[i]];
       if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
@@ -372,6 +380,16 @@ void add_warning(RankFacts& f, std::string code, TrustSeverity sev, std::string 
   f.trust.warnings.push_back({std::move(code), sev, f.rank, std::move(text), std::move(advice), std::move(figures)});
 }
 
+// Why a trace with no GPU activity at all was still a GPU job, or "" when nothing says so: its
+// device properties list a GPU, or it ran NCCL collectives (a GPU-only backend).
+std::string gpu_job_evidence(const RankTrace& t, const RankFacts& f) {
+  if (f.gpu_records || f.launch_calls > 0) return "";
+  if (f.device.present && f.device.source == "device properties") return "its device properties list " + f.device.describe();
+  for (StrId id = 0; id < t.strings.size(); ++id)
+    if (starts(t.str(id), "nccl:")) return fmt::format("it ran NCCL collectives such as {}", t.str(id));
+  return "";
+}
+
 void record_warnings(const RankTrace& t, RankFacts& f, const Busy& busy) {
   const double launches = static_cast<double>(f.launch_calls);
   if (f.launch_calls > 0 && !f.gpu_records)
@@ -383,6 +401,13 @@ void record_warnings(const RankTrace& t, RankFacts& f, const Busy& busy) {
                 "record again with ProfilerActivity.CUDA and let the profiler context exit normally "
                 "(prof.stop() or the end of the with block) before exporting",
                 {{"launches", launches}, {"gpu_records", 0}});
+  else if (const std::string gpu_job = gpu_job_evidence(t, f); !gpu_job.empty())
+    add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
+                fmt::format("the job ran on a GPU ({}) but the trace holds no GPU records and no launches: its "
+                            "GPU side was not recorded or was cut out, and host op times are only dispatch times",
+                            gpu_job),
+                "record again with ProfilerActivity.CUDA in the profiler's activities",
+                {{"launches", 0}, {"gpu_records", 0}});
   else if (f.launch_calls >= 10 && static_cast<double>(f.launches_without_gpu) > kLostShare * launches)
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Limits,
                 fmt::format("{} of {} launches have no GPU record: part of the GPU activity was lost",
@@ -469,12 +494,14 @@ RankFacts compute_facts(const RankTrace& t) {
   gpu_stages(t, f.event_stage);
   f.device = device_model(t);
   count_records(t, f);
-  const Busy busy = gpu_busy(t);
-  f.startup = startup_outliers(t, f.names, busy);
+  f.gpu_busy = gpu_busy(t);
+  f.startup = startup_outliers(t, f.names, f.gpu_busy);
   classify_run(t, f);
-  record_warnings(t, f, busy);
+  record_warnings(t, f, f.gpu_busy);
   return f;
 }
+
+ns_t RankFacts::gpu_busy_within(ns_t a, ns_t b) const { return busy_within(gpu_busy, a, b); }
 
 bool Trust::has(std::string_view code) const { return find(code) != nullptr; }
 

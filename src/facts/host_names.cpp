@@ -48,6 +48,10 @@ SyncKind sync_kind(std::string_view n) {
   return SyncKind::None;
 }
 
+// Communication the host performs: gloo's collectives ("gloo:all_reduce") and MPI calls, which an
+// Nsight capture records as MPI_Send, MPI_Allreduce, ... ranges.
+bool is_host_comm(std::string_view n) { return starts(n, "gloo:") || starts(n, "MPI_"); }
+
 bool is_side_work(std::string_view n) {
   return n == "checkpoint" || n == "torch.save" || n == "save_checkpoint" || n == "## checkpoint ##";
 }
@@ -158,6 +162,7 @@ NameFact host_name_fact(std::string_view n) {
   if (f.has(kNameProfilerStep)) f.role = HostRole::Marker;
   else if (is_loader(n)) f.role = HostRole::Loader;
   else if (f.sync != SyncKind::None) f.role = HostRole::Sync;
+  else if (is_host_comm(n)) f.role = HostRole::Comm;
   else if (is_side_work(n)) f.role = HostRole::Side;
   else f.role = HostRole::Op;
   return f;

@@ -24,6 +24,7 @@ nlohmann::json verdict_json(const Verdict& v) {
   j["scope"] = v.scope;
   j["runner_up"] = v.has_runner_up ? nlohmann::json(bound_id(v.runner_up, v.gpu)) : nlohmann::json(nullptr);
   j["runner_up_share"] = v.runner_up_share;
+  j["from_unrecorded_time"] = v.unrecorded;
   j["compute_kind"] = v.compute_kind;
   j["evidence"] = v.evidence;
   j["headline"] = v.headline;

@@ -157,6 +157,35 @@ TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   }
 }
 
+const Lever& lever(const AnalysisResult& r, const std::string& id) {
+  for (const auto& l : r.diagnosis.levers)
+    if (l.id == id) return l;
+  throw std::runtime_error("no lever " + id);
+}
+
+TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
+  // 20 ms of GPU work and 80 ms of sync stall a step, most of it the host's own unrecorded work
+  // after the sync; the host waited 15 ms of the GPU's 20. Without the sync the host still
+  // spends its 85 ms: the step shrinks by the 15 ms wait, 100/85, not by the 80 ms stall.
+  AnalysisResult r;
+  r.partitions.push_back(rank_of(0, {step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
+                                     step(2, 20, Category::SyncStall, 80)}));
+  r.partitions[0].sync_wait_ns = static_cast<double>(ms(15));
+  r.partitions[0].sync_calls = 2;
+  r.stability.push_back(compute_stability(r.partitions[0]));
+  diagnose(r);
+  EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SyncStall);
+  const Lever& l = lever(r, "remove_item");
+  EXPECT_TRUE(l.applies);
+  EXPECT_NEAR(l.removable_ns, static_cast<double>(ms(15)), 1);
+  EXPECT_NEAR(l.speedup, 100.0 / 85.0, 1e-9);
+
+  // A sync that waits on nothing (the GPU idle through it): its own cost is not removable.
+  r.partitions[0].sync_wait_ns = 0;
+  diagnose(r);
+  EXPECT_FALSE(lever(r, "remove_item").applies);
+}
+
 TEST(Levers, CatalogueCoversEveryRequiredLever) {
   AnalysisResult r;
   r.partitions.push_back(rank_of(0, {step(0, 60), step(1, 60)}));
