@@ -1,4 +1,5 @@
-// The whole analysis of a set of files in one call: read, analyse, diagnose. The CLI's commands
+// The whole analysis of a set of files in one call: read, analyse, diagnose. Errors: InputError
+// for unreadable or malformed input, and for jobs outside 0..kMaxJobs. The CLI's commands
 // and the Python module call this, so they give the same result for the same input.
 #pragma once
 
@@ -9,6 +10,10 @@
 #include "stepscope/ingest.hpp"
 
 namespace stepscope {
+
+// More threads than this are refused: beyond it they only cost memory and start-up, and the
+// system may refuse to create them.
+inline constexpr int kMaxJobs = 256;
 
 struct PipelineOptions {
   IngestOptions ingest;

@@ -32,6 +32,9 @@ struct AnalyzeArgs {
 };
 
 int run_analyze(const AnalyzeArgs& a) {
+  if (a.annotate_out == "-")
+    throw InputError("--annotate -: the annotated trace is a file (or a directory for several ranks), not standard output");
+  check_outputs(a.paths, {{"--json", a.json_out}, {"--html", a.html_out}, {"--annotate", a.annotate_out}});
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
   po.analyze.jobs = a.jobs;
@@ -48,7 +51,7 @@ int run_analyze(const AnalyzeArgs& a) {
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
-    fmt::print("{}", render_text(result, t));
+    write_stdout(render_text(result, t));
   }
   return result.diagnosis.present ? kExitOk : kExitNothing;
 }

@@ -67,6 +67,9 @@ bool regressed(const DiffResult& d, double threshold_pct) {
 
 int run_diff(const DiffArgs& a) {
   const auto [base_paths, test_paths] = sides_of(a);
+  std::vector<std::string> inputs = base_paths;
+  inputs.insert(inputs.end(), test_paths.begin(), test_paths.end());
+  check_outputs(inputs, {{"--json", a.json_out}, {"--html", a.html_out}});
   DiffOptions opts;
   opts.bootstrap_samples = a.bootstrap;
   opts.seed = a.seed;
@@ -80,7 +83,7 @@ int run_diff(const DiffArgs& a) {
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
-    fmt::print("{}", render_diff_text(d, t));
+    write_stdout(render_diff_text(d, t));
   }
   return regressed(d, a.fail_if_slower_pct) ? kExitRegression : kExitOk;
 }

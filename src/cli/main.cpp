@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 
 #include "cli/command.hpp"
@@ -15,6 +16,14 @@ std::vector<Command>& command_registry() {
 }
 
 }  // namespace stepscope::cli
+
+namespace {
+
+// With stderr gone too (a full device, a closed pipe) there is no one to tell: this must not
+// throw, or the error becomes an abort.
+void report_error(const char* kind, const char* what) { std::fprintf(stderr, "stepscope: %s: %s\n", kind, what); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace stepscope::cli;
@@ -42,10 +51,10 @@ int main(int argc, char** argv) {
       if (sub && sub->parsed()) return run();
     }
   } catch (const stepscope::InputError& e) {
-    fmt::print(stderr, "stepscope: error: {}\n", e.what());
+    report_error("error", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "stepscope: internal error: {}\n", e.what());
+    report_error("internal error", e.what());
     return kExitBadInput;
   }
   return kExitBadInput;

@@ -3,22 +3,17 @@
 
 #include <fmt/core.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "stepscope/error.hpp"
+#include "stepscope/output_file.hpp"
 
 namespace stepscope::cli {
 
-// `where` is a path, or "-" for stdout. Throws InputError when the file cannot be written.
+// `where` is a path, or "-" for stdout; written whole or not at all (stepscope/output_file.hpp).
 inline void write_text(const std::string& where, const std::string& text, const char* what) {
-  if (where == "-") {
-    fmt::print("{}", text);
-    return;
-  }
-  std::ofstream f(where, std::ios::binary);
-  if (!f || !(f << text) || !f.flush()) throw InputError(fmt::format("{}: cannot write the {}", where, what));
+  write_output(where, text, what);
 }
 
 inline void write_json(const std::string& where, const nlohmann::json& j) {

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/output_file.hpp"
 #include "stepscope/watch/render.hpp"
 
 namespace stepscope::cli {
@@ -57,22 +58,18 @@ int run(const TriageArgs& args) {
   if (args.cpus < 0) throw InputError(fmt::format("--cpus {}: must be positive", args.cpus));
   if (args.cpus > 0) o.cpus = args.cpus;
 
+  check_outputs(args.files, {{"--json", args.json_path}});
   auto result = watch::triage_files(args.files, o);
   std::string json =
       args.json_path.empty()
           ? ""
           : watch::render_json(result.series, result.classification, "triage", &result.logs);
   if (args.json_path == "-") {
-    fmt::print("{}", json);
+    write_stdout(json);
     return kExitOk;
   }
-  if (!args.json_path.empty()) {
-    std::ofstream out(args.json_path, std::ios::binary);
-    if (!out || !(out << json).flush())
-      throw InputError(fmt::format("--json {}: cannot write", args.json_path));
-  }
-  fmt::print("{}",
-             watch::render_summary(result.series, result.classification, source_line(result)));
+  if (!args.json_path.empty()) write_output(args.json_path, json, "JSON report");
+  write_stdout(watch::render_summary(result.series, result.classification, source_line(result)));
   return kExitOk;
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/output_file.hpp"
 #include "stepscope/watch/gpu.hpp"
 #include "stepscope/watch/live.hpp"
 #include "stepscope/watch/proc.hpp"
@@ -51,16 +52,7 @@ class LiveView {
   int lines_ = 0;
 };
 
-void write_json(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    fmt::print("{}", text);
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError(fmt::format("--json {}: cannot open for writing", path));
-  out << text;
-  if (!out.flush()) throw InputError(fmt::format("--json {}: write failed", path));
-}
+void write_json(const std::string& path, const std::string& text) { write_output(path, text, "JSON report"); }
 
 int run(const WatchArgs& args) {
   watch::validate(args.options);

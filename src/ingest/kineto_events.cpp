@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "stepscope/error.hpp"
@@ -104,7 +105,8 @@ bool as_int64(od::value v, std::int64_t& out) {
     return true;
   }
   auto d = v.get_double();
-  if (d.error()) return false;
+  // Outside int64 (or NaN) the conversion is undefined: not an integer this column can hold.
+  if (d.error() || !(std::abs(d.value_unsafe()) < 9.2e18)) return false;
   out = static_cast<std::int64_t>(d.value_unsafe());
   return true;
 }
@@ -116,7 +118,19 @@ bool as_double(od::value v, double& out) {
   return true;
 }
 
-// A pid or tid: a number, or a label such as "Spans" or "CPU functions".
+// A value's text as the file spells it. simdjson's raw token runs up to the next structural
+// character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
+std::string_view raw_text(od::value v) {
+  std::string_view s = v.raw_json_token();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// A pid or tid: a number, or a label such as "Spans" or "CPU functions". Labels are interned
+// and stored at 2^62 and above (string_track_id); a number that large, or beyond int64, is kept
+// by its text as a label too, so that no number can be read as a label's id.
+// Example: "pid": 9223372036854775807 -> the track labelled "9223372036854775807".
 bool as_track_id(od::value v, StringTable& strings, std::int64_t& out) {
   auto t = v.type();
   if (t.error()) return false;
@@ -126,16 +140,10 @@ bool as_track_id(od::value v, StringTable& strings, std::int64_t& out) {
     out = string_track_id(strings.intern(s.value_unsafe()));
     return true;
   }
-  return as_int64(v, out);
-}
-
-// A value's text as the file spells it. simdjson's raw token runs up to the next structural
-// character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
-std::string_view raw_text(od::value v) {
-  std::string_view s = v.raw_json_token();
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
+  if (t.value_unsafe() != od::json_type::number) return false;
+  if (as_int64(v, out) && !is_string_track_id(out)) return true;
+  out = string_track_id(strings.intern(raw_text(v)));
+  return true;
 }
 
 bool as_time(od::value v, std::int64_t& out) {
@@ -378,6 +386,18 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
 
 }  // namespace
 
+namespace {
+
+// Times at or beyond 2^62 ns (146 years) are no profile's: skipped, so that end = ts + dur and
+// every difference of two times stays inside int64.
+constexpr std::int64_t kMaxTraceTimeNs = std::int64_t{1} << 62;
+
+bool time_in_range(std::int64_t ts, std::int64_t dur) {
+  return ts > -kMaxTraceTimeNs && ts < kMaxTraceTimeNs && dur > -kMaxTraceTimeNs && dur < kMaxTraceTimeNs;
+}
+
+}  // namespace
+
 void parse_event_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout,
                        const std::string& name, RankTrace& out, BatchStats& stats) {
   Where where{name, batch, 0};
@@ -401,6 +421,10 @@ void parse_event_batch(const EventBatch& batch, od::parser& parser, TraceLayout 
     if (e.phase == Phase::Counter) continue;  // samples already stored by parse_args
     if (!e.has_ts) {
       ++stats.missing_ts;
+      continue;
+    }
+    if (!time_in_range(e.ts, e.dur)) {
+      ++stats.time_out_of_range;
       continue;
     }
     append_event(e, layout, out);

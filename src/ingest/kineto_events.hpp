@@ -13,6 +13,7 @@ namespace stepscope::ingest {
 // Per-run parse statistics the reader turns into warnings.
 struct BatchStats {
   std::uint64_t missing_ts = 0;  // non-metadata events without "ts" (skipped)
+  std::uint64_t time_out_of_range = 0;  // "ts" or "dur" beyond kMaxTraceTimeNs (skipped)
 };
 
 // Appends every event of `batch` to `out` (its strings, columns, side tables).

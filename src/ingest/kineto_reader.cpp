@@ -124,6 +124,7 @@ struct FileReader {
       Done d = inflight.front().get();  // rethrows a parse error from the worker
       inflight.pop_front();
       stats.missing_ts += d.stats.missing_ts;
+      stats.time_out_of_range += d.stats.time_out_of_range;
       bool first = out.events.size() == 0;
       std::size_t kept = d.part.events.size();
       if (first) reserve_after_first_batch(d.text_size, kept, out);
@@ -160,6 +161,9 @@ struct FileReader {
     }
     if (stats.missing_ts)
       out.warnings.push_back(fmt::format("{} events without \"ts\" were skipped", stats.missing_ts));
+    if (stats.time_out_of_range)
+      out.warnings.push_back(fmt::format("{} events with a \"ts\" or \"dur\" beyond 146 years were skipped",
+                                         stats.time_out_of_range));
     pair_begin_end(out, out.warnings);
     if (out.events.size() == 0 && !out.truncated)
       throw InputError(fmt::format("{}: the trace holds no events", name));

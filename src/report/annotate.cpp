@@ -10,11 +10,13 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
 #include "report/annotate_tracks.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/output_file.hpp"
 #include "stepscope/ingest.hpp"
 
 namespace stepscope {
@@ -188,45 +190,35 @@ Rendered render_tracks(const std::vector<annotate_detail::Track>& tracks, std::i
   return r;
 }
 
-void write_all(std::ofstream& out, std::string_view s, const std::string& path) {
-  out.write(s.data(), static_cast<std::streamsize>(s.size()));
-  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", path));
-}
+constexpr const char* kWhat = "annotated trace";
 
 AnnotatedFile splice(const RankTrace& t, const std::string& events_text, const std::string& out_path) {
   AnnotatedFile f;
   f.rank = t.rank;
   f.path = out_path;
-  std::ofstream out;
+  std::optional<OutputFile> out;
   InsertionFinder finder;
   bool inserted = false;
   const bool complete = read_trace_bytes(t.path, [&](std::string_view chunk) {
-    if (!out.is_open()) {  // created once the input opened and yielded its first bytes
-      out.open(out_path, std::ios::binary | std::ios::trunc);
-      if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
-    }
+    if (!out) out.emplace(out_path, kWhat);  // created once the input opened and yielded its first bytes
     const std::size_t n = chunk.size();
     if (!inserted) {
       if (std::size_t at = finder.feed(chunk); at != InsertionFinder::npos) {
-        write_all(out, chunk.substr(0, at), out_path);
+        out->write(chunk.substr(0, at));
         std::string text = (finder.has_events() ? ",\n" : "\n") + events_text + "\n";
-        write_all(out, text, out_path);
+        out->write(text);
         f.inserted_at = f.original_bytes + at;
         f.inserted_bytes = text.size();
         chunk.remove_prefix(at);
         inserted = true;
       }
     }
-    write_all(out, chunk, out_path);
+    out->write(chunk);
     f.original_bytes += n;
   });
-  if (!complete || !inserted) {
-    out.close();
-    fs::remove(out_path);
+  if (!complete || !inserted || !out)
     throw InputError(fmt::format("{}: cannot annotate: the event array never closes (truncated trace?)", t.path));
-  }
-  out.flush();
-  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  out->commit();
   return f;
 }
 
@@ -298,25 +290,25 @@ AnnotatedFile write_from_model(const RankTrace& t, const std::string& events_tex
   AnnotatedFile f;
   f.rank = t.rank;
   f.path = out_path;
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  OutputFile out(out_path, kWhat);
+  std::uint64_t written = 0;
+  auto put = [&](std::string_view s) { out.write(s), written += s.size(); };
   std::string head = fmt::format("{{\"traceName\": {},\n\"traceEvents\": [\n", json_text(t.path));
   head += chrome_names(t);
-  write_all(out, head, out_path);
+  put(head);
   std::string chunk;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.events.phase[i] != Phase::Complete) continue;
     chunk += chrome_event(t, i);
     chunk += ",\n";
-    if (chunk.size() > (1u << 20)) write_all(out, chunk, out_path), chunk.clear();
+    if (chunk.size() > (1u << 20)) put(chunk), chunk.clear();
   }
-  write_all(out, chunk, out_path);
-  f.inserted_at = static_cast<std::uint64_t>(out.tellp());
+  put(chunk);
+  f.inserted_at = written;
   f.inserted_bytes = events_text.size() + 1;
-  write_all(out, events_text + "\n", out_path);
-  write_all(out, "]}\n", out_path);
-  out.flush();
-  if (!out) throw InputError(fmt::format("{}: cannot write the annotated trace", out_path));
+  put(events_text + "\n");
+  put("]}\n");
+  out.commit();
   return f;
 }
 
