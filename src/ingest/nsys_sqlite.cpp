@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -59,10 +60,24 @@ class Statement {
   std::string path_;
 };
 
+// The file as a read-only SQLite URI. An export is read, never written: "immutable" keeps SQLite
+// from creating -shm/-wal files beside it (which fails in a read-only directory); only when a
+// -wal file already holds part of the database must it be read through, in plain read-only mode.
+// Example: "/d/run 1.sqlite" -> "file:/d/run%201.sqlite?immutable=1".
+std::string read_only_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') uri += static_cast<char>(c);
+    else uri += fmt::format("%{:02X}", c);
+  }
+  std::error_code ec;
+  return uri + (std::filesystem::exists(path + "-wal", ec) ? "?mode=ro" : "?immutable=1");
+}
+
 class Database {
  public:
   explicit Database(const std::string& path) : path_(path) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+    int rc = sqlite3_open_v2(read_only_uri(path).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     if (rc != SQLITE_OK) {
       std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);

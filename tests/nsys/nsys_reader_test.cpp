@@ -1,6 +1,7 @@
 // The reader on small exports built here in each real export's schema (nsys 2022.2 / schema 2.9.1
 // and nsys 2024.5 / schema 3.13.2), with values known by construction; and bad files.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -703,6 +704,23 @@ TEST(NsysBadInput, CliExitsWithTwo) {
   std::string bad = write_file("cli_bad.sqlite", std::string("SQLite format 3\0", 16) + std::string(512, 'x'));
   int rc = std::system((cli + " analyze -q " + bad + " > /dev/null 2>&1").c_str());
   EXPECT_EQ(WEXITSTATUS(rc), 2);
+}
+
+TEST(NsysReadOnly, AWalModeExportIsReadWithoutWritingBesideIt) {
+  // A WAL-mode database: opening it the ordinary way creates -shm and -wal files beside it.
+  const std::string p = scratch("wal_mode.sqlite");
+  fs::remove(p);
+  fs::copy_file(std::string(STEPSCOPE_FIXTURES_DIR) + "/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite", p);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  ASSERT_FALSE(fs::exists(p + "-wal"));
+  const Trace t = read_traces({p});
+  ASSERT_EQ(t.ranks.size(), 1u);
+  EXPECT_GT(t.ranks[0].events.size(), 0u);
+  EXPECT_FALSE(fs::exists(p + "-wal"));
+  EXPECT_FALSE(fs::exists(p + "-shm"));
 }
 
 }  // namespace
