@@ -230,6 +230,7 @@ struct ProcessGroup {
 struct DistributedInfo {
   bool present = false;
   std::optional<int> rank;
+  std::optional<std::int64_t> rank_out_of_range;  // a "rank" no int holds: the reader refuses the file
   std::optional<int> world_size;
   std::string backend;
   std::string nccl_version;

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -281,6 +282,9 @@ void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
   std::size_t order = 0;
   bool any_order = false;
   for (auto& r : t.ranks) {
+    if (r.distributed.rank_out_of_range)
+      throw InputError(fmt::format("{}: distributedInfo rank {} is out of range (at most {})", r.path,
+                                   *r.distributed.rank_out_of_range, std::numeric_limits<int>::max()));
     if (r.distributed.rank) {
       r.rank = *r.distributed.rank;
       r.rank_source = RankTrace::RankSource::DistributedInfo;

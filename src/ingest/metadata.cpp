@@ -3,6 +3,9 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "stepscope/error.hpp"
 #include "stepscope/parse.hpp"
 
@@ -60,8 +63,10 @@ DistributedInfo distributed_from(dom::element e) {
   DistributedInfo d;
   if (!e.is_object()) return d;
   d.present = true;
-  if (std::int64_t r = int_or(e, "rank", -1); r >= 0) d.rank = static_cast<int>(r);
-  if (std::int64_t w = int_or(e, "world_size", -1); w > 0) d.world_size = static_cast<int>(w);
+  constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+  if (std::int64_t r = int_or(e, "rank", -1); r > kMaxInt) d.rank_out_of_range = r;
+  else if (r >= 0) d.rank = static_cast<int>(r);
+  if (std::int64_t w = int_or(e, "world_size", -1); w > 0) d.world_size = static_cast<int>(std::min(w, kMaxInt));
   d.backend = str_or(e, "backend");
   d.nccl_version = str_or(e, "nccl_version");
   if (auto pgs = e["pg_config"].get_array(); !pgs.error())

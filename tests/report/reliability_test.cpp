@@ -163,6 +163,16 @@ TEST_F(ExtremeInput, TimesBeyondAnyProfileAreSkippedWithAWarning) {
   EXPECT_TRUE(warned);
 }
 
+TEST_F(ExtremeInput, ARankBeyondTheIntRangeIsRefusedNamingTheFile) {
+  // 2^32 would wrap to rank 0 in an int and clash with the real rank 0.
+  const std::string in = write("r.json", nlohmann::json{{"distributedInfo", {{"rank", 4294967296LL}}},
+                                                        {"traceEvents", one_step_events()}}
+                                             .dump());
+  const CliRun r = cli("analyze -q " + in);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find(in + ": distributedInfo rank 4294967296 is out of range"), std::string::npos) << r.output;
+}
+
 TEST_F(ExtremeInput, ThreadCountsBeyondTheLimitAreRefused) {
   const std::string in = trace("t.json", one_step_events());
   const CliRun r = cli("analyze -q -j 100000 " + in);
