@@ -131,6 +131,10 @@ struct NameFact {
 NameFact kernel_name_fact(std::string_view name);
 // Facts of a host op / runtime call name alone (role, stage hint, sync kind, flags).
 NameFact host_name_fact(std::string_view name);
+// N of a "ProfilerStep#N" name (N digits only, within int64), else -1. Names with this number are
+// the ones flagged kNameProfilerStep.
+//   "ProfilerStep#12" -> 12    "ProfilerStep#" -> -1    "ProfilerStep#-1" -> -1    "ProfilerStep#3a" -> -1
+std::int64_t profiler_step_number(std::string_view name);
 
 // ---------------------------------------------------------------------------------------------
 // Device model

@@ -1,16 +1,19 @@
 // Numbers read from text, one way for the whole project: std::from_chars underneath, so no
 // locale, no exceptions to swallow, no allocation, and the same answer on every platform.
 //
-// Every function reads the whole view: the number must fill it exactly. Leading or trailing
-// whitespace, a leading '+', a "0x" prefix, thousands separators or a trailing unit make the
-// text no number. Callers that read "95 %" or "42\n" cut or trim it first: a parser that
-// quietly stops at the first stray character is how "12abc" becomes 12.
+// Every function but the *_prefix ones reads the whole view: the number must fill it exactly.
+// Leading or trailing whitespace, a leading '+', a "0x" prefix, thousands separators or a trailing
+// unit make the text no number. Callers that read "95 %" or "42\n" cut or trim it first: a parser
+// that quietly stops at the first stray character is how "12abc" becomes 12. Where text after the
+// number is expected ("1.5GiB", "250.00 W"), the *_prefix variants say where the number ended,
+// so the caller decides what the rest may be.
 #pragma once
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -41,6 +44,26 @@ std::optional<Int> parse_int(std::string_view s, int base = 10) {
   return v;
 }
 
+// A number read from the start of a text, and how many characters it took.
+template <class T>
+struct ParsedPrefix {
+  T value{};
+  std::size_t used = 0;
+};
+
+// The integer that starts `s`, in parse_int's grammar, and its length; what follows is the
+// caller's to judge. No number at the start, or one out of Int's range: nullopt.
+//   parse_int_prefix("12#3") -> {12, 2}    parse_int_prefix("-7") -> {-7, 2}
+//   parse_int_prefix("#3")   -> nullopt    parse_int_prefix("99999999999999999999x") -> nullopt
+template <std::integral Int = std::int64_t>
+std::optional<ParsedPrefix<Int>> parse_int_prefix(std::string_view s, int base = 10) {
+  ParsedPrefix<Int> p;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), p.value, base);
+  if (r.ec != std::errc{}) return std::nullopt;
+  p.used = static_cast<std::size_t>(r.ptr - s.data());
+  return p;
+}
+
 // A finite decimal number, correctly rounded: "1.5", "-2", "1e-3", ".5" and "1." as strtod reads
 // them. "inf", "nan", magnitudes beyond a double (1e400) or below its smallest subnormal
 // (1e-400), hex floats and anything else: nullopt.
@@ -51,6 +74,18 @@ inline std::optional<double> parse_double(std::string_view s) {
       !std::isfinite(v))
     return std::nullopt;
   return v;
+}
+
+// The finite decimal number that starts `s`, in parse_double's grammar and with its failures
+// ("inf", out of a double's range), and its length; what follows is the caller's to judge.
+//   parse_double_prefix("1.5GiB") -> {1.5, 3}    parse_double_prefix("250.00 W") -> {250, 6}
+//   parse_double_prefix("1e")     -> {1, 1}      parse_double_prefix("W") -> nullopt
+inline std::optional<ParsedPrefix<double>> parse_double_prefix(std::string_view s) {
+  ParsedPrefix<double> p;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), p.value, std::chars_format::general);
+  if (r.ec != std::errc{} || !std::isfinite(p.value)) return std::nullopt;
+  p.used = static_cast<std::size_t>(r.ptr - s.data());
+  return p;
 }
 
 namespace parse_detail {

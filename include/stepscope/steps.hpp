@@ -24,9 +24,6 @@ struct StepDetection {
   std::vector<HostWindow> windows;  // in time order
 };
 
-// N of "ProfilerStep#N", or -1.
-std::int64_t profiler_step_number(std::string_view name);
-
 // In order of preference: ProfilerStep#N annotations; a top-level annotation repeated on the
 // main thread (the first of an instrumented step's stages); Optimizer.step boundaries; the
 // whole trace as one window. A non-empty `step_range` (--step-range NAME) overrides them: each

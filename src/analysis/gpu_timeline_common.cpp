@@ -1,26 +1,11 @@
 // Shared pieces of the GPU timeline figures: profiler steps, interval unions, statistics.
 #include <algorithm>
-#include <charconv>
 #include <unordered_set>
 
 #include "gpu_timeline_internal.hpp"
 #include "hta_view.hpp"
 
 namespace stepscope::detail {
-
-namespace {
-
-// "ProfilerStep#12" -> 12, else -1 (the facts say which names are step markers; this reads the number).
-std::int64_t profiler_step_number(std::string_view n) {
-  constexpr std::string_view prefix = "ProfilerStep#";
-  if (n.substr(0, prefix.size()) != prefix) return -1;
-  std::int64_t v = -1;
-  auto s = n.substr(prefix.size());
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc{} && p == s.data() + s.size() ? v : -1;
-}
-
-}  // namespace
 
 // Steps are the host's ProfilerStep#N ranges (cpu_op or user_annotation). The GPU-side copies
 // Kineto writes as gpu_user_annotation are left out: they would double every step.

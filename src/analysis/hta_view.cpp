@@ -4,12 +4,13 @@
 #include "hta_view.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "stepscope/parse.hpp"
 
 namespace stepscope::hta {
 
@@ -142,10 +143,9 @@ bool is_silent(const Row& row) {
 std::int64_t step_number(std::string_view n) {
   auto hash = n.find('#');
   if (hash == n.npos) return -1;
-  std::int64_t v = -1;
-  auto s = n.substr(hash + 1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc{} ? v : -1;
+  // Step rows are any name holding "ProfilerStep", so only the digits right after the '#' count.
+  const auto step = parse_int_prefix(n.substr(hash + 1));
+  return step ? step->value : -1;
 }
 
 int count_step_names(const std::vector<Row>& rows) {

@@ -1,10 +1,10 @@
 #include "stepscope/steps.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -19,35 +19,54 @@ bool is_timed_host(const RankTrace& t, std::uint32_t i) {
 
 bool is_annotation_kind(Kind k) { return k == Kind::UserAnnotation || k == Kind::CpuOp; }
 
-bool is_loop_marker(std::string_view name) {
-  return name.rfind("Optimizer.step#", 0) == 0 || name.rfind("enumerate(DataLoader)", 0) == 0;
-}
+// The facts of each host event's name: the rank's when the caller has them, else read from the
+// name alone, once per distinct name (a trace repeats a few thousand names millions of times).
+class HostNames {
+ public:
+  HostNames(const RankTrace& t, const RankFacts* facts) : t_(t), facts_(facts) {}
+
+  const NameFact& of_event(std::uint32_t i) {
+    if (facts_) return facts_->of_event(t_, i);
+    const StrId id = t_.events.name[i];
+    auto [it, fresh] = own_.try_emplace(id);
+    if (fresh) it->second = host_name_fact(t_.str(id));
+    return it->second;
+  }
+
+ private:
+  const RankTrace& t_;
+  const RankFacts* facts_;
+  std::unordered_map<StrId, NameFact> own_;
+};
+
+bool is_loop_marker(const NameFact& f) { return f.has(kNameOptimizerStep) || f.role == HostRole::Loader; }
 
 // The thread holding ProfilerStep markers; else the one holding the loop's own markers (optimizer
 // steps, batch fetches: the autograd thread can hold more ops but never these); else the one
 // with the most ops and annotations: the training loop runs there.
-int find_main_track(const RankTrace& t) {
+int find_main_track(const RankTrace& t, HostNames& names) {
   int best = -1;
   std::pair<std::size_t, std::size_t> best_score{0, 0};  // (loop markers, ops)
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
     std::pair<std::size_t, std::size_t> score{0, 0};
     for (auto i : t.host_tracks[k].events) {
       if (!is_timed_host(t, i) || !is_annotation_kind(t.events.kind[i])) continue;
-      if (profiler_step_number(t.name_of(i)) >= 0) return static_cast<int>(k);
+      const NameFact& f = names.of_event(i);
+      if (f.has(kNameProfilerStep)) return static_cast<int>(k);
       ++score.second;
-      if (is_loop_marker(t.name_of(i))) ++score.first;
+      if (is_loop_marker(f)) ++score.first;
     }
     if (best < 0 || score > best_score) best = static_cast<int>(k), best_score = score;
   }
   return best;
 }
 
-std::vector<HostWindow> profiler_step_windows(const RankTrace& t, const Track& track) {
+std::vector<HostWindow> profiler_step_windows(const RankTrace& t, const Track& track, HostNames& names) {
   std::vector<HostWindow> w;
   for (auto i : track.events) {
     if (!is_timed_host(t, i) || !is_annotation_kind(t.events.kind[i])) continue;
-    auto n = profiler_step_number(t.name_of(i));
-    if (n >= 0) w.push_back({n, std::string(t.name_of(i)), t.events.ts[i], t.events.end(i)});
+    if (!names.of_event(i).has(kNameProfilerStep)) continue;
+    w.push_back({profiler_step_number(t.name_of(i)), std::string(t.name_of(i)), t.events.ts[i], t.events.end(i)});
   }
   return w;
 }
@@ -119,14 +138,12 @@ bool tiles_the_work(const RankTrace& t, const Track& track, const std::vector<Ho
   return most <= kTileFactor * median + 2;
 }
 
-bool is_optimizer_step(std::string_view name) { return name.rfind("Optimizer.step#", 0) == 0; }
-
 // Steps closed by each Optimizer.step: the first opens at the first top-level op.
 std::vector<HostWindow> optimizer_windows(const RankTrace& t, const std::vector<std::uint32_t>& tops,
-                                          const Track& track) {
+                                          const Track& track, HostNames& names) {
   std::vector<std::uint32_t> opt;
   for (auto i : track.events)
-    if (is_timed_host(t, i) && is_optimizer_step(t.name_of(i))) opt.push_back(i);
+    if (is_timed_host(t, i) && names.of_event(i).has(kNameOptimizerStep)) opt.push_back(i);
   std::vector<HostWindow> w;
   if (opt.size() < 2 || tops.empty()) return w;
   ns_t open = t.events.ts[tops.front()];
@@ -195,19 +212,6 @@ HostWindow whole_trace_window(const RankTrace& t) {
   return {0, "whole trace", start, end};
 }
 
-}  // namespace
-
-std::int64_t profiler_step_number(std::string_view name) {
-  constexpr std::string_view prefix = "ProfilerStep#";
-  if (name.substr(0, prefix.size()) != prefix) return -1;
-  std::int64_t n = -1;
-  auto digits = name.substr(prefix.size());
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  return ec == std::errc() && p == digits.data() + digits.size() ? n : -1;
-}
-
-namespace {
-
 // Each top-level harness range (warmup / measure repetitions) is one step.
 std::vector<HostWindow> harness_windows(const RankTrace& t, const std::vector<std::uint32_t>& tops, const RankFacts& f) {
   std::vector<HostWindow> w;
@@ -223,10 +227,11 @@ std::vector<HostWindow> harness_windows(const RankTrace& t, const std::vector<st
 StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int main_track, const RankFacts* facts) {
   if (!step_range.empty()) return named_range_windows(t, step_range);
   StepDetection d;
-  d.main_track = main_track >= 0 ? main_track : find_main_track(t);
+  HostNames names(t, facts);
+  d.main_track = main_track >= 0 ? main_track : find_main_track(t, names);
   if (d.main_track >= 0) {
     const Track& track = t.host_tracks[static_cast<std::size_t>(d.main_track)];
-    d.windows = profiler_step_windows(t, track);
+    d.windows = profiler_step_windows(t, track, names);
     if (!d.windows.empty()) {
       d.source = StepSource::ProfilerStep;
       return d;
@@ -246,7 +251,7 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int 
       d.detail = std::string(t.str(a));
       return d;
     }
-    d.windows = optimizer_windows(t, tops, track);
+    d.windows = optimizer_windows(t, tops, track, names);
     if (!d.windows.empty()) {
       d.source = StepSource::OptimizerStep;
       return d;

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -9,7 +8,7 @@
 #include <fmt/core.h>
 
 #include "stepscope/analysis.hpp"
-#include "stepscope/steps.hpp"
+#include "stepscope/facts.hpp"
 
 namespace stepscope {
 namespace {

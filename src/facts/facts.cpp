@@ -6,7 +6,6 @@
 #include <unordered_set>
 
 #include "facts/name_match.hpp"
-#include "stepscope/parse.hpp"
 #include "stepscope/facts.hpp"
 
 namespace stepscope {
@@ -327,9 +326,7 @@ KindCounts kind_counts(const RankTrace& t, const RankFacts& f) {
     c.graph_launches += n.has(kNameGraphLaunch);
     c.profiler_steps += n.has(kNameProfilerStep);
     c.grad_collectives += n.has(kNameGradCollective);
-    if (n.has(kNameProfilerStep))
-      if (auto num = parse_int(t.name_of(i).substr(t.name_of(i).find('#') + 1)))
-        c.last_step_number = std::max(c.last_step_number, *num);
+    if (n.has(kNameProfilerStep)) c.last_step_number = std::max(c.last_step_number, profiler_step_number(t.name_of(i)));
     c.launches += n.has(kNameLaunchCall);
   }
   return c;

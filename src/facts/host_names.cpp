@@ -11,9 +11,12 @@
 //   "Optimizer.step#AdamW.step"    -> stage Optimizer
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 
 #include "facts/name_match.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope {
 namespace {
@@ -25,14 +28,6 @@ constexpr std::array<std::string_view, 8> kDeviceWaits = {
     "hipStreamSynchronize",  "hipDeviceSynchronize",  "hipEventSynchronize",  "cuCtxSynchronize"};
 constexpr std::array<std::string_view, 6> kBlockingCopies = {"cudaMemcpy",  "hipMemcpy", "hipMemcpyWithStream",
                                                              "cudaMemcpy2D", "cuMemcpyDtoH", "cuMemcpyHtoD"};
-
-bool is_profiler_step(std::string_view n) {
-  constexpr std::string_view prefix = "ProfilerStep#";
-  if (!starts(n, prefix) || n.size() == prefix.size()) return false;
-  for (char c : n.substr(prefix.size()))
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
 
 bool is_loader(std::string_view n) {
   return starts(n, "enumerate(DataLoader)") || has(n, "DataLoaderIter.__next__") || n == "## data_load ##" ||
@@ -127,7 +122,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(n == "aten::isnan", kNameIsnan);
   set(n == "aten::bmm" || n == "aten::baddbmm", kNameBmm);
   set(is_autograd_node(n), kNameBackwardOp);
-  set(is_profiler_step(n), kNameProfilerStep);
+  set(profiler_step_number(n) >= 0, kNameProfilerStep);
   set(is_launch_call(n), kNameLaunchCall);
   set(n == "cudaMemcpyAsync" || n == "hipMemcpyAsync" || n == "hipMemcpyWithStream", kNameAsyncCopyCall);
   // A module's or a user's forward region; aten ops named *_forward are kernels' host calls.
@@ -153,6 +148,15 @@ void set_host_flags(NameFact& f, std::string_view n) {
 }
 
 }  // namespace
+
+std::int64_t profiler_step_number(std::string_view n) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (!starts(n, prefix)) return -1;
+  // Unsigned, so that a sign makes no step number: "ProfilerStep#-0" is no marker.
+  const auto step = parse_int<std::uint64_t>(n.substr(prefix.size()));
+  if (!step || *step > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return -1;
+  return static_cast<std::int64_t>(*step);
+}
 
 NameFact host_name_fact(std::string_view n) {
   NameFact f;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 #include "stepscope/plan/gpus.hpp"
 #include "stepscope/plan/units.hpp"
 
@@ -120,19 +121,12 @@ std::pair<int, double> parse_scaling_point(std::string_view text) {
   const auto colon = text.find(':');
   if (colon == std::string_view::npos)
     throw InputError(fmt::format("--point '{}': expected GPUS:THROUGHPUT, e.g. 8:600", text));
-  int gpus = 0;
-  double rate = 0;
-  try {
-    size_t used = 0;
-    const std::string g(text.substr(0, colon));
-    gpus = std::stoi(g, &used);
-    if (used != g.size()) throw std::invalid_argument(g);
-    const std::string t(text.substr(colon + 1));
-    rate = std::stod(t, &used);
-    if (used != t.size()) throw std::invalid_argument(t);
-  } catch (const std::exception&) {
+  const auto parsed_gpus = parse_int<int>(text.substr(0, colon));
+  const auto parsed_rate = parse_double(text.substr(colon + 1));
+  if (!parsed_gpus || !parsed_rate)
     throw InputError(fmt::format("--point '{}': expected GPUS:THROUGHPUT, e.g. 8:600", text));
-  }
+  const int gpus = *parsed_gpus;
+  const double rate = *parsed_rate;
   if (gpus < 1) throw InputError(fmt::format("--point '{}': GPU count must be positive", text));
   require_positive(rate, fmt::format("--point '{}': throughput", text));
   return {gpus, rate};

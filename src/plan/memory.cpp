@@ -9,6 +9,7 @@
 #include <string>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::plan {
 
@@ -247,14 +248,7 @@ Checkpointing parse_checkpointing(std::string_view text) {
   if (t == "none" || t == "no" || t == "off") return {Recompute::none, 1};
   if (t == "selective") return {Recompute::selective, 1};
   if (t == "full" || t == "all") return {Recompute::full, 1};
-  int k = 0;
-  try {
-    size_t used = 0;
-    k = std::stoi(t, &used);
-    if (used != t.size()) k = 0;
-  } catch (const std::exception&) {
-    k = 0;
-  }
+  const int k = parse_int<int>(t).value_or(0);
   if (k < 1)
     throw InputError(fmt::format("--checkpoint '{}': expected none, selective, full, or a "
                                  "positive number of layers per checkpointed segment", text));

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 #include "stepscope/plan/units.hpp"
 
 namespace stepscope::plan {
@@ -71,14 +72,11 @@ StackItem parse_stack_item(std::string_view text) {
     factor = std::string(text.substr(eq + 1));
   }
   if (!factor.empty() && (factor.back() == 'x' || factor.back() == 'X')) factor.pop_back();
-  try {
-    size_t used = 0;
-    item.speedup = std::stod(factor, &used);
-    if (used != factor.size()) throw std::invalid_argument(factor);
-  } catch (const std::exception&) {
+  const auto speedup = parse_double(factor);
+  if (!speedup)
     throw InputError(fmt::format("--speedup '{}': expected NAME=FACTOR or FACTOR, e.g. 'BF16 AMP=1.7'",
                                  text));
-  }
+  item.speedup = *speedup;
   require_positive(item.speedup, fmt::format("--speedup '{}'", text));
   return item;
 }

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::plan {
 
@@ -32,13 +31,11 @@ std::string trim(std::string_view s) {
 
 // Splits "1.5GiB" into 1.5 and "gib"; the number part must parse completely.
 bool split_number(std::string_view text, double& number, std::string& suffix) {
-  std::string t = trim(text);
-  if (t.empty()) return false;
-  const char* begin = t.data();
-  const char* end = t.data() + t.size();
-  auto [ptr, ec] = std::from_chars(begin, end, number);
-  if (ec != std::errc() || !std::isfinite(number)) return false;
-  suffix = lower(trim(std::string_view(ptr, static_cast<size_t>(end - ptr))));
+  const std::string t = trim(text);
+  const auto read = parse_double_prefix(t);
+  if (!read) return false;
+  number = read->value;
+  suffix = lower(trim(std::string_view(t).substr(read->used)));
   return true;
 }
 
@@ -142,13 +139,9 @@ std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, s
   std::string cur;
   auto flush = [&] {
     if (cur.empty()) return;
-    try {
-      std::size_t used = 0;
-      dims.push_back(std::stoll(cur, &used));
-      if (used != cur.size()) throw std::invalid_argument(cur);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{} '{}': '{}' is not an integer", what, text, cur));
-    }
+    const auto dim = parse_int(cur);
+    if (!dim) throw InputError(fmt::format("{} '{}': '{}' is not an integer", what, text, cur));
+    dims.push_back(*dim);
     cur.clear();
   };
   for (char c : text) {

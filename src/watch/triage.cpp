@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::watch {
 
@@ -81,14 +82,12 @@ std::vector<std::string> csv_fields(const std::string& line) {
 std::optional<double> number(const std::string& raw) {
   std::string s = trim(raw);
   if (s.empty() || s == "-" || s[0] == '[' || lower(s).rfind("n/a", 0) == 0) return std::nullopt;
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  double v = std::strtod(begin, &end);
-  if (end == begin || !std::isfinite(v)) return std::nullopt;
-  std::string rest = trim(std::string(end));
+  const auto read = parse_double_prefix(s);
+  if (!read) return std::nullopt;
+  std::string rest = trim(s.substr(read->used));
   if (!rest.empty() && !std::isalpha(static_cast<unsigned char>(rest[0])) && rest[0] != '%')
     return std::nullopt;
-  return v;
+  return read->value;
 }
 
 // Whether a field is one of the "no reading" markers rather than garbage.

@@ -36,6 +36,26 @@ TEST(ParseDouble, FiniteDecimalTextOnly) {
     EXPECT_EQ(parse_double(bad), std::nullopt) << bad;
 }
 
+TEST(ParsePrefix, NumberAtTheStartAndItsLength) {
+  auto i = parse_int_prefix("12#3");
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->value, 12);
+  EXPECT_EQ(i->used, 2u);
+  EXPECT_EQ(parse_int_prefix("-7")->used, 2u);
+  for (const char* bad : {"", "#3", "+1", " 1", "99999999999999999999x"})
+    EXPECT_EQ(parse_int_prefix(bad), std::nullopt) << bad;
+
+  auto d = parse_double_prefix("1.5GiB");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->value, 1.5);
+  EXPECT_EQ(d->used, 3u);
+  EXPECT_EQ(parse_double_prefix("250.00 W")->used, 6u);
+  EXPECT_EQ(parse_double_prefix("1e")->used, 1u);  // an exponent needs digits: "e" is the rest
+  EXPECT_EQ(parse_double_prefix("2")->used, 1u);
+  for (const char* bad : {"", "W", "+1", " 1", "inf", "nan W", "1e400", "1e-400"})
+    EXPECT_EQ(parse_double_prefix(bad), std::nullopt) << bad;
+}
+
 TEST(ParseUsToNs, MicrosecondsTextToNanoseconds) {
   EXPECT_EQ(parse_us_to_ns("1.5"), 1500);
   EXPECT_EQ(parse_us_to_ns("4000123.456"), 4000123456);
