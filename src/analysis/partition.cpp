@@ -78,9 +78,9 @@ class UserRules {
     if (rules_.empty()) return nullptr;
     if (match_[id] == -2) {
       match_[id] = -1;
-      const std::string name(t_.str(id));
+      const std::string_view name = t_.str(id);
       for (std::size_t k = 0; k < rules_.size() && match_[id] < 0; ++k)
-        if (std::regex_search(name, rules_[k].re)) match_[id] = static_cast<int>(k);
+        if (rules_[k].matches(name)) match_[id] = static_cast<int>(k);
     }
     return match_[id] < 0 ? nullptr : &rules_[static_cast<std::size_t>(match_[id])];
   }

@@ -17,11 +17,13 @@ std::vector<CompiledRule> compile_rules(const std::vector<StageRule>& rules) {
     else if (r.stage == "comm") c.role = HostRole::Comm;
     else throw InputError("--stage: unknown stage '" + r.stage +
                           "' (forward, backward, optimizer, data, sync, side, comm)");
-    try {
-      c.re = std::regex(r.regex, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      throw InputError("--stage " + r.stage + ": bad regular expression '" + r.regex + "': " + e.what());
-    }
+    re2::RE2::Options o;
+    o.set_log_errors(false);
+    auto re = std::make_shared<const re2::RE2>(r.regex, o);
+    if (!re->ok())
+      throw InputError("--stage " + r.stage + ": bad regular expression '" + r.regex + "': " + re->error() +
+                       " (RE2 syntax: no lookaround or backreferences)");
+    c.re = std::move(re);
     out.push_back(std::move(c));
   }
   return out;

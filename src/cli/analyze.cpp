@@ -69,8 +69,8 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(kNonNegative);
   cmd->add_option("--stage", args->stages,
-                  "Count host ops matching REGEX as stage NAME (forward, backward, optimizer, data, "
-                  "sync, side, comm); repeatable")
+                  "Count host ops matching REGEX (RE2 syntax) as stage NAME (forward, backward, optimizer, "
+                  "data, sync, side, comm); repeatable")
       ->type_name("NAME=REGEX");
   cmd->add_option("--step-range", args->step_range,
                   "Each range (NVTX or annotation) of this name is one step, e.g. train_step");

@@ -116,6 +116,19 @@ TEST(Partition, BadStageRulesAreRejected) {
   EXPECT_EQ(parse_stage_rule("forward=^model\\.").regex, "^model\\.");
 }
 
+TEST(Partition, StageRulesRunInLinearTimeOnHugeNames) {
+  // A backtracking engine recurses per character on ".*fwd.*": 30,000 characters overflowed its stack.
+  test::KinetoBuilder b;
+  b.host("ProfilerStep#1", 0, 100, "user_annotation");
+  b.host(std::string(30000, 'x') + "fwd" + std::string(100, 'y'), 10, 50);
+  AnalyzeOptions o;
+  o.partition.stage_rules.push_back(parse_stage_rule("forward=.*fwd.*"));
+  const AnalysisResult r = test::analyze_json(b.trace(), o);
+  EXPECT_EQ(at(r.partitions.at(0).steps.at(0), Category::ComputeForward), us(50));
+  // Lookaround is not RE2 syntax: refused with the reason, not misread.
+  EXPECT_THROW(parse_stage_rule("forward=(?=x)"), InputError);
+}
+
 TEST(Steps, RepeatedTopLevelAnnotationOpensEachStep) {
   test::KinetoBuilder b;
   for (double t0 : {0.0, 100.0}) {
