@@ -160,6 +160,20 @@ void JsonChunker::compact() {
   key_start_ -= (in_string_ && in_key_) ? keep : 0;
 }
 
+// What compact() keeps is one unfinished event, top-level value or key. Profilers write events
+// of a few kilobytes; past this bound the text is corrupt or hostile (a small gzip can inflate to
+// gigabytes of one string), and holding it would take memory for nothing.
+constexpr std::size_t kMaxPendingBytes = std::size_t{64} << 20;
+
+void JsonChunker::check_pending_size() const {
+  const bool pending = in_event_ || in_top_value_ || (in_string_ && in_key_);
+  if (!pending || buf_.size() <= kMaxPendingBytes) return;
+  const char* what = in_event_ ? "one event" : in_top_value_ ? "one top-level value" : "one key";
+  const std::size_t start = in_event_ ? event_start_ : in_top_value_ ? top_value_start_ : key_start_;
+  fail(start, fmt::format("{} runs past {} MiB: no profiler writes that; the file is corrupt or not a trace", what,
+                          kMaxPendingBytes >> 20));
+}
+
 ChunkState JsonChunker::next(EventBatch& out) {
   for (;;) {
     scan();
@@ -168,6 +182,7 @@ ChunkState JsonChunker::next(EventBatch& out) {
       return ChunkState::Found;
     }
     compact();
+    check_pending_size();
     if (!fill()) {
       finish_at_eof();
       return ChunkState::End;

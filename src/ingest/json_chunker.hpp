@@ -33,7 +33,8 @@ class JsonChunker {
   JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 1 << 20);
 
   // Fills `out` with the next run of complete events (Found) or reports the end of the input.
-  // Throws InputError for text that cannot be a trace, naming the byte offset.
+  // Throws InputError for text that cannot be a trace, naming the byte offset, and for one event,
+  // top-level value or key longer than 64 MiB (so memory stays bounded whatever the input).
   ChunkState next(EventBatch& out);
 
   TraceLayout layout() const { return layout_; }
@@ -47,6 +48,7 @@ class JsonChunker {
  private:
   bool fill();
   void compact();
+  void check_pending_size() const;  // InputError once an unfinished item outgrows the bound
   void scan();
   void structural(char c, std::size_t at);
   void start_document(char c, std::size_t at);

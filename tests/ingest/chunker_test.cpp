@@ -9,6 +9,7 @@
 
 #include "ingest/byte_source.hpp"
 #include "ingest/json_chunker.hpp"
+#include "stepscope/error.hpp"
 
 namespace stepscope::ingest {
 namespace {
@@ -69,6 +70,20 @@ TEST(Chunker, EscapesAndBracketsInStringsAtEveryBlockOffset) {
       ASSERT_EQ(nlohmann::json::parse(got[i])["name"], doc["traceEvents"][i]["name"]) << "event " << i;
     }
   }
+}
+
+TEST(Chunker, OneHugeEventStopsAtTheBoundNamingItsOffset) {
+  // 65 MiB of one name: the chunker stops instead of holding all of it.
+  const std::string json = R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1}, {"name": ")" +
+                           std::string(std::size_t{65} << 20, ' ') + "\"}]}";
+  try {
+    chunked(json, 1 << 20);
+    FAIL() << "a 65 MiB event was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("byte 69: one event runs past 64 MiB"), std::string::npos) << e.what();
+  }
+  const std::string value = R"({"deviceProperties": ")" + std::string(std::size_t{65} << 20, 'x') + R"(", "traceEvents": []})";
+  EXPECT_THROW(chunked(value, 1 << 20), InputError);
 }
 
 }  // namespace
