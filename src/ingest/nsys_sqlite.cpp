@@ -45,6 +45,7 @@ class Statement {
   }
   bool null(int c) const { return c < 0 || sqlite3_column_type(st_, c) == SQLITE_NULL; }
   bool is_text(int c) const { return c >= 0 && sqlite3_column_type(st_, c) == SQLITE_TEXT; }
+  bool is_integer(int c) const { return c >= 0 && sqlite3_column_type(st_, c) == SQLITE_INTEGER; }
   std::int64_t i64(int c, std::int64_t fallback = kNone) const {
     return null(c) ? fallback : sqlite3_column_int64(st_, c);
   }
@@ -191,12 +192,45 @@ class Enums {
   std::map<std::string, std::int64_t> values_;
 };
 
-// Every row an export gives is a complete event; a clock that ran backwards (end before start)
-// gives it no duration rather than a negative one.
-void append(RankTrace& t, EventRow r) {
-  r.dur = std::max<ns_t>(0, r.dur);
-  t.events.append(r);
+// Every row an export gives is a complete event, its span checked by row_span.
+void append(RankTrace& t, const EventRow& r) { t.events.append(r); }
+
+// Times at or past 2^62 ns (146 years) are no profile's, as in the Kineto reader: within that
+// bound end - start and the difference of any two rows' times stay inside int64.
+constexpr std::int64_t kMaxTimeNs = std::int64_t{1} << 62;
+
+bool time_in_range(std::int64_t t) { return t > -kMaxTimeNs && t < kMaxTimeNs; }
+
+struct Span {
+  ns_t start = 0, dur = 0;
+};
+
+// A row's start and end, or nullopt where they cannot be a span: NULL, text, blob or real
+// (sqlite would read those as 0 or a truncated number), out of range, or ending before they
+// start (a corrupted row; a negative duration would break every interval the analyses take).
+std::optional<Span> row_span(const Statement& s, int start_col, int end_col) {
+  if (!s.is_integer(start_col) || !s.is_integer(end_col)) return std::nullopt;
+  const std::int64_t start = s.i64(start_col), end = s.i64(end_col);
+  if (!time_in_range(start) || !time_in_range(end) || end < start) return std::nullopt;
+  return Span{start, end - start};
 }
+
+// Rows of one table skipped for their times, counted per rank so that each rank says how many
+// of its own rows it lacks: one warning per table, not one per row.
+class SkippedRows {
+ public:
+  explicit SkippedRows(std::string table) : table_(std::move(table)) {}
+  void count(RankTrace* t) { ++rows_[t]; }
+  void warn() const {
+    for (const auto& [t, n] : rows_)
+      t->warnings.push_back(fmt::format("{} row{} of {} with a missing or out-of-range start/end {} skipped", n,
+                                        n == 1 ? "" : "s", table_, n == 1 ? "was" : "were"));
+  }
+
+ private:
+  std::string table_;
+  std::map<RankTrace*, std::uint64_t> rows_;
+};
 
 // A side record holding only the source's other spelling of the row's name.
 std::int32_t alt_name_extra(RankTrace& t, StrId alt_name) {
@@ -399,12 +433,26 @@ class Reader {
     return routes_.of_event(pid);
   }
 
+  // The rank of a GPU row whose times can be read, with its span; nullptr for a row of no rank
+  // and, counted in `skipped`, for one whose start or end cannot be read.
+  RankTrace* gpu_owner_with_span(const Database::Query& q, SkippedRows& skipped, Span& span) {
+    RankTrace* t = gpu_owner(q);
+    if (!t) return nullptr;
+    std::optional<Span> s = row_span(*q.st, q.col("start"), q.col("end"));
+    if (!s) {
+      skipped.count(t);
+      return nullptr;
+    }
+    span = *s;
+    return t;
+  }
+
   // Row fields every GPU activity table shares: times, device, stream, correlation.
-  static EventRow gpu_row(RankTrace& t, const Database::Query& q, std::string_view category, Kind kind) {
+  static EventRow gpu_row(RankTrace& t, const Database::Query& q, Span span, std::string_view category, Kind kind) {
     const Statement& s = *q.st;
     EventRow r;
-    r.ts = s.i64(q.col("start"), 0);
-    r.dur = s.i64(q.col("end"), r.ts) - r.ts;
+    r.ts = span.start;
+    r.dur = span.dur;
     r.device = static_cast<std::int32_t>(s.i64(q.col("deviceId"), -1));
     r.stream = stream_of(s.i64(q.col("streamId"), -1));
     r.correlation = s.i64(q.col("correlationId"));
@@ -573,11 +621,13 @@ class Reader {
                                      "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
                                      "dynamicSharedMemory"}));
     const Statement& s = *q.st;
+    SkippedRows skipped("CUPTI_ACTIVITY_KIND_KERNEL");
+    Span span;
     while (q.st->step()) {
-      RankTrace* t = gpu_owner(q);
+      RankTrace* t = gpu_owner_with_span(q, skipped, span);
       if (!t) continue;
       RankTrace& out = *t;
-      EventRow r = gpu_row(out, q, "kernel", Kind::Kernel);
+      EventRow r = gpu_row(out, q, span, "kernel", Kind::Kernel);
       std::string_view shortn = strings_.get(s, q.col("shortName"));
       std::string_view name = strings_.get(s, q.col("demangledName"));
       if (name.empty()) name = shortn.empty() ? strings_.get(s, q.col("mangledName")) : shortn;
@@ -586,6 +636,7 @@ class Reader {
       r.kernel_args = out.add_kernel_args(launch_config(q));
       append(out, r);
     }
+    skipped.warn();
   }
 
   // Shared memory counts the static and the dynamic part together, as Kineto's "shared memory".
@@ -634,10 +685,12 @@ class Reader {
     if (!db_.has("CUPTI_ACTIVITY_KIND_MEMCPY")) return;
     auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMCPY", gpu_columns({"bytes", "copyKind", "srcKind", "dstKind"}));
     const Statement& s = *q.st;
+    SkippedRows skipped("CUPTI_ACTIVITY_KIND_MEMCPY");
+    Span span;
     while (q.st->step()) {
-      RankTrace* t = gpu_owner(q);
+      RankTrace* t = gpu_owner_with_span(q, skipped, span);
       if (!t) continue;
-      EventRow r = gpu_row(*t, q, "gpu_memcpy", Kind::Memcpy);
+      EventRow r = gpu_row(*t, q, span, "gpu_memcpy", Kind::Memcpy);
       const CopyKind ck = copy_kind(s.i64(q.col("copyKind"), 0));
       std::int64_t src = s.i64(q.col("srcKind"), 7), dst = s.i64(q.col("dstKind"), 7);
       // Kineto's spelling, which the copy analyses also read: "Memcpy HtoD (Pageable -> Device)".
@@ -649,19 +702,23 @@ class Reader {
       r.extra = bytes_extra(*t, s.i64(q.col("bytes")));
       append(*t, r);
     }
+    skipped.warn();
   }
 
   void read_memsets() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_MEMSET")) return;
     auto q = db_.select("CUPTI_ACTIVITY_KIND_MEMSET", gpu_columns({"bytes", "memKind"}));
+    SkippedRows skipped("CUPTI_ACTIVITY_KIND_MEMSET");
+    Span span;
     while (q.st->step()) {
-      RankTrace* t = gpu_owner(q);
+      RankTrace* t = gpu_owner_with_span(q, skipped, span);
       if (!t) continue;
-      EventRow r = gpu_row(*t, q, "gpu_memset", Kind::Memset);
+      EventRow r = gpu_row(*t, q, span, "gpu_memset", Kind::Memset);
       r.name = intern(*t, fmt::format("Memset ({})", mem_kind_name(q.st->i64(q.col("memKind"), 7))));
       r.extra = bytes_extra(*t, q.st->i64(q.col("bytes")));
       append(*t, r);
     }
+    skipped.warn();
   }
 
   // Kineto's cuda_sync names, from CUPTI's synchronisation types.
@@ -678,13 +735,16 @@ class Reader {
   void read_sync() {
     if (!db_.has("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) return;
     auto q = db_.select("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", gpu_columns({"syncType"}));
+    SkippedRows skipped("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION");
+    Span span;
     while (q.st->step()) {
-      RankTrace* t = gpu_owner(q);
+      RankTrace* t = gpu_owner_with_span(q, skipped, span);
       if (!t) continue;
-      EventRow r = gpu_row(*t, q, "cuda_sync", Kind::GpuSync);
+      EventRow r = gpu_row(*t, q, span, "cuda_sync", Kind::GpuSync);
       r.name = intern(*t, sync_name(q.st->i64(q.col("syncType"), 0)));
       append(*t, r);
     }
+    skipped.warn();
   }
 
   // "cudaMalloc_v3020" -> "cudaMalloc": the analyses know the API by its plain name.
@@ -741,16 +801,23 @@ class Reader {
     auto q = db_.select("CUPTI_ACTIVITY_KIND_RUNTIME", {"start", "end", "globalTid", "correlationId", "nameId", "name"});
     const Statement& s = *q.st;
     std::vector<ApiRow> rows;
+    SkippedRows skipped(kRuntimeTable);
     while (q.st->step()) {
       ApiRow a;
-      a.start = s.i64(q.col("start"), 0);
-      a.end = s.i64(q.col("end"), a.start);
       a.gtid = s.i64(q.col("globalTid"), 0);
+      const std::optional<Span> span = row_span(s, q.col("start"), q.col("end"));
+      if (!span) {
+        if (RankTrace* t = routes_.of_event(pid_of(a.gtid))) skipped.count(t);
+        continue;
+      }
+      a.start = span->start;
+      a.end = span->start + span->dur;
       a.correlation = s.i64(q.col("correlationId"));
       a.name = strings_.get(s, q.col("nameId"));
       if (a.name.empty()) a.name = scratch_.view(scratch_.intern(s.text(q.col("name"))));
       rows.push_back(a);
     }
+    skipped.warn();
     std::vector<bool> call = innermost_rows(rows);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const ApiRow& a = rows[i];
@@ -810,6 +877,7 @@ class Reader {
       StrId full_name;
     };
     std::vector<Range> ranges;  // domains are resolved once all rows are read
+    SkippedRows skipped("NVTX_EVENTS");
     while (q.st->step()) {
       std::int64_t type = s.i64(q.col("eventType"));
       std::string_view text = s.text(q.col("text"));
@@ -820,12 +888,18 @@ class Reader {
         domains_by_id[s.i64(q.col("domainId"), 0)] = std::string(text);
         continue;
       }
-      if ((type != push_pop && type != start_end) || s.null(q.col("end"))) continue;
+      if (type != push_pop && type != start_end) continue;
       RankTrace* t = routes_.of_event(pid_of(gtid));
       if (!t) continue;
+      // A range still open when the profiler stopped has no end either: no span to place.
+      const std::optional<Span> span = row_span(s, q.col("start"), q.col("end"));
+      if (!span) {
+        skipped.count(t);
+        continue;
+      }
       EventRow r;
-      r.ts = s.i64(q.col("start"), 0);
-      r.dur = s.i64(q.col("end"), r.ts) - r.ts;
+      r.ts = span->start;
+      r.dur = span->dur;
       r.pid = pid_of(gtid);
       r.tid = tid_of(gtid);
       std::string_view plain = plain_nvtx_name(text);
@@ -846,6 +920,7 @@ class Reader {
       if (full != kNoStr) r.extra = alt_name_extra(*t, full);
       append(*t, r);
     }
+    skipped.warn();
   }
 };
 
