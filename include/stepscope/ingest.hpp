@@ -20,7 +20,9 @@ struct IngestOptions {
 };
 
 // Expands the user's paths: a trace file, or a directory holding one trace per rank
-// (*.json, *.json.gz). Throws InputError for a missing path or a directory with no traces.
+// (*.json, *.json.gz, *.sqlite). Throws InputError for a named path that is missing or cannot be
+// read (with the system's reason) and for a directory with no readable traces; a directory's
+// entries that cannot be read (a symlink loop, no permission) are left out while others remain.
 std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths);
 
 // Reads one Kineto / legacy autograd-profiler JSON trace (plain or gzipped).
@@ -34,7 +36,8 @@ RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
 // Reads every path (after expansion), files in parallel: one rank per Kineto file, one per
 // process with CUDA work in an nsys export. Assigns ranks (distributedInfo, else rank-N in the
 // file name, else file order with a warning; file then pid order once an export was split) and
-// refuses duplicate ranks.
+// refuses duplicate ranks. Directory entries left out and Kineto files cut before their first
+// event (left out of the ranks while another rank holds events) are warnings of the Trace.
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts = {});
 
 // The bytes of a trace file as the readers see them (gzip decoded, sniffed by its magic rather

@@ -2,7 +2,11 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <condition_variable>
 #include <deque>
@@ -215,34 +219,93 @@ struct FoundFile {
   bool listed = false;  // found by listing a directory, not named by the user
 };
 
-std::vector<FoundFile> find_trace_files(const std::vector<std::string>& paths) {
-  if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
+// The files to read, and the directory entries left out because they cannot be read, each
+// warning naming the entry and the reason.
+struct FileListing {
   std::vector<FoundFile> files;
+  std::vector<std::string> warnings;
+};
+
+// Why a regular file cannot be opened for reading, or empty when it can. Checked before reading
+// so that an unreadable file is reported for what it is, not as an empty or corrupted trace.
+std::string unreadable_reason(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::error_code(errno, std::generic_category()).message();
+  ::close(fd);
+  return {};
+}
+
+// A path the user named: a missing one is "no such file or directory"; any other failure (a
+// symlink loop, a directory it cannot enter) gives the system's reason, not a missing file.
+fs::file_status named_path_status(const std::string& p) {
+  std::error_code ec;
+  fs::file_status st = fs::status(p, ec);
+  if (!ec && fs::exists(st)) return st;
+  if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory)
+    throw InputError(fmt::format("{}: no such file or directory", p));
+  throw InputError(fmt::format("{}: cannot read: {}", p, ec.message()));
+}
+
+// One directory entry that is named like a trace: added to `found`, or to `skipped` with the
+// reason it cannot be read (a symlink loop, a dangling link, no permission). Other entries that
+// are not regular files (a subdirectory named x.json) are no rank file and pass silently.
+void take_entry(const fs::directory_entry& entry, std::vector<std::string>& found,
+                std::vector<std::string>& skipped) {
+  const fs::path& path = entry.path();
+  if (!looks_like_trace_file(path)) return;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows links: a rank file may be one
+  std::string why;
+  if (ec || !fs::exists(st)) why = ec ? ec.message() : "no such file or directory";
+  else if (!fs::is_regular_file(st)) return;
+  else why = unreadable_reason(path.string());
+  if (why.empty()) found.push_back(path.string());
+  else skipped.push_back(fmt::format("{}: cannot read: {}", path.string(), why));
+}
+
+// Every trace file of a directory, sorted. Entries that cannot be read are left out with a
+// warning while others remain; a directory of none but those is refused with the first reason.
+void list_directory(const std::string& dir, FileListing& out) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  std::vector<std::string> found, skipped;
+  // increment(ec) rather than a range-for: the range-for's ++ throws on a failed readdir.
+  for (const fs::directory_iterator end{}; !ec && it != end; it.increment(ec)) take_entry(*it, found, skipped);
+  if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", dir, ec.message()));
+  std::sort(skipped.begin(), skipped.end());
+  if (found.empty() && !skipped.empty())
+    throw InputError(fmt::format("{}: no readable trace in the directory ({}{})", dir, skipped.front(),
+                                 skipped.size() > 1 ? fmt::format(", and {} more", skipped.size() - 1) : ""));
+  if (found.empty())
+    throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", dir));
+  std::sort(found.begin(), found.end());
+  for (auto& f : found) out.files.push_back({std::move(f), true});
+  for (auto& w : skipped) out.warnings.push_back(w + "; skipped");
+}
+
+FileListing find_trace_files(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
+  FileListing listing;
   for (const auto& p : paths) {
-    std::error_code ec;
-    auto st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) throw InputError(fmt::format("{}: no such file or directory", p));
+    const fs::file_status st = named_path_status(p);
     if (fs::is_directory(st)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(p, ec))
-        if (entry.is_regular_file() && looks_like_trace_file(entry.path())) found.push_back(entry.path().string());
-      if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", p, ec.message()));
-      if (found.empty())
-        throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", p));
-      std::sort(found.begin(), found.end());
-      for (auto& f : found) files.push_back({std::move(f), true});
-    } else {
-      files.push_back({p, false});
+      list_directory(p, listing);
+      continue;
     }
+    // A named pipe (a shell's <(...)) is not opened here: that could block, or take its data.
+    if (fs::is_regular_file(st))
+      if (std::string why = unreadable_reason(p); !why.empty())
+        throw InputError(fmt::format("{}: cannot read: {}", p, why));
+    listing.files.push_back({p, false});
   }
-  return files;
+  return listing;
 }
 
 }  // namespace
 
 std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
-  for (auto& f : find_trace_files(paths)) out.push_back(std::move(f.path));
+  for (auto& f : find_trace_files(paths).files) out.push_back(std::move(f.path));
   return out;
 }
 
@@ -328,16 +391,35 @@ void note_not_traces(const std::vector<std::string>& files, const std::vector<ch
                                    skipped == 1 ? "s" : "", names));
 }
 
+// A rank file cut before its first event (the job killed while the profiler was writing) holds
+// no step: kept as a rank, it would add an empty step to every mean. It is left out with a
+// warning while other ranks hold events; alone, it stays, and analysis says there is nothing to
+// analyse. Only Kineto files: an export without events is refused when read.
+void leave_out_empty_ranks(const std::vector<std::string>& files, const std::vector<bool>& sqlite,
+                           std::vector<std::vector<RankTrace>>& per_file, Trace& t) {
+  auto is_empty = [&](std::size_t i) { return !sqlite[i] && per_file[i].size() == 1 && per_file[i][0].events.size() == 0; };
+  bool any_events = false;
+  for (std::size_t i = 0; i < files.size(); ++i) any_events = any_events || (!per_file[i].empty() && !is_empty(i));
+  if (!any_events) return;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!is_empty(i)) continue;
+    per_file[i].clear();
+    t.warnings.push_back(fmt::format("{}: no events before the file ends; left out of the ranks", files[i]));
+  }
+}
+
 }  // namespace
 
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
-  const std::vector<FoundFile> found = find_trace_files(paths);
+  FileListing listing = find_trace_files(paths);
+  const std::vector<FoundFile>& found = listing.files;
   std::vector<std::string> files;
   for (const auto& f : found) files.push_back(f.path);
   std::vector<char> not_traces(files.size(), 0);  // listed JSON documents without traceEvents
   const std::vector<bool> sqlite = classify_sqlite(files);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;
+  t.warnings = std::move(listing.warnings);
   std::vector<std::vector<RankTrace>> per_file(files.size());
   std::uint64_t total = 0;
   std::vector<std::uint64_t> base(files.size());
@@ -385,6 +467,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     for (auto& f : fut) f.get();
   }
   note_not_traces(files, not_traces, t);
+  leave_out_empty_ranks(files, sqlite, per_file, t);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (per_file[i].size() > 1) shared_files.push_back(files[i]);
