@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stage
   if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
   PipelineOptions po;
   po.ingest.jobs = jobs;
+  po.analyze.jobs = jobs;  // as the CLI's --jobs: threads for reading and for analysing ranks
   po.analyze.partition.step_range = step_range;
   for (const auto& s : stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   return po;
@@ -71,6 +73,25 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
   return dump_report(diff_to_json(d));
 }
 
+// The exception's message as Python text. Paths arrive as the file system's bytes and may not be
+// UTF-8: undecodable bytes come back as os.fsdecode gives them (surrogateescape), so the path
+// in the message is the one the caller passed.
+void set_error(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "surrogateescape");
+  if (!text) {
+    PyErr_Clear();
+    text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace");
+  }
+  PyErr_SetObject(type, text);
+  Py_XDECREF(text);
+}
+
+// A file system failure on an input path, as the CLI words it: "PATH: REASON".
+std::string filesystem_message(const std::filesystem::filesystem_error& e) {
+  const std::string path = e.path1().empty() ? std::string() : e.path1().string() + ": ";
+  return path + e.code().message();
+}
+
 }  // namespace
 }  // namespace stepscope::python
 
@@ -84,7 +105,10 @@ PYBIND11_MODULE(_stepscope, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const stepscope::InputError& e) {
-      PyErr_SetString(error.ptr(), e.what());
+      set_error(error.ptr(), e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      // Only the readers touch the file system, and only on the caller's paths: bad input.
+      set_error(error.ptr(), filesystem_message(e));
     } catch (const py::cast_error& e) {
       // An argument of the wrong type inside a list or mapping, e.g. seq=[1.5].
       PyErr_SetString(PyExc_TypeError, e.what());
@@ -99,6 +123,7 @@ PYBIND11_MODULE(_stepscope, m) {
         py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
         "Compare two runs; the JSON document `diff --json` writes.");
   m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;
+  m.attr("max_jobs") = stepscope::kMaxJobs;
 
   auto plan = m.def_submodule("plan", "Planning calculators; each returns `plan <name> --json` text.");
   bind_plan(plan);

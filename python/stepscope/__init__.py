@@ -14,6 +14,8 @@ Bad input raises `stepscope.Error` (a ValueError) with the message the CLI print
 The analysis runs in C++ with the GIL released. Importing stepscope does not import torch.
 """
 import json as _json
+import math as _math
+import numbers as _numbers
 import os as _os
 
 from . import _stepscope
@@ -26,15 +28,23 @@ __version__ = "0.1.0"
 
 
 def _paths(paths):
-    """One path (str or os.PathLike) or a sequence of them -> list of str."""
+    """One path (str, bytes or os.PathLike) or a sequence of them -> list of bytes.
+
+    The file system's own bytes go to the reader: a name that is not valid UTF-8 (which
+    os.fsdecode keeps as surrogates) still names its file.
+    """
     if isinstance(paths, (str, bytes, _os.PathLike)):
         paths = [paths]
     try:
-        out = [_os.fsdecode(_os.fspath(p)) for p in paths]
+        out = [_os.fsencode(_os.fspath(p)) for p in paths]
     except TypeError:
         raise Error(f"paths: expected a path or a list of paths, got {type(paths).__name__}") from None
     if not out:
         raise Error("no trace given")
+    for p in out:
+        # The C library would read the name only up to the NUL: another file.
+        if b"\0" in p:
+            raise Error(f"{_os.fsdecode(p)!r}: a path cannot hold a NUL byte")
     return out
 
 
@@ -46,27 +56,62 @@ def _stage_rules(stages):
         return [stages]
     if isinstance(stages, dict):
         stages = stages.items()
-    rules = []
-    for item in stages:
-        if isinstance(item, str):
-            rules.append(item)
-        else:
-            name, regex = item
-            rules.append(f"{name}={regex}")
-    return rules
+    try:
+        items = list(stages)
+    except TypeError:
+        raise Error(f"stages: expected NAME=REGEX rules, got {type(stages).__name__}") from None
+    return [_stage_rule(item) for item in items]
+
+
+def _stage_rule(item):
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(x, str) for x in item):
+        return f"{item[0]}={item[1]}"
+    raise Error(f"--stage {item!r}: expected 'NAME=REGEX' or a (NAME, REGEX) pair of strings")
+
+
+def _whole_number(option, value, low, high, low_text=None):
+    """An integer option checked here: a wrong type would otherwise escape as a TypeError (or an
+    OverflowError past the C++ int) instead of stepscope.Error."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+        raise Error(f"{option} {value!r}: expected a whole number")
+    value = int(value)
+    if not low <= value <= high:
+        raise Error(f"{option} {value}: must be between {low_text or low} and {high}")
+    return value
+
+
+def _jobs(jobs):
+    """As the CLI's --jobs, with its message."""
+    return _whole_number("--jobs", jobs, 0, _stepscope.max_jobs, "0 (one per core)")
+
+
+def _step_range(step_range):
+    if step_range is None:
+        return ""
+    if not isinstance(step_range, str):
+        raise Error(f"--step-range {step_range!r}: expected the name of an annotation")
+    return step_range
+
+
+def _threshold(value):
+    if isinstance(value, bool) or not isinstance(value, _numbers.Real) or not _math.isfinite(value) or value < 0:
+        raise Error(f"kernel_threshold {value!r}: expected a non-negative number")
+    return float(value)
 
 
 def analyze(paths, *, jobs=0, stages=None, step_range=None):
     """Analyse PyTorch profiler (Kineto) traces: the same content as `stepscope analyze --json`.
 
     paths: a trace file (.json, .json.gz), a directory of per-rank traces, or a list of them.
-    jobs: threads for reading (0: one per core).
+    jobs: threads for reading and for analysing ranks (0: one per core; at most 256).
     stages: extra stage rules, {"forward": "REGEX", ...} or ["NAME=REGEX", ...] as --stage takes
         (names: forward, backward, optimizer, data, sync, side).
     step_range: the annotation (e.g. NVTX range) that is one step, as --step-range.
     """
-    text = _stepscope.analyze_json(_paths(paths), jobs=jobs, stages=_stage_rules(stages),
-                                   step_range=step_range or "")
+    text = _stepscope.analyze_json(_paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
+                                   step_range=_step_range(step_range))
     return _json.loads(text)
 
 
@@ -77,7 +122,9 @@ def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap_samples=
     Did the step get faster beyond noise (bootstrap interval of the speedup), which categories
     moved, and did the bottleneck move. `base` and `test` take what `analyze` takes.
     """
-    text = _stepscope.diff_json(_paths(base), _paths(test), jobs=jobs, stages=_stage_rules(stages),
-                                step_range=step_range or "", bootstrap_samples=bootstrap_samples, seed=seed,
-                                kernel_threshold=kernel_threshold)
+    text = _stepscope.diff_json(_paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
+                                step_range=_step_range(step_range),
+                                bootstrap_samples=_whole_number("--bootstrap", bootstrap_samples, 100, 1000000),
+                                seed=_whole_number("--seed", seed, 0, 2**64 - 1),
+                                kernel_threshold=_threshold(kernel_threshold))
     return _json.loads(text)
