@@ -3,9 +3,16 @@
 #include <fmt/core.h>
 #include <isa-l.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "stepscope/error.hpp"
@@ -179,6 +186,75 @@ std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
 
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {
   return std::make_unique<MemorySource>(bytes);
+}
+
+SpooledInput::~SpooledInput() { ::unlink(path_.c_str()); }
+
+namespace {
+
+bool is_stream(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+// Opening a FIFO for reading blocks until a writer opens it: open without blocking, then wait
+// for the first byte (or the writer's end) for a bounded time.
+int open_stream(const std::string& path, int wait_s) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  pollfd p{fd, POLLIN, 0};
+  int ready;
+  do ready = ::poll(&p, 1, wait_s * 1000);
+  while (ready < 0 && errno == EINTR);
+  if (ready <= 0) {
+    ::close(fd);
+    throw InputError(fmt::format("{}: no data arrived in {} s (a pipe nobody writes to?)", path, wait_s));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+void copy_all(int from, int to, const std::string& path) {
+  std::vector<char> buf(kReadBlock);
+  for (;;) {
+    const ssize_t n = ::read(from, buf.data(), buf.size());
+    if (n == 0) return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(to, buf.data() + done, static_cast<std::size_t>(n - done));
+      if (w <= 0 && errno != EINTR)
+        throw InputError(fmt::format("{}: cannot copy the stream to a temporary file: {}", path, std::strerror(errno)));
+      done += std::max<ssize_t>(w, 0);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<SpooledInput> spool_if_stream(const std::string& path, int wait_s) {
+  if (!is_stream(path)) return nullptr;
+  std::string tmp = (std::filesystem::temp_directory_path() / "stepscope-input-XXXXXX").string();
+  const int out = ::mkstemp(tmp.data());
+  if (out < 0) throw InputError(fmt::format("{}: cannot create a temporary copy: {}", path, std::strerror(errno)));
+  auto spooled = std::make_unique<SpooledInput>(tmp);
+  const int in = [&] {
+    try {
+      return open_stream(path, wait_s);
+    } catch (...) {
+      ::close(out);
+      throw;
+    }
+  }();
+  try {
+    copy_all(in, out, path);
+  } catch (...) {
+    ::close(in), ::close(out);
+    throw;
+  }
+  ::close(in);
+  if (::close(out) != 0) throw InputError(fmt::format("{}: cannot copy the stream to a temporary file", path));
+  return spooled;
 }
 
 }  // namespace stepscope::ingest

@@ -30,4 +30,25 @@ class ByteSource {
 std::unique_ptr<ByteSource> open_byte_source(const std::string& path);
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes);
 
+// A copy of a stream input in a temporary file, removed with this object. Pipes, FIFOs and
+// /dev/stdin can be read only once, but a trace is sniffed, then read, possibly by several
+// threads: the copy reads like the file would have.
+class SpooledInput {
+ public:
+  explicit SpooledInput(std::string path) : path_(std::move(path)) {}
+  ~SpooledInput();
+  SpooledInput(const SpooledInput&) = delete;
+  SpooledInput& operator=(const SpooledInput&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The copy of `path` when it is a stream (FIFO, character device, socket); null for a regular
+// file or a directory, which are read in place. Waits at most `wait_s` for the first byte.
+// Errors (InputError naming the path): no data within `wait_s` (a pipe nobody writes to), a read
+// error, or no room for the copy in the temporary directory.
+std::unique_ptr<SpooledInput> spool_if_stream(const std::string& path, int wait_s = 30);
+
 }  // namespace stepscope::ingest

@@ -416,7 +416,12 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   std::vector<std::string> files;
   for (const auto& f : found) files.push_back(f.path);
   std::vector<char> not_traces(files.size(), 0);  // listed JSON documents without traceEvents
-  const std::vector<bool> sqlite = classify_sqlite(files);
+  // What is read: the file itself, or a stream's copy (messages still name the stream).
+  std::vector<std::unique_ptr<SpooledInput>> spooled(files.size());
+  std::vector<std::string> sources = files;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if ((spooled[i] = spool_if_stream(files[i]))) sources[i] = spooled[i]->path();
+  const std::vector<bool> sqlite = classify_sqlite(sources);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;
   t.warnings = std::move(listing.warnings);
@@ -425,7 +430,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   std::vector<std::uint64_t> base(files.size());
   for (std::size_t i = 0; i < files.size(); ++i) {
     base[i] = total;
-    total += size_or_zero(files[i]);
+    total += size_or_zero(sources[i]);
   }
   // Files in parallel when there are several; the threads left over parse within a file.
   int file_threads = std::max(1, std::min<int>(jobs, static_cast<int>(files.size())));
@@ -446,10 +451,11 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
       };
     }
     if (sqlite[i]) {
-      per_file[i] = read_nsys_sqlite(files[i], o);
+      per_file[i] = read_nsys_sqlite(sources[i], o);
+      for (auto& r : per_file[i]) r.path = files[i];
       return;
     }
-    auto src = open_byte_source(files[i]);
+    auto src = open_byte_source(sources[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
     try {
       per_file[i].push_back(r.read());

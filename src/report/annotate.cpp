@@ -347,8 +347,13 @@ std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::
   if (a.trace.ranks.empty()) throw InputError("nothing to annotate: no trace was read");
   if (path.ends_with(".gz"))
     throw InputError(fmt::format("{}: the annotated trace is written as plain JSON; name it without .gz", path));
-  for (const auto& t : a.trace.ranks)
+  for (const auto& t : a.trace.ranks) {
     if (t.truncated) throw InputError(fmt::format("{}: cannot annotate a truncated trace", t.path));
+    std::error_code ec;
+    if (!fs::is_regular_file(t.path, ec))
+      throw InputError(fmt::format("{}: read from a pipe, which cannot be read twice; annotate needs the trace as a file",
+                                   t.path));
+  }
   const std::vector<std::string> outs = output_paths(a, path);
   std::vector<AnnotatedFile> written;
   for (std::size_t k = 0; k < a.trace.ranks.size(); ++k) {

@@ -27,8 +27,10 @@ struct CliRun {
   std::string output;  // stdout and stderr together
 };
 
-CliRun cli(const std::string& args) {
-  const std::string cmd = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args + " 2>&1";
+// `fed_from`, when given, is piped into the CLI's standard input (`cat FILE | stepscope ...`).
+CliRun cli(const std::string& args, const std::string& fed_from = "") {
+  const std::string feed = fed_from.empty() ? "" : "cat " + fed_from + " | ";
+  const std::string cmd = feed + std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 512> buf{};
@@ -125,6 +127,20 @@ TEST_F(OutputSafety, AnnotateToStandardOutputIsRefusedWithoutAFileNamedDash) {
   const CliRun r = cli("analyze -q --annotate - " + in);
   EXPECT_EQ(r.rc, 2) << r.output;
   EXPECT_FALSE(fs::exists("-"));
+}
+
+using StreamInput = Scratch;
+
+TEST_F(StreamInput, APipeReadsLikeTheFileButCannotBeAnnotated) {
+  const std::string in = trace("t.json", one_step_events());
+  const CliRun file = cli("analyze -q " + in);
+  // stdin is a pipe: read once, sniffed and parsed from its copy.
+  const CliRun piped = cli("analyze -q /dev/stdin", in);
+  EXPECT_EQ(piped.rc, 0) << piped.output;
+  EXPECT_EQ(piped.output, file.output);
+  const CliRun annotate = cli("analyze -q --annotate " + path("a.json") + " /dev/stdin", in);
+  EXPECT_EQ(annotate.rc, 2) << annotate.output;
+  EXPECT_NE(annotate.output.find("cannot be read twice"), std::string::npos) << annotate.output;
 }
 
 using ExtremeInput = Scratch;
