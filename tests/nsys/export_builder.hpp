@@ -35,7 +35,11 @@ class ExportBuilder {
     query("SELECT name, sql FROM src.sqlite_master WHERE type = 'table'", [&](sqlite3_stmt* s) {
       tables.emplace_back(text(s, 0), text(s, 1));
     });
-    for (const auto& [name, sql] : tables) {
+    // Plain references, not structured bindings: clang before 16 cannot capture a binding in
+    // the lambda below.
+    for (const auto& table : tables) {
+      const std::string& name = table.first;
+      const std::string& sql = table.second;
       if (skip.count(name)) continue;
       exec(sql);
       if (name.rfind("ENUM_", 0) == 0) exec("INSERT INTO main.\"" + name + "\" SELECT * FROM src.\"" + name + "\"");
@@ -51,8 +55,9 @@ class ExportBuilder {
       if (borrow.count(text(s, 0)) && !columns_.count(text(s, 0)) && !skip.count(text(s, 0)))
         lent.emplace_back(text(s, 0), text(s, 1));
     });
-    for (const auto& [name, sql] : lent) {
-      exec(sql);
+    for (const auto& table : lent) {
+      const std::string& name = table.first;
+      exec(table.second);
       query("PRAGMA main.table_info(\"" + name + "\")", [&](sqlite3_stmt* s) {
         columns_[name].push_back({text(s, 1), sqlite3_column_int(s, 3) != 0});
       });
