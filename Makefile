@@ -4,7 +4,7 @@ JOBS ?= 2
 EXAMPLE ?= examples/cpu_training_step.pt.trace.json.gz
 FUZZ_SECONDS ?= 600
 
-.PHONY: deps configure build run test bench fuzz clean python
+.PHONY: deps configure build run test test-sanitize bench fuzz clean python
 
 deps:
 	@scripts/install-deps
@@ -29,13 +29,28 @@ test: build
 bench: build
 	scripts/run-bench $(BUILD)
 
+# libFuzzer under ASan+UBSan, with clang: each target for FUZZ_SECONDS (see scripts/run-fuzz).
+FUZZ_TARGETS ?= fuzz_kineto fuzz_pipeline fuzz_nsys
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
 fuzz: deps
 	@scripts/install-deps clang libclang-rt-14-dev
 	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
-	  -DSTEPSCOPE_FUZZ=ON -DSTEPSCOPE_TESTS=OFF -DSTEPSCOPE_BENCH=OFF > /dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_kineto
-	scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $(SANITIZE_FLAGS)" \
+	  -DSTEPSCOPE_FUZZ=ON -DSTEPSCOPE_TESTS=OFF -DSTEPSCOPE_BENCH=OFF -DSTEPSCOPE_PYTHON=OFF > /dev/null
+	cmake --build build-fuzz -j$(JOBS) --target $(FUZZ_TARGETS)
+	scripts/run-fuzz build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Every test, built with clang under ASan+UBSan (any undefined behaviour aborts the test), in
+# build-asan. The Python module is left out: it would need the sanitizer runtime preloaded.
+test-sanitize: deps
+	@scripts/install-deps clang libclang-rt-14-dev
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+	  -DSTEPSCOPE_BENCH=OFF -DSTEPSCOPE_PYTHON=OFF > /dev/null
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j$(JOBS)
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-asan
