@@ -361,7 +361,9 @@ TEST(RealClass, Fp8MoeWithExpertParallelKernelsOffTheComputePath) {
     // Compute kernels share one stream: sorted by start, their ends are sorted too.
     std::sort(compute.begin(), compute.end());
     ASSERT_FALSE(ep.empty());
-    for (const auto& [a, b] : ep) {
+    for (const auto& span : ep) {
+      // Named copies, not structured bindings: clang before 16 cannot capture a binding.
+      const auto a = span.first, b = span.second;
       auto c = std::partition_point(compute.begin(), compute.end(), [&](const auto& k) { return k.second <= a; });
       if (c != compute.end()) {
         EXPECT_GE(c->first, b) << "an EP kernel overlaps a compute kernel";
