@@ -770,7 +770,9 @@ class Reader {
   };
   struct CallKeyHash {
     std::size_t operator()(const CallKey& k) const {
-      return std::hash<std::int64_t>()(k.correlation * 1000003 + k.pid);
+      // Unsigned arithmetic: ids are the file's, any value, and must wrap rather than overflow.
+      return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(k.correlation) * 1000003u +
+                                        static_cast<std::uint64_t>(k.pid));
     }
   };
 
