@@ -117,6 +117,9 @@ struct Series {
   std::vector<Sample> samples;
   double interval_s = 1.0;
   bool gpu_observed = false;       // a GPU source ran (even if the target used no GPU)
+  // The GPU source can tell which devices the watched processes hold a context on (live NVML).
+  // Then a series in which no device is held has no GPU of this job in view; logs cannot tell.
+  bool gpu_pids_matchable = false;
   std::string gpu_status;          // why GPUs are or are not in the samples
   std::vector<std::string> notes;  // warnings from sampling or parsing, one line each
 };
@@ -189,6 +192,21 @@ inline constexpr double kIowaitPct = 10;
 inline constexpr double kDiskBusyPct = 60;
 // The target's own storage traffic (MB/s) that counts as "doing I/O" on its own.
 inline constexpr double kTargetIoMbps = 5;
+// A thread wanting at least this much of a core (CPU + run-queue wait, window average) is busy;
+// two or more busy threads make the job CPU-bound across threads rather than in one.
+inline constexpr double kBusyThreadDemandPct = 50;
+// A GPU sample at or below this utilisation is an idle phase: the device waits for work.
+inline constexpr double kGpuIdleSampleUtilPct = kGpuStarvedUtilPct;
+// Samples in which a busy host thread and an idle GPU coincide before input-bound is claimed.
+inline constexpr int kInputBoundMinCoincident = 2;
+
+// Confidence grading. A verdict drawn from few samples, or from readings sitting close to the
+// threshold that decided it, could flip with one more sample; these say how few and how close.
+inline constexpr int kSamplesForMedium = 3;
+inline constexpr int kSamplesForHigh = 5;
+// Relative distance of the deciding reading from its threshold, |value - threshold| / threshold.
+inline constexpr double kMarginForMedium = 0.05;
+inline constexpr double kMarginForHigh = 0.15;
 }  // namespace thresholds
 
 enum class Confidence { Low, Medium, High };
@@ -201,6 +219,26 @@ struct Evidence {
   std::string meaning;  // one short clause: what this number says here
 };
 
+// A reading that decided a rule, and the threshold it was held against.
+struct Margin {
+  std::string metric;
+  double value = 0;
+  double threshold = 0;
+  // What a distance of 1 means. 0 = the threshold itself; a percentage near its ceiling (GPU-Util
+  // above 90%) uses the room left instead, or it could never look clear of its threshold.
+  double scale = 0;
+  double distance() const;  // |value - threshold| / scale
+};
+
+// Why a finding has the confidence it has, and what would raise it.
+struct ConfidenceBasis {
+  int samples = 0;
+  std::vector<Margin> margins;
+  std::string ceiling_reason;  // why the rule itself cannot be sure (empty when it can)
+  std::string text;            // "6 samples; host.top_thread.demand 99 is 16% past 85"
+  std::string to_raise;        // empty at high confidence
+};
+
 // What a live sample or a monitoring log shows, with the numbers behind it. Named apart from the
 // trace diagnosis's Finding (stepscope/verdict.hpp): the two come from different evidence.
 struct LiveFinding {
@@ -210,6 +248,8 @@ struct LiveFinding {
   std::vector<Evidence> evidence;
   std::string next_step;  // the lever to pull or the profile to record
   std::string command;    // an exact command for the next step, when there is one
+  ConfidenceBasis basis;
+  std::vector<double> shown_at_s;  // sample times (t_s) in which the finding's pattern was seen
 };
 
 // Aggregates of a series that the rules read; reported in full so every verdict can be checked.
@@ -243,10 +283,12 @@ struct HostStats {
   int top_thread_tid = 0;
   std::string top_thread_comm;
   double top_thread_io_share = 0;  // share of samples it spent blocked in I/O (state D)
+  double second_thread_demand_pct = 0;  // the runner-up: says whether the load is in one thread
   // The most demanding process, all its threads together.
   double top_process_cpu_pct = 0;
   int top_process_pid = 0;
   std::string top_process_comm;
+  int busy_threads = 0;  // threads wanting >= kBusyThreadDemandPct of a core over the window
   double demand_cores = 0;        // mean total demand of the tree, in cores
   double runnable_threads = 0;    // mean threads in state R
   double io_blocked_threads = 0;  // mean threads in state D
@@ -265,6 +307,10 @@ struct Classification {
   std::vector<LiveFinding> others;  // further findings worth knowing (throttling, imbalance, ...)
   std::vector<GpuStats> gpus;
   std::optional<HostStats> host;
+  // False when no GPU of this job was in view: verdicts are then host-side only and say so.
+  bool gpu_in_view = false;
+  std::string gpu_unknown_reason;    // why the GPU side is unknown (empty when in view)
+  std::string gpu_how_to_find_out;   // what to run to learn whether a GPU waits on this job
 };
 
 // The statistics the rules read. Pure.

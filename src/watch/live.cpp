@@ -85,6 +85,9 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
   }
   series.interval_s = options.interval_ms / 1000.0;
   series.gpu_observed = gpu.available();
+  // NVML lists the processes holding a context on each device, so a GPU no watched process
+  // holds is known to be someone else's.
+  series.gpu_pids_matchable = gpu.available();
   series.gpu_status = gpu.status();
   if (!gpu.available()) series.notes.push_back(gpu.status());
 
@@ -129,7 +132,7 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
     if (!matched && !series.samples.empty())
       series.notes.push_back(
           "no watched process holds a GPU context (or its pids are not visible from this PID "
-          "namespace); judging all GPUs");
+          "namespace); the GPUs seen are not judged as this job's, host side only");
   }
   result.classification = classify(series);
   return result;

@@ -79,8 +79,41 @@ json finding_json(const LiveFinding& f) {
   for (const auto& e : f.evidence)
     ev.push_back(
         {{"metric", e.metric}, {"value", e.value}, {"unit", e.unit}, {"meaning", e.meaning}});
-  return {{"rule", f.rule}, {"title", f.title},         {"confidence", to_string(f.confidence)},
-          {"evidence", ev}, {"next_step", f.next_step}, {"command", f.command}};
+  json margins = json::array();
+  for (const auto& m : f.basis.margins)
+    margins.push_back({{"metric", m.metric},
+                       {"value", m.value},
+                       {"threshold", m.threshold},
+                       {"distance", m.distance()}});
+  return {{"rule", f.rule},
+          {"title", f.title},
+          {"confidence", to_string(f.confidence)},
+          {"evidence", ev},
+          {"next_step", f.next_step},
+          {"command", f.command},
+          {"confidence_basis",
+           {{"samples", f.basis.samples},
+            {"margins", margins},
+            {"ceiling_reason", f.basis.ceiling_reason},
+            {"text", f.basis.text},
+            {"to_raise", f.basis.to_raise}}},
+          {"shown_at_s", f.shown_at_s}};
+}
+
+// Said plainly whenever no GPU of the job was seen: a host-side verdict is not a GPU verdict.
+std::string gpu_side_lines(const Classification& c) {
+  if (c.gpu_in_view) return "";
+  return fmt::format(
+      "  gpu side: unknown ({}). Whether a GPU waits on this process cannot be told from here; "
+      "the verdict is host-side only.\n  to find out: {}\n",
+      sanitize(c.gpu_unknown_reason), c.gpu_how_to_find_out);
+}
+
+std::string confidence_lines(const LiveFinding& f) {
+  std::string out;
+  if (!f.basis.text.empty()) out += fmt::format("  confidence: {}\n", f.basis.text);
+  if (!f.basis.to_raise.empty()) out += fmt::format("  to raise it: {}\n", f.basis.to_raise);
+  return out;
 }
 
 json gpu_stats_json(const GpuStats& g) {
@@ -120,6 +153,8 @@ json host_stats_json(const HostStats& h) {
            {{"pid", h.top_process_pid},
             {"comm", h.top_process_comm},
             {"cpu_pct", h.top_process_cpu_pct}}},
+          {"busy_threads", h.busy_threads},
+          {"second_thread_demand_pct", h.second_thread_demand_pct},
           {"demand_cores", h.demand_cores},
           {"runnable_threads", h.runnable_threads},
           {"io_blocked_threads", h.io_blocked_threads},
@@ -268,8 +303,10 @@ std::string render_summary(const Series& series, const Classification& c,
   for (const auto& e : v.evidence)
     out += fmt::format("    {:<{}}  {:>8} {:<12} {}\n", e.metric, width, format_value(e.value),
                        e.unit, sanitize(e.meaning));
+  out += confidence_lines(v);
   if (!v.next_step.empty()) out += fmt::format("  next: {}\n", v.next_step);
   if (!v.command.empty()) out += fmt::format("  run:  {}\n", sanitize(v.command));
+  out += gpu_side_lines(c);
   if (!c.others.empty()) {
     out += "\nalso:\n";
     for (const auto& f : c.others) {
@@ -334,6 +371,11 @@ std::string render_json(const Series& series, const Classification& c, const std
               {"gpu_status", series.gpu_status},
               {"notes", series.notes},
               {"verdict", finding_json(c.verdict)},
+              {"gpu_in_view", c.gpu_in_view},
+              {"gpu_side",
+               {{"known", c.gpu_in_view},
+                {"reason", c.gpu_unknown_reason},
+                {"how_to_find_out", c.gpu_how_to_find_out}}},
               {"findings", others},
               {"gpu_stats", gpus},
               {"host_stats", c.host ? host_stats_json(*c.host) : json(nullptr)},

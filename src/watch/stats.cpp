@@ -110,19 +110,33 @@ struct ProcessTotals {
 void pick_top_thread(const std::map<int, ThreadTotals>& threads, int samples, HostStats& h) {
   for (const auto& [tid, t] : threads) {
     double demand = t.demand / samples;
+    if (demand >= thresholds::kBusyThreadDemandPct) ++h.busy_threads;
     if (demand > h.top_thread_demand_pct) {
+      h.second_thread_demand_pct = h.top_thread_demand_pct;
       h.top_thread_demand_pct = demand;
       h.top_thread_cpu_pct = t.cpu / samples;
       h.top_thread_tid = tid;
       h.top_thread_comm = t.comm;
       h.top_thread_io_share = double(t.in_io) / samples;
+    } else {
+      h.second_thread_demand_pct = std::max(h.second_thread_demand_pct, demand);
     }
   }
 }
 
-void pick_top_process(const std::map<int, ProcessTotals>& processes, int samples, HostStats& h) {
+// Without per-thread readings (offline logs) a process's CPU beyond one core can only come from
+// several threads, so it counts as that many busy threads.
+int busy_threads_of_process(double cpu_pct) {
+  if (cpu_pct < thresholds::kBusyThreadDemandPct) return 0;
+  if (cpu_pct <= thresholds::kPeggedProcessCeilingPct) return 1;
+  return std::max(2, int(std::round(cpu_pct / 100.0)));
+}
+
+void pick_top_process(const std::map<int, ProcessTotals>& processes, int samples, HostStats& h,
+                      bool threads_known) {
   for (const auto& [pid, p] : processes) {
     double cpu = p.cpu / samples;
+    if (!threads_known) h.busy_threads += busy_threads_of_process(cpu);
     if (cpu > h.top_process_cpu_pct || h.top_process_pid == 0) {
       h.top_process_cpu_pct = cpu;
       h.top_process_pid = pid;
@@ -239,7 +253,7 @@ std::optional<HostStats> host_stats(const Series& series) {
   h.cgroup_throttled_pct = cg.mean();
   h.rss_max_mib = rss.maximum();
   pick_top_thread(threads, h.samples, h);
-  pick_top_process(processes, h.samples, h);
+  pick_top_process(processes, h.samples, h, !threads.empty());
   return h;
 }
 

@@ -272,7 +272,7 @@ TEST(Classify, QueuedJobOnSaturatedHostIsFlaggedContended) {
       },
       2);
   auto c = classify(s);
-  EXPECT_EQ(c.verdict.rule, "input-bound");  // the thread still wants a whole core
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread");  // the thread still wants a whole core
   bool contended = false;
   for (const auto& f : c.others) contended |= f.rule == "host-contended";
   EXPECT_TRUE(contended);
@@ -281,4 +281,122 @@ TEST(Classify, QueuedJobOnSaturatedHostIsFlaggedContended) {
   for (auto& x : s.samples) x.host->system_busy_pct = 20;
   c = classify(s);
   for (const auto& f : c.others) EXPECT_NE(f.rule, "host-contended");
+}
+
+TEST(Classify, InputBoundNamesTheSamplesThatShowedIt) {
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(i % 2 ? 90 : 10, 1410, 200));
+    x.host = host({{98, 1, 'R'}, {3, 0}});
+    return x;
+  });
+  auto c = classify(s);
+  ASSERT_EQ(c.verdict.rule, "input-bound");
+  EXPECT_EQ(c.verdict.shown_at_s, (std::vector<double>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(c.verdict.basis.samples, 10);
+  EXPECT_TRUE(c.verdict.basis.to_raise.empty());
+}
+
+TEST(Classify, PeggedThreadWithAFedGpuIsNotInputBound) {
+  // The GPU is steadily three-quarters busy: it never waits, so the busy thread is not what
+  // holds it back.
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(74 + i % 3));
+    x.host = host({{98, 1, 'R'}});
+    return x;
+  });
+  EXPECT_NE(classify(s).verdict.rule, "input-bound");
+}
+
+TEST(Classify, PeggedThreadAndIdleGpuInDifferentSamplesIsNotInputBound) {
+  // The thread is busy only while the GPU is busy: the two sides never coincide.
+  auto s = series_of(10, [](int i) {
+    Sample x;
+    bool busy = i % 2;
+    x.gpus.push_back(gpu(busy ? 95 : 5, 1410, 200));
+    x.host = host({{busy ? 100.0 : 80.0, 0, 'R'}});
+    return x;
+  });
+  auto c = classify(s);
+  EXPECT_NE(c.verdict.rule, "input-bound") << c.verdict.title;
+}
+
+TEST(Classify, HostOnlyVerdictsNeverClaimTheGpuSide) {
+  auto pegged = series_of(6, [](int) {
+    Sample x;
+    x.host = host({{99, 0, 'R'}});
+    return x;
+  });
+  auto c = classify(pegged);
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread");
+  EXPECT_FALSE(c.gpu_in_view);
+  EXPECT_EQ(c.verdict.next_step.find("GPU"), std::string::npos) << c.verdict.next_step;
+  EXPECT_EQ(c.verdict.next_step.find("num_workers"), std::string::npos);
+  EXPECT_EQ(c.verdict.confidence, Confidence::High);
+
+  auto spread = series_of(6, [](int) {
+    Sample x;
+    x.host = host({{95, 5, 'R'}, {90, 10, 'R'}, {2, 0}});
+    return x;
+  });
+  c = classify(spread);
+  EXPECT_EQ(c.verdict.rule, "host-cpu-bound");
+  EXPECT_EQ(c.host->busy_threads, 2);
+  EXPECT_EQ(c.verdict.next_step.find("GPU"), std::string::npos) << c.verdict.next_step;
+
+  auto napping = series_of(6, [](int) {
+    Sample x;
+    x.host = host({{20, 0}});
+    return x;
+  });
+  EXPECT_EQ(classify(napping).verdict.rule, "waiting");
+
+  auto quota = series_of(6, [](int) {
+    Sample x;
+    x.host = host({{60, 0, 'R'}});
+    x.host->cgroup_throttled_pct = 70;
+    return x;
+  });
+  EXPECT_EQ(classify(quota).verdict.rule, "cgroup-throttled");
+}
+
+TEST(Classify, GpuHeldByOtherProcessesIsNotThisJobs) {
+  // The source can match contexts to pids and none is the job's: the GPU is someone else's.
+  auto s = series_of(6, [](int i) {
+    Sample x;
+    x.gpus.push_back(gpu(i % 2 ? 90 : 5, 1410, 200));
+    x.gpus.back().target_pids.clear();
+    x.host = host({{99, 0, 'R'}});
+    return x;
+  });
+  s.gpu_observed = true;
+  s.gpu_pids_matchable = true;
+  auto c = classify(s);
+  EXPECT_FALSE(c.gpu_in_view);
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread");
+  EXPECT_NE(c.gpu_unknown_reason.find("not in use by the watched"), std::string::npos);
+  ASSERT_EQ(c.gpus.size(), 1u);  // still reported, just not judged
+}
+
+TEST(Classify, ConfidenceFollowsSamplesAndMargins) {
+  auto few = series_of(2, [](int) {
+    Sample x;
+    x.host = host({{99, 0, 'R'}});
+    return x;
+  });
+  auto c = classify(few);
+  EXPECT_EQ(c.verdict.confidence, Confidence::Low);
+  EXPECT_NE(c.verdict.basis.text.find("2 sample(s)"), std::string::npos);
+  EXPECT_NE(c.verdict.basis.to_raise.find("more samples"), std::string::npos);
+
+  auto close = series_of(10, [](int) {
+    Sample x;
+    x.host = host({{87, 0, 'R'}});  // 2% above the pegged threshold of 85
+    return x;
+  });
+  c = classify(close);
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread");
+  EXPECT_EQ(c.verdict.confidence, Confidence::Low);
+  EXPECT_NE(c.verdict.basis.to_raise.find("host.top_thread.demand"), std::string::npos);
 }

@@ -240,3 +240,66 @@ TEST(Watch, StopFlagEndsTheWatchEarly) {
   EXPECT_TRUE(result.interrupted);
   EXPECT_EQ(result.series.samples.size(), 3u);
 }
+
+namespace {
+
+// Watches `pid` for about a second against the scripted GPU.
+WatchResult watch_briefly(int pid) {
+  auto gpu = open_nvml(fake_library());
+  EXPECT_TRUE(gpu->available()) << gpu->status();
+  WatchOptions o;
+  o.pid = pid;
+  o.seconds = 1.2;
+  o.interval_ms = 200;
+  std::atomic<bool> stop{false};
+  return run_watch(o, *gpu, stop);
+}
+
+}  // namespace
+
+TEST(Nvml, GpuOfAnotherProcessLeavesABusyChildHostSide) {
+  // The card saw-tooths, but for some other process: the busy child is CPU-bound, not input-bound.
+  ASSERT_FALSE(fake_library().empty());
+  Child child(busy_loop);
+  settle();
+  std::string script = "device A100 1410 400 81920\n";
+  for (int i = 0; i < 12; ++i)
+    script += fmt::format("tick 0 {} 20 1410 1593 200 50 30000 100 10 0x0 1\n", i % 2 ? 85 : 5);
+  Script s(script);
+  auto result = watch_briefly(child.pid());
+  const auto& c = result.classification;
+  EXPECT_FALSE(c.gpu_in_view);
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread") << c.verdict.title;
+  EXPECT_NE(c.gpu_unknown_reason.find("not in use by the watched"), std::string::npos);
+}
+
+TEST(Nvml, BusyChildBesideAFedGpuIsNotInputBound) {
+  ASSERT_FALSE(fake_library().empty());
+  Child child(busy_loop);
+  settle();
+  Script s(fmt::format("device A100 1410 400 81920\n"
+                       "tick 0 97 60 1400 1593 330 60 30000 100 10 0x0 {}\n",
+                       child.pid()));
+  auto result = watch_briefly(child.pid());
+  const auto& c = result.classification;
+  EXPECT_TRUE(c.gpu_in_view);
+  EXPECT_EQ(c.verdict.rule, "gpu-bound") << c.verdict.title;
+}
+
+TEST(Nvml, InputBoundNamesTheCoincidentSamples) {
+  ASSERT_FALSE(fake_library().empty());
+  Child child(busy_loop);
+  settle();
+  std::string script = "device A100 1410 400 81920\n";
+  for (int i = 0; i < 12; ++i)
+    script += fmt::format("tick 0 {} 20 1410 1593 {} 50 30000 100 10 0x0 {}\n", i % 2 ? 85 : 5,
+                          i % 2 ? 300 : 90, child.pid());
+  Script s(script);
+  auto result = watch_briefly(child.pid());
+  const auto& v = result.classification.verdict;
+  ASSERT_EQ(v.rule, "input-bound") << v.title;
+  EXPECT_GE(v.shown_at_s.size(), 2u);
+  bool named = false;
+  for (const auto& e : v.evidence) named |= e.metric == "window.coincident_samples";
+  EXPECT_TRUE(named);
+}

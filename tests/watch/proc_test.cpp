@@ -136,7 +136,10 @@ TEST(ProcSampler, BusyChildIsPeggedAndClassifiedCpuBound) {
   EXPECT_LE(h->top_thread_demand_pct, 110);
   EXPECT_EQ(h->top_thread_tid, child.pid());
   auto c = classify(s);
-  EXPECT_EQ(c.verdict.rule, "input-bound") << c.verdict.title;
+  // No GPU in view: one busy thread is CPU-bound, never input-bound.
+  EXPECT_EQ(c.verdict.rule, "cpu-bound-thread") << c.verdict.title;
+  EXPECT_FALSE(c.gpu_in_view);
+  EXPECT_FALSE(c.gpu_unknown_reason.empty());
 }
 
 TEST(ProcSampler, SleepingChildIsIdle) {
@@ -256,4 +259,40 @@ TEST(ProcSampler, ThreadsUnderACgroupQuotaAreOversubscribed) {
     auto c = classify(s);
     EXPECT_EQ(c.verdict.rule, "oversubscribed") << c.verdict.title;
   }
+}
+
+TEST(ProcSampler, TwoBusyThreadsAreCpuBoundAcrossThreads) {
+  // Two spinning threads on a machine with at least two cores: each wants a whole core, so the
+  // load is spread, not in one thread. Demand counts run-queue wait, so a loaded machine still
+  // shows both threads busy.
+  Child child([] {
+    std::thread other(busy_loop);
+    busy_loop();
+  });
+  settle();
+  auto s = sample_for(child.pid(), 6, 200ms);
+  if (s.target.effective_cpus() < 2) GTEST_SKIP() << "needs two usable cores";
+  auto h = host_stats(s);
+  ASSERT_TRUE(h);
+  EXPECT_GE(h->busy_threads, 2);
+  auto c = classify(s);
+  EXPECT_FALSE(c.gpu_in_view);
+  // A cgroup quota below two cores throttles two spinning threads; that verdict is right too.
+  if (c.verdict.rule != "cgroup-throttled")
+    EXPECT_EQ(c.verdict.rule, "host-cpu-bound") << c.verdict.title;
+  EXPECT_NE(c.verdict.rule, "input-bound");
+}
+
+TEST(ProcSampler, SleepingChildIsIdleWithTheGpuSideUnknown) {
+  Child child({"sleep", "10"}, {});
+  settle();
+  auto s = sample_for(child.pid(), 4, 150ms);
+  s.gpu_status = "no NVIDIA driver";
+  auto c = classify(s);
+  EXPECT_EQ(c.verdict.rule, "idle");
+  EXPECT_FALSE(c.gpu_in_view);
+  EXPECT_EQ(c.gpu_unknown_reason, "no NVIDIA driver");
+  EXPECT_NE(c.gpu_how_to_find_out.find("--pid"), std::string::npos);
+  EXPECT_EQ(c.verdict.basis.samples, 4);
+  EXPECT_EQ(c.verdict.confidence, Confidence::Medium);  // 4 samples; 5 would give high
 }

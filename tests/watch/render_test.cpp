@@ -49,7 +49,15 @@ TEST(Render, JsonCarriesVerdictStatsAndSamples) {
   EXPECT_EQ(doc["target"]["pid"], 4242);
   EXPECT_EQ(doc["target"]["usable_cpus"], 8.0);
   EXPECT_TRUE(doc["target"]["OMP_NUM_THREADS"].is_null());
-  EXPECT_EQ(doc["verdict"]["rule"], "input-bound");
+  // No GPU in the series: a host-side verdict, and the JSON says the GPU side is unknown.
+  EXPECT_EQ(doc["verdict"]["rule"], "cpu-bound-thread");
+  EXPECT_FALSE(doc["gpu_in_view"].get<bool>());
+  EXPECT_FALSE(doc["gpu_side"]["known"].get<bool>());
+  EXPECT_NE(doc["gpu_side"]["how_to_find_out"].get<std::string>().find("stepscope watch"),
+            std::string::npos);
+  EXPECT_EQ(doc["verdict"]["confidence_basis"]["samples"], 4);
+  EXPECT_EQ(doc["verdict"]["confidence_basis"]["margins"][0]["metric"], "host.top_thread.demand");
+  EXPECT_EQ(doc["host_stats"]["busy_threads"], 1);
   EXPECT_FALSE(doc["verdict"]["evidence"].empty());
   EXPECT_NEAR(doc["host_stats"]["top_thread"]["demand_pct"].get<double>(), 99.5, 1e-9);
   EXPECT_EQ(doc["samples"].size(), 4u);
@@ -67,7 +75,14 @@ TEST(Render, SummaryShowsVerdictNextStepAndEscapesNames) {
   auto s = pegged_series();
   auto c = classify(s);
   std::string text = render_summary(s, c, "watched pid 4242");
-  EXPECT_NE(text.find("verdict: input-bound"), std::string::npos) << text;
+  EXPECT_NE(text.find("verdict: cpu-bound-thread"), std::string::npos) << text;
+  EXPECT_EQ(text.find("input-bound"), std::string::npos) << text;
+  EXPECT_EQ(text.find("num_workers"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu side: unknown"), std::string::npos) << text;
+  EXPECT_NE(text.find("to find out:"), std::string::npos) << text;
+  // 4 samples: medium, and the text names what would raise it.
+  EXPECT_NE(text.find("[medium confidence]"), std::string::npos) << text;
+  EXPECT_NE(text.find("to raise it: more samples"), std::string::npos) << text;
   EXPECT_NE(text.find("py-spy top --pid 4242"), std::string::npos);
   EXPECT_NE(text.find("no NVIDIA driver: test"), std::string::npos);
   EXPECT_EQ(text.find('\x1b'), std::string::npos);  // no escape sequence reaches the terminal

@@ -306,8 +306,16 @@ TEST(TriageTop, ParsesFramesAndFiltersTheJob) {
 
 TEST(TriageTop, SawtoothGpuAndPeggedPythonIsInputBound) {
   auto t = triage({{"dmon.log", kDmonDatedSawtooth}, {"top.log", kTopPegged}});
-  EXPECT_EQ(t.classification.verdict.rule, "input-bound");
-  EXPECT_EQ(t.classification.verdict.confidence, Confidence::High);
+  const auto& v = t.classification.verdict;
+  EXPECT_EQ(v.rule, "input-bound");
+  EXPECT_TRUE(t.classification.gpu_in_view);
+  // Two top frames beside separate GPU log rows: too thin for high, and it says why.
+  EXPECT_EQ(v.confidence, Confidence::Low);
+  EXPECT_EQ(v.basis.samples, 2);
+  EXPECT_NE(v.basis.to_raise.find("more samples"), std::string::npos) << v.basis.to_raise;
+  EXPECT_NE(v.basis.ceiling_reason.find("separate logs"), std::string::npos);
+  // The GPU's idle samples are named.
+  EXPECT_EQ(v.shown_at_s.size(), 3u);
   EXPECT_EQ(t.classification.host->top_process_pid, 4242);
   EXPECT_NE(t.classification.verdict.command.find("4242"), std::string::npos);
 }
@@ -331,7 +339,9 @@ TEST(TriageTop, ThreadModeRowsBecomeThreads) {
   EXPECT_EQ(cpus, 2);
   auto t = triage({{"top.log", log}});
   EXPECT_EQ(t.classification.host->top_thread_tid, 4242);
-  EXPECT_EQ(t.classification.verdict.rule, "input-bound");
+  // A host log alone: host-side verdicts only. Three busy threads fill both cores.
+  EXPECT_EQ(t.classification.verdict.rule, "host-cpu-bound");
+  EXPECT_FALSE(t.classification.gpu_in_view);
 }
 
 TEST(TriagePidstat, MergesReportsOfOneInterval) {
