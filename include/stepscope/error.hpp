@@ -19,4 +19,11 @@ class NotATraceError : public InputError {
   using InputError::InputError;
 };
 
+// A complete trace that holds no event (`{"traceEvents": []}`, a rank that recorded nothing):
+// alone it is refused; beside other ranks of a directory it is left out with a warning.
+class EmptyTraceError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 }  // namespace stepscope

@@ -10,7 +10,8 @@
     with timer("forward"): ...
     timer.step()
 
-Bad input raises `stepscope.Error` (a ValueError) with the message the CLI prints.
+Bad input raises `stepscope.Error` (a ValueError) with the message the CLI prints; an argument of
+the wrong type raises `stepscope.ArgumentError`, both a `stepscope.Error` and a TypeError.
 The analysis runs in C++ with the GIL released. Importing stepscope does not import torch.
 """
 import json as _json
@@ -20,10 +21,11 @@ import os as _os
 
 from . import _stepscope
 from ._stepscope import Error
+from ._errors import ArgumentError
 from . import plan
 from .timer import STAGES, StepTimer
 
-__all__ = ["analyze", "diff", "plan", "Error", "StepTimer", "STAGES", "__version__"]
+__all__ = ["analyze", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES", "__version__"]
 __version__ = "0.1.0"
 
 

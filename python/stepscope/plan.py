@@ -16,12 +16,62 @@ become underscores; an argument left at None is an option not given) and returns
     stepscope.plan.gpus(); stepscope.plan.models()
 
 Counts and sizes take text ("7B", "14GB") or numbers. Bad input raises stepscope.Error with the
-CLI's message.
+CLI's message; an argument of the wrong type or an unknown keyword raises stepscope.ArgumentError,
+which is both a stepscope.Error and a TypeError:
+
+    >>> stepscope.plan.memory(gpus="eight")
+    Traceback (most recent call last):
+    stepscope.ArgumentError: plan.memory: gpus='eight': expected int
 """
 import functools as _functools
 import json as _json
+import re as _re
 
 from . import _stepscope
+from ._errors import ArgumentError
+
+# The native signature's types (pybind11 writes them in the docstring's first line) and the
+# Python values each accepts. bool is an int in Python, but no count is given as True.
+_ACCEPTS = {
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    "str": lambda v: isinstance(v, str),
+}
+
+
+def _parameters(native):
+    """name -> (type text, optional) from the first docstring line, e.g.
+    "memory(model: Optional[str] = None, gpus: int = 1) -> str" gives
+    {"model": ("str", True), "gpus": ("int", False)}."""
+    first = (native.__doc__ or "").split("\n", 1)[0]
+    inside = first[first.find("(") + 1:first.rfind(")")]
+    out = {}
+    for m in _re.finditer(r"(\w+): ((?:Optional\[)?)([\w.]+)", inside):
+        out[m.group(1)] = (m.group(3), bool(m.group(2)))
+    return out
+
+
+def _short(error):
+    """pybind11's conversion message without its advice on debug builds."""
+    return str(error).split(" (#define", 1)[0]
+
+
+def _check_arguments(name, params, args, kwargs):
+    names = list(params)
+    if len(args) > len(names):
+        raise ArgumentError(f"plan.{name}: takes at most {len(names)} positional arguments, got {len(args)}")
+    given = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in params:
+            raise ArgumentError(f"plan.{name}: no option {key!r}; options: {', '.join(names) or 'none'}")
+        given[key] = value
+    for key, value in given.items():
+        type_text, optional = params[key]
+        accepts = _ACCEPTS.get(type_text)
+        if value is None and optional or accepts is None or accepts(value):
+            continue
+        raise ArgumentError(f"plan.{name}: {key}={value!r}: expected {type_text}")
 
 CALCULATORS = ("memory", "roofline", "comm", "scaling", "pipeline", "kv", "serve", "specdec",
                "stack", "gpus", "models")
@@ -30,10 +80,17 @@ __all__ = list(CALCULATORS)
 
 def _as_dict(name):
     native = getattr(_stepscope.plan, name)
+    params = _parameters(native)
 
     @_functools.wraps(native)
     def calculator(*args, **kwargs):
-        return _json.loads(native(*args, **kwargs))
+        _check_arguments(name, params, args, kwargs)
+        try:
+            return _json.loads(native(*args, **kwargs))
+        except TypeError as e:
+            # The top-level types passed the check above: what failed is a value inside a
+            # sequence or mapping that the native code could not convert.
+            raise ArgumentError(f"plan.{name}: {_short(e)}") from None
 
     calculator.__module__ = __name__
     if calculator.__doc__:

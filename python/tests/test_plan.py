@@ -81,13 +81,25 @@ def test_bad_input_raises_the_cli_message(cli, calc, kwargs, argv):
     assert str(e.value) == cli_error_message(err)
 
 
-def test_wrong_argument_types_raise_type_error():
-    with pytest.raises(TypeError):
-        stepscope.plan.memory(gpus="eight")
-    with pytest.raises(TypeError):
-        stepscope.plan.memory(no_such_option=1)
-    with pytest.raises(TypeError):
-        stepscope.plan.kv(model="llama-3-8b", seq=[1.5])
-    with pytest.raises(TypeError):
-        stepscope.plan.scaling(None)
+WRONG_TYPES = [
+    ("memory", (), dict(gpus="eight"), "plan.memory: gpus='eight': expected int"),
+    ("memory", (), dict(batch=True), "plan.memory: batch=True: expected int"),
+    ("memory", (), dict(headroom="lots"), "plan.memory: headroom='lots': expected float"),
+    ("memory", (), dict(no_such_option=1), "plan.memory: no option 'no_such_option'"),
+    ("kv", (), dict(model="llama-3-8b", seq=[1.5]), "plan.kv: "),
+    ("scaling", (None,), {}, "plan.scaling: "),
+    ("specdec", (), dict(draft_ms="2", target_ms=20, accept=0.8), "plan.specdec: draft_ms='2': expected float"),
+]
+
+
+@pytest.mark.parametrize("calc,args,kwargs,start", WRONG_TYPES, ids=[f"{c[0]}-{i}" for i, c in enumerate(WRONG_TYPES)])
+def test_wrong_argument_types_raise_stepscope_error(calc, args, kwargs, start):
+    with pytest.raises(stepscope.Error) as e:
+        getattr(stepscope.plan, calc)(*args, **kwargs)
+    assert isinstance(e.value, TypeError)
+    assert isinstance(e.value, stepscope.ArgumentError)
+    assert str(e.value).startswith(start), str(e.value)
+
+
+def test_calculator_docstrings_name_dict_results():
     assert "-> dict" in stepscope.plan.memory.__doc__

@@ -171,7 +171,7 @@ struct FileReader {
                                          stats.time_out_of_range));
     pair_begin_end(out, out.warnings);
     if (out.events.size() == 0 && !out.truncated)
-      throw InputError(fmt::format("{}: the trace holds no events", name));
+      throw EmptyTraceError(fmt::format("{}: the trace holds no events", name));
     out.build_indexes();
   }
 };
@@ -408,6 +408,23 @@ void leave_out_empty_ranks(const std::vector<std::string>& files, const std::vec
   }
 }
 
+// A directory's complete trace that holds no event (a rank that recorded nothing) is left out
+// with a warning while another file holds a rank; when none does, the first such file's error
+// stands, as it would for that file named alone.
+void leave_out_eventless_files(const std::vector<std::string>& reasons,
+                               const std::vector<std::vector<RankTrace>>& per_file, Trace& t) {
+  const std::string* first = nullptr;
+  bool any_rank = false;
+  for (std::size_t i = 0; i < reasons.size(); ++i) {
+    if (!reasons[i].empty() && !first) first = &reasons[i];
+    any_rank = any_rank || !per_file[i].empty();
+  }
+  if (!first) return;
+  if (!any_rank) throw EmptyTraceError(*first);
+  for (const auto& r : reasons)
+    if (!r.empty()) t.warnings.push_back(r + "; left out of the ranks");
+}
+
 }  // namespace
 
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
@@ -416,6 +433,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   std::vector<std::string> files;
   for (const auto& f : found) files.push_back(f.path);
   std::vector<char> not_traces(files.size(), 0);  // listed JSON documents without traceEvents
+  std::vector<std::string> empty(files.size());     // listed traces without events: the reason
   // What is read: the file itself, or a stream's copy (messages still name the stream).
   std::vector<std::unique_ptr<SpooledInput>> spooled(files.size());
   std::vector<std::string> sources = files;
@@ -462,6 +480,9 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     } catch (const NotATraceError&) {
       if (!found[i].listed) throw;
       not_traces[i] = 1;
+    } catch (const EmptyTraceError& e) {
+      if (!found[i].listed) throw;
+      empty[i] = e.what();
     }
   };
   if (file_threads == 1) {
@@ -473,6 +494,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     for (auto& f : fut) f.get();
   }
   note_not_traces(files, not_traces, t);
+  leave_out_eventless_files(empty, per_file, t);
   leave_out_empty_ranks(files, sqlite, per_file, t);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i) {

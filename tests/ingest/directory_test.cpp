@@ -221,5 +221,27 @@ TEST(Directory, SingleFileCutBeforeItsFirstEventKeepsItsRank) {
   EXPECT_EQ(read_traces({only.path()}).ranks.size(), 1u);
 }
 
+// A rank that recorded nothing still writes a complete file: `{"traceEvents": []}`.
+const char* const kCompleteButEmpty = "{\"schemaVersion\": 1, \"traceEvents\": []}";
+
+TEST(Directory, CompleteTraceWithoutEventsIsLeftOutNamingIt) {
+  TempDir d;
+  d.file("rank0.json", rank_trace(0));
+  const std::string empty = d.file("rank1.json", kCompleteButEmpty);
+  Trace t = read_traces({d.path()}, IngestOptions{2, {}});
+  ASSERT_EQ(t.ranks.size(), 1u);
+  EXPECT_EQ(t.ranks[0].rank, 0);
+  EXPECT_TRUE(has_warning(t.warnings, empty + ": the trace holds no events; left out of the ranks")) << joined(t.warnings);
+}
+
+TEST(Directory, CompleteTracesWithoutEventsAloneAreRefused) {
+  TempDir d;
+  const std::string empty = d.file("rank0.json", kCompleteButEmpty);
+  d.file("rank1.json", kCompleteButEmpty);
+  EXPECT_EQ(error_of([&] { read_traces({d.path()}); }), empty + ": the trace holds no events");
+  // Named alone, the file is refused as before.
+  EXPECT_EQ(error_of([&] { read_traces({empty}); }), empty + ": the trace holds no events");
+}
+
 }  // namespace
 }  // namespace stepscope
