@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stepscope/cuda_summary.hpp"
+#include "stepscope/drilldown.hpp"
 #include "stepscope/facts.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
@@ -19,7 +20,7 @@
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.2";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.3";
 
 struct StreamSummary {
   std::int64_t device = 0;
@@ -77,6 +78,9 @@ struct AnalysisResult {
   std::vector<GpuTimeline> gpu_timelines;
   // nsys stats / analyze figures of every rank, same order as `ranks`.
   std::vector<CudaSummary> cuda_summaries;
+  // Operator and kernel views, queue length, memory bandwidth, kernel sequences and memory over
+  // time of every rank, same order as `ranks`.
+  std::vector<DrillDown> drilldowns;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
 };
@@ -84,6 +88,7 @@ struct AnalysisResult {
 struct AnalyzeOptions {
   PartitionOptions partition;  // --stage NAME=REGEX rules
   int jobs = 0;                // ranks analysed at once; 0 = number of cores
+  DrillDownOptions drilldown;
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);

@@ -101,6 +101,7 @@ struct EventExtra {
   std::int32_t device_id = -1;           // [memory] args["Device Id"]
   StrId input_dims = kNoStr;             // raw JSON text of args["Input Dims"]
   StrId input_type = kNoStr;             // raw JSON text of args["Input type"]
+  double bandwidth_gbps = -1;            // copies, memsets: args["memory bandwidth (GB/s)"]
   // The source's other spelling, where it has one: an nsys kernel's shortName, an nsys runtime
   // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc"), a PyTorch
   // NVTX range's full text ("aten::mm, seq = 3, op_id = 7, sizes = [...]").

@@ -40,16 +40,6 @@ double python_us(ns_t ns) {
   return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
 }
 
-// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, with Python's doubles
-// (the sum is the same IEEE addition HTA performs). A sub-µs row can come out with end < ts
-// (negative duration); HTA keeps it.
-void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
-  double ts_us = python_us(ts_ns);
-  double dur_us = python_us(dur_ns);
-  ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
-  end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
-}
-
 // Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
 // "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
 bool is_hta_row(const RankTrace& r, std::size_t i) {
@@ -220,6 +210,16 @@ void merge_gpu_rows(View& v) {
 }
 
 }  // namespace
+
+// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, with Python's doubles
+// (the sum is the same IEEE addition HTA performs). A sub-µs row can come out with end < ts
+// (negative duration); HTA keeps it.
+void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
+  double ts_us = python_us(ts_ns);
+  double dur_us = python_us(dur_ns);
+  ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
+  end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
+}
 
 View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   const EventTable& ev = r.events;

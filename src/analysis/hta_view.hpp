@@ -55,6 +55,10 @@ struct View {
 
 View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
 
+// HTA's times of an event whose trace has sub-µs times (HtaLoad::rounded_to_us): ts rounded up
+// and ts + dur rounded down to whole µs, with Python's double arithmetic.
+void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out);
+
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts
 // is greater than the running max of all previous ends (touching rows merge); a group spans
 // min ts .. max end. Negative rows are kept as HTA keeps them.

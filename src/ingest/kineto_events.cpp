@@ -208,6 +208,8 @@ void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrI
       a.has_extra |= as_int64(v, a.extra.fwd_thread_id);
     } else if (k == "bytes" || k == "Bytes") {
       a.has_extra |= as_int64(v, a.extra.bytes);
+    } else if (k == "memory bandwidth (GB/s)") {
+      a.has_extra |= as_double(v, a.extra.bandwidth_gbps);
     } else if (k == "Total Allocated") {
       a.has_extra |= as_int64(v, a.extra.total_allocated);
     } else if (k == "Total Reserved") {

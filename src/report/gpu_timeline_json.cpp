@@ -4,13 +4,17 @@
 
 namespace stepscope {
 
-namespace {
-
 using nlohmann::json;
+
+namespace {
 
 // µs as HTA reports them; exact for HTA's rounded times (multiples of 1000 ns).
 double us(ns_t v) { return static_cast<double>(v) / 1000.0; }
 double us(double v_ns) { return v_ns / 1000.0; }
+
+}  // namespace
+
+namespace report_json {
 
 // Names come from the trace and may hold invalid UTF-8, which nlohmann refuses to dump: every
 // byte that does not start a well-formed sequence becomes U+FFFD.
@@ -51,6 +55,14 @@ json stats_json(const SampleStats& s, bool ns_to_us) {
           {"min", f(s.min)},  {"p25", f(s.p25)},   {"median", f(s.median)}, {"p75", f(s.p75)},
           {"p95", f(s.p95)},  {"max", f(s.max)}};
 }
+
+}  // namespace report_json
+
+namespace {
+
+using report_json::num;
+using report_json::stats_json;
+using report_json::utf8_safe;
 
 json load_json(const HtaLoad& l) {
   return {{"rounded_to_us", l.rounded_to_us},

@@ -12,6 +12,15 @@
 namespace stepscope {
 
 nlohmann::json to_json(const GpuTimeline& t);
+
+namespace report_json {
+// Trace text made valid UTF-8 (invalid bytes become U+FFFD): nlohmann refuses to dump it otherwise.
+std::string utf8_safe(std::string_view in);
+// NaN and infinities become null (JSON has neither).
+nlohmann::json num(double v);
+// pandas-style statistics; `ns_to_us` converts ns samples to µs.
+nlohmann::json stats_json(const SampleStats& s, bool ns_to_us);
+}  // namespace report_json
 // The kernel-type table summed over ranks, as HTA reports it.
 nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types);
 

@@ -1,5 +1,6 @@
 #include "report/cuda_summary_render.hpp"
 #include "report/diagnosis_render.hpp"
+#include "report/drilldown_json.hpp"
 #include "report/gpu_timeline_json.hpp"
 #include "stepscope/report.hpp"
 
@@ -110,6 +111,7 @@ nlohmann::json to_json(const AnalysisResult& r) {
     if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
     if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
     if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
+    if (i < r.drilldowns.size()) rank["drilldown"] = to_json(r.drilldowns[i]);
     ranks.push_back(std::move(rank));
   }
   if (!r.gpu_timelines.empty())

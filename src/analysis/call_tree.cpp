@@ -1,0 +1,52 @@
+#include "analysis/call_tree.hpp"
+
+namespace stepscope {
+namespace {
+
+struct Open {
+  std::uint32_t event;
+  ns_t end;
+};
+
+// A call starting at another's end (a zero-length one included) is a sibling, not a child.
+bool encloses(const Open& open, ns_t ts, ns_t end) { return ts < open.end && end <= open.end; }
+
+void walk_track(const RankTrace& rank, std::uint32_t t, CallTree& tree) {
+  const EventTable& ev = rank.events;
+  const std::vector<std::uint32_t>& events = rank.host_tracks[t].events;
+  std::vector<Open> stack;
+  auto close = [&](std::uint32_t pos) {
+    tree.subtree_end[stack.back().event] = pos;
+    stack.pop_back();
+  };
+  for (std::uint32_t pos = 0; pos < events.size(); ++pos) {
+    const std::uint32_t i = events[pos];
+    if (ev.phase[i] != Phase::Complete) continue;
+    const ns_t ts = ev.ts[i], end = ev.end(i);
+    while (!stack.empty() && !encloses(stack.back(), ts, end)) close(pos);
+    tree.parent[i] = stack.empty() ? kNoParent : stack.back().event;
+    tree.depth[i] = static_cast<std::int32_t>(stack.size());
+    tree.track[i] = t;
+    tree.position[i] = pos;
+    if (!stack.empty()) tree.has_children[stack.back().event] = 1;
+    stack.push_back({i, end});
+  }
+  while (!stack.empty()) close(static_cast<std::uint32_t>(events.size()));
+}
+
+}  // namespace
+
+CallTree build_call_tree(const RankTrace& rank) {
+  const std::size_t n = rank.events.size();
+  CallTree tree;
+  tree.parent.assign(n, kNoParent);
+  tree.depth.assign(n, -1);
+  tree.track.assign(n, 0);
+  tree.position.assign(n, 0);
+  tree.subtree_end.assign(n, 0);
+  tree.has_children.assign(n, 0);
+  for (std::uint32_t t = 0; t < rank.host_tracks.size(); ++t) walk_track(rank, t, tree);
+  return tree;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,32 @@
+// The host call tree of a rank: which op encloses which, per thread, by interval nesting.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stepscope/trace.hpp"
+
+namespace stepscope {
+
+inline constexpr std::uint32_t kNoParent = 0xffffffffu;
+
+// Per event of the rank's table (entries of events outside the tree stay at their defaults).
+// Built from RankTrace::host_tracks (start ascending, longer first on ties), complete events
+// only: a call is the child of the innermost earlier call on its thread that is still open at
+// its start and ends no earlier than it ends. Example, one thread:
+//   ProfilerStep#1 [0, 100)   aten::linear [10, 50)   aten::addmm [12, 48)   cudaLaunchKernel [20, 25)
+// gives depth 0, 1, 2, 3, each the parent of the next; `last_descendant` of aten::linear is the
+// launch's position in the thread's track, so its subtree is a contiguous run of the track.
+struct CallTree {
+  std::vector<std::uint32_t> parent;       // event index of the enclosing call, kNoParent at the top
+  std::vector<std::int32_t> depth;         // 0 at the top, -1 outside the tree
+  std::vector<std::uint32_t> track;        // index into RankTrace::host_tracks
+  std::vector<std::uint32_t> position;     // position in its track's events
+  std::vector<std::uint32_t> subtree_end;  // track position one past the call's last descendant
+  std::vector<char> has_children;
+  bool in_tree(std::size_t i) const { return depth[i] >= 0; }
+};
+
+CallTree build_call_tree(const RankTrace& rank);
+
+}  // namespace stepscope

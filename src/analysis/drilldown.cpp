@@ -1,0 +1,327 @@
+// The operator view, the kernel view and memory over time, and the drill-down of one rank.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "analysis/drilldown_internal.hpp"
+
+namespace stepscope {
+
+const char* operator_grouping_name(OperatorGrouping g) {
+  switch (g) {
+    case OperatorGrouping::Name: return "name";
+    case OperatorGrouping::NameAndShape: return "name_and_shape";
+    case OperatorGrouping::Module: return "module";
+  }
+  return "name";
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool is_gpu_record(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+
+// The nearest enclosing host op (cpu_op) of event i, or kNoParent.
+std::uint32_t op_ancestor(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
+  for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p])
+    if (rank.events.kind[p] == Kind::CpuOp) return p;
+  return kNoParent;
+}
+
+// The innermost "nn.Module: X" range around event i (recorded with with_modules / with_stack).
+std::string_view module_of(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
+  for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p]) {
+    std::string_view n = rank.name_of(p);
+    if (n.starts_with("nn.Module: ")) return n.substr(11);
+  }
+  return {};
+}
+
+// GPU records a launch call put on the GPU: their count and summed duration.
+struct Launched {
+  std::int64_t records = 0;
+  ns_t time = 0;
+};
+
+Launched launched_by(const RankTrace& rank, std::uint32_t call) {
+  Launched l;
+  const std::int64_t corr = rank.events.correlation[call];
+  if (corr < 0) return l;
+  auto it = rank.gpu_by_correlation.find(corr);
+  if (it == rank.gpu_by_correlation.end()) return l;
+  for (std::uint32_t g : it->second)
+    if (is_gpu_record(rank.events.kind[g]) && rank.events.phase[g] == Phase::Complete) ++l.records, l.time += rank.events.dur[g];
+  return l;
+}
+
+// Per-op figures before grouping, indexed by event.
+struct OpFigures {
+  std::vector<ns_t> child_time;   // durations of the direct child ops
+  std::vector<ns_t> gpu_self, gpu_total;
+  std::vector<std::int64_t> kernels;
+};
+
+// Example: aten::linear [0, 10) holding aten::addmm [1, 9), whose cudaLaunchKernel launched a
+// 5 µs kernel: linear gets self 2, gpu_self 0, gpu_total 5; addmm self 8, gpu_self 5, gpu_total 5.
+OpFigures op_figures(const RankTrace& rank, const CallTree& tree) {
+  const EventTable& ev = rank.events;
+  const std::size_t n = ev.size();
+  OpFigures f{std::vector<ns_t>(n, 0), std::vector<ns_t>(n, 0), std::vector<ns_t>(n, 0), std::vector<std::int64_t>(n, 0)};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!tree.in_tree(i)) continue;
+    if (ev.kind[i] == Kind::CpuOp) {
+      if (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent) f.child_time[a] += ev.dur[i];
+      continue;
+    }
+    if (ev.kind[i] != Kind::Runtime && ev.kind[i] != Kind::Driver) continue;
+    const Launched l = launched_by(rank, i);
+    if (l.records == 0) continue;
+    std::uint32_t a = op_ancestor(rank, tree, i);
+    if (a != kNoParent) f.gpu_self[a] += l.time;
+    for (; a != kNoParent; a = op_ancestor(rank, tree, a)) f.gpu_total[a] += l.time, f.kernels[a] += l.records;
+  }
+  return f;
+}
+
+std::string group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g,
+                      std::string& dims, std::string& module) {
+  std::string key(rank.name_of(i));
+  if (g == OperatorGrouping::NameAndShape) {
+    const EventExtra* x = rank.extra_of(i);
+    dims = x && x->input_dims != kNoStr ? std::string(rank.str(x->input_dims)) : "";
+    key += '\0' + dims;
+  } else if (g == OperatorGrouping::Module) {
+    module = std::string(module_of(rank, tree, i));
+    key += '\0' + module;
+  }
+  return key;
+}
+
+StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
+  // time[0] is "no stage"; a stage wins only with more time than no stage.
+  int best = 0;
+  for (int s = 1; s <= kStageHintCount; ++s)
+    if (time[s] > time[best]) best = s;
+  return best == 0 ? StageHint::None : static_cast<StageHint>(best - 1);
+}
+
+}  // namespace
+
+std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,
+                                            OperatorGrouping grouping) {
+  const EventTable& ev = rank.events;
+  const OpFigures f = op_figures(rank, tree);
+  std::unordered_map<std::string, std::size_t> index;
+  std::vector<OperatorRow> rows;
+  std::vector<std::array<ns_t, kStageHintCount + 1>> stage_time;
+  for (std::uint32_t i = 0; i < ev.size(); ++i) {
+    if (!tree.in_tree(i) || ev.kind[i] != Kind::CpuOp) continue;
+    std::string dims, module;
+    const std::string key = group_key(rank, tree, i, grouping, dims, module);
+    auto [it, fresh] = index.emplace(key, rows.size());
+    if (fresh) {
+      rows.push_back(OperatorRow{std::string(rank.name_of(i)), dims, module});
+      stage_time.push_back({});
+    }
+    OperatorRow& r = rows[it->second];
+    ++r.calls;
+    r.host_total += ev.dur[i];
+    r.host_self += ev.dur[i] - f.child_time[i];
+    r.gpu_self += f.gpu_self[i];
+    r.gpu_total += f.gpu_total[i];
+    r.kernels += f.kernels[i];
+    const StageHint s = i < facts.event_stage.size() ? facts.event_stage[i] : StageHint::None;
+    stage_time[it->second][static_cast<std::size_t>(static_cast<int>(s) + 1)] += ev.dur[i];
+  }
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    rows[k].kernels_per_call = static_cast<double>(rows[k].kernels) / static_cast<double>(rows[k].calls);
+    rows[k].stage = main_stage(stage_time[k]);
+  }
+  std::sort(rows.begin(), rows.end(), [](const OperatorRow& a, const OperatorRow& b) {
+    if (a.host_self != b.host_self) return a.host_self > b.host_self;
+    return std::tie(a.name, a.input_dims, a.module) < std::tie(b.name, b.input_dims, b.module);
+  });
+  return rows;
+}
+
+std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping) {
+  return operator_rows_with(rank, facts, build_call_tree(rank), grouping);
+}
+
+namespace {
+
+ns_t gpu_record_time(const RankTrace& rank) {
+  ns_t t = 0;
+  for (std::size_t i = 0; i < rank.events.size(); ++i)
+    if (is_gpu_record(rank.events.kind[i]) && rank.events.phase[i] == Phase::Complete) t += rank.events.dur[i];
+  return t;
+}
+
+OperatorView operator_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, OperatorGrouping g,
+                           ns_t step_time, ns_t gpu_time) {
+  OperatorView v;
+  v.grouping = g;
+  v.step_time = step_time;
+  v.gpu_time = gpu_time;
+  v.rows = operator_rows_with(rank, facts, tree, g);
+  for (OperatorRow& r : v.rows) {
+    r.step_share = step_time > 0 ? static_cast<double>(r.host_total) / static_cast<double>(step_time) : kNaN;
+    r.gpu_share = gpu_time > 0 ? static_cast<double>(r.gpu_self) / static_cast<double>(gpu_time) : kNaN;
+  }
+  return v;
+}
+
+struct KernelAccumulator {
+  KernelRow row;
+  double occupancy_weighted = 0;
+  ns_t occupancy_time = 0, longest = -1;
+  std::map<std::string_view, std::int64_t> ops;
+};
+
+void add_kernel_call(const RankTrace& rank, const CallTree& tree, std::uint32_t g, KernelAccumulator& a) {
+  const ns_t d = rank.events.dur[g];
+  KernelRow& r = a.row;
+  r.min = r.calls == 0 ? d : std::min(r.min, d);
+  r.max = r.calls == 0 ? d : std::max(r.max, d);
+  ++r.calls;
+  r.total += d;
+  if (const KernelArgs* k = rank.kernel_args_of(g)) {
+    if (k->est_occupancy_pct >= 0) a.occupancy_weighted += k->est_occupancy_pct * static_cast<double>(d), a.occupancy_time += d;
+    if (d > a.longest) a.longest = d, r.registers_per_thread = k->registers_per_thread, r.shared_memory = k->shared_memory;
+  }
+  auto launch = rank.launch_by_correlation.find(rank.events.correlation[g]);
+  if (rank.events.correlation[g] < 0 || launch == rank.launch_by_correlation.end()) return;
+  if (std::uint32_t op = op_ancestor(rank, tree, launch->second); op != kNoParent) ++a.ops[rank.name_of(op)];
+}
+
+KernelView kernel_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, ns_t gpu_time) {
+  std::unordered_map<StrId, KernelAccumulator> by_name;
+  const EventTable& ev = rank.events;
+  for (std::uint32_t g = 0; g < ev.size(); ++g) {
+    if (!is_gpu_record(ev.kind[g]) || ev.phase[g] != Phase::Complete) continue;
+    auto [it, fresh] = by_name.try_emplace(ev.name[g]);
+    if (fresh) {
+      KernelRow& r = it->second.row;
+      r.name = std::string(rank.name_of(g));
+      r.kind = ev.kind[g];
+      if (ev.name[g] < facts.names.size()) {
+        const NameFact& nf = facts.names[ev.name[g]];
+        r.cls = nf.cls, r.engine = nf.engine, r.dtype = nf.dtype;
+      }
+    }
+    add_kernel_call(rank, tree, g, it->second);
+  }
+  KernelView v;
+  v.gpu_time = gpu_time;
+  for (auto& [name, a] : by_name) {
+    KernelRow r = std::move(a.row);
+    r.mean = static_cast<double>(r.total) / static_cast<double>(r.calls);
+    r.share = gpu_time > 0 ? static_cast<double>(r.total) / static_cast<double>(gpu_time) : kNaN;
+    if (a.occupancy_time > 0) r.achieved_occupancy_pct = a.occupancy_weighted / static_cast<double>(a.occupancy_time);
+    auto top = std::max_element(a.ops.begin(), a.ops.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (top != a.ops.end()) r.launching_op = std::string(top->first);
+    v.rows.push_back(std::move(r));
+  }
+  std::sort(v.rows.begin(), v.rows.end(), [](const KernelRow& a, const KernelRow& b) {
+    return a.total != b.total ? a.total > b.total : a.name < b.name;
+  });
+  return v;
+}
+
+// The innermost host op on `pid`/`tid` running at `ts` (the op whose allocation a [memory] sample
+// records), or "".
+std::string op_at(const RankTrace& rank, std::int64_t pid, std::int64_t tid, ns_t ts) {
+  for (const Track& t : rank.host_tracks) {
+    if (t.pid != pid || t.tid != tid) continue;
+    std::string_view best;
+    for (std::uint32_t i : t.events) {
+      if (rank.events.ts[i] > ts) break;
+      if (rank.events.kind[i] == Kind::CpuOp && rank.events.phase[i] == Phase::Complete && rank.events.end(i) >= ts)
+        best = rank.name_of(i);  // later starts are nested deeper
+    }
+    return std::string(best);
+  }
+  return {};
+}
+
+struct MemoryEvent {
+  std::uint32_t event;
+  MemorySample sample;
+};
+
+DeviceMemoryTimeline device_timeline(const RankTrace& rank, std::int32_t type, std::int32_t id, std::vector<MemoryEvent> evs,
+                                     const std::vector<StepWindow>& steps, std::size_t max_points) {
+  DeviceMemoryTimeline d;
+  d.device_type = type, d.device_id = id;
+  std::stable_sort(evs.begin(), evs.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.sample.ts < b.sample.ts; });
+  const MemoryEvent* peak = nullptr;
+  for (const MemoryEvent& e : evs) {
+    if (!peak || e.sample.allocated > peak->sample.allocated) peak = &e;
+    d.peak_reserved = std::max(d.peak_reserved, e.sample.reserved);
+  }
+  auto op_of = [&](const MemoryEvent& e) { return op_at(rank, rank.events.pid[e.event], rank.events.tid[e.event], e.sample.ts); };
+  if (peak) d.peak_allocated = peak->sample.allocated, d.peak_ts = peak->sample.ts, d.peak_op = op_of(*peak);
+  for (const StepWindow& w : steps) {
+    const MemoryEvent* top = nullptr;
+    for (const MemoryEvent& e : evs)
+      if (e.sample.ts >= w.start && e.sample.ts < w.end && (!top || e.sample.allocated > top->sample.allocated)) top = &e;
+    if (top) d.steps.push_back({w.number, top->sample.allocated, top->sample.ts, op_of(*top)});
+  }
+  for (const MemoryEvent& e : evs) d.samples.push_back(e.sample);
+  if (max_points > 0 && d.samples.size() > max_points) {
+    std::vector<MemorySample> kept;
+    const double stride = static_cast<double>(d.samples.size()) / static_cast<double>(max_points);
+    for (std::size_t k = 0; k < max_points; ++k) kept.push_back(d.samples[static_cast<std::size_t>(static_cast<double>(k) * stride)]);
+    d.samples = std::move(kept);
+  }
+  return d;
+}
+
+// [memory] instants (profile_memory=True) carry the allocator's totals after each allocation or
+// free, per device; a CPU allocation has device type 0.
+MemoryTimeline memory_timeline(const RankTrace& rank, const std::vector<StepWindow>& steps, std::size_t max_points) {
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<MemoryEvent>> by_device;
+  const EventTable& ev = rank.events;
+  for (std::uint32_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != Kind::CpuInstant) continue;
+    const EventExtra* x = rank.extra_of(i);
+    if (!x || x->total_allocated == kNone) continue;
+    by_device[{x->device_type, x->device_id}].push_back(
+        {i, {ev.ts[i], x->total_allocated, x->total_reserved == kNone ? 0 : x->total_reserved}});
+  }
+  MemoryTimeline m;
+  for (auto& [dev, evs] : by_device) m.devices.push_back(device_timeline(rank, dev.first, dev.second, std::move(evs), steps, max_points));
+  m.available = !m.devices.empty();
+  return m;
+}
+
+}  // namespace
+
+DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
+                            const DrillDownOptions& opts) {
+  DrillDown d;
+  d.rank = rank.rank;
+  const CallTree tree = build_call_tree(rank);
+  ns_t step_time = 0;
+  for (const StepWindow& w : steps) step_time += w.end - w.start;
+  const ns_t gpu_time = gpu_record_time(rank);
+  for (OperatorGrouping g : opts.groupings) {
+    OperatorView v = operator_view(rank, facts, tree, g, step_time, gpu_time);
+    // A module table needs module ranges; without them every row would say "no module".
+    const bool empty_modules = g == OperatorGrouping::Module &&
+                               std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });
+    if (!v.rows.empty() && !empty_modules) d.operators.push_back(std::move(v));
+  }
+  d.kernels = kernel_view(rank, facts, tree, gpu_time);
+  d.queue_length = hta_queue_length(rank, opts.max_series_points);
+  d.memory_bandwidth = hta_memory_bandwidth(rank, opts.max_series_points);
+  d.sequences = hta_kernel_sequences_with(rank, tree, opts.sequence_op, opts.min_pattern_len);
+  d.memory = memory_timeline(rank, steps, opts.max_series_points);
+  return d;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,176 @@
+// HTA's counter time series (hta/analyzers/trace_counters.py): the launch queue length of each
+// stream and the memory bandwidth of each copy type, on HTA's view of the rank (its kept rows and
+// time rounding, see hta_view.hpp).
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include "analysis/hta_view.hpp"
+#include "stepscope/drilldown.hpp"
+
+namespace stepscope {
+namespace {
+
+// trace_symbol_table.py get_runtime_launch_events_mask: the calls that enqueue work on a stream.
+// cudaMemcpy/cudaMemset (synchronous), hipModuleLaunchKernel and cudaGraphLaunch are not in it.
+bool is_queue_launch(std::string_view n) {
+  static constexpr std::string_view kNames[] = {
+      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",   "cuLaunchKernelEx",
+      "cudaMemcpyAsync",  "cudaMemsetAsync",     "hipLaunchKernel",  "hipExtModuleLaunchKernel",
+      "hipMemcpyAsync",   "hipMemsetAsync",      "hipMemcpyWithStream",
+      "runFunction - job_prep_and_submit_for_execution"};
+  return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
+}
+
+// Every time series below is thinned to at most `max_points` rows for the report; summaries are
+// computed on the whole series first.
+template <class Point>
+std::vector<Point> thinned(std::vector<Point> points, std::size_t max_points) {
+  if (max_points == 0 || points.size() <= max_points) return points;
+  std::vector<Point> out;
+  out.reserve(max_points);
+  const double stride = static_cast<double>(points.size()) / static_cast<double>(max_points);
+  for (std::size_t k = 0; k < max_points; ++k) out.push_back(points[static_cast<std::size_t>(static_cast<double>(k) * stride)]);
+  out.back() = points.back();
+  return out;
+}
+
+// One +1 / -1 row of a stream's queue. `order` is the row's place in HTA's concatenation
+// (launches first, then GPU records, each in row order), which decides ties on ts.
+struct QueueRow {
+  std::int64_t stream;
+  ns_t ts;
+  int delta;
+  std::size_t order;
+};
+
+// Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
+// kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
+std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
+  std::unordered_map<std::int64_t, std::vector<const hta::Row*>> gpu_by_corr;
+  for (const hta::Row& row : v.rows)
+    if (row.gpu() && row.correlation >= 0) gpu_by_corr[row.correlation].push_back(&row);
+  std::vector<QueueRow> out;
+  std::unordered_map<std::int64_t, char> launched;
+  for (const hta::Row& row : v.rows) {
+    if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name))) continue;
+    auto it = gpu_by_corr.find(row.correlation);
+    if (it == gpu_by_corr.end()) continue;  // no GPU partner: not a launch row for HTA
+    launched[row.correlation] = 1;
+    // The launch takes the stream of its GPU record (a join: one row per partner).
+    for (const hta::Row* g : it->second) out.push_back({g->stream, row.ts, +1, out.size()});
+  }
+  for (const hta::Row& row : v.rows)
+    if (row.gpu() && row.correlation >= 0 && launched.count(row.correlation))
+      out.push_back({row.stream, row.ts, -1, out.size()});
+  return out;
+}
+
+StreamQueue stream_queue(std::int64_t stream, const std::vector<QueueRow>& rows, std::size_t max_points) {
+  StreamQueue q;
+  q.stream = stream;
+  std::vector<QueuePoint> series;
+  series.reserve(rows.size());
+  std::int64_t value = 0;
+  for (const QueueRow& r : rows) series.push_back({r.ts, value += r.delta});
+  std::vector<double> values;
+  values.reserve(series.size());
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    values.push_back(static_cast<double>(series[k].value));
+    // get_time_spent_blocked_on_full_queue: the time to the next row, at or past the limit.
+    if (series[k].value >= kMaxLaunchQueue && k + 1 < series.size()) q.time_at_max += series[k + 1].ts - series[k].ts;
+  }
+  q.summary = hta::describe(std::move(values));
+  q.series = thinned(std::move(series), max_points);
+  return q;
+}
+
+// get_memory_kernel_type: "Memset", the first 11 characters of a "Memcpy..." name ("Memcpy HtoD"),
+// else "Memcpy Unknown" (MTIA's dma rows).
+std::string copy_type(std::string_view name) {
+  if (name.starts_with("Memset")) return "Memset";
+  if (name.starts_with("Memcpy")) return std::string(name.substr(0, 11));
+  return "Memcpy Unknown";
+}
+
+struct BandwidthRow {
+  ns_t ts;
+  double delta;
+  std::size_t order;
+};
+
+CopyBandwidth copy_bandwidth(std::string name, std::vector<BandwidthRow> rows, std::size_t max_points) {
+  std::stable_sort(rows.begin(), rows.end(), [](const BandwidthRow& a, const BandwidthRow& b) { return a.ts < b.ts; });
+  CopyBandwidth c;
+  c.name = std::move(name);
+  std::vector<BandwidthPoint> series;
+  series.reserve(rows.size());
+  std::vector<double> positive;
+  double total = 0;
+  // A running float sum, as pandas' cumsum: it does not return to exactly 0 after overlapping
+  // copies, and HTA's summary counts those residues as positive rows.
+  for (const BandwidthRow& r : rows) {
+    total += r.delta;
+    series.push_back({r.ts, total});
+    if (total > 0) positive.push_back(total);
+  }
+  c.summary = hta::describe(std::move(positive));
+  c.series = thinned(std::move(series), max_points);
+  return c;
+}
+
+}  // namespace
+
+QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
+  QueueLength out;
+  const hta::View v = hta::build_view(rank, GpuTimelineOptions{});
+  std::vector<QueueRow> rows = queue_rows(rank, v);
+  if (rows.empty()) {
+    out.note = "no launch with a GPU record on a stream";
+    return out;
+  }
+  // pandas sorts the concatenation by ts, then groups by stream (ascending) and sums in order.
+  // Its sort is numpy's quicksort: stable below 17 rows (insertion sort), arbitrary on equal
+  // times above; we keep HTA's concatenation order on ties (launches before GPU records).
+  std::stable_sort(rows.begin(), rows.end(), [](const QueueRow& a, const QueueRow& b) {
+    if (a.stream != b.stream) return a.stream < b.stream;
+    return a.ts < b.ts;
+  });
+  for (std::size_t k = 0; k < rows.size();) {
+    std::size_t end = k;
+    while (end < rows.size() && rows[end].stream == rows[k].stream) ++end;
+    out.streams.push_back(stream_queue(rows[k].stream, {rows.begin() + static_cast<std::ptrdiff_t>(k), rows.begin() + static_cast<std::ptrdiff_t>(end)}, max_points));
+    k = end;
+  }
+  out.available = true;
+  return out;
+}
+
+// Example: a 2 µs HtoD copy at 5 µs at 10 GB/s and a 0 µs Memset at 6 µs at 1 GB/s (HTA takes
+// it as 1 µs) give "Memcpy HtoD" rows 5:10, 7:0 and "Memset" rows 6:1, 7:0.
+MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points) {
+  MemoryBandwidth out;
+  const hta::View v = hta::build_view(rank, GpuTimelineOptions{});
+  std::map<std::string, std::vector<BandwidthRow>> by_type;
+  std::vector<std::pair<const hta::Row*, std::string>> copies;
+  for (const hta::Row& row : v.rows)
+    if (row.gpu() && row.type == HtaKernelType::Memory) copies.emplace_back(&row, copy_type(rank.str(row.name)));
+  // Starts first, then ends, as HTA concatenates them before sorting.
+  std::size_t order = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& [row, type] : copies) {
+      const EventExtra* x = rank.extra_of(row->event);
+      const double bw = x && x->bandwidth_gbps >= 0 ? x->bandwidth_gbps : 0.0;  // a missing arg is 0
+      const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // HTA issue #20: a 0 µs copy lasts 1 µs
+      by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw, order++} : BandwidthRow{row->ts + dur, -bw, order++});
+    }
+  if (by_type.empty()) {
+    out.note = "no memcpy or memset on the GPU";
+    return out;
+  }
+  for (auto& [name, rows] : by_type) out.types.push_back(copy_bandwidth(name, std::move(rows), max_points));
+  out.available = true;
+  return out;
+}
+
+}  // namespace stepscope

@@ -1,0 +1,147 @@
+#include "report/drilldown_json.hpp"
+
+#include "report/gpu_timeline_json.hpp"
+
+namespace stepscope {
+namespace {
+
+using nlohmann::json;
+using report_json::num;
+using report_json::stats_json;
+using report_json::utf8_safe;
+
+double us(ns_t v) { return static_cast<double>(v) / 1000.0; }
+
+const char* stage_name(StageHint s) {
+  switch (s) {
+    case StageHint::Forward: return "forward";
+    case StageHint::Backward: return "backward";
+    case StageHint::Optimizer: return "optimizer";
+    case StageHint::None: break;
+  }
+  return "other";
+}
+
+json operator_json(const OperatorView& v) {
+  json rows = json::array();
+  for (const OperatorRow& r : v.rows) {
+    json j = {{"name", utf8_safe(r.name)},
+              {"calls", r.calls},
+              {"host_total_us", us(r.host_total)},
+              {"host_self_us", us(r.host_self)},
+              {"gpu_total_us", us(r.gpu_total)},
+              {"gpu_self_us", us(r.gpu_self)},
+              {"kernels", r.kernels},
+              {"kernels_per_call", num(r.kernels_per_call)},
+              {"step_share", num(r.step_share)},
+              {"gpu_share", num(r.gpu_share)},
+              {"stage", stage_name(r.stage)}};
+    if (v.grouping == OperatorGrouping::NameAndShape) j["input_dims"] = utf8_safe(r.input_dims);
+    if (v.grouping == OperatorGrouping::Module) j["module"] = utf8_safe(r.module);
+    rows.push_back(std::move(j));
+  }
+  return {{"grouping", operator_grouping_name(v.grouping)},
+          {"step_time_us", us(v.step_time)},
+          {"gpu_time_us", us(v.gpu_time)},
+          {"rows", std::move(rows)}};
+}
+
+json kernel_json(const KernelView& v) {
+  json rows = json::array();
+  for (const KernelRow& r : v.rows)
+    rows.push_back({{"name", utf8_safe(r.name)},
+                    {"kind", kind_name(r.kind)},
+                    {"class", kernel_class_name(r.cls)},
+                    {"engine", engine_name(r.engine)},
+                    {"dtype", data_type_name(r.dtype)},
+                    {"calls", r.calls},
+                    {"total_us", us(r.total)},
+                    {"mean_us", r.mean / 1000.0},
+                    {"min_us", us(r.min)},
+                    {"max_us", us(r.max)},
+                    {"share", num(r.share)},
+                    {"launching_op", utf8_safe(r.launching_op)},
+                    {"achieved_occupancy_pct", r.achieved_occupancy_pct < 0 ? json(nullptr) : json(r.achieved_occupancy_pct)},
+                    {"registers_per_thread", r.registers_per_thread < 0 ? json(nullptr) : json(r.registers_per_thread)},
+                    {"shared_memory_bytes", r.shared_memory < 0 ? json(nullptr) : json(r.shared_memory)}});
+  return {{"gpu_time_us", us(v.gpu_time)}, {"rows", std::move(rows)}};
+}
+
+json queue_json(const QueueLength& q) {
+  json j = {{"available", q.available}};
+  if (!q.available) j["note"] = q.note;
+  json streams = json::array();
+  for (const StreamQueue& s : q.streams) {
+    json ts = json::array(), values = json::array();
+    for (const QueuePoint& p : s.series) ts.push_back(us(p.ts)), values.push_back(p.value);
+    streams.push_back({{"stream", s.stream},
+                       {"summary", stats_json(s.summary, false)},
+                       {"time_at_max_queue_us", us(s.time_at_max)},
+                       {"series", {{"ts_us", std::move(ts)}, {"queue_length", std::move(values)}}}});
+  }
+  j["max_queue_length"] = kMaxLaunchQueue;
+  j["streams"] = std::move(streams);
+  return j;
+}
+
+json bandwidth_json(const MemoryBandwidth& m) {
+  json j = {{"available", m.available}};
+  if (!m.available) j["note"] = m.note;
+  json types = json::array();
+  for (const CopyBandwidth& c : m.types) {
+    json ts = json::array(), values = json::array();
+    for (const BandwidthPoint& p : c.series) ts.push_back(us(p.ts)), values.push_back(p.gbps);
+    types.push_back({{"name", c.name},
+                     {"summary_gbps", stats_json(c.summary, false)},
+                     {"series", {{"ts_us", std::move(ts)}, {"gbps", std::move(values)}}}});
+  }
+  j["types"] = std::move(types);
+  return j;
+}
+
+json sequences_json(const KernelSequences& k) {
+  json rows = json::array();
+  for (const KernelSequence& s : k.sequences) {
+    json pattern = json::array();
+    for (const auto& p : s.pattern) pattern.push_back(utf8_safe(p));
+    rows.push_back({{"pattern", std::move(pattern)}, {"count", s.count}, {"gpu_time_us", us(s.gpu_time)}, {"cpu_time_us", us(s.cpu_time)}});
+  }
+  json j = {{"op", utf8_safe(k.op)}, {"chosen", k.chosen}, {"min_pattern_len", k.min_pattern_len}, {"sequences", std::move(rows)}};
+  if (!k.note.empty()) j["note"] = k.note;
+  return j;
+}
+
+json memory_json(const MemoryTimeline& m) {
+  json devices = json::array();
+  for (const DeviceMemoryTimeline& d : m.devices) {
+    json ts = json::array(), allocated = json::array(), reserved = json::array();
+    for (const MemorySample& s : d.samples) ts.push_back(us(s.ts)), allocated.push_back(s.allocated), reserved.push_back(s.reserved);
+    json steps = json::array();
+    for (const StepMemoryPeak& p : d.steps)
+      steps.push_back({{"step", p.step}, {"peak_allocated_bytes", p.peak_allocated}, {"ts_us", us(p.ts)}, {"op", utf8_safe(p.op)}});
+    devices.push_back({{"device_type", d.device_type},
+                       {"device_id", d.device_id},
+                       {"peak_allocated_bytes", d.peak_allocated},
+                       {"peak_reserved_bytes", d.peak_reserved},
+                       {"peak_ts_us", us(d.peak_ts)},
+                       {"peak_op", utf8_safe(d.peak_op)},
+                       {"steps", std::move(steps)},
+                       {"series", {{"ts_us", std::move(ts)}, {"allocated_bytes", std::move(allocated)}, {"reserved_bytes", std::move(reserved)}}}});
+  }
+  return {{"available", m.available}, {"devices", std::move(devices)}};
+}
+
+}  // namespace
+
+json to_json(const DrillDown& d) {
+  json ops = json::array();
+  for (const OperatorView& v : d.operators) ops.push_back(operator_json(v));
+  return {{"operators", std::move(ops)},
+          {"kernels", kernel_json(d.kernels)},
+          {"queue_length", queue_json(d.queue_length)},
+          {"memory_bandwidth", bandwidth_json(d.memory_bandwidth)},
+          {"kernel_sequences", sequences_json(d.sequences)},
+          {"memory", memory_json(d.memory)}};
+}
+
+}  // namespace stepscope
