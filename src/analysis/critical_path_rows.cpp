@@ -28,7 +28,8 @@ bool is_launch_name(std::string_view n) {
 }
 
 // CPGraph.BLOCKING_SYNC_CALLS (critical_path_analysis.py:166): the edge into their end node
-// weighs 0. cudaMemcpyAsync is in HTA's list too, but keeps its weight (see critical_path.cpp).
+// weighs 0. cudaMemcpyAsync is in HTA's list too, but keeps its full weight: as a runtime-lock
+// call its span edge is re-added by HTA's lock chain, which overwrites the 0 weight.
 bool is_blocking_name(std::string_view n) {
   for (std::string_view l : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
                              "cudaEventSynchronize", "cudaMemcpy"})
