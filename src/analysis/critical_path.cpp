@@ -405,12 +405,11 @@ bool Builder::construct_from_kernels(std::string& error) {
     attribute(add_edge(start, end, CpEdgeType::Operator), -1);
 
     std::int32_t sync_end = -1;
-    bool edge_added = false, launch_added = false;
+    bool launch_added = false;
     if (auto ks = kernel_sync.find(it.row); ks != kernel_sync.end() && ks->second >= 0) {
       sync_end = nodes_of(ks->second).second;
       if (sync_end >= 0) {
         add_edge(sync_end, start, CpEdgeType::SyncDependency);
-        edge_added = true;
       }
       ks->second = -1;
     }
@@ -427,15 +426,13 @@ bool Builder::construct_from_kernels(std::string& error) {
         error = "a kernel's launch has no node (\"Could not find runtime index\")";
         return false;
       }
-      edge_added = launch_added = true;
+      launch_added = true;
     } else if (has_last && (sync_end < 0 || nodes_[static_cast<std::size_t>(sync_end)].ts < nodes_[static_cast<std::size_t>(ln->second)].ts)) {
       const ns_t gap = nodes_[static_cast<std::size_t>(start)].ts - nodes_[static_cast<std::size_t>(ln->second)].ts;
       if (gap < kKernelKernelDelayThreshold) {
         attribute(add_edge(ln->second, start, CpEdgeType::KernelKernelDelay), -1);
-        edge_added = true;
       }
     }
-    (void)edge_added;
     if (opts_.zero_weight_launch_edges && !launch_added && runtime >= 0) add_launch_edge(runtime, start, true);
 
     if (!has_last) last_node_order.push_back(r.stream);
