@@ -106,6 +106,10 @@ struct EventExtra {
   // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc"), a PyTorch
   // NVTX range's full text ("aten::mm, seq = 3, op_id = 7, sizes = [...]").
   StrId alt_name = kNoStr;
+  // CUDA event synchronisation (cuda_sync "Event Sync" / "Stream Wait Event"): the stream the
+  // awaited event was recorded on and the correlation id of its cudaEventRecord call.
+  std::int64_t wait_on_stream = kNone;                 // args.wait_on_stream
+  std::int64_t wait_on_event_record_corr = kNone;      // args.wait_on_cuda_event_record_corr_id
 };
 
 // One event as an importer hands it to EventTable::append: the fields of one row of every

@@ -40,28 +40,6 @@ double python_us(ns_t ns) {
   return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
 }
 
-// Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
-// "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
-bool is_hta_row(const RankTrace& r, std::size_t i) {
-  const EventTable& ev = r.events;
-  if (ev.phase[i] != Phase::Complete) return false;
-  if (ev.kind[i] == Kind::TraceSpan) return false;
-  if (ev.category[i] == kNoStr) return false;
-  // An importer maps cat "Trace" to TraceSpan; the text is checked only for unmapped kinds.
-  return ev.kind[i] != Kind::Other || r.str(ev.category[i]) != "Trace";
-}
-
-// HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. A host
-// row with a numeric stream counts as a GPU row, as in HTA: Triton writes "stream": 0 on the
-// cpu_op that launches a compiled kernel, and HTA adds that op to the GPU time. Runtime and
-// driver calls are the exception: ROCm writes "stream": "0x0" (a string, -1 for HTA) on them
-// and an importer may decode that as stream 0.
-std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
-  if (ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) return -1;
-  std::int64_t s = ev.stream[i];
-  return s < 0 ? -1 : s;
-}
-
 // HTA's rule (get_profiler_steps: "ProfilerStep" anywhere), kept literal, not the facts layer's.
 bool is_profiler_step_name(std::string_view n) { return n.find("ProfilerStep") != n.npos; }
 
@@ -219,6 +197,28 @@ void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
   double dur_us = python_us(dur_ns);
   ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
   end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
+}
+
+// Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
+// "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
+bool is_hta_row(const RankTrace& r, std::size_t i) {
+  const EventTable& ev = r.events;
+  if (ev.phase[i] != Phase::Complete) return false;
+  if (ev.kind[i] == Kind::TraceSpan) return false;
+  if (ev.category[i] == kNoStr) return false;
+  // An importer maps cat "Trace" to TraceSpan; the text is checked only for unmapped kinds.
+  return ev.kind[i] != Kind::Other || r.str(ev.category[i]) != "Trace";
+}
+
+// HTA's stream column is args.stream coerced to a number, -1 when absent or not numeric. A host
+// row with a numeric stream counts as a GPU row, as in HTA: Triton writes "stream": 0 on the
+// cpu_op that launches a compiled kernel, and HTA adds that op to the GPU time. Runtime and
+// driver calls are the exception: ROCm writes "stream": "0x0" (a string, -1 for HTA) on them
+// and an importer may decode that as stream 0.
+std::int64_t hta_stream(const EventTable& ev, std::size_t i) {
+  if (ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) return -1;
+  std::int64_t s = ev.stream[i];
+  return s < 0 ? -1 : s;
 }
 
 View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {

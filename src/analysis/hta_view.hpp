@@ -55,9 +55,13 @@ struct View {
 
 View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
 
-// HTA's times of an event whose trace has sub-µs times (HtaLoad::rounded_to_us): ts rounded up
-// and ts + dur rounded down to whole µs, with Python's double arithmetic.
+// The pieces of HTA's loader that build_view applies row by row, for analyses that need rows
+// build_view leaves out (plain host ops). round_like_hta gives HTA's times of an event whose
+// trace has sub-µs times (HtaLoad::rounded_to_us): ts rounded up and ts + dur rounded down to
+// whole µs, with Python's double arithmetic.
+bool is_hta_row(const RankTrace& rank, std::size_t i);
 void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out);
+std::int64_t hta_stream(const EventTable& ev, std::size_t i);
 
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts
 // is greater than the running max of all previous ends (touching rows merge); a group spans

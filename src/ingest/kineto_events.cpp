@@ -220,6 +220,10 @@ void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrI
     } else if (k == "Device Id") {
       std::int64_t x = 0;
       if (as_int64(v, x)) a.extra.device_id = static_cast<std::int32_t>(x), a.has_extra = true;
+    } else if (k == "wait_on_stream") {
+      a.has_extra |= as_int64(v, a.extra.wait_on_stream);
+    } else if (k == "wait_on_cuda_event_record_corr_id") {
+      a.has_extra |= as_int64(v, a.extra.wait_on_event_record_corr);
     } else if (k == "Input Dims") {
       a.extra.input_dims = strings.intern(raw_text(v));
       a.has_extra = true;

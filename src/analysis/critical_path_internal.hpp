@@ -1,0 +1,111 @@
+// Internals of the critical-path analysis (critical_path*.cpp): HTA's rows of one rank, the
+// window, and the graph with networkx's semantics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stepscope/critical_path.hpp"
+#include "stepscope/trace.hpp"
+
+namespace stepscope::cp {
+
+// What a row's name or category means to the critical path, looked up once per string.
+enum RowFlag : std::uint16_t {
+  kNodeCategory = 1,      // cat is cpu_op, cuda_runtime or cuda_driver: the row gets nodes
+  kSyncCategory = 2,      // cat is cuda_sync
+  kLaunchName = 4,        // a launch call counted by the queue length series
+  kBlockingName = 8,      // a blocking call: its end edge weighs 0
+  kEventSyncName = 16,    // "Event Sync"
+  kContextSyncName = 32,  // "Context Sync"
+  kStreamSyncName = 64,   // "Stream Sync"
+  kStreamWaitName = 128,  // "Stream Wait Event"
+  kEventRecordName = 256, // cudaEventRecord
+  kStreamWaitCall = 512,  // cudaStreamWaitEvent
+  kDataLoad = 1024,       // matches a data_load_patterns regex
+  kHostSyncName = 2048,   // a host call that waits for the device (our Sync kind)
+};
+
+// One row of HTA's trace dataframe for the rank, after its loader's filtering.
+struct CpRow {
+  std::uint32_t event = 0;  // index into the rank's EventTable (HTA's `index`, in file order)
+  ns_t ts = 0, end = 0;     // HTA's (rounded) times; end - ts can be negative
+  std::int64_t stream = -1; // HTA's stream column
+  std::int64_t correlation = -1;
+  std::int64_t pid = 0, tid = 0;
+  std::int64_t wait_on_stream = -1;
+  std::int64_t wait_on_record_corr = -1;
+  // HTA's index_correlation: `partner` is the row it names when > 0, -1 otherwise; `has_corr`
+  // is index_correlation >= 0 (the row has a correlation id, matched or not).
+  std::int32_t partner = -1;
+  bool has_corr = false;
+  bool gpu_for_filter = false;  // stream >= 0 with a correlation, or Event/Context Sync
+  std::uint16_t flags = 0;
+  StrId name = kNoStr;
+  ns_t dur() const { return end - ts; }
+};
+
+struct Rows {
+  std::vector<CpRow> rows;  // the full (filtered) trace, in event order
+  std::vector<std::int32_t> row_of_event;  // EventTable index → row, or -1
+  bool has_gpu = false;
+};
+
+// HTA's trace dataframe for the rank (loader filtering, rounding, index_correlation).
+Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts);
+
+// The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
+// entry (HTA's NaN).
+std::vector<std::int64_t> queue_length_at_rows(const std::vector<CpRow>& rows);
+
+// critical_path_analysis.py:1838-1892: the window, and the clipped rows (ascending row index).
+struct Window {
+  bool ok = false;
+  std::string error;
+  ns_t start = 0, end = 0;
+  bool open_end = false;
+  std::int64_t annotation_row = -1;
+};
+Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOptions& opts);
+std::vector<std::int32_t> clip_rows(const Rows& rows, const Window& w);
+
+// A DiGraph with networkx's iteration orders: nodes in order of first appearance in an edge,
+// successors and predecessors in edge insertion order, and re-adding (u, v) overwriting the
+// attributes in place.
+struct Edge {
+  std::uint32_t u = 0, v = 0;
+  ns_t weight = 0;        // the edge object's weight
+  ns_t graph_weight = 0;  // the graph attribute (clamped to 0 by validation)
+  CpEdgeType type = CpEdgeType::Operator;
+  std::int32_t attributed_row = -1;  // edge_to_event_map, as a row index
+  bool attributed = false;
+};
+
+class Graph {
+ public:
+  explicit Graph(std::size_t nodes) : in_graph_(nodes, 0), succ_(nodes), pred_(nodes) {}
+  // Returns the edge's index.
+  std::uint32_t add_edge(std::uint32_t u, std::uint32_t v, ns_t weight, CpEdgeType type);
+  std::vector<Edge>& edges() { return edges_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+  const std::vector<std::uint32_t>& node_order() const { return order_; }
+  const std::vector<std::uint32_t>& succ(std::uint32_t n) const { return succ_[n]; }
+  const std::vector<std::uint32_t>& pred(std::uint32_t n) const { return pred_[n]; }
+  std::int64_t find(std::uint32_t u, std::uint32_t v) const;
+
+ private:
+  void touch(std::uint32_t n);
+  std::vector<Edge> edges_;
+  std::vector<std::uint8_t> in_graph_;
+  std::vector<std::uint32_t> order_;
+  std::vector<std::vector<std::uint32_t>> succ_, pred_;  // edge indices
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+};
+
+// networkx.dag_longest_path(weight="weight") on graph weights: node ids in path order, or
+// empty when the graph has a cycle (`cycle` set).
+std::vector<std::uint32_t> dag_longest_path(const Graph& g, bool& cycle);
+
+}  // namespace stepscope::cp

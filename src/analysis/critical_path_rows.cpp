@@ -1,0 +1,293 @@
+// HTA's rows of one rank as the critical path reads them: the loader's filtering and rounding
+// (shared with the GPU-timeline figures through build_view), index_correlation, the queue
+// length series, and the window.
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+
+#include <re2/re2.h>
+
+#include "analysis/critical_path_internal.hpp"
+#include "analysis/hta_view.hpp"
+
+namespace stepscope::cp {
+
+namespace {
+
+// trace_counters.py:18-95 and trace_symbol_table.py get_runtime_launch_events_query: the
+// launch calls whose GPU partner enters the queue.
+bool is_launch_name(std::string_view n) {
+  for (std::string_view l : {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                             "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel",
+                             "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
+                             "runFunction - job_prep_and_submit_for_execution"})
+    if (n == l) return true;
+  return false;
+}
+
+// CPGraph.BLOCKING_SYNC_CALLS (critical_path_analysis.py:166): the edge into their end node
+// weighs 0. cudaMemcpyAsync is in HTA's list too, but keeps its full weight: as a runtime-lock
+// call its span edge is re-added by HTA's lock chain, which overwrites the 0 weight.
+bool is_blocking_name(std::string_view n) {
+  for (std::string_view l : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
+                             "cudaEventSynchronize", "cudaMemcpy"})
+    if (n == l) return true;
+  return false;
+}
+
+// Our own Sync kind: host calls that wait for the device (CUDA and HIP spellings).
+bool is_host_sync_name(std::string_view n) {
+  for (std::string_view l : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                             "cudaEventQuery", "cudaStreamQuery", "cudaMemcpy", "cudaMemset",
+                             "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize",
+                             "hipEventQuery", "hipStreamQuery", "hipMemcpy", "hipMemset"})
+    if (n == l) return true;
+  return false;
+}
+
+std::uint16_t name_flags(std::string_view n) {
+  std::uint16_t f = 0;
+  if (is_launch_name(n)) f |= kLaunchName;
+  if (is_blocking_name(n)) f |= kBlockingName;
+  if (is_host_sync_name(n)) f |= kHostSyncName;
+  if (n == "Event Sync") f |= kEventSyncName;
+  if (n == "Context Sync") f |= kContextSyncName;
+  if (n == "Stream Sync") f |= kStreamSyncName;
+  if (n == "Stream Wait Event") f |= kStreamWaitName;
+  if (n == "cudaEventRecord") f |= kEventRecordName;
+  if (n == "cudaStreamWaitEvent") f |= kStreamWaitCall;
+  return f;
+}
+
+std::uint16_t category_flags(std::string_view c) {
+  std::uint16_t f = 0;
+  if (c == "cpu_op" || c == "cuda_runtime" || c == "cuda_driver") f |= kNodeCategory;
+  if (c == "cuda_sync") f |= kSyncCategory;
+  return f;
+}
+
+// Flags per distinct string, computed on first use.
+class FlagCache {
+ public:
+  FlagCache(const RankTrace& r, const std::vector<std::unique_ptr<RE2>>& data_load)
+      : r_(r), data_load_(data_load), known_(r.strings.size(), 0), name_(r.strings.size(), 0), cat_(r.strings.size(), 0) {}
+  std::uint16_t of(StrId name, StrId cat) {
+    learn(name);
+    learn(cat);
+    return static_cast<std::uint16_t>(name_[name] | cat_[cat]);
+  }
+
+ private:
+  void learn(StrId id) {
+    if (known_[id]) return;
+    std::string_view s = r_.str(id);
+    name_[id] = name_flags(s);
+    for (const auto& re : data_load_)
+      if (re->ok() && RE2::PartialMatch(s, *re)) name_[id] |= kDataLoad;
+    cat_[id] = category_flags(s);
+    known_[id] = 1;
+  }
+  const RankTrace& r_;
+  const std::vector<std::unique_ptr<RE2>>& data_load_;
+  std::vector<std::uint8_t> known_;
+  std::vector<std::uint16_t> name_, cat_;
+};
+
+// transform_correlation_to_index (hta/common/trace.py): rows with a correlation split into GPU
+// rows (GPUKernelFilter: stream >= 0 with a correlation, or Event/Context Sync) and the others;
+// an inner merge on correlation points each side at the other. With several partners the last
+// assignment wins: a host row names the last GPU row (file order) of its correlation, a GPU row
+// the last host row.
+void link_correlations(std::vector<CpRow>& rows) {
+  std::unordered_map<std::int64_t, std::int32_t> last_gpu, last_host;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const CpRow& r = rows[k];
+    if (r.correlation == -1) continue;
+    (r.gpu_for_filter ? last_gpu : last_host)[r.correlation] = static_cast<std::int32_t>(k);
+  }
+  for (CpRow& r : rows) {
+    if (r.correlation == -1) continue;
+    auto& other = r.gpu_for_filter ? last_host : last_gpu;
+    auto it = other.find(r.correlation);
+    if (it != other.end()) r.partner = it->second;
+  }
+}
+
+}  // namespace
+
+Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts) {
+  GpuTimelineOptions vopts;
+  vopts.include_last_profiler_step = opts.include_last_profiler_step;
+  const hta::View view = hta::build_view(rank, vopts);
+  const EventTable& ev = rank.events;
+
+  std::vector<std::unique_ptr<RE2>> data_load;
+  for (const std::string& p : opts.data_load_patterns) data_load.push_back(std::make_unique<RE2>(p, RE2::Quiet));
+  FlagCache flags(rank, data_load);
+
+  std::vector<CpRow> all;
+  all.reserve(ev.size());
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (!hta::is_hta_row(rank, i)) continue;
+    CpRow row;
+    row.event = static_cast<std::uint32_t>(i);
+    if (view.load.rounded_to_us) {
+      hta::round_like_hta(ev.ts[i], ev.dur[i], row.ts, row.end);
+    } else {
+      row.ts = ev.ts[i];
+      row.end = ev.ts[i] + ev.dur[i];
+    }
+    row.stream = hta::hta_stream(ev, i);
+    row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
+    row.has_corr = row.correlation != -1;
+    row.pid = ev.pid[i];
+    row.tid = ev.tid[i];
+    row.name = ev.name[i];
+    row.flags = flags.of(ev.name[i], ev.category[i]);
+    if (const EventExtra* x = rank.extra_of(i)) {
+      row.wait_on_stream = x->wait_on_stream;
+      row.wait_on_record_corr = x->wait_on_event_record_corr;
+    }
+    row.gpu_for_filter = (row.stream >= 0 && row.correlation >= 0) || (row.flags & (kEventSyncName | kContextSyncName));
+    all.push_back(row);
+  }
+  link_correlations(all);
+
+  // _filter_irrelevant_gpu_kernels: with two or more step names, host rows from the last step
+  // on go, and so do GPU rows whose correlation no kept host row has.
+  std::vector<char> keep(all.size(), 1);
+  if (view.load.last_step_dropped || (opts.include_last_profiler_step && view.load.profiler_step_names >= 2)) {
+    const ns_t cut = view.load.cutoff_ts;
+    std::unordered_map<std::int64_t, char> host_corr;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (all[k].gpu_for_filter) continue;
+      keep[k] = opts.include_last_profiler_step ? all[k].ts <= cut : all[k].ts < cut;
+      if (keep[k]) host_corr[all[k].correlation] = 1;
+    }
+    for (std::size_t k = 0; k < all.size(); ++k)
+      if (all[k].gpu_for_filter) keep[k] = host_corr.count(all[k].correlation) ? 1 : 0;
+  }
+
+  Rows out;
+  out.row_of_event.assign(ev.size(), -1);
+  std::vector<std::int32_t> new_index(all.size(), -1);
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    if (!keep[k]) continue;
+    new_index[k] = static_cast<std::int32_t>(out.rows.size());
+    out.row_of_event[all[k].event] = new_index[k];
+    out.rows.push_back(all[k]);
+  }
+  for (CpRow& r : out.rows) {
+    if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
+    if (r.stream != -1) out.has_gpu = true;
+  }
+  return out;
+}
+
+// trace_counters.py:18-95 (_get_queue_length_time_series_for_rank): +1 at each launch call that
+// has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
+// is a launch's; sorted by ts, grouped by stream, cumulated. HTA's sort is not stable; ties keep
+// launches first here.
+std::vector<std::int64_t> queue_length_at_rows(const std::vector<CpRow>& r) {
+  struct Change {
+    ns_t ts;
+    std::int64_t stream;
+    std::int32_t row;
+    int delta;
+  };
+  std::vector<Change> changes;
+  std::unordered_map<std::int64_t, char> launch_corr;
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    const CpRow& x = r[k];
+    if (x.stream != -1 || !(x.flags & kLaunchName) || x.partner < 0) continue;
+    const CpRow& g = r[static_cast<std::size_t>(x.partner)];
+    changes.push_back({x.ts, g.stream, static_cast<std::int32_t>(k), +1});
+    launch_corr[x.correlation] = 1;
+  }
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    const CpRow& x = r[k];
+    if (x.stream == -1 || !launch_corr.count(x.correlation)) continue;
+    changes.push_back({x.ts, x.stream, static_cast<std::int32_t>(k), -1});
+  }
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
+  });
+  std::vector<std::int64_t> q(r.size(), -1);
+  std::int64_t running = 0;
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    if (k == 0 || changes[k].stream != changes[k - 1].stream) running = 0;
+    running += changes[k].delta;
+    q[static_cast<std::size_t>(changes[k].row)] = running;
+  }
+  return q;
+}
+
+// critical_path_analysis.py:1838-1892. Annotation rows are those whose name contains the
+// string; instances are picked by position in row order; the window is [min ts, max end]. For
+// "" the window is the whole trace and its end is HTA's unshifted `end` column, i.e. open.
+Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOptions& opts) {
+  Window w;
+  const auto& r = rows.rows;
+  if (opts.annotation.empty()) {
+    if (r.empty()) {
+      w.error = "the trace has no events";
+      return w;
+    }
+    w.start = std::numeric_limits<ns_t>::max();
+    for (const CpRow& x : r) w.start = std::min(w.start, x.ts);
+    w.end = std::numeric_limits<ns_t>::max();
+    w.open_end = true;
+    w.ok = true;
+    return w;
+  }
+  std::vector<std::int32_t> matches;
+  for (std::size_t k = 0; k < r.size(); ++k)
+    if (rank.str(r[k].name).find(opts.annotation) != std::string_view::npos) matches.push_back(static_cast<std::int32_t>(k));
+  if (matches.empty()) {
+    w.error = "annotation \"" + opts.annotation + "\" not found in the trace";
+    return w;
+  }
+  const int first = std::max(0, opts.instance_first);
+  const int last = std::min<int>(opts.instance_last, static_cast<int>(matches.size()) - 1);
+  if (first > last) {
+    w.error = "annotation \"" + opts.annotation + "\" has no instance " + std::to_string(opts.instance_first);
+    return w;
+  }
+  w.start = std::numeric_limits<ns_t>::max();
+  w.end = std::numeric_limits<ns_t>::min();
+  for (int k = first; k <= last; ++k) {
+    const CpRow& x = r[static_cast<std::size_t>(matches[static_cast<std::size_t>(k)])];
+    w.start = std::min(w.start, x.ts);
+    w.end = std::max(w.end, x.end);
+  }
+  w.annotation_row = matches[static_cast<std::size_t>(first)];
+  w.ok = true;
+  return w;
+}
+
+// Host rows starting in the window with dur > 0; GPU rows whose launching host row (a host row
+// naming it as its partner) starts in the window with dur > 0; every "Stream Wait Event". The
+// result is in row order (HTA takes Index.union, which sorts).
+std::vector<std::int32_t> clip_rows(const Rows& rows, const Window& w) {
+  const auto& r = rows.rows;
+  std::vector<char> keep(r.size(), 0);
+  auto in_window = [&](const CpRow& x) { return x.ts >= w.start && (w.open_end || x.ts <= w.end) && x.dur() > 0; };
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    const CpRow& x = r[k];
+    if (x.stream == -1) {
+      if (in_window(x)) keep[k] = 1;
+      if (x.partner >= 0 && r[static_cast<std::size_t>(x.partner)].stream != -1 && in_window(x))
+        keep[static_cast<std::size_t>(x.partner)] = 1;
+    } else if (x.flags & kStreamWaitName) {
+      keep[k] = 1;
+    }
+  }
+  std::vector<std::int32_t> out;
+  for (std::size_t k = 0; k < r.size(); ++k)
+    if (keep[k]) out.push_back(static_cast<std::int32_t>(k));
+  return out;
+}
+
+}  // namespace stepscope::cp
