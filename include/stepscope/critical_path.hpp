@@ -86,6 +86,7 @@ struct CpPathEdge {
   CpKind kind = CpKind::None;
   std::int64_t event = kNoEvent;  // attributed event: index into the rank's EventTable
   std::int64_t stream = -1;       // of the attributed event (-1 on the host)
+  std::string name;               // the attributed event's name ("" without one)
 };
 
 struct CpTotal {

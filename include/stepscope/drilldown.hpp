@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/critical_path.hpp"
 #include "stepscope/facts.hpp"
 #include "stepscope/gpu_timeline.hpp"
 #include "stepscope/trace.hpp"
@@ -41,6 +42,9 @@ struct OperatorRow {
   double step_share = 0;           // host_total / summed step time (NaN without steps)
   double gpu_share = 0;            // gpu_self / all GPU record time (NaN without GPU records)
   StageHint stage = StageHint::None;  // the stage most of its host time belongs to
+  // Some call of the op (or a runtime call or GPU record under it) lies on the critical path of
+  // the step analysed (DrillDown::critical_path); time off the path does not shorten the step.
+  bool on_critical_path = false;
 };
 
 struct OperatorView {
@@ -169,6 +173,7 @@ struct DrillDownOptions {
   std::string sequence_op;  // HTA's operator_name; "" picks the op with the most qualifying instances
   int min_pattern_len = 3;
   std::size_t max_series_points = 20000;  // longer time series are thinned evenly (summaries are not)
+  bool critical_path = true;  // HTA's critical path of the middle kept step (or the whole trace)
 };
 
 struct DrillDown {
@@ -179,6 +184,7 @@ struct DrillDown {
   MemoryBandwidth memory_bandwidth;
   KernelSequences sequences;
   MemoryTimeline memory;
+  CriticalPath critical_path;  // success = false with the reason when not computed or HTA would fail
 };
 
 // `steps` are the rank's ProfilerStep windows (GpuTimeline::steps). Never throws on odd input.

@@ -299,6 +299,28 @@ MemoryTimeline memory_timeline(const RankTrace& rank, const std::vector<StepWind
   return m;
 }
 
+// The host ops whose calls hold an event of the path: the path edge's event itself when it is an
+// op, and the ops around it (a launch call's op, a kernel's launching op).
+std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const CriticalPath& cp) {
+  std::vector<char> on(rank.strings.size(), 0);
+  auto mark_host = [&](std::uint32_t i) {
+    if (rank.events.kind[i] == Kind::CpuOp) on[rank.events.name[i]] = 1;
+    for (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent; a = op_ancestor(rank, tree, a)) on[rank.events.name[a]] = 1;
+  };
+  for (const CpPathEdge& e : cp.path) {
+    if (e.event < 0 || e.duration <= 0) continue;
+    const auto i = static_cast<std::uint32_t>(e.event);
+    if (!is_gpu_record(rank.events.kind[i])) {
+      if (tree.in_tree(i)) mark_host(i);
+      continue;
+    }
+    auto launch = rank.launch_by_correlation.find(rank.events.correlation[i]);
+    if (rank.events.correlation[i] >= 0 && launch != rank.launch_by_correlation.end() && tree.in_tree(launch->second))
+      mark_host(launch->second);
+  }
+  return on;
+}
+
 }  // namespace
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
@@ -309,8 +331,18 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
+  if (opts.critical_path) {
+    d.critical_path = analyze_critical_path(rank, primary_critical_path_options(rank));
+    for (CpPathEdge& e : d.critical_path.path)
+      if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
+  } else {
+    d.critical_path.error = "not computed";
+  }
+  const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
   for (OperatorGrouping g : opts.groupings) {
     OperatorView v = operator_view(rank, facts, tree, g, step_time, gpu_time);
+    for (OperatorRow& r : v.rows)
+      if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
     // A module table needs module ranges; without them every row would say "no module".
     const bool empty_modules = g == OperatorGrouping::Module &&
                                std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/command.hpp"
@@ -24,6 +25,9 @@ struct AnalyzeArgs {
   std::vector<std::string> paths;
   std::string json_out;
   std::string html_out, annotate_out;
+  std::string csv_dir;  // one CSV file per drill-down table
+  std::size_t top = 10;
+  bool wide = false;
   int jobs = 0;
   bool verbose = false;
   bool quiet = false;
@@ -31,10 +35,20 @@ struct AnalyzeArgs {
   std::string step_range;           // annotation (NVTX range) that is one step
 };
 
+// The drill-down tables, one file each, in `dir` (made when missing).
+void write_csv_tables(const AnalysisResult& r, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw InputError(fmt::format("--csv {}: cannot make the directory: {}", dir, ec ? ec.message() : "a file of that name exists"));
+  for (const CsvTable& t : drilldown_csv_tables(r)) write_text((std::filesystem::path(dir) / t.file).string(), t.text, "CSV table");
+}
+
 int run_analyze(const AnalyzeArgs& a) {
   if (a.annotate_out == "-")
     throw InputError("--annotate -: the annotated trace is a file (or a directory for several ranks), not standard output");
-  check_outputs(a.paths, {{"--json", a.json_out}, {"--html", a.html_out}, {"--annotate", a.annotate_out}});
+  if (a.csv_dir == "-") throw InputError("--csv -: the tables are several files: give a directory");
+  check_outputs(a.paths, {{"--json", a.json_out}, {"--html", a.html_out}, {"--annotate", a.annotate_out}, {"--csv", a.csv_dir}});
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
   po.analyze.jobs = a.jobs;
@@ -48,9 +62,12 @@ int run_analyze(const AnalyzeArgs& a) {
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
   if (!a.html_out.empty()) write_text(a.html_out, render_html(result), "HTML report");
   if (!a.annotate_out.empty()) write_annotated_traces(run, a.annotate_out, {po.analyze.partition});
+  if (!a.csv_dir.empty()) write_csv_tables(result, a.csv_dir);
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
+    t.wide = a.wide;
+    t.top = a.top;
     write_stdout(render_text(result, t));
   }
   return result.diagnosis.present ? kExitOk : kExitNothing;
@@ -66,6 +83,13 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE");
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the trace with stepscope's tracks added, for Perfetto (several ranks: a directory)");
+  cmd->add_option("--csv", args->csv_dir,
+                  "Also write every drill-down table (operators, kernels, kernel sequences, queue length, memory "
+                  "bandwidth, critical path, memory) as CSV files in DIR")
+      ->type_name("DIR");
+  cmd->add_option("--top", args->top, "Rows of the operator and kernel tables in the text report (default: 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--wide", args->wide, "Show whole op and kernel names instead of shortening them in the middle");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(kNonNegative);
   cmd->add_option("--stage", args->stages,

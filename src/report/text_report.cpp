@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "report/drilldown_text.hpp"
 #include "report/cuda_summary_render.hpp"
 #include "report/diagnosis_render.hpp"
 #include "report/gpu_timeline_text.hpp"
@@ -103,6 +104,13 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, std:
 }
 // Shown for Nsight Systems exports, whose users know these tables; for Kineto traces under
 // --verbose.
+// The first rank's drill-down; the others under --verbose.
+void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
+  for (std::size_t i = 0; i < r.drilldowns.size(); ++i) {
+    if (i > 0 && !opts.verbose) break;
+    out += "\n" + drilldown_text(r.drilldowns[i], opts);
+  }
+}
 void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
   for (std::size_t i = 0; i < r.cuda_summaries.size() && i < r.ranks.size(); ++i)
     if (r.cuda_summaries[i].present && (opts.verbose || r.ranks[i].layout == "nsys sqlite"))
@@ -119,6 +127,7 @@ std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
       for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
   out += report_detail::render_diagnosis_text(r, opts);
   render_gpu_timelines(r, opts, out);
+  render_drilldowns(r, opts, out);
   render_cuda_summaries(r, opts, out);
   if (!opts.verbose) return out;
   out += "\ningest:\n";

@@ -1,0 +1,120 @@
+// The drill-down's tables as CSV files, one per table, every rank's rows with a `rank` column.
+// Times in µs, shares 0..1, as in the JSON report.
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "report/gpu_timeline_json.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string field(std::string_view s) {
+  const std::string safe = report_json::utf8_safe(s);
+  if (safe.find_first_of(",\"\r\n") == std::string::npos) return safe;
+  std::string out = "\"";
+  for (char c : safe) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string us(ns_t v) { return fmt::format("{:.3f}", static_cast<double>(v) / 1000.0); }
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
+
+void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out) {
+  out = "rank,name,input_dims,module,calls,host_self_us,host_total_us,gpu_self_us,gpu_total_us,kernels,kernels_per_call,"
+        "step_share,gpu_share,on_critical_path\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const OperatorView& v : d.operators) {
+      if (v.grouping != g) continue;
+      for (const OperatorRow& o : v.rows)
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.rank, field(o.name), field(o.input_dims), field(o.module),
+                           o.calls, us(o.host_self), us(o.host_total), us(o.gpu_self), us(o.gpu_total), o.kernels,
+                           num(o.kernels_per_call), num(o.step_share), num(o.gpu_share), o.on_critical_path ? 1 : 0);
+    }
+}
+
+std::string kernels_csv(const AnalysisResult& r) {
+  std::string out = "rank,name,kind,class,engine,dtype,calls,total_us,mean_us,min_us,max_us,share,launching_op,"
+                    "achieved_occupancy_pct,registers_per_thread,shared_memory_bytes\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const KernelRow& k : d.kernels.rows)
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.rank, field(k.name), kind_name(k.kind),
+                         kernel_class_name(k.cls), engine_name(k.engine), data_type_name(k.dtype), k.calls, us(k.total),
+                         num(k.mean / 1000.0), us(k.min), us(k.max), num(k.share), field(k.launching_op),
+                         k.achieved_occupancy_pct < 0 ? "" : num(k.achieved_occupancy_pct),
+                         k.registers_per_thread < 0 ? "" : std::to_string(k.registers_per_thread),
+                         k.shared_memory < 0 ? "" : std::to_string(k.shared_memory));
+  return out;
+}
+
+std::string sequences_csv(const AnalysisResult& r) {
+  std::string out = "rank,op,count,gpu_time_us,cpu_time_us,pattern\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const KernelSequence& s : d.sequences.sequences) {
+      std::string pattern;
+      for (const auto& p : s.pattern) pattern += (pattern.empty() ? "" : "|") + p;
+      out += fmt::format("{},{},{},{},{},{}\n", d.rank, field(d.sequences.op), s.count, us(s.gpu_time), us(s.cpu_time), field(pattern));
+    }
+  return out;
+}
+
+std::string summary_cells(const SampleStats& s) {
+  return fmt::format("{},{},{},{},{},{},{},{}", s.count, num(s.mean), num(s.std), num(s.min), num(s.p25), num(s.median), num(s.p75), num(s.max));
+}
+
+std::string queue_csv(const AnalysisResult& r) {
+  std::string out = "rank,stream,count,mean,std,min,p25,median,p75,max,time_at_max_queue_us\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const StreamQueue& q : d.queue_length.streams)
+      out += fmt::format("{},{},{},{}\n", d.rank, q.stream, summary_cells(q.summary), us(q.time_at_max));
+  return out;
+}
+
+std::string bandwidth_csv(const AnalysisResult& r) {
+  std::string out = "rank,copy_type,count,mean_gbps,std_gbps,min_gbps,p25_gbps,median_gbps,p75_gbps,max_gbps\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", d.rank, field(c.name), summary_cells(c.summary));
+  return out;
+}
+
+std::string critical_path_csv(const AnalysisResult& r) {
+  std::string out = "rank,order,begin_us,end_us,duration_us,kind,bound_by,type,stream,name\n";
+  for (const DrillDown& d : r.drilldowns) {
+    std::size_t order = 0;
+    for (const CpPathEdge& e : d.critical_path.path)
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", d.rank, order++, us(e.begin_ts), us(e.end_ts), us(e.duration),
+                         cp_kind_name(e.kind), cp_bound_by_name(e.bound_by), cp_edge_type_name(e.type), e.stream, field(e.name));
+  }
+  return out;
+}
+
+std::string memory_csv(const AnalysisResult& r) {
+  std::string out = "rank,device_type,device_id,ts_us,allocated_bytes,reserved_bytes\n";
+  for (const DrillDown& d : r.drilldowns)
+    for (const DeviceMemoryTimeline& m : d.memory.devices)
+      for (const MemorySample& s : m.samples)
+        out += fmt::format("{},{},{},{},{},{}\n", d.rank, m.device_type, m.device_id, us(s.ts), s.allocated, s.reserved);
+  return out;
+}
+
+}  // namespace
+
+std::vector<CsvTable> drilldown_csv_tables(const AnalysisResult& r) {
+  std::vector<CsvTable> tables;
+  for (OperatorGrouping g : {OperatorGrouping::Name, OperatorGrouping::NameAndShape, OperatorGrouping::Module}) {
+    CsvTable t{fmt::format("operators_by_{}.csv", operator_grouping_name(g)), {}};
+    operators_csv(r, g, t.text);
+    tables.push_back(std::move(t));
+  }
+  tables.push_back({"kernels.csv", kernels_csv(r)});
+  tables.push_back({"kernel_sequences.csv", sequences_csv(r)});
+  tables.push_back({"queue_length.csv", queue_csv(r)});
+  tables.push_back({"memory_bandwidth.csv", bandwidth_csv(r)});
+  tables.push_back({"critical_path.csv", critical_path_csv(r)});
+  tables.push_back({"memory.csv", memory_csv(r)});
+  return tables;
+}
+
+}  // namespace stepscope
