@@ -80,6 +80,33 @@ Run time_ingest(const std::string& path, int jobs, bool with_analysis) {
   return run;
 }
 
+// The analysis alone, on a trace read once: the best of three runs without the drill-down and
+// with it, so their ratio is the drill-down's cost on this trace.
+struct AnalyzeCost {
+  double base_secs = 0, full_secs = 0;
+};
+
+double best_of_three(const stepscope::Trace& t, const stepscope::AnalyzeOptions& o) {
+  double best = 1e300;
+  for (int k = 0; k < 3; ++k) {
+    auto t0 = Clock::now();
+    auto r = stepscope::analyze(t, o);
+    best = std::min(best, seconds_since(t0));
+    (void)r;
+  }
+  return best;
+}
+
+AnalyzeCost time_analyze(const std::string& path) {
+  stepscope::IngestOptions io;
+  io.jobs = 1;
+  const stepscope::Trace t = stepscope::read_traces({path}, io);
+  stepscope::AnalyzeOptions base, full;
+  base.jobs = full.jobs = 1;
+  base.with_drilldown = false;
+  return {best_of_three(t, base), best_of_three(t, full)};
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv);
@@ -136,5 +163,10 @@ int run_bench(int argc, char** argv) {
              (mb / many.secs) / parse_rate);
   fmt::print("peak RSS ingest  {:8.1f} MB  ({:.3f} x the JSON size; {:.1f} MB before)\n", rss_ingest,
              rss_ingest / mb, rss_before);
+  const AnalyzeCost cost = time_analyze(path);
+  fmt::print("analyze          {:8.1f} ms without the drill-down, {:.1f} ms with it: ratio {:.2f}\n", 1e3 * cost.base_secs,
+             1e3 * cost.full_secs, cost.full_secs / cost.base_secs);
+  fmt::print("read + analyze   ratio with / without the drill-down {:.2f} (1 thread)\n",
+             (one.secs + cost.full_secs) / (one.secs + cost.base_secs));
   return 0;
 }

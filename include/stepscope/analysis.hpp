@@ -88,6 +88,7 @@ struct AnalysisResult {
 struct AnalyzeOptions {
   PartitionOptions partition;  // --stage NAME=REGEX rules
   int jobs = 0;                // ranks analysed at once; 0 = number of cores
+  bool with_drilldown = true;  // false leaves AnalysisResult::drilldowns empty (cost comparisons)
   DrillDownOptions drilldown;
 };
 

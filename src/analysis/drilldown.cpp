@@ -109,12 +109,9 @@ StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
   return best == 0 ? StageHint::None : static_cast<StageHint>(best - 1);
 }
 
-}  // namespace
-
-std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,
-                                            OperatorGrouping grouping) {
+std::vector<OperatorRow> grouped_rows(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, const OpFigures& f,
+                                      OperatorGrouping grouping) {
   const EventTable& ev = rank.events;
-  const OpFigures f = op_figures(rank, tree);
   std::unordered_map<std::string, std::size_t> index;
   std::vector<OperatorRow> rows;
   std::vector<std::array<ns_t, kStageHintCount + 1>> stage_time;
@@ -148,6 +145,13 @@ std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFac
   return rows;
 }
 
+}  // namespace
+
+std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,
+                                            OperatorGrouping grouping) {
+  return grouped_rows(rank, facts, tree, op_figures(rank, tree), grouping);
+}
+
 std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping) {
   return operator_rows_with(rank, facts, build_call_tree(rank), grouping);
 }
@@ -161,13 +165,13 @@ ns_t gpu_record_time(const RankTrace& rank) {
   return t;
 }
 
-OperatorView operator_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, OperatorGrouping g,
-                           ns_t step_time, ns_t gpu_time) {
+OperatorView operator_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, const OpFigures& f,
+                           OperatorGrouping g, ns_t step_time, ns_t gpu_time) {
   OperatorView v;
   v.grouping = g;
   v.step_time = step_time;
   v.gpu_time = gpu_time;
-  v.rows = operator_rows_with(rank, facts, tree, g);
+  v.rows = grouped_rows(rank, facts, tree, f, g);
   for (OperatorRow& r : v.rows) {
     r.step_share = step_time > 0 ? static_cast<double>(r.host_total) / static_cast<double>(step_time) : kNaN;
     r.gpu_share = gpu_time > 0 ? static_cast<double>(r.gpu_self) / static_cast<double>(gpu_time) : kNaN;
@@ -339,8 +343,9 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     d.critical_path.error = "not computed";
   }
   const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
+  const OpFigures figures = op_figures(rank, tree);
   for (OperatorGrouping g : opts.groupings) {
-    OperatorView v = operator_view(rank, facts, tree, g, step_time, gpu_time);
+    OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
     for (OperatorRow& r : v.rows)
       if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
     // A module table needs module ranges; without them every row would say "no module".
@@ -349,9 +354,10 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     if (!v.rows.empty() && !empty_modules) d.operators.push_back(std::move(v));
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  d.queue_length = hta_queue_length(rank, opts.max_series_points);
-  d.memory_bandwidth = hta_memory_bandwidth(rank, opts.max_series_points);
-  d.sequences = hta_kernel_sequences_with(rank, tree, opts.sequence_op, opts.min_pattern_len);
+  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
+  d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
+  d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
   return d;
 }

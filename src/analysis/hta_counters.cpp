@@ -2,9 +2,12 @@
 // stream and the memory bandwidth of each copy type, on HTA's view of the rank (its kept rows and
 // time rounding, see hta_view.hpp).
 #include <algorithm>
+#include <map>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "analysis/drilldown_internal.hpp"
 #include "analysis/hta_view.hpp"
 #include "stepscope/drilldown.hpp"
 
@@ -122,8 +125,11 @@ CopyBandwidth copy_bandwidth(std::string name, std::vector<BandwidthRow> rows, s
 }  // namespace
 
 QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
+  return hta_queue_length_with(rank, hta::build_view(rank, GpuTimelineOptions{}), max_points);
+}
+
+QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std::size_t max_points) {
   QueueLength out;
-  const hta::View v = hta::build_view(rank, GpuTimelineOptions{});
   std::vector<QueueRow> rows = queue_rows(rank, v);
   if (rows.empty()) {
     out.note = "no launch with a GPU record on a stream";
@@ -149,8 +155,11 @@ QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
 // Example: a 2 µs HtoD copy at 5 µs at 10 GB/s and a 0 µs Memset at 6 µs at 1 GB/s (HTA takes
 // it as 1 µs) give "Memcpy HtoD" rows 5:10, 7:0 and "Memset" rows 6:1, 7:0.
 MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points) {
+  return hta_memory_bandwidth_with(rank, hta::build_view(rank, GpuTimelineOptions{}), max_points);
+}
+
+MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View& v, std::size_t max_points) {
   MemoryBandwidth out;
-  const hta::View v = hta::build_view(rank, GpuTimelineOptions{});
   std::map<std::string, std::vector<BandwidthRow>> by_type;
   std::vector<std::pair<const hta::Row*, std::string>> copies;
   for (const hta::Row& row : v.rows)

@@ -165,8 +165,8 @@ std::string pick_op(const SequenceInput& in, int min_len) {
 
 }  // namespace
 
-KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const std::string& op, int min_len) {
-  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const hta::View& view,
+                                          const std::string& op, int min_len) {
   SequenceInput in{rank, tree, view, {}};
   for (const hta::Row& row : view.rows)
     if (row.gpu() && row.correlation >= 0) in.gpu_by_corr[row.correlation].push_back(&row);
@@ -187,7 +187,7 @@ KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree&
 }
 
 KernelSequences hta_kernel_sequences(const RankTrace& rank, const std::string& op, int min_pattern_len) {
-  return hta_kernel_sequences_with(rank, build_call_tree(rank), op, min_pattern_len);
+  return hta_kernel_sequences_with(rank, build_call_tree(rank), hta::build_view(rank, GpuTimelineOptions{}), op, min_pattern_len);
 }
 
 }  // namespace stepscope

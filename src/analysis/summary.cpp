@@ -145,7 +145,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
   r.stability.resize(n);
   r.gpu_timelines.resize(n);
   r.cuda_summaries.resize(n);
-  r.drilldowns.resize(n);
+  if (opts.with_drilldown) r.drilldowns.resize(n);
   r.facts.resize(n);
   // Each rank's analyses read only that rank's trace and write only its own slots.
   for_each_rank_parallel(n, opts.jobs, [&](std::size_t i) {
@@ -156,7 +156,7 @@ AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
     r.stability[i] = compute_stability(r.partitions[i]);
     r.gpu_timelines[i] = analyze_gpu_timeline(rank, r.facts[i]);
     r.cuda_summaries[i] = summarize_cuda(rank);
-    r.drilldowns[i] = analyze_drilldown(rank, r.facts[i], r.gpu_timelines[i].steps, opts.drilldown);
+    if (opts.with_drilldown) r.drilldowns[i] = analyze_drilldown(rank, r.facts[i], r.gpu_timelines[i].steps, opts.drilldown);
   });
   r.rank_comparison = compare_ranks(r.partitions);
   r.warnings = trace.warnings;
