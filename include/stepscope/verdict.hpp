@@ -61,6 +61,10 @@ struct Lever {
   // How sure the gain is: 1 for a fix with no numerics or comparability risk; lower for levers
   // that can change results. Ranking uses removable_ns x certainty.
   double certainty = 1;
+  // Share of the analysed step's critical path (HTA's definition, DrillDown::critical_path) spent
+  // in the kinds of time this lever acts on, averaged over the ranks that have a path; -1 when no
+  // rank has one. Time off the path does not shorten that step: a lever at 0 gains nothing there.
+  double critical_path_share = -1;
 };
 
 struct Finding {

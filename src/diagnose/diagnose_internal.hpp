@@ -27,6 +27,8 @@ std::string ms(double ns);
 std::string pct(double share);
 
 std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& job, const Verdict& v);
+// Fills Lever::critical_path_share from the ranks' critical paths.
+void add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& levers);
 // Footgun findings measured their own gains: their levers take those numbers (and levers the
 // catalogue lacks join it); the ranking is redone.
 void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound);

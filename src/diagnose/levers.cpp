@@ -565,3 +565,45 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
 
 }  // namespace diagnose_detail
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+// The kinds of critical-path time a lever's bound shrinks. The loader, side work and launch
+// calls all run on the host, and HTA's path (no data_load_events given) calls them host time.
+std::vector<CpKind> path_kinds(Bound b) {
+  switch (b) {
+    case Bound::GpuCompute: return {CpKind::Compute};
+    case Bound::InputPipeline: return {CpKind::Input, CpKind::Host};
+    case Bound::Copy: return {CpKind::Copy};
+    case Bound::HostLaunch: return {CpKind::Host, CpKind::Launch};
+    case Bound::SyncStall: return {CpKind::Sync};
+    case Bound::Communication:
+    case Bound::Straggler: return {CpKind::Communication};
+    case Bound::SideWork: return {CpKind::Host};
+    case Bound::Unattributed:
+    case Bound::Inconclusive: break;
+  }
+  return {};
+}
+
+double path_share(const CriticalPath& cp, const std::vector<CpKind>& kinds) {
+  ns_t t = 0;
+  for (CpKind k : kinds) t += cp.by_kind[static_cast<std::size_t>(k)].duration;
+  return static_cast<double>(t) / static_cast<double>(cp.length);
+}
+
+}  // namespace
+
+void diagnose_detail::add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& levers) {
+  for (Lever& l : levers) {
+    const std::vector<CpKind> kinds = path_kinds(l.acts_on);
+    double sum = 0;
+    int ranks = 0;
+    for (const DrillDown& d : r.drilldowns)
+      if (d.critical_path.success && d.critical_path.length > 0 && !kinds.empty()) sum += path_share(d.critical_path, kinds), ++ranks;
+    l.critical_path_share = ranks > 0 ? sum / ranks : -1;
+  }
+}
+
+}  // namespace stepscope

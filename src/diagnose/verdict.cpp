@@ -412,6 +412,7 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
+  add_critical_path_shares(r, d.levers);
   // A timing harness synchronises after every kernel on purpose: that is its measurement.
   const bool harness = !r.facts.empty() && r.facts.front().run_kind == RunKind::Benchmark;
   const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);

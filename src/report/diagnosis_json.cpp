@@ -35,7 +35,8 @@ nlohmann::json lever_json(const Lever& l) {
   return {{"id", l.id}, {"title", l.title}, {"knob", l.knob}, {"targets", l.targets},
           {"target_ns", l.target_ns}, {"removable_ns", l.removable_ns}, {"step_ns", l.step_ns},
           {"speedup_bound", l.speedup}, {"basis", l.basis}, {"risk", l.risk}, {"numerics_warning", l.numerics},
-          {"comparability_warning", l.comparability}, {"applies", l.applies}};
+          {"comparability_warning", l.comparability}, {"applies", l.applies},
+          {"critical_path_share", l.critical_path_share < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.critical_path_share)}};
 }
 
 nlohmann::json ranks_json(const RankComparison& rc) {

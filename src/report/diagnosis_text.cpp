@@ -134,6 +134,10 @@ void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
     out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {})\n", shown, l.title, l.speedup, ms(l.step_ns),
                        ms(l.step_ns - l.removable_ns));
     out += fmt::format("     knob: {}\n     why: {}\n     risk: {}\n", l.knob, l.basis, l.risk);
+    if (l.critical_path_share >= 0)
+      out += l.critical_path_share > 0
+                 ? fmt::format("     critical path: {:.0f}% of the analysed step's path is time it acts on\n", 100 * l.critical_path_share)
+                 : "     critical path: off the analysed step's critical path; it shortens that step only once the path moves\n";
     if (!l.numerics.empty()) out += fmt::format("     numerics: {}\n", l.numerics);
     if (!l.comparability.empty()) out += fmt::format("     comparability: {}\n", l.comparability);
   }
