@@ -22,8 +22,9 @@ std::string signed_ms(double ns);    // "+1.20 ms" / "-0.40 ms"
 const char* category_color(Category c);
 
 // The page frame: <!DOCTYPE html> ... <body>, with the stylesheet and the security policy.
-std::string page_begin(std::string_view title);
-std::string page_end();
+// `with_script`: the page carries html_script() (sorting, search), allowed by its hash alone.
+std::string page_begin(std::string_view title, bool with_script = false);
+std::string page_end(bool with_script = false);
 
 // A legend of the categories that appear in `present`.
 std::string category_legend(const std::vector<bool>& present);

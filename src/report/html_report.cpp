@@ -382,6 +382,7 @@ std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o) 
   gpu_section(r, o, out);
   evidence_section(r, o, out);
   levers_section(r, o, out);
+  drilldown_section(r, o, out);
   if (!o.compact) inputs_section(r, o, out);
   return out;
 }
@@ -394,7 +395,7 @@ std::string render_html(const AnalysisResult& r) {
   std::string title = "stepscope report";
   if (r.ranks.size() == 1) title += " — " + r.ranks.front().path;
   else if (!r.ranks.empty()) title += fmt::format(" — {} ranks", r.ranks.size());
-  std::string out = html::page_begin(title);
+  std::string out = html::page_begin(title, true);
   out += "<h1>stepscope report</h1>\n";
   {
     std::string files;
@@ -404,7 +405,7 @@ std::string render_html(const AnalysisResult& r) {
   }
   html::SectionOptions o;
   out += html::analysis_sections(r, o);
-  out += html::page_end();
+  out += html::page_end(true);
   return out;
 }
 

@@ -17,4 +17,10 @@ struct SectionOptions {
 
 std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o);
 
+// The drill-down tables and curves (html_drilldown.cpp); nothing on a compact side.
+void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out);
+// The page's one script (table sorting and search) and its CSP hash source ('sha256-...').
+const std::string& html_script();
+std::string html_script_hash();
+
 }  // namespace stepscope::html

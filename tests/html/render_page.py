@@ -156,6 +156,13 @@ def run(page, shot, chromium, profile):
                  session=session)
         dom = cdp.send("Runtime.evaluate", {"expression": DOM_PROBE, "returnByValue": True}, session=session)
         result["dom"] = json.loads(dom["result"]["value"])
+        # A test's interaction (clicks, typing) with the page's own script, evaluated after the
+        # probe; it returns a JSON string of what it saw.
+        actions = os.environ.get("STEPSCOPE_PAGE_ACTIONS")
+        if actions:
+            acted = cdp.send("Runtime.evaluate", {"expression": actions, "returnByValue": True, "awaitPromise": True},
+                             session=session)
+            result["actions"] = json.loads(acted["result"].get("value", "null"))
         metrics = cdp.send("Page.getLayoutMetrics", session=session)
         size = metrics.get("cssContentSize") or metrics["contentSize"]
         height = min(int(size["height"]) + 1, 16000)
