@@ -2,6 +2,7 @@
 // anything runs, and each file is written whole or not at all.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,9 @@ namespace stepscope {
 // A file written whole or not at all: the bytes go to a temporary file beside the target, which
 // commit() flushes to disk and renames over it. Until then the old file, if any, is untouched;
 // a write that fails (a full disk) leaves it whole and removes the temporary.
+//
+// A path ending in ".gz" is written gzip-compressed (RFC 1952, zlib's default level), so that a
+// 38 MB annotated trace can go out as a few MB that Perfetto and zcat read as they are.
 //
 // Errors (InputError, naming the path and the system's reason):
 //   constructor: the directory cannot hold a new file (missing, read-only, not a directory);
@@ -27,8 +31,12 @@ class OutputFile {
 
  private:
   [[noreturn]] void fail(const char* doing);
+  void write_raw(std::string_view bytes);
+  void deflate_into_file(std::string_view bytes, bool finish);
+  struct Gzip;
   std::string path_, tmp_, what_;
   int fd_ = -1;
+  std::unique_ptr<Gzip> gzip_;  // set for a ".gz" path
 };
 
 // `path` is a file, or "-" for standard output. Errors: as OutputFile, and write_stdout's.

@@ -6,13 +6,17 @@
     stepscope.diff("before/", "after/")               # the `stepscope diff --json` document
     stepscope.plan.memory(model="llama-3-8b", gpus=8, zero=3)
 
+    report = stepscope.analyze_report("./tb_logs")   # the same report, with pandas DataFrames
+    report.get_temporal_breakdown()                   # HTA's method names; report.levers(), ...
+
     timer = stepscope.StepTimer()                     # in the training loop
     with timer("forward"): ...
     timer.step()
 
 Bad input raises `stepscope.Error` (a ValueError) with the message the CLI prints; an argument of
 the wrong type raises `stepscope.ArgumentError`, both a `stepscope.Error` and a TypeError.
-The analysis runs in C++ with the GIL released. Importing stepscope does not import torch.
+The analysis runs in C++ with the GIL released. Importing stepscope imports neither torch nor
+pandas (the DataFrames of `stepscope.Report` import pandas when first asked for).
 """
 import json as _json
 import math as _math
@@ -24,8 +28,10 @@ from ._stepscope import Error
 from ._errors import ArgumentError
 from . import plan
 from .timer import STAGES, StepTimer
+from .frames import Report, analyze_report
 
-__all__ = ["analyze", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES", "__version__"]
+__all__ = ["analyze", "analyze_report", "Report", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
+           "__version__"]
 __version__ = "0.1.0"
 
 

@@ -61,7 +61,13 @@ int run_analyze(const AnalyzeArgs& a) {
   const AnalysisResult& result = run.result;
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
   if (!a.html_out.empty()) write_text(a.html_out, render_html(result), "HTML report");
-  if (!a.annotate_out.empty()) write_annotated_traces(run, a.annotate_out, {po.analyze.partition});
+  if (!a.annotate_out.empty()) {
+    const auto files = write_annotated_traces(run, a.annotate_out, {po.analyze.partition});
+    // Several ranks make FILE a directory: say so, since the user named a file.
+    if (files.size() > 1 && !a.quiet)
+      std::fprintf(stderr, "stepscope: --annotate %s is a directory of %zu annotated traces, one per rank\n", a.annotate_out.c_str(),
+                   files.size());
+  }
   if (!a.csv_dir.empty()) write_csv_tables(result, a.csv_dir);
   if (a.json_out != "-") {
     TextOptions t;
@@ -76,13 +82,15 @@ int run_analyze(const AnalyzeArgs& a) {
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces or Nsight Systems SQLite exports");
-  cmd->add_option("paths", args->paths,
+  cmd->footer("\nExamples:\n  stepscope analyze ./tb_logs/                      every rank of a run\n  stepscope analyze trace.json.gz --html report.html --csv tables/\n  zcat trace.json.gz | stepscope analyze -           a trace on standard input");
+  cmd->add_option("TRACE", args->paths,
                   "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
       ->required();
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE");
   cmd->add_option("--annotate", args->annotate_out,
-                  "Also write the trace with stepscope's tracks added, for Perfetto (several ranks: a directory)");
+                  "Also write the trace with stepscope's tracks added, for Perfetto; FILE.gz is written gzipped; with "
+                  "several ranks FILE becomes a directory holding one annotated trace per rank");
   cmd->add_option("--csv", args->csv_dir,
                   "Also write every drill-down table (operators, kernels, kernel sequences, queue length, memory "
                   "bandwidth, critical path, memory) as CSV files in DIR")

@@ -17,7 +17,7 @@ namespace {
 inline constexpr int kExitRegression = 3;
 
 struct DiffArgs {
-  std::vector<std::string> sides;  // BASE TEST
+  std::string base_run, test_run;  // the BASE and TEST positionals
   std::vector<std::string> base, test;
   std::string json_out, html_out;
   int jobs = 0;
@@ -32,14 +32,15 @@ struct DiffArgs {
 // Either two positionals (a file or a directory each) or --base/--test lists (several files each).
 std::pair<std::vector<std::string>, std::vector<std::string>> sides_of(const DiffArgs& a) {
   const bool lists = !a.base.empty() || !a.test.empty();
-  if (lists && !a.sides.empty()) throw InputError("diff: give BASE TEST, or --base ... --test ..., not both");
+  const bool positional = !a.base_run.empty() || !a.test_run.empty();
+  if (lists && positional) throw InputError("diff: give BASE TEST, or --base ... --test ..., not both");
   if (lists) {
     if (a.base.empty() || a.test.empty()) throw InputError("diff: --base and --test are both needed");
     return {a.base, a.test};
   }
-  if (a.sides.size() != 2)
+  if (a.base_run.empty() || a.test_run.empty())
     throw InputError("diff: expected two runs, BASE and TEST (each a trace file or a directory of rank traces)");
-  return {{a.sides[0]}, {a.sides[1]}};
+  return {{a.base_run}, {a.test_run}};
 }
 
 std::string label_of(const std::vector<std::string>& paths) {
@@ -91,8 +92,9 @@ int run_diff(const DiffArgs& a) {
 const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd = app.add_subcommand("diff", "Compare two runs: speedup beyond noise, partition, kernels, bottleneck");
-  cmd->add_option("runs", args->sides, "BASE TEST: each a trace file or a directory of per-rank traces")
-      ->expected(0, 2);
+  cmd->footer("\nExamples:\n  stepscope diff before/ after/\n  stepscope diff base.json.gz test.json.gz --html diff.html\n  stepscope diff before/ after/ --json - > diff.json");
+  cmd->add_option("BASE", args->base_run, "The base run: a trace file or a directory of per-rank traces");
+  cmd->add_option("TEST", args->test_run, "The test run, compared with BASE: a trace file or a directory");
   cmd->add_option("--base", args->base, "Trace files of the base run (instead of BASE)")->expected(1, -1);
   cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1);
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");

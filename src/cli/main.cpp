@@ -19,6 +19,93 @@ std::vector<Command>& command_registry() {
 
 namespace {
 
+// Edit distance (insertions, deletions, substitutions, adjacent swaps), for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The candidate nearest `word`, when it is near enough to be a typo of it (or a prefix of it).
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = c.starts_with(word) && word.size() >= 3 ? 1 : edit_distance(word, c);
+    if (d < best_d) best = c, best_d = d;
+  }
+  return best;
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) out.push_back(s->get_name());
+  return out;
+}
+
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& l : o->get_lnames()) out.push_back("--" + l);
+    for (const auto& s : o->get_snames()) out.push_back("-" + s);
+  }
+  return out;
+}
+
+// The subcommand chain the words name ("plan memory"), and the first word after it that names
+// no subcommand of it ("" when none).
+CLI::App* named_command(CLI::App& app, int argc, char** argv, std::string& stray) {
+  CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;
+    try {
+      at = at->get_subcommand(argv[i]);
+    } catch (const CLI::OptionNotFound&) {
+      stray = argv[i];
+      break;
+    }
+  }
+  return at;
+}
+
+void tell_unknown(const std::string& prefix, const char* kind, const std::string& word, const std::string& near) {
+  std::string msg = fmt::format("{}: unknown {} '{}'", prefix, kind, word);
+  if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
+  // A trace named without a command: the user meant to analyse it.
+  else if (std::string_view(kind) == "command" && word.find_first_of("./") != std::string::npos)
+    msg += fmt::format("; to analyse a trace: stepscope analyze {}", word);
+  std::fprintf(stderr, "%s\nRun '%s --help' for the list.\n", msg.c_str(), prefix.c_str());
+}
+
+// A word where a command belongs, or an option the command lacks: name it and the nearest real
+// one. Returns false when the error is of another kind.
+bool explain_unknown(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::string stray;
+  CLI::App* cmd = named_command(app, argc, argv, stray);
+  const std::string prefix = cmd == &app ? "stepscope" : "stepscope " + cmd->get_name();
+  const bool has_subcommands = !subcommand_names(*cmd).empty();
+  if (has_subcommands && !stray.empty()) {
+    tell_unknown(prefix, "command", stray, nearest(stray, subcommand_names(*cmd)));
+    return true;
+  }
+  if (!dynamic_cast<const CLI::ExtrasError*>(&e)) return false;
+  const std::string what = e.what();
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.size() < 2 || word[0] != '-' || what.find(word) == std::string::npos) continue;
+    const std::string name = word.substr(0, word.find('='));
+    tell_unknown(prefix, "option", name, nearest(name, option_names(*cmd)));
+    return true;
+  }
+  return false;
+}
+
 // With stderr gone too (a full device, a closed pipe) there is no one to tell: this must not
 // throw, or the error becomes an abort.
 void report_error(const char* kind, const char* what) { std::fprintf(stderr, "stepscope: %s: %s\n", kind, what); }
@@ -27,7 +114,7 @@ void report_error(const char* kind, const char* what) { std::fprintf(stderr, "st
 
 int main(int argc, char** argv) {
   using namespace stepscope::cli;
-  CLI::App app{"stepscope: names the stage that stalls a deep-learning training step"};
+  CLI::App app{"stepscope: names the stage that stalls a deep-learning training step", "stepscope"};
   app.set_version_flag("--version", std::string("stepscope ") + STEPSCOPE_VERSION);
   app.require_subcommand(1);
 
@@ -43,6 +130,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (explain_unknown(app, e, argc, argv)) return kExitBadInput;
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitBadInput;
   }

@@ -503,6 +503,9 @@ std::function<int()> setup_plan(CLI::App& app) {
       "plan", "capacity and cost calculators: memory, roofline, comm, scaling, pipeline, kv, "
               "serve, specdec, stack, gpus, models");
   plan->require_subcommand(1);
+  plan->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
+               "  stepscope plan comm --params 7B --gpus 8 --bandwidth 50\n"
+               "  stepscope plan kv --model llama-3-70b --seq 8K,32K");
   // Each runner returns -1 when its subcommand was not the one parsed.
   std::vector<std::function<int()>> runners = {
       setup_memory(*plan), setup_roofline(*plan), setup_comm(*plan),  setup_scaling(*plan),

@@ -80,7 +80,7 @@ const RegisterCommand kRegister{Command{
           "triage",
           "Classify a job offline from recorded logs: nvidia-smi dmon, nvidia-smi --query-gpu "
           "csv, and optionally top -b or pidstat from the host");
-      sub->add_option("files", args->files, "Log files (format detected from the content)")
+      sub->add_option("LOG", args->files, "Log files (format detected from the content)")
           ->required();
       sub->add_option("--columns", args->columns,
                       "The --query-gpu field list, for CSV logs recorded with noheader");
@@ -95,10 +95,11 @@ const RegisterCommand kRegister{Command{
       sub->add_option("--json", args->json_path,
                       "Also write the result as JSON to FILE ('-' for stdout, instead of text)");
       sub->footer(
-          "Record on the GPU host, e.g.:\n"
+          "\nRecord on the GPU host, e.g.:\n"
           "  nvidia-smi dmon -s pucvmet -o T -d 1 -c 30 > dmon.log & top -b -d 1 -n 30 > top.log\n"
-          "  stepscope triage dmon.log top.log\n"
-          "Exit status: 0 judged, 2 no log could be read.");
+          "Exit status: 0 judged, 2 no log could be read.\n"
+          "\nExamples:\n  stepscope triage dmon.log top.log\n  stepscope triage gpu.csv top.log --pid 1234\n"
+          "  stepscope triage dmon.log pidstat.log --match train.py --json triage.json");
       return [args] { return run(*args); };
     }}};
 

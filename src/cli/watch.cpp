@@ -109,7 +109,7 @@ const RegisterCommand kRegister{Command{
           "NVML) "
           "and classify it: GPU-bound, input-bound, I/O-bound, oversubscribed, ...");
       sub->add_option("--pid", args->options.pid, "Watch this running process and its children");
-      sub->add_option("command", args->options.command,
+      sub->add_option("COMMAND", args->options.command,
                       "Or start this command and watch it (put it after --)");
       sub->add_option("--seconds", args->options.seconds, "How long to watch")->default_val(10.0);
       sub->add_option("--interval", args->options.interval_ms, "Milliseconds between samples")
@@ -126,9 +126,10 @@ const RegisterCommand kRegister{Command{
                     "With a started command: stop it (SIGTERM) when the window ends instead of "
                     "waiting for it to finish");
       sub->footer(
-          "Exit status: 0 judged, 1 no sample taken (the target ended at once), 2 bad usage.\n"
-          "Example: stepscope watch --pid 1234 --seconds 20\n"
-          "         stepscope watch --seconds 30 -- python train.py --epochs 1");
+          "\nExit status: 0 judged, 1 no sample taken (the target ended at once), 2 bad usage.\n"
+          "\nExamples:\n  stepscope watch --pid 1234 --seconds 20\n"
+          "  stepscope watch --seconds 30 -- python train.py --epochs 1\n"
+          "  stepscope watch --pid 1234 --json watch.json");
       return [args] { return run(*args); };
     }}};
 

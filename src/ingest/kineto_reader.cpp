@@ -287,6 +287,10 @@ FileListing find_trace_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
   FileListing listing;
   for (const auto& p : paths) {
+    if (p == "-") {  // standard input, read like a pipe
+      listing.files.push_back({p, false});
+      continue;
+    }
     const fs::file_status st = named_path_status(p);
     if (fs::is_directory(st)) {
       list_directory(p, listing);
@@ -438,7 +442,7 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   std::vector<std::unique_ptr<SpooledInput>> spooled(files.size());
   std::vector<std::string> sources = files;
   for (std::size_t i = 0; i < files.size(); ++i)
-    if ((spooled[i] = spool_if_stream(files[i]))) sources[i] = spooled[i]->path();
+    if ((spooled[i] = spool_if_stream(files[i] == "-" ? "/dev/stdin" : files[i]))) sources[i] = spooled[i]->path();
   const std::vector<bool> sqlite = classify_sqlite(sources);
   int jobs = resolve_jobs(opts.jobs);
   Trace t;

@@ -345,8 +345,6 @@ bool same_file(const std::string& a, const std::string& b) {
 
 std::vector<AnnotatedFile> write_annotated_traces(const Analysis& a, const std::string& path, const AnnotateOptions& opts) {
   if (a.trace.ranks.empty()) throw InputError("nothing to annotate: no trace was read");
-  if (path.ends_with(".gz"))
-    throw InputError(fmt::format("{}: the annotated trace is written as plain JSON; name it without .gz", path));
   for (const auto& t : a.trace.ranks) {
     if (t.truncated) throw InputError(fmt::format("{}: cannot annotate a truncated trace", t.path));
     std::error_code ec;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,7 +38,17 @@ mode_t new_file_mode() {
 
 }  // namespace
 
+struct OutputFile::Gzip {
+  z_stream z{};
+};
+
 OutputFile::OutputFile(std::string path, std::string what) : path_(resolved(path)), what_(std::move(what)) {
+  if (path_.size() > 3 && path_.compare(path_.size() - 3, 3, ".gz") == 0) {
+    gzip_ = std::make_unique<Gzip>();
+    // windowBits 15 + 16: a gzip header and trailer around the deflate stream.
+    if (deflateInit2(&gzip_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw InputError(fmt::format("{}: cannot start compressing the {}", path_, what_));
+  }
   const fs::path dir = fs::path(path_).parent_path();
   std::string pattern = ((dir.empty() ? fs::path(".") : dir) / ("." + fs::path(path_).filename().string() + ".XXXXXX")).string();
   fd_ = ::mkstemp(pattern.data());
@@ -49,6 +60,7 @@ OutputFile::OutputFile(std::string path, std::string what) : path_(resolved(path
 }
 
 OutputFile::~OutputFile() {
+  if (gzip_) deflateEnd(&gzip_->z);
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
 }
@@ -61,6 +73,29 @@ void OutputFile::fail(const char* doing) {
 }
 
 void OutputFile::write(std::string_view bytes) {
+  if (gzip_) deflate_into_file(bytes, false);
+  else write_raw(bytes);
+}
+
+void OutputFile::deflate_into_file(std::string_view bytes, bool finish) {
+  z_stream& z = gzip_->z;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());  // callers hand at most a report at a time
+  char out[1 << 16];
+  int rc = Z_OK;
+  do {
+    z.next_out = reinterpret_cast<Bytef*>(out);
+    z.avail_out = sizeof out;
+    rc = deflate(&z, finish ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) {
+      errno = EIO;
+      fail("compress");
+    }
+    write_raw(std::string_view(out, sizeof out - z.avail_out));
+  } while (z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+}
+
+void OutputFile::write_raw(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
@@ -70,6 +105,7 @@ void OutputFile::write(std::string_view bytes) {
 }
 
 void OutputFile::commit() {
+  if (gzip_) deflate_into_file({}, true);
   if (::fsync(fd_) != 0 && errno != EINVAL) fail("write");
   if (::close(fd_) != 0) {
     fd_ = -1;

@@ -1,6 +1,8 @@
 // Inputs and outputs that must never crash the tool or destroy a file: each test writes its
 // reproducing input, runs the CLI or the library on it, and checks the outcome and the files.
 #include <gtest/gtest.h>
+
+#include "cli_run.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,23 +23,6 @@
 namespace stepscope {
 namespace {
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int rc;
-  std::string output;  // stdout and stderr together
-};
-
-// `fed_from`, when given, is piped into the CLI's standard input (`cat FILE | stepscope ...`).
-CliRun cli(const std::string& args, const std::string& fed_from = "") {
-  const std::string feed = fed_from.empty() ? "" : "cat " + fed_from + " | ";
-  const std::string cmd = feed + std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 512> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 // A fresh directory per test, removed afterwards.
 class Scratch : public ::testing::Test {

@@ -1,0 +1,112 @@
+// The CLI as a user meets it: typos get the nearest real name, a trace can come on standard
+// input, and an output named *.gz is written gzipped.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+
+namespace stepscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTrace = std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/triton_example/triton_example.json.gz";
+
+std::string gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  std::string text;
+  char buf[1 << 14];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  return text;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// The analysis part of the report: the inputs' names differ between a file and a pipe.
+nlohmann::json analysis_of(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text);
+  for (auto& r : j["ranks"]) r["ingest"].erase("path");
+  return j;
+}
+
+TEST(CliLanguage, ATypoGetsTheNearestCommandOrOption) {
+  CliRun r = cli("anlyze x");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("stepscope: unknown command 'anlyze'; did you mean 'analyze'?"), std::string::npos) << r.output;
+  r = cli("analyze --jsn out.json x");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("stepscope analyze: unknown option '--jsn'; did you mean '--json'?"), std::string::npos) << r.output;
+  r = cli("plan memry");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("stepscope plan: unknown command 'memry'; did you mean 'memory'?"), std::string::npos) << r.output;
+  // A trace named without a command: the hint is the command that reads it.
+  r = cli("run.json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("to analyse a trace: stepscope analyze run.json"), std::string::npos) << r.output;
+}
+
+TEST(CliLanguage, HelpNamesTheProgramAndEndsWithExamples) {
+  for (const char* cmd : {"analyze", "diff", "plan", "triage", "watch"}) {
+    const CliRun r = cli(std::string(cmd) + " --help");
+    EXPECT_EQ(r.rc, 0) << cmd;
+    EXPECT_NE(r.output.find("Usage: stepscope " + std::string(cmd)), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("Examples:\n  stepscope " + std::string(cmd)), std::string::npos) << cmd;
+  }
+}
+
+TEST(CliLanguage, StandardInputGivesTheSameReportAsTheFile) {
+  const fs::path dir = fs::temp_directory_path() / "stepscope-cli-stdin";
+  fs::create_directories(dir);
+  const std::string from_file = (dir / "file.json").string(), from_pipe = (dir / "pipe.json").string();
+  ASSERT_EQ(cli("analyze -q " + kTrace + " --json " + from_file).rc, 0);
+  // Gzipped on the pipe: recognised by its magic bytes, as a file is.
+  const CliRun r = cli("analyze -q - --json " + from_pipe, kTrace);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(analysis_of(slurp(from_pipe)), analysis_of(slurp(from_file)));
+  fs::remove_all(dir);
+}
+
+TEST(CliLanguage, OutputsNamedGzAreGzipped) {
+  const fs::path dir = fs::temp_directory_path() / "stepscope-cli-gz";
+  fs::create_directories(dir);
+  const std::string plain = (dir / "r.json").string(), gz = (dir / "r.json.gz").string(), annotated = (dir / "a.json.gz").string();
+  ASSERT_EQ(cli("analyze -q " + kTrace + " --json " + plain).rc, 0);
+  const CliRun r = cli("analyze -q " + kTrace + " --json " + gz + " --annotate " + annotated);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const std::string bytes = slurp(gz);
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+  EXPECT_EQ(nlohmann::json::parse(gunzip(gz)), nlohmann::json::parse(slurp(plain)));
+  // The annotated trace still parses, and holds the input's events and ours.
+  const nlohmann::json a = nlohmann::json::parse(gunzip(annotated));
+  const nlohmann::json in = nlohmann::json::parse(gunzip(kTrace));
+  EXPECT_GT(a["traceEvents"].size(), in["traceEvents"].size());
+  fs::remove_all(dir);
+}
+
+TEST(CliLanguage, CsvTablesOneFilePerTable) {
+  const fs::path dir = fs::temp_directory_path() / "stepscope-cli-csv";
+  fs::remove_all(dir);
+  const CliRun r = cli("analyze -q " + kTrace + " --csv " + dir.string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  for (const char* f : {"operators_by_name.csv", "kernels.csv", "kernel_sequences.csv", "queue_length.csv", "memory_bandwidth.csv",
+                        "critical_path.csv", "memory.csv"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  // The kernel table holds the trace's one Triton kernel, named in full.
+  EXPECT_NE(slurp((dir / "kernels.csv").string()).find("triton_poi_fused_add_cos_sin_0"), std::string::npos);
+  EXPECT_EQ(cli("analyze -q " + kTrace + " --csv -").rc, 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stepscope
