@@ -5,6 +5,7 @@ to the configure step.
 """
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +35,13 @@ class CMakeBuild(build_ext):
         ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         jobs = os.environ.get("STEPSCOPE_BUILD_JOBS", "2")
         subprocess.run(configure, check=True)
-        subprocess.run(["cmake", "--build", str(build_dir), "--target", "stepscope_python",
+        # The extension and the command-line tool, in one build: `pip install .` puts the
+        # `stepscope` command on PATH (the console script runs the binary shipped in the package).
+        subprocess.run(["cmake", "--build", str(build_dir), "--target", "stepscope_python", "stepscope",
                         "-j", jobs], check=True)
+        bin_dir = out_dir / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(build_dir / "stepscope", bin_dir / "stepscope")
 
 
 setup(
