@@ -73,6 +73,7 @@ int run_analyze(const AnalyzeArgs& a) {
     TextOptions t;
     t.verbose = a.verbose;
     t.wide = a.wide;
+    t.color = color_wanted();
     t.top = a.top;
     write_stdout(render_text(result, t));
   }

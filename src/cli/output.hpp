@@ -2,6 +2,9 @@
 #pragma once
 
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,6 +15,12 @@
 namespace stepscope::cli {
 
 // `where` is a path, or "-" for stdout; written whole or not at all (stepscope/output_file.hpp).
+// Colour on a terminal unless NO_COLOR is set to anything non-empty (no-color.org).
+inline bool color_wanted() {
+  const char* no = std::getenv("NO_COLOR");
+  return ::isatty(STDOUT_FILENO) && !(no && *no);
+}
+
 inline void write_text(const std::string& where, const std::string& text, const char* what) {
   write_output(where, text, what);
 }

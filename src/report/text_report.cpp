@@ -104,6 +104,31 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, std:
 }
 // Shown for Nsight Systems exports, whose users know these tables; for Kineto traces under
 // --verbose.
+// ANSI colour on a terminal: the verdict bold, what limits it in yellow, section heads bold. Line
+// by line over the finished text, so the renderers stay free of escape codes. Trace strings
+// were made terminal-safe before, so no escape in them survives to combine with these.
+std::string colorize(const std::string& text) {
+  constexpr const char* kBold = "\x1b[1m";
+  constexpr const char* kYellow = "\x1b[33m";
+  constexpr const char* kReset = "\x1b[0m";
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    const char* style = line.starts_with("verdict:") ? kBold
+                        : line.starts_with("warning:") || line.starts_with("  ! [") ? kYellow
+                        : (line.starts_with("levers") || line.starts_with("trust (") || line.starts_with("drill-down")) ? kBold
+                                                                                                                     : nullptr;
+    if (style) out += style, out += line, out += kReset;
+    else out += line;
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 // The first rank's drill-down; the others under --verbose.
 void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
   for (std::size_t i = 0; i < r.drilldowns.size(); ++i) {
@@ -118,7 +143,9 @@ void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, std
 }
 }  // namespace
 
-std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
+namespace {
+
+std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
   // --verbose shows them again in each rank's ingest section.
@@ -136,6 +163,13 @@ std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
     out += "\n";
   }
   return out;
+}
+
+}  // namespace
+
+std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
+  std::string out = render_plain(r, opts);
+  return opts.color ? colorize(out) : out;
 }
 
 }  // namespace stepscope

@@ -108,5 +108,24 @@ TEST(CliLanguage, CsvTablesOneFilePerTable) {
   fs::remove_all(dir);
 }
 
+// `script` gives the command a terminal, as a user's shell would.
+CliRun on_terminal(const std::string& env, const std::string& args) {
+  return cli_shell(env + " script -qec \"" + std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args + "\" /dev/null");
+}
+
+TEST(CliLanguage, ColourOnATerminalUnlessNoColor) {
+  const std::string args = "analyze -q " + kTrace;
+  const CliRun piped = cli(args);
+  ASSERT_EQ(piped.rc, 0);
+  EXPECT_EQ(piped.output.find('\x1b'), std::string::npos);
+  const CliRun tty = on_terminal("env -u NO_COLOR", args);
+  ASSERT_EQ(tty.rc, 0) << tty.output;
+  EXPECT_NE(tty.output.find("\x1b[1mverdict:"), std::string::npos) << tty.output.substr(0, 300);
+  const CliRun no_color = on_terminal("NO_COLOR=1", args);
+  ASSERT_EQ(no_color.rc, 0);
+  EXPECT_NE(no_color.output.find("verdict:"), std::string::npos);
+  EXPECT_EQ(no_color.output.find('\x1b'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stepscope

@@ -15,10 +15,16 @@ struct CliRun {
 };
 
 // `fed_from`, when given, is piped into the CLI's standard input (`cat FILE | stepscope ...`).
+inline CliRun cli_shell(const std::string& command);
+
 inline CliRun cli(const std::string& args, const std::string& fed_from = "") {
   const std::string feed = fed_from.empty() ? "" : "cat " + fed_from + " | ";
-  const std::string cmd = feed + std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
+  return cli_shell(feed + std::string(STEPSCOPE_BINARY_DIR) + "/stepscope " + args);
+}
+
+// A whole shell command line, for what `cli` cannot say (a terminal, the environment).
+inline CliRun cli_shell(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   std::string out;
   std::array<char, 512> buf{};
   while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
