@@ -63,7 +63,13 @@ std::vector<std::string> option_names(const CLI::App& app) {
 CLI::App* named_command(CLI::App& app, int argc, char** argv, std::string& stray) {
   CLI::App* at = &app;
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] == '-') continue;
+    if (argv[i][0] == '-') {
+      // "--config FILE": the value is not a command word.
+      const std::string word = argv[i];
+      const CLI::Option* o = word.find('=') == std::string::npos ? at->get_option_no_throw(word) : nullptr;
+      if (o && o->get_items_expected_max() > 0) ++i;
+      continue;
+    }
     try {
       at = at->get_subcommand(argv[i]);
     } catch (const CLI::OptionNotFound&) {
@@ -83,6 +89,31 @@ void tell_unknown(const std::string& prefix, const char* kind, const std::string
   std::fprintf(stderr, "%s\nRun '%s --help' for the list.\n", msg.c_str(), prefix.c_str());
 }
 
+// CLI11 says "INI was not able to parse analyze.topp": name the file, the section and the
+// nearest option of that command instead.
+bool explain_config_error(CLI::App& app, const std::string& what, int argc, char** argv) {
+  std::string file = "stepscope.toml";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--config") file = argv[i + 1];
+  const std::size_t at = what.rfind(' ');
+  const std::string item = at == std::string::npos ? what : what.substr(at + 1);
+  const std::size_t dot = item.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string section = item.substr(0, dot), key = item.substr(dot + 1);
+  CLI::App* cmd = nullptr;
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_name() == section) cmd = sub;
+  std::string msg = fmt::format("stepscope: {}: [{}] has no option '{}'", file, section, key);
+  if (cmd) {
+    std::vector<std::string> keys;
+    for (const auto& o : option_names(*cmd))
+      if (o.starts_with("--")) keys.push_back(o.substr(2));
+    if (const std::string near = nearest(key, keys); !near.empty()) msg += fmt::format("; did you mean '{}'?", near);
+  }
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  return true;
+}
+
 // A word where a command belongs, or an option the command lacks: name it and the nearest real
 // one. Returns false when the error is of another kind.
 bool explain_unknown(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
@@ -94,8 +125,9 @@ bool explain_unknown(CLI::App& app, const CLI::ParseError& e, int argc, char** a
     tell_unknown(prefix, "command", stray, nearest(stray, subcommand_names(*cmd)));
     return true;
   }
-  if (!dynamic_cast<const CLI::ExtrasError*>(&e)) return false;
   const std::string what = e.what();
+  if (dynamic_cast<const CLI::ConfigError*>(&e)) return explain_config_error(app, what, argc, argv);
+  if (!dynamic_cast<const CLI::ExtrasError*>(&e)) return false;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.size() < 2 || word[0] != '-' || what.find(word) == std::string::npos) continue;
@@ -117,6 +149,15 @@ int main(int argc, char** argv) {
   CLI::App app{"stepscope: names the stage that stalls a deep-learning training step", "stepscope"};
   app.set_version_flag("--version", std::string("stepscope ") + STEPSCOPE_VERSION);
   app.require_subcommand(1);
+  // A project file keeps a team's options in one place: stepscope.toml in the working directory
+  // (or the file --config names), one [command] section per command, e.g.
+  //   [analyze]
+  //   stage = ["forward=my_fwd_.*", "backward=my_bwd_.*"]
+  //   top = 20
+  // Options on the command line win over the file.
+  app.set_config("--config", "stepscope.toml", "Read default options from this TOML file (default: ./stepscope.toml when present)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.fallthrough();  // --config after the command works too
 
   auto& commands = command_registry();
   std::sort(commands.begin(), commands.end(),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,36 @@ TEST(CliLanguage, CsvTablesOneFilePerTable) {
   // The kernel table holds the trace's one Triton kernel, named in full.
   EXPECT_NE(slurp((dir / "kernels.csv").string()).find("triton_poi_fused_add_cos_sin_0"), std::string::npos);
   EXPECT_EQ(cli("analyze -q " + kTrace + " --csv -").rc, 2);
+  fs::remove_all(dir);
+}
+
+// Rows of the text report's operator table.
+std::size_t operator_rows(const std::string& text) {
+  const std::size_t head = text.find("operators (by host self time");
+  const std::size_t kernels = text.find("kernels (by total time", head);
+  if (head == std::string::npos || kernels == std::string::npos) return 0;
+  const std::string block = text.substr(head, kernels - head);
+  return static_cast<std::size_t>(std::count(block.begin(), block.end(), '\n')) - 1;
+}
+
+TEST(CliLanguage, ProjectFileHoldsDefaultsTheCommandLineOverrides) {
+  const fs::path dir = fs::temp_directory_path() / "stepscope-cli-config";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "stepscope.toml") << "[analyze]\ntop = 1\nstage = [\"forward=Torch-Compiled.*\"]\n";
+  std::ofstream(dir / "other.toml") << "[analyze]\ntop = 2\n";
+  std::ofstream(dir / "typo.toml") << "[analyze]\ntopp = 2\n";
+  const std::string bin = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope";
+  const std::string in_dir = "cd " + dir.string() + " && " + bin;
+  EXPECT_EQ(operator_rows(cli_shell(in_dir + " analyze -q " + kTrace).output), 1u);
+  EXPECT_EQ(operator_rows(cli_shell(in_dir + " analyze -q --top 3 " + kTrace).output), 3u);
+  EXPECT_EQ(operator_rows(cli_shell(in_dir + " --config other.toml analyze -q " + kTrace).output), 2u);
+  EXPECT_EQ(operator_rows(cli_shell(in_dir + " analyze --config other.toml -q " + kTrace).output), 2u);
+  // The file's stage rule is applied: the compiled region is counted as forward.
+  EXPECT_NE(cli_shell(in_dir + " analyze -q " + kTrace).output.find("compute: forward"), std::string::npos);
+  const CliRun typo = cli_shell(in_dir + " --config typo.toml analyze -q " + kTrace);
+  EXPECT_EQ(typo.rc, 2);
+  EXPECT_NE(typo.output.find("typo.toml: [analyze] has no option 'topp'; did you mean 'top'?"), std::string::npos) << typo.output;
   fs::remove_all(dir);
 }
 
