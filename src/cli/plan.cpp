@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/output.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/plan.hpp"
 
@@ -23,9 +24,24 @@ std::optional<T> given(const CLI::Option* o, const T& value) {
   return o->count() > 0 ? std::optional<T>(value) : std::nullopt;
 }
 
-int emit(bool json, const nlohmann::json& j, const std::string& text) {
-  if (json) fmt::print("{}\n", j.dump(2));
-  else fmt::print("{}", text);
+// `--json [FILE]`, as every command takes it: FILE, or standard output when no FILE (or "-")
+// is given, which then holds the JSON alone.
+struct JsonOut {
+  std::string path;
+  CLI::Option* option = nullptr;
+  bool given() const { return option && option->count() > 0; }
+  bool to_stdout() const { return given() && (path.empty() || path == "-"); }
+};
+
+void add_json_option(CLI::App* app, JsonOut& out) {
+  out.option = app->add_option("--json", out.path, "Write the result as JSON to FILE ('-' or no FILE: standard output, instead of text)")
+                   ->expected(0, 1)
+                   ->type_name("[FILE]");
+}
+
+int emit(const JsonOut& json, const nlohmann::json& j, const std::string& text) {
+  if (json.given()) write_json(json.to_stdout() ? "-" : json.path, j);
+  if (!json.to_stdout()) write_stdout(text);
   return kExitOk;
 }
 
@@ -72,7 +88,8 @@ std::function<int()> setup_memory(CLI::App& plan) {
                 checkpoint = "none", activations = "auto", gpu = "a100-80gb";
     int zero = 0, gpus = 1, tp = 1, pp = 1;
     std::int64_t batch = 1, seq = 0;
-    bool no_master = false, flash = false, seq_parallel = false, json = false;
+    bool no_master = false, flash = false, seq_parallel = false;
+    JsonOut json;
     double headroom = 0.10;
     CLI::Option *o_zero{}, *o_sharding{}, *o_seq{};
   };
@@ -106,7 +123,7 @@ std::function<int()> setup_memory(CLI::App& plan) {
       ->capture_default_str();
   app->add_option("--gpu", o->gpu, "GPU to fit on (see `stepscope plan gpus`)")->capture_default_str();
   app->add_option("--headroom", o->headroom, "fraction of GPU memory kept free")->capture_default_str();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
               "  stepscope plan memory --params 7B   (model states only: 16 bytes/param with Adam)");
   return [o, app]() {
@@ -154,7 +171,8 @@ std::function<int()> setup_roofline(CLI::App& plan) {
     std::string gpu, dtype, gemm, attention, flops, bytes, model;
     std::int64_t layernorm = 0, softmax = 0, gelu = 0, elementwise = 0;
     int inputs = 2;
-    bool fused = false, layer = false, json = false;
+    bool fused = false, layer = false;
+    JsonOut json;
     double peak = 0, bandwidth = 0;
     std::int64_t batch = 4, seq = 2048, hidden = 4096, heads = 0, ffn = 0;
     CLI::Option *o_gpu{}, *o_dtype{}, *o_gemm{}, *o_att{}, *o_flops{}, *o_bytes{}, *o_ln{},
@@ -185,7 +203,7 @@ std::function<int()> setup_roofline(CLI::App& plan) {
   o->o_hidden = app->add_option("--hidden", o->hidden, "--layer: hidden size")->capture_default_str();
   o->o_heads = app->add_option("--heads", o->heads, "--layer: heads (default hidden / 128)");
   o->o_ffn = app->add_option("--ffn", o->ffn, "--layer: MLP size (default 4 x hidden)");
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan roofline --gemm 4096,4096,4096 --layernorm 4096\n"
               "  stepscope plan roofline --layer --gpu h100-sxm --batch 4 --seq 2048 --hidden 4096");
   return [o, app]() {
@@ -249,7 +267,7 @@ std::function<int()> setup_comm(CLI::App& plan) {
     std::string bytes, params, dtype = "bf16", link = "nvlink", gpu;
     int gpus = 8;
     double bandwidth = 0, latency = 0, backward_ms = 0, overlap = 0, compute_ms = 0;
-    bool json = false;
+    JsonOut json;
     CLI::Option *o_bytes{}, *o_params{}, *o_bw{}, *o_lat{}, *o_bwd{}, *o_comp{}, *o_gpu{},
         *o_link{};
   };
@@ -270,7 +288,7 @@ std::function<int()> setup_comm(CLI::App& plan) {
   app->add_option("--overlap", o->overlap, "fraction of the backward usable for overlap (0-1)")
       ->capture_default_str();
   o->o_comp = app->add_option("--compute-ms", o->compute_ms, "step compute time (default: the backward)");
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan comm --params 7B --gpus 8 --bandwidth 50\n"
               "  stepscope plan comm --bytes 14GB --gpus 16 --link infiniband --backward-ms 900 --overlap 0.8");
   return [o, app]() {
@@ -302,13 +320,13 @@ std::function<int()> setup_comm(CLI::App& plan) {
 std::function<int()> setup_scaling(CLI::App& plan) {
   struct Opts {
     std::vector<std::string> points;
-    bool json = false;
+    JsonOut json;
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("scaling", "scaling efficiency from measured throughputs");
   app->add_option("--point", o->points, "GPUS:THROUGHPUT, repeated (e.g. --point 1:100 --point 8:600)")
       ->required();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   return [o, app]() {
     if (!app->parsed()) return -1;
     std::vector<std::pair<int, double>> pts;
@@ -324,7 +342,7 @@ std::function<int()> setup_pipeline(CLI::App& plan) {
   struct Opts {
     sp::PipelineInput in;
     double micro_ms = 0;
-    bool json = false;
+    JsonOut json;
     CLI::Option* o_ms{};
   };
   auto o = std::make_shared<Opts>();
@@ -336,7 +354,7 @@ std::function<int()> setup_pipeline(CLI::App& plan) {
                             "forward+backward time of one micro-batch on one stage");
   app->add_option("--target-bubble", o->in.target_bubble, "bubble to size the micro-batch count for")
       ->capture_default_str();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::PipelineInput in = o->in;
@@ -350,7 +368,7 @@ std::function<int()> setup_stack(CLI::App& plan) {
   struct Opts {
     double step_ms = 0, cost = 0, hours = 0;
     std::vector<std::string> speedups;
-    bool json = false;
+    JsonOut json;
     CLI::Option *o_cost{}, *o_hours{};
   };
   auto o = std::make_shared<Opts>();
@@ -359,7 +377,7 @@ std::function<int()> setup_stack(CLI::App& plan) {
   app->add_option("--speedup", o->speedups, "NAME=FACTOR, repeated in the order applied")->required();
   o->o_cost = app->add_option("--cost", o->cost, "baseline cost of the run");
   o->o_hours = app->add_option("--hours", o->hours, "baseline duration of the run");
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Example:\n  stepscope plan stack --step-ms 850 --cost 50000 --speedup 'loader workers=1.4' "
               "--speedup 'BF16 AMP=1.7' --speedup torch.compile=1.15 --speedup 'fused AdamW=1.12'");
   return [o, app]() {
@@ -382,7 +400,7 @@ std::function<int()> setup_kv(CLI::App& plan) {
     std::int64_t head_dim = 0, batch = 1;
     std::vector<std::string> seqs;
     std::string dtype = "bf16";
-    bool json = false;
+    JsonOut json;
     CLI::Option* o_hd{};
   };
   auto o = std::make_shared<Opts>();
@@ -392,7 +410,7 @@ std::function<int()> setup_kv(CLI::App& plan) {
   app->add_option("--seq,-s", o->seqs, "sequence length(s), e.g. 2048,4096,8K (K = 1024; default: the model's context)");
   app->add_option("--batch,-b", o->batch, "concurrent sequences")->capture_default_str();
   app->add_option("--dtype", o->dtype, "cache element type (bf16, fp16, fp8, int8, fp32)")->capture_default_str();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan kv --model llama-3-70b --seq 8192\n"
               "  stepscope plan kv --layers 32 --heads 32 --head-dim 128 --seq 2048,4096,8192,32768");
   return [o, app]() {
@@ -425,7 +443,7 @@ std::function<int()> setup_serve(CLI::App& plan) {
     ModelOptions model;
     sp::ServeInput in;
     std::string weights = "bf16", kv_dtype = "bf16";
-    bool json = false;
+    JsonOut json;
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("serve", "GPUs needed to serve a model to N concurrent users");
@@ -438,7 +456,7 @@ std::function<int()> setup_serve(CLI::App& plan) {
   app->add_option("--kv-overhead", o->in.kv_overhead, "paging/fragmentation overhead on the KV cache")
       ->capture_default_str();
   app->add_option("--headroom", o->in.headroom, "fraction of GPU memory kept free")->capture_default_str();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   app->footer("Example:\n  stepscope plan serve --model llama-2-7b --users 1000 --avg-seq 1000 --weights int4");
   return [o, app]() {
     if (!app->parsed()) return -1;
@@ -455,7 +473,7 @@ std::function<int()> setup_specdec(CLI::App& plan) {
   struct Opts {
     sp::SpecDecInput in;
     double draft_ms = 0, target_ms = 0;
-    bool json = false;
+    JsonOut json;
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("specdec", "speculative decoding: tokens per step and speedup");
@@ -464,7 +482,7 @@ std::function<int()> setup_specdec(CLI::App& plan) {
   app->add_option("--draft-ms", o->draft_ms, "one draft-model forward (ms)")->required();
   app->add_option("--target-ms", o->target_ms, "one target-model forward (ms)")->required();
   app->add_option("--max-k", o->in.max_k, "search the best k up to this")->capture_default_str();
-  app->add_flag("--json", o->json, "print JSON");
+  add_json_option(app, o->json);
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::SpecDecInput in = o->in;
@@ -478,9 +496,9 @@ std::function<int()> setup_specdec(CLI::App& plan) {
 // ---- databases ----------------------------------------------------------------------------
 
 std::function<int()> setup_gpus(CLI::App& plan) {
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<JsonOut>();
   auto* app = plan.add_subcommand("gpus", "list the GPU database");
-  app->add_flag("--json", *json, "print JSON");
+  add_json_option(app, *json);
   return [json, app]() {
     if (!app->parsed()) return -1;
     return emit(*json, sp::gpus_to_json(sp::gpu_database()), sp::render_gpus_text(sp::gpu_database()));
@@ -488,9 +506,9 @@ std::function<int()> setup_gpus(CLI::App& plan) {
 }
 
 std::function<int()> setup_models(CLI::App& plan) {
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<JsonOut>();
   auto* app = plan.add_subcommand("models", "list the model presets");
-  app->add_flag("--json", *json, "print JSON");
+  add_json_option(app, *json);
   return [json, app]() {
     if (!app->parsed()) return -1;
     return emit(*json, sp::models_to_json(sp::model_presets()),

@@ -109,6 +109,20 @@ TEST(CliLanguage, CsvTablesOneFilePerTable) {
   fs::remove_all(dir);
 }
 
+TEST(CliLanguage, PlanTakesJsonFileAsEveryCommandDoes) {
+  const fs::path out = fs::temp_directory_path() / "stepscope-plan-kv.json";
+  fs::remove(out);
+  const std::string args = "plan kv --model llama-3-8b --seq 8K";
+  const CliRun to_file = cli(args + " --json " + out.string());
+  ASSERT_EQ(to_file.rc, 0) << to_file.output;
+  EXPECT_NE(to_file.output.find("KV cache"), std::string::npos);  // the text still goes to the terminal
+  const CliRun to_stdout = cli(args + " --json");
+  ASSERT_EQ(to_stdout.rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(to_stdout.output), nlohmann::json::parse(slurp(out.string())));
+  EXPECT_EQ(nlohmann::json::parse(cli(args + " --json -").output), nlohmann::json::parse(to_stdout.output));
+  fs::remove(out);
+}
+
 // Rows of the text report's operator table.
 std::size_t operator_rows(const std::string& text) {
   const std::size_t head = text.find("operators (by host self time");
