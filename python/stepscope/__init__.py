@@ -123,16 +123,19 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None):
     return _json.loads(text)
 
 
-def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap_samples=2000, seed=1,
-         kernel_threshold=0.05):
+def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, seed=1,
+         kernel_threshold=0.05, bootstrap_samples=None):
     """Compare two runs of the same job: the same content as `stepscope diff --json`.
 
     Did the step get faster beyond noise (bootstrap interval of the speedup), which categories
-    moved, and did the bottleneck move. `base` and `test` take what `analyze` takes.
+    moved, and did the bottleneck move. `base` and `test` take what `analyze` takes; the options
+    are `stepscope diff`'s (`bootstrap_samples` is the older name of `bootstrap`).
     """
+    if bootstrap_samples is not None:
+        bootstrap = bootstrap_samples
     text = _stepscope.diff_json(_paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
                                 step_range=_step_range(step_range),
-                                bootstrap_samples=_whole_number("--bootstrap", bootstrap_samples, 100, 1000000),
+                                bootstrap_samples=_whole_number("--bootstrap", bootstrap, 100, 1000000),
                                 seed=_whole_number("--seed", seed, 0, 2**64 - 1),
                                 kernel_threshold=_threshold(kernel_threshold))
     return _json.loads(text)

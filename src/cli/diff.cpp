@@ -25,6 +25,8 @@ struct DiffArgs {
   bool quiet = false;
   std::vector<std::string> stages;
   int bootstrap = 2000;
+  std::string step_range;
+  double kernel_threshold = 0.05;
   std::uint64_t seed = 1;
   double fail_if_slower_pct = -1;
 };
@@ -56,6 +58,7 @@ Analysis read_side(const std::vector<std::string>& paths, const char* label, con
   ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  po.analyze.partition.step_range = a.step_range;
   Analysis run = analyze_paths(paths, po);
   bar.finish();
   return run;
@@ -74,6 +77,7 @@ int run_diff(const DiffArgs& a) {
   DiffOptions opts;
   opts.bootstrap_samples = a.bootstrap;
   opts.seed = a.seed;
+  opts.kernel_threshold = a.kernel_threshold;
   Analysis base = read_side(base_paths, "base", a);
   Analysis test = read_side(test_paths, "test", a);
   DiffResult d = diff_runs(std::move(base), std::move(test), opts);
@@ -107,6 +111,12 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
       ->default_val(2000)
       ->check(CLI::Range(100, 1000000));
   cmd->add_option("--seed", args->seed, "Seed of the bootstrap (same seed, same interval)")->default_val(1);
+  cmd->add_option("--step-range", args->step_range,
+                  "Each range (NVTX or annotation) of this name is one step, on both sides, e.g. train_step");
+  cmd->add_option("--kernel-threshold", args->kernel_threshold,
+                  "A kernel counts as faster or slower beyond this relative change of its time (default 0.05)")
+      ->default_val(0.05)
+      ->check(kNonNegative);
   cmd->add_option("--fail-if-slower", args->fail_if_slower_pct,
                   "Exit with status 3 when the test step is slower beyond noise by more than PCT percent")
       ->type_name("PCT")
