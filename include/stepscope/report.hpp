@@ -15,6 +15,7 @@ struct TextOptions {
   bool verbose = false;  // every category and thread, not just the largest
   bool wide = false;     // whole op and kernel names instead of names shortened in the middle
   std::size_t top = 10;  // rows of the operator and kernel tables
+  std::size_t width = 0; // terminal columns the tables fit (0: not a terminal, 100 assumed)
 };
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});

@@ -57,8 +57,9 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   po.analyze.partition.step_range = a.step_range;
   Analysis run = analyze_paths(a.paths, po);
-  bar.finish();
   const AnalysisResult& result = run.result;
+  bar.phase("writing reports");
+  if (a.json_out == "-") bar.finish();  // the JSON on the terminal starts on a clean line
   if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
   if (!a.html_out.empty()) write_text(a.html_out, render_html(result), "HTML report");
   if (!a.annotate_out.empty()) {
@@ -69,11 +70,13 @@ int run_analyze(const AnalyzeArgs& a) {
                    files.size());
   }
   if (!a.csv_dir.empty()) write_csv_tables(result, a.csv_dir);
+  bar.finish();
   if (a.json_out != "-") {
     TextOptions t;
     t.verbose = a.verbose;
     t.wide = a.wide;
     t.color = color_wanted();
+    t.width = terminal_columns();
     t.top = a.top;
     write_stdout(render_text(result, t));
   }

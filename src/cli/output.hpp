@@ -2,6 +2,7 @@
 #pragma once
 
 #include <fmt/core.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -19,6 +20,13 @@ namespace stepscope::cli {
 inline bool color_wanted() {
   const char* no = std::getenv("NO_COLOR");
   return ::isatty(STDOUT_FILENO) && !(no && *no);
+}
+
+// Columns of the terminal standard output goes to (0 when it is not one).
+inline std::size_t terminal_columns() {
+  winsize w{};
+  if (!::isatty(STDOUT_FILENO) || ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0) return 0;
+  return w.ws_col;
 }
 
 inline void write_text(const std::string& where, const std::string& text, const char* what) {

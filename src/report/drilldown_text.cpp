@@ -31,25 +31,32 @@ const char* stage_label(StageHint s) {
   return "";
 }
 
-std::size_t name_width(const TextOptions& o) { return o.wide ? 0 : 48; }
+// The name column takes what the terminal leaves after the figures (52 columns), at least 24.
+std::size_t name_width(const TextOptions& o) {
+  if (o.wide) return 0;
+  const std::size_t columns = o.width ? o.width : 100;
+  return columns > 76 ? columns - 52 : 24;
+}
 
 void render_operators(const OperatorView& v, const TextOptions& o, std::string& out) {
-  out += fmt::format("  {:<50} {:>8} {:>8} {:>8} {:>6} {:>7}\n", "operators (by host self time; ms)", "self", "total", "gpu",
-                     "calls", "of step");
+  out += fmt::format("  {:<{}} {:>8} {:>8} {:>8} {:>6} {:>7}\n", "operators (by host self time; ms)", name_width(o) + 2, "self",
+                     "total", "gpu", "calls", "of step");
   for (std::size_t k = 0; k < v.rows.size() && k < o.top; ++k) {
     const OperatorRow& r = v.rows[k];
-    out += fmt::format("    {:<48} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
+    out += fmt::format("    {:<{}} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
+                       name_width(o),
                        ms(r.host_self), ms(r.host_total), ms(r.gpu_total), r.calls, pct(r.step_share), stage_label(r.stage),
                        r.on_critical_path ? " *path" : "");
   }
 }
 
 void render_kernels(const KernelView& v, const TextOptions& o, std::string& out) {
-  out += fmt::format("  {:<50} {:>8} {:>6} {:>8} {:>6}  {}\n", "kernels (by total time; ms)", "total", "share", "mean", "calls",
-                     "class");
+  out += fmt::format("  {:<{}} {:>8} {:>6} {:>8} {:>6}  {}\n", "kernels (by total time; ms)", name_width(o) + 2, "total", "share",
+                     "mean", "calls", "class");
   for (std::size_t k = 0; k < v.rows.size() && k < o.top; ++k) {
     const KernelRow& r = v.rows[k];
-    out += fmt::format("    {:<48} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
+    out += fmt::format("    {:<{}} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
+                       name_width(o),
                        ms(r.total), pct(r.share), r.mean / 1e6, r.calls, kernel_class_name(r.cls),
                        r.dtype != DataType::Unknown ? std::string(" ") + data_type_name(r.dtype) : "");
   }

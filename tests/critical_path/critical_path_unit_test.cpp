@@ -97,7 +97,9 @@ TEST(CriticalPathUnit, NoGpuEventsIsAnErrorNotACrash) {
   const CriticalPath cp = analyze_critical_path(b.trace(), o);
   EXPECT_FALSE(cp.success);
   EXPECT_FALSE(cp.error.empty());
-  const CriticalPath missing = analyze_critical_path(b.trace(), CriticalPathOptions{"nope"});
+  CriticalPathOptions nope;
+  nope.annotation = "nope";
+  const CriticalPath missing = analyze_critical_path(b.trace(), nope);
   EXPECT_FALSE(missing.success);
 }
 
