@@ -60,6 +60,7 @@ inline constexpr int kHostRoleCount = 6;  // Loader..Comm
 
 // A stage a host op marks (its descendants inherit it).
 enum class StageHint : std::int8_t { Forward = 0, Backward, Optimizer, None = -1 };
+const char* stage_hint_name(StageHint s);  // "forward", "backward", "optimizer", "" for None
 inline constexpr int kStageHintCount = 3;
 
 // How a synchronising call waits. ScalarRead (aten::item, _local_scalar_dense) waits on the

@@ -274,6 +274,16 @@ const char* data_type_name(DataType d) {
   return kNames[static_cast<int>(d)];
 }
 
+const char* stage_hint_name(StageHint s) {
+  switch (s) {
+    case StageHint::Forward: return "forward";
+    case StageHint::Backward: return "backward";
+    case StageHint::Optimizer: return "optimizer";
+    case StageHint::None: break;
+  }
+  return "";
+}
+
 const char* comm_kind_name(CommKind c) {
   switch (c) {
     case CommKind::None: return "none";

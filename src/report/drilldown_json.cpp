@@ -12,16 +12,6 @@ using report_json::utf8_safe;
 
 double us(ns_t v) { return static_cast<double>(v) / 1000.0; }
 
-const char* stage_name(StageHint s) {
-  switch (s) {
-    case StageHint::Forward: return "forward";
-    case StageHint::Backward: return "backward";
-    case StageHint::Optimizer: return "optimizer";
-    case StageHint::None: break;
-  }
-  return "other";
-}
-
 json operator_json(const OperatorView& v) {
   json rows = json::array();
   for (const OperatorRow& r : v.rows) {
@@ -35,7 +25,7 @@ json operator_json(const OperatorView& v) {
               {"kernels_per_call", num(r.kernels_per_call)},
               {"step_share", num(r.step_share)},
               {"gpu_share", num(r.gpu_share)},
-              {"stage", stage_name(r.stage)},
+              {"stage", *stage_hint_name(r.stage) ? stage_hint_name(r.stage) : "other"},
               {"on_critical_path", r.on_critical_path}};
     if (v.grouping == OperatorGrouping::NameAndShape) j["input_dims"] = utf8_safe(r.input_dims);
     if (v.grouping == OperatorGrouping::Module) j["module"] = utf8_safe(r.module);

@@ -21,14 +21,10 @@ namespace {
 std::string ms(ns_t v) { return fmt::format("{:.2f}", static_cast<double>(v) / 1e6); }
 std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f}%", 100.0 * share) : "-"; }
 
-const char* stage_label(StageHint s) {
-  switch (s) {
-    case StageHint::Forward: return "fwd";
-    case StageHint::Backward: return "bwd";
-    case StageHint::Optimizer: return "opt";
-    case StageHint::None: break;
-  }
-  return "";
+// The stage in three letters ("fwd", "bwd", "opt"), or "".
+std::string stage_label(StageHint s) {
+  static const char* const kShort[] = {"fwd", "bwd", "opt"};
+  return s == StageHint::None ? "" : kShort[static_cast<int>(s)];
 }
 
 // The name column takes what the terminal leaves after the figures (52 columns), at least 24.

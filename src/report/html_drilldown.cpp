@@ -34,16 +34,6 @@ std::string filter_box(const std::string& table_id, const char* what) {
                      table_id, what, what);
 }
 
-const char* stage_text(StageHint s) {
-  switch (s) {
-    case StageHint::Forward: return "forward";
-    case StageHint::Backward: return "backward";
-    case StageHint::Optimizer: return "optimizer";
-    case StageHint::None: break;
-  }
-  return "";
-}
-
 void operator_table(const OperatorView& v, const std::string& id, std::string& out) {
   out += filter_box(id, "operators");
   put(out, "<div class=\"scroll\"><table class=\"sortable\" id=\"{}\"><thead><tr><th>op</th><th class=\"num\">calls</th><th class=\"num\">host self</th>"
@@ -59,7 +49,7 @@ void operator_table(const OperatorView& v, const std::string& id, std::string& o
     out += num_cell(static_cast<double>(r.gpu_total), ms(static_cast<double>(r.gpu_total)));
     out += num_cell(r.kernels_per_call, fmt::format("{:.1f}", r.kernels_per_call));
     out += num_cell(step, std::isfinite(r.step_share) ? pct(r.step_share) : "");
-    put(out, "<td>{}</td><td>{}</td></tr>", stage_text(r.stage), r.on_critical_path ? "yes" : "");
+    put(out, "<td>{}</td><td>{}</td></tr>", stage_hint_name(r.stage), r.on_critical_path ? "yes" : "");
   }
   out += "</tbody></table></div>\n";
 }

@@ -7,6 +7,8 @@
 // reported, but not required to match (see kExactEdgeCounts).
 #include <gtest/gtest.h>
 
+#include "oracle_files.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -43,12 +45,7 @@ struct Case {
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(oracle_dir(), ec))
-    if (e.path().extension() == ".json") files.push_back(e.path().filename().string());
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
+  for (const std::string& f : testing_support::oracle_files("hta-deep")) {
     json o = read_json(oracle_dir() / f);
     if (!o.contains("results") || !o["results"].contains("critical_path")) continue;
     const json& cases = o["results"]["critical_path"]["cases"];

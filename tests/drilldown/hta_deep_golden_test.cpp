@@ -5,6 +5,8 @@
 // are compared within HTA's rounding and a small tolerance, counts exactly.
 #include <gtest/gtest.h>
 
+#include "oracle_files.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -22,14 +24,7 @@ using nlohmann::json;
 
 fs::path oracle_dir() { return fs::path(STEPSCOPE_ORACLES_DIR) / "hta-deep"; }
 
-std::vector<std::string> oracle_files() {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(oracle_dir(), ec))
-    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<std::string> oracle_files() { return testing_support::oracle_files("hta-deep"); }
 
 json read_oracle(const std::string& name) {
   std::ifstream in(oracle_dir() / name);

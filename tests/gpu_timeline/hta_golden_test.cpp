@@ -10,6 +10,8 @@
 // methods on their traces (HTA's critical path and filters themselves are not in them).
 #include <gtest/gtest.h>
 
+#include "oracle_files.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -27,14 +29,7 @@ using nlohmann::json;
 fs::path oracle_dir() { return fs::path(STEPSCOPE_ORACLES_DIR) / "hta"; }
 fs::path fixtures_dir() { return fs::path(STEPSCOPE_FIXTURES_DIR); }
 
-std::vector<std::string> oracle_files() {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(oracle_dir(), ec))
-    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<std::string> oracle_files() { return testing_support::oracle_files("hta"); }
 
 json read_json(const fs::path& p) {
   std::ifstream in(p);
