@@ -170,7 +170,7 @@ MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View
     for (const auto& [row, type] : copies) {
       const EventExtra* x = rank.extra_of(row->event);
       const double bw = x && x->bandwidth_gbps >= 0 ? x->bandwidth_gbps : 0.0;  // a missing arg is 0
-      const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // HTA issue #20: a 0 µs copy lasts 1 µs
+      const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // as HTA does (its GitHub issue 20): a 0 µs copy lasts 1 µs
       by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw, order++} : BandwidthRow{row->ts + dur, -bw, order++});
     }
   if (by_type.empty()) {
