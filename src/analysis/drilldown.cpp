@@ -276,12 +276,7 @@ DeviceMemoryTimeline device_timeline(const RankTrace& rank, std::int32_t type, s
     if (top) d.steps.push_back({w.number, top->sample.allocated, top->sample.ts, op_of(*top)});
   }
   for (const MemoryEvent& e : evs) d.samples.push_back(e.sample);
-  if (max_points > 0 && d.samples.size() > max_points) {
-    std::vector<MemorySample> kept;
-    const double stride = static_cast<double>(d.samples.size()) / static_cast<double>(max_points);
-    for (std::size_t k = 0; k < max_points; ++k) kept.push_back(d.samples[static_cast<std::size_t>(static_cast<double>(k) * stride)]);
-    d.samples = std::move(kept);
-  }
+  d.samples = thinned(std::move(d.samples), max_points);
   return d;
 }
 

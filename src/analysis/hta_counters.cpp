@@ -25,19 +25,6 @@ bool is_queue_launch(std::string_view n) {
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
-// Every time series below is thinned to at most `max_points` rows for the report; summaries are
-// computed on the whole series first.
-template <class Point>
-std::vector<Point> thinned(std::vector<Point> points, std::size_t max_points) {
-  if (max_points == 0 || points.size() <= max_points) return points;
-  std::vector<Point> out;
-  out.reserve(max_points);
-  const double stride = static_cast<double>(points.size()) / static_cast<double>(max_points);
-  for (std::size_t k = 0; k < max_points; ++k) out.push_back(points[static_cast<std::size_t>(static_cast<double>(k) * stride)]);
-  out.back() = points.back();
-  return out;
-}
-
 // One +1 / -1 row of a stream's queue. `order` is the row's place in HTA's concatenation
 // (launches first, then GPU records, each in row order), which decides ties on ts.
 struct QueueRow {

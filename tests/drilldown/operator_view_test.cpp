@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepscope/drilldown.hpp"
+#include "stepscope/gpu_timeline.hpp"
 #include "stepscope/facts.hpp"
 #include "stepscope/ingest.hpp"
 
@@ -93,7 +94,8 @@ TEST(KernelView, RowsAddUpToTheGpuTimeAndCarryTheirLaunchingOp) {
   Trace t = read_traces({p.string()});
   const RankTrace& rank = t.ranks.at(0);
   const RankFacts facts = compute_facts(rank);
-  const DrillDown d = analyze_drilldown(rank, facts, {});
+  const std::vector<StepWindow> steps = analyze_gpu_timeline(rank, facts).steps;
+  const DrillDown d = analyze_drilldown(rank, facts, steps);
   ns_t sum = 0;
   std::int64_t calls = 0;
   for (const KernelRow& r : d.kernels.rows) {
@@ -110,9 +112,27 @@ TEST(KernelView, RowsAddUpToTheGpuTimeAndCarryTheirLaunchingOp) {
   ASSERT_NE(nccl, d.kernels.rows.end());
   EXPECT_EQ(nccl->cls, KernelClass::Communication);
   EXPECT_EQ(nccl->launching_op, "record_param_comms");
-  // profile_memory was on: the memory curve has samples and a peak made by a named op.
+  // profile_memory was on: the memory curve has samples and a peak made by a named op, and each
+  // step's peak is the largest sample inside the step.
   ASSERT_TRUE(d.memory.available);
   EXPECT_FALSE(d.memory.devices.empty());
+  for (const DeviceMemoryTimeline& m : d.memory.devices) {
+    std::int64_t top = 0;
+    for (const MemorySample& x : m.samples) top = std::max(top, x.allocated);
+    EXPECT_EQ(m.peak_allocated, top);
+    if (m.device_type != 0) EXPECT_FALSE(m.peak_op.empty());
+    for (const StepMemoryPeak& p : m.steps) EXPECT_LE(p.peak_allocated, m.peak_allocated);
+  }
+  // The operator shares are of the summed step windows and of all GPU record time.
+  ASSERT_FALSE(steps.empty());
+  const OperatorView& ops = d.operators.at(0);
+  ns_t step_time = 0;
+  for (const StepWindow& w : steps) step_time += w.end - w.start;
+  EXPECT_EQ(ops.step_time, step_time);
+  for (const OperatorRow& r : ops.rows) {
+    EXPECT_DOUBLE_EQ(r.step_share, static_cast<double>(r.host_total) / static_cast<double>(step_time)) << r.name;
+    EXPECT_DOUBLE_EQ(r.gpu_share, static_cast<double>(r.gpu_self) / static_cast<double>(ops.gpu_time)) << r.name;
+  }
 }
 
 }  // namespace
