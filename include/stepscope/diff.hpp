@@ -14,7 +14,7 @@
 
 namespace stepscope {
 
-inline constexpr const char* kDiffSchemaVersion = "stepscope.diff/0.1";
+inline constexpr const char* kDiffSchemaVersion = "stepscope.diff/0.2";
 
 struct CategoryChange {
   Category category = Category::Idle;

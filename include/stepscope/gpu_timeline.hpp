@@ -70,7 +70,8 @@ struct HtaTemporalBreakdown {
   ns_t compute = 0;      // union of COMPUTATION rows
   ns_t non_compute = 0;  // the rest of the busy time: communication, memory, other rows
   ns_t kernel_time = 0;  // the span ("kernel_time" in HTA)
-  double idle_pct = 0, compute_pct = 0, non_compute_pct = 0;  // exact; HTA rounds to 2 places
+  // Fractions of kernel_time (0..1); HTA reports hta_percent(share, 2).
+  double idle_share = 0, compute_share = 0, non_compute_share = 0;
 };
 
 enum class IdleCategory : std::uint8_t { HostWait, KernelWait, Other };
@@ -104,7 +105,7 @@ struct HtaCommCompOverlap {
   std::string note;
   ns_t overlap = 0;        // |union(COMP) ∩ union(COMM)|
   ns_t communication = 0;  // |union(COMM)|
-  double pct = 0;          // 100 * overlap / communication (NaN when unavailable)
+  double share = 0;        // overlap / communication (NaN when unavailable); HTA: hta_percent(share, 2)
 };
 
 // One state of the kernel-type sweep: "COMPUTATION", "COMPUTATION overlapping COMMUNICATION"...
@@ -112,7 +113,7 @@ struct HtaKernelTypeTime {
   std::string label;
   unsigned mask = 0;  // bit 0 computation, bit 1 communication, bit 2 memory
   ns_t time = 0;
-  double pct = 0;     // of the summed times of all states; HTA rounds to 1 place
+  double share = 0;   // of the summed times of all states; HTA: hta_percent(share, 1)
 };
 
 // One row of HTA's per-kernel table. For a type with more than `num_kernels` names, HTA
@@ -316,5 +317,8 @@ std::vector<HtaKernelTypeTime> combine_kernel_types(std::span<const GpuTimeline>
 
 // numpy.round(x, decimals): how HTA rounds its percentages and ratios (ties to even).
 double hta_round(double x, int decimals);
+// HTA's percentage of a share, rounded as HTA rounds it. HTA computes 100 * (part / whole) and
+// the share is part / whole, so the figure is HTA's bit for bit.
+double hta_percent(double share, int decimals);
 
 }  // namespace stepscope

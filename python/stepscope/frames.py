@@ -7,9 +7,11 @@ Methods that give a table Meta's Holistic Trace Analysis (HTA) also gives carry 
 frames per rank); the others are stepscope's own.
 
 Units, the same in every frame: times and durations in microseconds, in columns ending `_us`
-(timestamps are absolute, as in the trace); bytes in `_bytes` columns, bandwidth in `_gbps`;
-shares are fractions 0..1. HTA's own percentage columns keep HTA's names and its 0..100 scale,
-rounded as HTA rounds them (`*_pctg`, `percentage`). Frames of per-rank tables have a `rank`
+(timestamps are absolute, as in the trace), as HTA's frames have them; bytes in `_bytes` columns,
+bandwidth in `_gbps`; shares are fractions 0..1. HTA's own percentage columns keep HTA's names and
+its 0..100 scale, rounded as HTA rounds them (`*_pctg`, `percentage`, `idle_time_ratio`). The JSON
+document underneath has every duration in nanoseconds (`_ns`) and every share as a fraction
+(docs/json.md); these frames convert. Frames of per-rank tables have a `rank`
 column; the time series come as a dict rank -> frame, as in HTA.
 
 pandas is imported on the first call that builds a frame, not by `import stepscope`.
@@ -67,9 +69,32 @@ def _us(ns):
     return None if ns is None else ns / 1000.0
 
 
-def _stats(stats, suffix=""):
-    """A summary object of the JSON (count, mean, ... sum) as columns; count has no unit."""
-    return {(k if k == "count" else k + suffix): stats.get(k) for k in _STATS}
+def _in_us(row):
+    """A JSON row with its `_ns` keys as `_us` columns (the frames' unit), other keys as they are."""
+    return {(k[:-3] + "_us" if k.endswith("_ns") else k): (_us(v) if k.endswith("_ns") else v) for k, v in row.items()}
+
+
+def _hta_round(x, decimals):
+    """numpy.around, as HTA's pandas rounding does it: scale, round half to even, unscale."""
+    if x is None or x != x:
+        return float("nan")
+    scale = 10.0 ** decimals
+    return round(x * scale) / scale
+
+
+def _hta_percent(share, decimals):
+    """HTA's percentage of a share of the JSON (a fraction), rounded as HTA rounds it. HTA computes
+    100 * (part / whole) and the share is part / whole, so the figure is HTA's bit for bit."""
+    return float("nan") if share is None else _hta_round(100.0 * share, decimals)
+
+
+def _stats(stats, suffix="", scale=1.0):
+    """A summary object of the JSON (count, mean, ... sum) as columns; count has no unit. `scale`
+    converts the values (1e-3: ns to µs)."""
+    def value(k):
+        v = stats.get(k)
+        return v if k == "count" or v is None else v * scale
+    return {(k if k == "count" else k + suffix): value(k) for k in _STATS}
 
 
 def _stat_columns(suffix=""):
@@ -159,7 +184,10 @@ class Report(_Mapping):
         for rank in self._ranks():
             t = self._hta(rank, "temporal_breakdown")
             if t.get("available"):
-                rows.append({c: (rank["rank"] if c == "rank" else t.get(c)) for c in cols})
+                row = {"rank": rank["rank"]}
+                row.update({k: _us(t.get(k[:-3] + "_ns")) for k in cols if k.endswith("_us")})
+                row.update({k: _hta_percent(t.get(k[:-5] + "_share"), 2) for k in cols if k.endswith("_pctg")})
+                rows.append(row)
         return _frame(rows, cols)
 
     def get_idle_time_breakdown(self, ranks=None, streams=None, show_idle_interval_stats=False):
@@ -190,8 +218,9 @@ class Report(_Mapping):
                     continue
                 for c in s["categories"]:
                     key = {"rank": rank["rank"], "stream": s["stream"], "idle_category": c["idle_category"]}
-                    idle_rows.append(dict(key, idle_time_us=c["idle_time_us"], idle_time_ratio=c["idle_time_ratio"]))
-                    stat_rows.append(dict(key, **_stats(c.get("interval_stats_us") or {}, "_us")))
+                    idle_rows.append(dict(key, idle_time_us=_us(c["idle_time_ns"]),
+                                          idle_time_ratio=_hta_round(c["idle_time_share"], 2)))
+                    stat_rows.append(dict(key, **_stats(c.get("interval_stats_ns") or {}, "_us", 1e-3)))
         idle = _frame(idle_rows, idle_cols)
         return idle, (_frame(stat_rows, stat_cols) if show_idle_interval_stats else None)
 
@@ -211,8 +240,9 @@ class Report(_Mapping):
             if not o:
                 continue
             rows.append({"rank": rank["rank"],
-                         "comp_comm_overlap_pctg": o.get("comp_comm_overlap_pctg") if o.get("available") else float("nan"),
-                         "overlap_us": o.get("overlap_us"), "communication_us": o.get("communication_us")})
+                         "comp_comm_overlap_pctg": _hta_percent(o.get("comp_comm_overlap_share"), 2)
+                         if o.get("available") else float("nan"),
+                         "overlap_us": _us(o.get("overlap_ns")), "communication_us": _us(o.get("communication_ns"))})
         df = _frame(rows, ["rank", "comp_comm_overlap_pctg", "overlap_us", "communication_us"])
         return df.astype({"comp_comm_overlap_pctg": float}) if rows else df
 
@@ -239,13 +269,15 @@ class Report(_Mapping):
         ['COMMUNICATION', 'COMPUTATION', 'MEMORY']
         """
         type_cols = ["kernel_type", "sum_us", "percentage"]
-        types = [{c: t.get(c) for c in type_cols} for t in self._data.get("hta_kernel_types_all_ranks") or []]
+        types = [{"kernel_type": t.get("kernel_type"), "sum_us": _us(t.get("sum_ns")),
+                  "percentage": _hta_percent(t.get("share"), 1)}
+                 for t in self._data.get("hta_kernel_types_all_ranks") or []]
         kernel_cols = ["rank", "kernel_type", "name", "sum_us", "max_us", "min_us", "stddev_us", "mean_us",
                        "count", "names", "launch_max_us", "launch_min_us", "launch_mean_us", "class", "others"]
         rows = []
         for rank in self._ranks():
             for k in self._hta(rank, "kernel_breakdown").get("top_kernels", []):
-                rows.append(dict(k, rank=rank["rank"]))
+                rows.append(dict(_in_us(k), rank=rank["rank"]))
         return _frame(types, type_cols), _frame(rows, kernel_cols)
 
     def get_queue_length_summary(self, ranks=None):
@@ -269,7 +301,7 @@ class Report(_Mapping):
         for rank in self._ranks(ranks):
             for s in self._drilldown(rank, "queue_length").get("streams", []):
                 rows.append(dict({"rank": rank["rank"], "stream": s["stream"]}, **_stats(s.get("summary") or {}),
-                                 time_at_max_queue_us=s.get("time_at_max_queue_us")))
+                                 time_at_max_queue_us=_us(s.get("time_at_max_queue_ns"))))
         return _frame(rows, cols)
 
     def get_queue_length_time_series(self, ranks=None):
@@ -287,8 +319,8 @@ class Report(_Mapping):
             rows = []
             for s in self._drilldown(rank, "queue_length").get("streams", []):
                 series = s.get("series") or {}
-                rows.extend({"ts_us": ts, "stream": s["stream"], "queue_length": v}
-                            for ts, v in zip(series.get("ts_us", []), series.get("queue_length", [])))
+                rows.extend({"ts_us": _us(ts), "stream": s["stream"], "queue_length": v}
+                            for ts, v in zip(series.get("ts_ns", []), series.get("queue_length", [])))
             out[rank["rank"]] = _frame(rows, ["ts_us", "stream", "queue_length"])
         return out
 
@@ -325,8 +357,8 @@ class Report(_Mapping):
             rows = []
             for t in self._drilldown(rank, "memory_bandwidth").get("types", []):
                 series = t.get("series") or {}
-                rows.extend({"ts_us": ts, "name": t["name"], "memory_bw_gbps": v}
-                            for ts, v in zip(series.get("ts_us", []), series.get("gbps", [])))
+                rows.extend({"ts_us": _us(ts), "name": t["name"], "memory_bw_gbps": v}
+                            for ts, v in zip(series.get("ts_ns", []), series.get("gbps", [])))
             out[rank["rank"]] = _frame(rows, ["ts_us", "name", "memory_bw_gbps"])
         return out
 
@@ -349,7 +381,7 @@ class Report(_Mapping):
             for s in k.get("sequences", []):
                 rows.append({"rank": rank["rank"], "op": k.get("op"), "pattern": "|".join(s["pattern"]),
                              "length": len(s["pattern"]) - 1, "count": s["count"],
-                             "gpu_time_us": s["gpu_time_us"], "cpu_time_us": s["cpu_time_us"]})
+                             "gpu_time_us": _us(s["gpu_time_ns"]), "cpu_time_us": _us(s["cpu_time_ns"])})
         return _frame(rows, cols)
 
     def get_critical_path_breakdown(self, ranks=None):
@@ -363,7 +395,7 @@ class Report(_Mapping):
         out; `critical_path_summary` says why.
 
         >>> path = report.get_critical_path_breakdown(ranks=0)
-        >>> round(path["duration_us"].sum()) == report["ranks"][0]["drilldown"]["critical_path"]["length_us"]
+        >>> round(path["duration_us"].sum() * 1000) == report["ranks"][0]["drilldown"]["critical_path"]["length_ns"]
         True
         """
         cols = ["rank", "order", "begin_us", "end_us", "duration_us", "kind", "bound_by", "type",
@@ -372,7 +404,7 @@ class Report(_Mapping):
         for rank in self._ranks(ranks):
             cp = self._drilldown(rank, "critical_path")
             if cp.get("success"):
-                rows.extend(dict(e, rank=rank["rank"], order=i) for i, e in enumerate(cp.get("path", [])))
+                rows.extend(dict(_in_us(e), rank=rank["rank"], order=i) for i, e in enumerate(cp.get("path", [])))
         return _frame(rows, cols)
 
     # ---- stepscope's own tables ----------------------------------------------------------------
@@ -401,13 +433,13 @@ class Report(_Mapping):
                 rows.append({"rank": rank["rank"], "error": cp.get("error", "")})
                 continue
             groups = cp.get("by_kind") if by == "kind" else (cp.get("hta") or {}).get(_CRITICAL_PATH_GROUPINGS[by])
-            length = cp.get("length_us") or 0
+            length = cp.get("length_ns") or 0
             for name, g in (groups or {}).items():
                 share = g.get("share")
                 if share is None:
-                    share = g["duration_us"] / length if length > 0 else float("nan")
+                    share = g["duration_ns"] / length if length > 0 else float("nan")
                 rows.append({"rank": rank["rank"], "annotation": cp.get("annotation"), by: name,
-                             "duration_us": g["duration_us"], "edges": g["edges"], "share": share, "error": None})
+                             "duration_us": _us(g["duration_ns"]), "edges": g["edges"], "share": share, "error": None})
         return _frame(rows, cols)
 
     def step_partition(self):
@@ -462,15 +494,15 @@ class Report(_Mapping):
         for rank in self._ranks(ranks):
             for view in (rank.get("drilldown") or {}).get("operators", []):
                 if view.get("grouping") == grouping:
-                    rows.extend(dict(r, rank=rank["rank"]) for r in view["rows"])
+                    rows.extend(dict(_in_us(r), rank=rank["rank"]) for r in view["rows"])
         return _frame(rows, cols)
 
     def kernels(self, ranks=None):
         """The kernel view: one row per rank and GPU record name (kernels, copies, memsets).
 
         Columns: rank, name, kind, class, engine, dtype, calls, total_us, mean_us, min_us,
-        max_us, share (of the rank's GPU time, 0..1), launching_op, achieved_occupancy_pct
-        (0..100, as Kineto writes it), registers_per_thread, shared_memory_bytes. Unlike
+        max_us, share (of the rank's GPU time, 0..1), launching_op, achieved_occupancy (0..1,
+        time-weighted), registers_per_thread, shared_memory_bytes. Unlike
         `get_gpu_kernel_breakdown`, every record counts (HTA drops the last profiler step).
 
         >>> k = report.kernels(ranks=1)
@@ -478,11 +510,11 @@ class Report(_Mapping):
         True
         """
         cols = ["rank", "name", "kind", "class", "engine", "dtype", "calls", "total_us", "mean_us", "min_us",
-                "max_us", "share", "launching_op", "achieved_occupancy_pct", "registers_per_thread",
+                "max_us", "share", "launching_op", "achieved_occupancy", "registers_per_thread",
                 "shared_memory_bytes"]
         rows = []
         for rank in self._ranks(ranks):
-            rows.extend(dict(r, rank=rank["rank"]) for r in self._drilldown(rank, "kernels").get("rows", []))
+            rows.extend(dict(_in_us(r), rank=rank["rank"]) for r in self._drilldown(rank, "kernels").get("rows", []))
         return _frame(rows, cols)
 
     def rank_comparison(self):
@@ -527,9 +559,7 @@ class Report(_Mapping):
                 "critical_path_share", "risk", "targets", "knob", "basis", "numerics_warning", "comparability_warning"]
         rows = []
         for lever in self._data.get("levers") or []:
-            row = {k: v for k, v in lever.items() if not k.endswith("_ns")}
-            row.update({k[:-3] + "_us": _us(v) for k, v in lever.items() if k.endswith("_ns")})
-            rows.append(row)
+            rows.append(_in_us(lever))
         df = _frame(rows, cols)
         return df.astype({"critical_path_share": float}) if rows else df
 
@@ -547,8 +577,8 @@ class Report(_Mapping):
             for d in self._drilldown(rank, "memory").get("devices", []):
                 series = d.get("series") or {}
                 rows.extend({"rank": rank["rank"], "device_type": d["device_type"], "device_id": d["device_id"],
-                             "ts_us": ts, "allocated_bytes": a, "reserved_bytes": r}
-                            for ts, a, r in zip(series.get("ts_us", []), series.get("allocated_bytes", []),
+                             "ts_us": _us(ts), "allocated_bytes": a, "reserved_bytes": r}
+                            for ts, a, r in zip(series.get("ts_ns", []), series.get("allocated_bytes", []),
                                                 series.get("reserved_bytes", [])))
         return _frame(rows, cols)
 

@@ -134,10 +134,14 @@ def test_temporal_breakdown(report):
     assert (pct - 100).abs().max() <= 0.015 + 1e-9  # three values rounded to 0.01
     parts = t["idle_time_us"] + t["compute_time_us"] + t["non_compute_time_us"]
     assert (parts - t["kernel_time_us"]).abs().max() < 1e-6
+    # The JSON's ns and fractions, in the frame's µs and HTA's rounded percentages.
     for row in t.to_dict("records"):
+        j = hta[row["rank"]]
         for col, value in row.items():
-            if col != "rank":
-                assert value == hta[row["rank"]][col], col
+            if col.endswith("_us"):
+                assert value * 1000 == pytest.approx(j[col[:-3] + "_ns"]), col
+            elif col.endswith("_pctg"):
+                assert value == round(100 * j[col[:-5] + "_share"], 2), col
 
 
 def test_temporal_breakdown_one_row_per_rank(reports):
@@ -165,10 +169,10 @@ def test_idle_time_breakdown(report):
     # The gaps' statistics add up to the idle time.
     assert (stats["sum_us"] - idle["idle_time_us"]).abs().max() < 1e-6
     for rank in report["ranks"]:
-        totals = rank["gpu_timeline"]["hta"]["idle_time_breakdown"]["total_us"]
+        totals = rank["gpu_timeline"]["hta"]["idle_time_breakdown"]["total_ns"]
         mine = idle[idle["rank"] == rank["rank"]].groupby("idle_category")["idle_time_us"].sum()
-        for category, us in totals.items():
-            assert math.isclose(mine.get(category, 0.0), us, rel_tol=1e-12, abs_tol=1e-6), category
+        for category, ns in totals.items():
+            assert math.isclose(mine.get(category, 0.0), ns / 1000, rel_tol=1e-12, abs_tol=1e-6), category
 
 
 def test_idle_time_breakdown_filters(reports):
@@ -183,7 +187,7 @@ def test_kernel_breakdown(report):
     types, kernels = report.get_gpu_kernel_breakdown()
     assert list(types.columns) == ["kernel_type", "sum_us", "percentage"]
     assert abs(types["percentage"].sum() - 100) <= 0.05 * len(types) + 1e-9  # each rounded to 0.1
-    assert types["sum_us"].tolist() == [t["sum_us"] for t in report["hta_kernel_types_all_ranks"]]
+    assert types["sum_us"].tolist() == [t["sum_ns"] / 1000 for t in report["hta_kernel_types_all_ranks"]]
     # The types split the GPU's busy time (span minus idle); only stream-bound sync rows, which
     # are GPU rows but of no kernel type, can make the busy time longer.
     temporal = report.get_temporal_breakdown()
@@ -255,7 +259,7 @@ def test_queue_length(report):
         assert mine["stream"].tolist() == [s["stream"] for s in streams]
         ts = series[rank["rank"]]
         assert list(ts.columns) == ["ts_us", "stream", "queue_length"]
-        assert len(ts) == sum(len(s["series"]["ts_us"]) for s in streams)
+        assert len(ts) == sum(len(s["series"]["ts_ns"]) for s in streams)
         assert (ts["queue_length"] >= 0).all()
         for stream, rows in ts.groupby("stream"):
             assert rows["ts_us"].is_monotonic_increasing
@@ -307,7 +311,8 @@ def test_kernel_sequences(report):
         for row, s in zip(mine.to_dict("records"), k["sequences"]):
             assert row["pattern"].split("|") == s["pattern"] and row["pattern"].startswith(k["op"])
             assert row["length"] == len(s["pattern"]) - 1 >= k["min_pattern_len"]
-            assert (row["count"], row["gpu_time_us"], row["cpu_time_us"]) == (s["count"], s["gpu_time_us"], s["cpu_time_us"])
+            assert (row["count"], row["gpu_time_us"] * 1000, row["cpu_time_us"] * 1000) == \
+                pytest.approx((s["count"], s["gpu_time_ns"], s["cpu_time_ns"]))
         assert mine["count"].is_monotonic_decreasing
 
 
@@ -321,7 +326,7 @@ def test_critical_path(report):
             assert edges.empty
             continue
         assert edges["order"].tolist() == list(range(len(cp["path"])))
-        assert edges["duration_us"].sum() == pytest.approx(cp["length_us"])
+        assert edges["duration_us"].sum() * 1000 == pytest.approx(cp["length_ns"])
         assert edges["name"].tolist() == [e["name"] for e in cp["path"]]
         kinds = by_kind[by_kind["rank"] == rank["rank"]].set_index("kind")
         assert kinds["share"].sum() == pytest.approx(1)
@@ -331,12 +336,12 @@ def test_critical_path(report):
             assert kinds.loc[kind, "duration_us"] == pytest.approx(us)
         for by in ("bound_by", "type"):
             s = report.critical_path_summary(by=by, ranks=rank["rank"])
-            assert s["duration_us"].sum() == pytest.approx(cp["length_us"])
+            assert s["duration_us"].sum() * 1000 == pytest.approx(cp["length_ns"])
             assert s["share"].sum() == pytest.approx(1)
             assert s.set_index(by)["duration_us"].to_dict() == pytest.approx(edges.groupby(by)["duration_us"].sum().reindex(s[by]).fillna(0).to_dict())
-        pct = cp["hta"]["summary_pct"]
+        shares = cp["hta"]["summary_share"]
         for row in report.critical_path_summary(by="bound_by", ranks=rank["rank"]).to_dict("records"):
-            assert row["share"] * 100 == pytest.approx(pct[row["bound_by"]])
+            assert row["share"] == pytest.approx(shares[row["bound_by"]])
 
 
 def test_critical_path_failure_is_a_row(fixtures):
@@ -382,7 +387,7 @@ def test_operators(report):
             df = report.operators(view["grouping"], ranks=rank["rank"])
             assert len(df) == len(view["rows"])
             assert df["name"].tolist() == [row["name"] for row in view["rows"]]
-            assert df["host_self_us"].sum() == pytest.approx(sum(row["host_self_us"] for row in view["rows"]))
+            assert df["host_self_us"].sum() * 1000 == pytest.approx(sum(row["host_self_ns"] for row in view["rows"]))
             assert df["host_self_us"].is_monotonic_decreasing
             assert (df["host_self_us"] <= df["host_total_us"] + 1e-6).all()
             if view["grouping"] == "name_and_shape":
@@ -405,9 +410,9 @@ def test_kernels(report):
         view = rank["drilldown"]["kernels"]
         mine = k[k["rank"] == rank["rank"]]
         assert len(mine) == len(view["rows"])
-        assert mine["total_us"].sum() == pytest.approx(view["gpu_time_us"])
+        assert mine["total_us"].sum() * 1000 == pytest.approx(view["gpu_time_ns"])
         assert mine["share"].sum() == pytest.approx(1)
-        assert (mine["calls"] * mine["mean_us"]).sum() == pytest.approx(view["gpu_time_us"])
+        assert (mine["calls"] * mine["mean_us"]).sum() * 1000 == pytest.approx(view["gpu_time_ns"])
         assert ((mine["min_us"] <= mine["mean_us"] + 1e-6) & (mine["mean_us"] <= mine["max_us"] + 1e-6)).all()
 
 
@@ -444,7 +449,7 @@ def test_memory_timeline(reports):
     r = reports[SINGLE]
     m = r.memory_timeline()
     devices = r["ranks"][0]["drilldown"]["memory"]["devices"]
-    assert len(m) == sum(len(d["series"]["ts_us"]) for d in devices)
+    assert len(m) == sum(len(d["series"]["ts_ns"]) for d in devices)
     for d in devices:
         rows = m[(m["device_type"] == d["device_type"]) & (m["device_id"] == d["device_id"])]
         assert rows["ts_us"].is_monotonic_increasing

@@ -26,6 +26,8 @@ double hta_round(double x, int decimals) {
   return std::nearbyint(x * scale) / scale;
 }
 
+double hta_percent(double share, int decimals) { return hta_round(100.0 * share, decimals); }
+
 namespace {
 
 bool any_gpu_work(const RankTrace& rank) {

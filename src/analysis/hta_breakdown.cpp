@@ -215,12 +215,10 @@ HtaTemporalBreakdown temporal_breakdown(const View& v) {
   out.idle = out.kernel_time - total_length(all);
   out.compute = total_length(merged(v, HtaKernelType::Computation));
   out.non_compute = out.kernel_time - out.compute - out.idle;
-  auto pct = [&](ns_t x) {
-    return 100.0 * (static_cast<double>(x) / static_cast<double>(out.kernel_time));
-  };
-  out.idle_pct = pct(out.idle);
-  out.compute_pct = pct(out.compute);
-  out.non_compute_pct = pct(out.non_compute);
+  auto share = [&](ns_t x) { return static_cast<double>(x) / static_cast<double>(out.kernel_time); };
+  out.idle_share = share(out.idle);
+  out.compute_share = share(out.compute);
+  out.non_compute_share = share(out.non_compute);
   return out;
 }
 
@@ -240,11 +238,11 @@ HtaCommCompOverlap comm_comp_overlap(const View& v) {
   if (comm.empty() || out.communication == 0) {
     out.note = comm.empty() ? "no communication kernels in the trace"
                             : "communication kernels have no duration";
-    out.pct = kNaN;
+    out.share = kNaN;
     return out;
   }
   out.available = true;
-  out.pct = 100.0 * (static_cast<double>(out.overlap) / static_cast<double>(out.communication));
+  out.share = static_cast<double>(out.overlap) / static_cast<double>(out.communication);
   return out;
 }
 
@@ -275,7 +273,7 @@ std::vector<HtaKernelTypeTime> kernel_type_times(const View& v) {
 void finish_type_percentages(std::vector<HtaKernelTypeTime>& types) {
   double total = 0;
   for (const auto& t : types) total += static_cast<double>(t.time);
-  for (auto& t : types) t.pct = static_cast<double>(t.time) / total * 100.0;
+  for (auto& t : types) t.share = static_cast<double>(t.time) / total;
   std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.time > b.time; });
 }
 

@@ -10,7 +10,7 @@ namespace {
 nlohmann::json stats_json(const DurationStats& s) {
   return {{"name", s.name},     {"instances", s.instances}, {"total_ns", s.total},
           {"avg_ns", s.avg},    {"median_ns", s.median},    {"min_ns", s.min},
-          {"max_ns", s.max},    {"stddev_ns", s.stddev},    {"time_pct", s.time_pct}};
+          {"max_ns", s.max},    {"stddev_ns", s.stddev},    {"time_share", s.time_pct / 100.0}};
 }
 
 nlohmann::json table_json(const std::vector<DurationStats>& rows) {
@@ -51,7 +51,7 @@ nlohmann::json to_json(const CudaSummary& s) {
   for (const auto& c : s.memcpy_by_kind) {
     nlohmann::json row = stats_json(c.time);
     row.erase("name");
-    row.erase("time_pct");
+    row.erase("time_share");
     row["kind"] = c.kind;
     row["bytes"] = c.bytes;
     copies.push_back(std::move(row));
@@ -66,7 +66,7 @@ nlohmann::json to_json(const CudaSummary& s) {
   auto& devs = j["gpu_time_by_device"] = nlohmann::json::array();
   for (const auto& d : s.devices)
     devs.push_back({{"device", d.device}, {"span_ns", d.span}, {"busy_ns", d.busy}, {"idle_ns", d.idle},
-                    {"idle_pct", d.idle_pct}, {"gaps_over_threshold", d.gaps_over_threshold},
+                    {"idle_share", d.idle_pct / 100.0}, {"gaps_over_threshold", d.gaps_over_threshold},
                     {"largest_gap_ns", d.largest_gap}});
   return j;
 }

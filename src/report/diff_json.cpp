@@ -19,7 +19,7 @@ nlohmann::json categories_json(const std::vector<CategoryChange>& v) {
                    {"base_ns", c.base_ns},
                    {"test_ns", c.test_ns},
                    {"delta_ns", c.delta_ns},
-                   {"delta_pct_of_base_step", c.delta_pct_of_base_step}});
+                   {"delta_share_of_base_step", c.delta_pct_of_base_step / 100.0}});
   return out;
 }
 

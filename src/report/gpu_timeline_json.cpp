@@ -8,9 +8,8 @@ using nlohmann::json;
 
 namespace {
 
-// µs as HTA reports them; exact for HTA's rounded times (multiples of 1000 ns).
-double us(ns_t v) { return static_cast<double>(v) / 1000.0; }
-double us(double v_ns) { return v_ns / 1000.0; }
+// A percentage of the model (0..100) as the report's share (0..1).
+double share_of_pct(double pct) { return pct / 100.0; }
 
 }  // namespace
 
@@ -49,11 +48,10 @@ std::string utf8_safe(std::string_view in) {
 // NaN and infinities become null (JSON has neither).
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json stats_json(const SampleStats& s, bool ns_to_us) {
-  auto f = [&](double v) { return num(ns_to_us ? v / 1000.0 : v); };
-  return {{"count", s.count}, {"sum", f(s.sum)},   {"mean", f(s.mean)},     {"std", f(s.std)},
-          {"min", f(s.min)},  {"p25", f(s.p25)},   {"median", f(s.median)}, {"p75", f(s.p75)},
-          {"p95", f(s.p95)},  {"max", f(s.max)}};
+json stats_json(const SampleStats& s) {
+  return {{"count", s.count},     {"sum", num(s.sum)},   {"mean", num(s.mean)},     {"std", num(s.std)},
+          {"min", num(s.min)},    {"p25", num(s.p25)},   {"median", num(s.median)}, {"p75", num(s.p75)},
+          {"p95", num(s.p95)},    {"max", num(s.max)}};
 }
 
 }  // namespace report_json
@@ -68,7 +66,7 @@ json load_json(const HtaLoad& l) {
   return {{"rounded_to_us", l.rounded_to_us},
           {"profiler_step_names", l.profiler_step_names},
           {"last_step_dropped", l.last_step_dropped},
-          {"cutoff_ts_us", l.last_step_dropped ? json(us(l.cutoff_ts)) : json(nullptr)},
+          {"cutoff_ts_ns", l.last_step_dropped ? json(l.cutoff_ts) : json(nullptr)},
           {"rows_kept", l.rows_kept},
           {"gpu_rows", l.gpu_rows},
           {"iterations", l.iterations}};
@@ -80,16 +78,13 @@ json temporal_json(const HtaTemporalBreakdown& t) {
     j["note"] = t.note;
     return j;
   }
-  j["idle_time_us"] = us(t.idle);
-  j["compute_time_us"] = us(t.compute);
-  j["non_compute_time_us"] = us(t.non_compute);
-  j["kernel_time_us"] = us(t.kernel_time);
-  j["idle_time_pctg"] = num(hta_round(t.idle_pct, 2));
-  j["compute_time_pctg"] = num(hta_round(t.compute_pct, 2));
-  j["non_compute_time_pctg"] = num(hta_round(t.non_compute_pct, 2));
-  j["exact"] = {{"idle_pct", num(t.idle_pct)},
-                {"compute_pct", num(t.compute_pct)},
-                {"non_compute_pct", num(t.non_compute_pct)}};
+  j["idle_time_ns"] = t.idle;
+  j["compute_time_ns"] = t.compute;
+  j["non_compute_time_ns"] = t.non_compute;
+  j["kernel_time_ns"] = t.kernel_time;
+  j["idle_time_share"] = num(t.idle_share);
+  j["compute_time_share"] = num(t.compute_share);
+  j["non_compute_time_share"] = num(t.non_compute_share);
   return j;
 }
 
@@ -103,27 +98,25 @@ json idle_json(const HtaIdleBreakdown& b) {
       const HtaIdleCategory& cat = s.category[c];
       if (!cat.present) continue;
       cats.push_back({{"idle_category", idle_category_name(static_cast<IdleCategory>(c))},
-                      {"idle_time_us", us(cat.idle)},
-                      {"idle_time_ratio", num(hta_round(cat.ratio, 2))},
-                      {"ratio_exact", num(cat.ratio)},
-                      {"interval_stats_us", stats_json(cat.intervals, true)}});
+                      {"idle_time_ns", cat.idle},
+                      {"idle_time_share", num(cat.ratio)},
+                      {"interval_stats_ns", stats_json(cat.intervals)}});
     }
     streams.push_back({{"stream", s.stream}, {"kernels", s.kernels}, {"categories", cats}});
   }
   j["streams"] = streams;
   json totals;
   for (int c = 0; c < kIdleCategoryCount; ++c)
-    totals[idle_category_name(static_cast<IdleCategory>(c))] = us(b.total[c]);
-  j["total_us"] = totals;
+    totals[idle_category_name(static_cast<IdleCategory>(c))] = b.total[c];
+  j["total_ns"] = totals;
   return j;
 }
 
 json overlap_json(const HtaCommCompOverlap& o) {
   json j = {{"available", o.available},
-            {"overlap_us", us(o.overlap)},
-            {"communication_us", us(o.communication)},
-            {"comp_comm_overlap_pctg", num(hta_round(o.pct, 2))},
-            {"pct_exact", num(o.pct)}};
+            {"overlap_ns", o.overlap},
+            {"communication_ns", o.communication},
+            {"comp_comm_overlap_share", num(o.share)}};
   if (!o.available) j["note"] = o.note;
   return j;
 }
@@ -135,16 +128,16 @@ json top_kernels_json(const std::vector<HtaKernelRow>& rows) {
                    {"kernel_type", hta_kernel_type_name(r.type)},
                    {"class", r.others ? json(nullptr) : json(kernel_class_name(r.cls))},
                    {"others", r.others},
-                   {"sum_us", us(r.sum)},
-                   {"max_us", num(us(r.max))},
-                   {"min_us", num(us(r.min))},
-                   {"mean_us", num(us(r.mean))},
-                   {"stddev_us", num(us(r.stddev))},
+                   {"sum_ns", r.sum},
+                   {"max_ns", num(r.max)},
+                   {"min_ns", num(r.min)},
+                   {"mean_ns", num(r.mean)},
+                   {"stddev_ns", num(r.stddev)},
                    {"count", r.count},
                    {"names", r.names},
-                   {"launch_max_us", us(r.max_dur)},
-                   {"launch_min_us", us(r.min_dur)},
-                   {"launch_mean_us", num(us(r.mean_dur))}});
+                   {"launch_max_ns", r.max_dur},
+                   {"launch_min_ns", r.min_dur},
+                   {"launch_mean_ns", num(r.mean_dur)}});
   }
   return out;
 }
@@ -155,9 +148,9 @@ json launch_list_json(const std::vector<HtaLaunch>& v) {
     out.push_back({{"cpu_event", l.cpu_event},
                    {"gpu_event", l.gpu_event},
                    {"correlation", l.correlation},
-                   {"cpu_duration_us", us(l.cpu_duration)},
-                   {"gpu_duration_us", us(l.gpu_duration)},
-                   {"launch_delay_us", us(l.launch_delay)}});
+                   {"cpu_duration_ns", l.cpu_duration},
+                   {"gpu_duration_ns", l.gpu_duration},
+                   {"launch_delay_ns", l.launch_delay}});
   return out;
 }
 
@@ -167,9 +160,9 @@ json launches_json(const HtaLaunchStats& s) {
           {"runtime_outliers", s.runtime_outliers},
           {"launch_delay_outliers", s.launch_delay_outliers},
           {"gpu_shorter_than_cpu", s.gpu_shorter_than_cpu},
-          {"cpu_duration_us", stats_json(s.cpu_duration, true)},
-          {"gpu_duration_us", stats_json(s.gpu_duration, true)},
-          {"launch_delay_us", stats_json(s.launch_delay, true)},
+          {"cpu_duration_ns", stats_json(s.cpu_duration)},
+          {"gpu_duration_ns", stats_json(s.gpu_duration)},
+          {"launch_delay_ns", stats_json(s.launch_delay)},
           {"worst_delays", launch_list_json(s.worst_delays)},
           {"worst_runtimes", launch_list_json(s.worst_runtimes)}};
 }
@@ -188,17 +181,17 @@ json hta_json(const GpuTimeline& t) {
 json steps_json(const std::vector<StepWindow>& steps) {
   json out = json::array();
   for (const StepWindow& s : steps)
-    out.push_back({{"step", s.number}, {"start_us", us(s.start)}, {"end_us", us(s.end)}});
+    out.push_back({{"step", s.number}, {"start_ns", s.start}, {"end_ns", s.end}});
   return out;
 }
 
 json classes_json(const KernelClasses& c) {
   json classes = json::array(), colls = json::array();
   for (const KernelClassShare& s : c.classes)
-    classes.push_back({{"class", kernel_class_name(s.cls)}, {"count", s.count}, {"time_us", us(s.time)}, {"share", num(s.share)}});
+    classes.push_back({{"class", kernel_class_name(s.cls)}, {"count", s.count}, {"time_ns", s.time}, {"share", num(s.share)}});
   for (const CollectiveShare& s : c.collectives)
-    colls.push_back({{"collective", collective_name(s.collective)}, {"count", s.count}, {"time_us", us(s.time)}, {"share", num(s.share)}});
-  return {{"total_time_us", us(c.total_time)},
+    colls.push_back({{"collective", collective_name(s.collective)}, {"count", s.count}, {"time_ns", s.time}, {"share", num(s.share)}});
+  return {{"total_time_ns", c.total_time},
           {"classes", classes},
           {"collectives", colls},
           {"tensor_core_share_of_gemm", num(c.tensor_core_share_of_gemm)}};
@@ -207,13 +200,13 @@ json classes_json(const KernelClasses& c) {
 json syncs_json(const SyncPoints& s) {
   json by_name = json::array(), worst = json::array();
   for (const SyncByName& b : s.by_name)
-    by_name.push_back({{"name", utf8_safe(b.name)}, {"count", b.count}, {"host_blocked_us", us(b.host_blocked)}, {"gpu_idle_after_us", us(b.gpu_idle_after)}});
+    by_name.push_back({{"name", utf8_safe(b.name)}, {"count", b.count}, {"host_blocked_ns", b.host_blocked}, {"gpu_idle_after_ns", b.gpu_idle_after}});
   for (const SyncCall& c : s.worst)
-    worst.push_back({{"event", c.event}, {"ts_us", us(c.ts)}, {"host_blocked_us", us(c.host_blocked)},
-                     {"gpu_idle_after_us", us(c.gpu_idle_after)}, {"step", c.step}});
+    worst.push_back({{"event", c.event}, {"ts_ns", c.ts}, {"host_blocked_ns", c.host_blocked},
+                     {"gpu_idle_after_ns", c.gpu_idle_after}, {"step", c.step}});
   return {{"count", s.count},
-          {"host_blocked_us", us(s.host_blocked)},
-          {"gpu_idle_after_us", us(s.gpu_idle_after)},
+          {"host_blocked_ns", s.host_blocked},
+          {"gpu_idle_after_ns", s.gpu_idle_after},
           {"per_step", num(s.per_step)},
           {"count_per_step", s.count_per_step},
           {"by_name", by_name},
@@ -247,17 +240,17 @@ json copies_json(const Copies& c) {
   json groups = json::array(), longest = json::array();
   for (const CopyGroup& g : c.groups)
     groups.push_back({{"direction", direction_name(g.direction)}, {"host_memory", host_mem_name(g.host)},
-                      {"count", g.count}, {"bytes", g.bytes}, {"time_us", us(g.time)}, {"gbps", num(g.gbps)},
-                      {"critical_count", g.critical_count}, {"critical_time_us", us(g.critical_time)}});
+                      {"count", g.count}, {"bytes", g.bytes}, {"time_ns", g.time}, {"gbps", num(g.gbps)},
+                      {"critical_count", g.critical_count}, {"critical_time_ns", g.critical_time}});
   for (const CopyEvent& e : c.longest)
     longest.push_back({{"event", e.event}, {"direction", direction_name(e.direction)}, {"host_memory", host_mem_name(e.host)},
-                       {"bytes", e.bytes < 0 ? json(nullptr) : json(e.bytes)}, {"ts_us", us(e.ts)}, {"dur_us", us(e.dur)},
+                       {"bytes", e.bytes < 0 ? json(nullptr) : json(e.bytes)}, {"ts_ns", e.ts}, {"dur_ns", e.dur},
                        {"gbps", num(e.gbps)}, {"critical", e.critical}});
   return {{"count", c.count},
-          {"time_us", us(c.time)},
+          {"time_ns", c.time},
           {"pageable_count", c.pageable_count},
-          {"pageable_time_us", us(c.pageable_time)},
-          {"critical_time_us", us(c.critical_time)},
+          {"pageable_time_ns", c.pageable_time},
+          {"critical_time_ns", c.critical_time},
           {"groups", groups},
           {"longest", longest}};
 }
@@ -266,29 +259,29 @@ json launch_overhead_json(const LaunchOverhead& l) {
   return {{"kernels", l.kernels},
           {"kernels_per_step", l.kernels_per_step},
           {"mean_kernels_per_step", num(l.mean_kernels_per_step)},
-          {"kernel_duration_us", stats_json(l.kernel_duration, true)},
+          {"kernel_duration_ns", stats_json(l.kernel_duration)},
           {"short_kernel_share", num(l.short_kernel_share)},
-          {"short_kernel_us", us(l.short_kernel)},
-          {"gaps_us", stats_json(l.gaps, true)},
-          {"launch_call_us", stats_json(l.launch_call, true)}};
+          {"short_kernel_ns", l.short_kernel},
+          {"gaps_ns", stats_json(l.gaps)},
+          {"launch_call_ns", stats_json(l.launch_call)}};
 }
 
 json occupancy_json(const Occupancy& o) {
   return {{"available", o.available},
           {"coverage", num(o.coverage)},
-          {"achieved_occupancy_pct", num(o.achieved_occupancy_pct)},
+          {"achieved_occupancy", num(share_of_pct(o.achieved_occupancy_pct))},
           {"blocks_per_sm", num(o.blocks_per_sm)},
           {"warps_per_sm", num(o.warps_per_sm)},
-          {"sm_efficiency_pct", num(o.sm_efficiency_pct)}};
+          {"sm_efficiency", num(share_of_pct(o.sm_efficiency_pct))}};
 }
 
 json memory_json(const MemoryPeaks& m) {
   json devices = json::array();
   for (const DeviceMemoryPeak& d : m.devices)
     devices.push_back({{"device_type", d.device_type}, {"device_id", d.device_id}, {"samples", d.samples},
-                       {"peak_allocated_bytes", d.peak_allocated}, {"peak_allocated_ts_us", us(d.peak_allocated_ts)},
+                       {"peak_allocated_bytes", d.peak_allocated}, {"peak_allocated_ts_ns", d.peak_allocated_ts},
                        {"peak_allocated_step", d.peak_allocated_step}, {"peak_reserved_bytes", d.peak_reserved},
-                       {"peak_reserved_ts_us", us(d.peak_reserved_ts)}, {"peak_reserved_step", d.peak_reserved_step}});
+                       {"peak_reserved_ts_ns", d.peak_reserved_ts}, {"peak_reserved_step", d.peak_reserved_step}});
   return {{"available", m.available}, {"devices", devices}};
 }
 
@@ -298,9 +291,8 @@ nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types)
   json out = json::array();
   for (const HtaKernelTypeTime& t : types)
     out.push_back({{"kernel_type", t.label},
-                   {"sum_us", us(t.time)},
-                   {"percentage", num(hta_round(t.pct, 1))},
-                   {"percentage_exact", num(t.pct)}});
+                   {"sum_ns", t.time},
+                   {"share", num(t.share)}});
   return out;
 }
 

@@ -1,8 +1,9 @@
 // JSON form of the GPU timeline analysis: every field of GpuTimeline.
 //
-// HTA-compatible figures sit under "hta" with HTA's column names and units (µs, percentages
-// rounded as HTA rounds them), each with its exact value beside it; our own figures use µs
-// floats too so one report reads in one unit. Undefined values (NaN) are null.
+// HTA-compatible figures sit under "hta" with HTA's column names, in the report's one language:
+// durations and timestamps in nanoseconds (keys end in `_ns`), shares as fractions 0..1 (keys
+// end in `_share` or are `share`), unrounded (the Python frames apply HTA's rounding). Undefined
+// values (NaN) are null.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,8 +19,8 @@ namespace report_json {
 std::string utf8_safe(std::string_view in);
 // NaN and infinities become null (JSON has neither).
 nlohmann::json num(double v);
-// pandas-style statistics; `ns_to_us` converts ns samples to µs.
-nlohmann::json stats_json(const SampleStats& s, bool ns_to_us);
+// pandas-style statistics of the samples, in the samples' unit.
+nlohmann::json stats_json(const SampleStats& s);
 }  // namespace report_json
 // The kernel-type table summed over ranks, as HTA reports it.
 nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types);

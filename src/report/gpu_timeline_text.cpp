@@ -47,8 +47,8 @@ void temporal_lines(const GpuTimeline& t, std::string& s) {
     return;
   }
   s += fmt::format("  temporal     compute {}  non-compute {}  idle {}  of a {} GPU span\n",
-                   pct(hta_round(b.compute_pct, 2), 2), pct(hta_round(b.non_compute_pct, 2), 2),
-                   pct(hta_round(b.idle_pct, 2), 2), dur(b.kernel_time));
+                   pct(hta_percent(b.compute_share, 2), 2), pct(hta_percent(b.non_compute_share, 2), 2),
+                   pct(hta_percent(b.idle_share, 2), 2), dur(b.kernel_time));
 }
 
 void idle_lines(const GpuTimeline& t, std::string& s) {
@@ -65,7 +65,7 @@ void overlap_lines(const GpuTimeline& t, std::string& s) {
     return;
   }
   s += fmt::format("  overlap      {} of {} communication hidden under compute\n",
-                   pct(hta_round(o.pct, 2), 2), dur(o.communication));
+                   pct(hta_percent(o.share, 2), 2), dur(o.communication));
 }
 
 void kernel_lines(const GpuTimeline& t, std::string& s) {
@@ -74,7 +74,7 @@ void kernel_lines(const GpuTimeline& t, std::string& s) {
   for (const auto& k : t.hta_kernels.types) {
     if (listed++ == 4) break;
     if (!types.empty()) types += ", ";
-    types += fmt::format("{} {}", k.label, pct(hta_round(k.pct, 1)));
+    types += fmt::format("{} {}", k.label, pct(hta_percent(k.share, 1)));
   }
   if (!types.empty()) s += fmt::format("  kernel types {}\n", types);
   int shown = 0;

@@ -194,9 +194,9 @@ void gpu_idle_chart(const AnalysisResult& r, const SectionOptions& o, std::strin
     const auto& idle = g.hta_idle.total;
     BarRow busy{fmt::format("rank {} time", g.rank), {}};
     if (t.available) {
-      busy.segments = {{static_cast<double>(t.compute), "#2e7d32", fmt::format("compute {} ({:.1f}%)", ms(static_cast<double>(t.compute)), t.compute_pct)},
-                       {static_cast<double>(t.non_compute), "#8e24aa", fmt::format("non-compute {} ({:.1f}%)", ms(static_cast<double>(t.non_compute)), t.non_compute_pct)},
-                       {static_cast<double>(t.idle), "#9e9e9e", fmt::format("idle {} ({:.1f}%)", ms(static_cast<double>(t.idle)), t.idle_pct)}};
+      busy.segments = {{static_cast<double>(t.compute), "#2e7d32", fmt::format("compute {} ({:.1f}%)", ms(static_cast<double>(t.compute)), 100.0 * t.compute_share)},
+                       {static_cast<double>(t.non_compute), "#8e24aa", fmt::format("non-compute {} ({:.1f}%)", ms(static_cast<double>(t.non_compute)), 100.0 * t.non_compute_share)},
+                       {static_cast<double>(t.idle), "#9e9e9e", fmt::format("idle {} ({:.1f}%)", ms(static_cast<double>(t.idle)), 100.0 * t.idle_share)}};
       rows.push_back(busy);
     }
     BarRow why{fmt::format("rank {} idle", g.rank), {}};
@@ -208,8 +208,8 @@ void gpu_idle_chart(const AnalysisResult& r, const SectionOptions& o, std::strin
     rows.push_back(why);
     put(out, "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
              "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        g.rank, t.available ? fmt::format("{:.1f}%", t.compute_pct) : "n/a", t.available ? fmt::format("{:.1f}%", t.non_compute_pct) : "n/a",
-        t.available ? fmt::format("{:.1f}%", t.idle_pct) : "n/a", ms(static_cast<double>(idle[0])), ms(static_cast<double>(idle[1])),
+        g.rank, t.available ? fmt::format("{:.1f}%", 100.0 * t.compute_share) : "n/a", t.available ? fmt::format("{:.1f}%", 100.0 * t.non_compute_share) : "n/a",
+        t.available ? fmt::format("{:.1f}%", 100.0 * t.idle_share) : "n/a", ms(static_cast<double>(idle[0])), ms(static_cast<double>(idle[1])),
         ms(static_cast<double>(idle[2])));
   }
   out += "</table>\n";

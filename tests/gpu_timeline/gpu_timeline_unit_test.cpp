@@ -55,9 +55,9 @@ TEST(HtaTemporal, TwoStreamsOverlapAndCommHalfHidden) {
   // (the 20 µs copy plus the 50 µs of all-reduce that no compute hides).
   EXPECT_EQ(tb.compute, us(200));
   EXPECT_EQ(tb.non_compute, us(70));
-  EXPECT_DOUBLE_EQ(tb.idle_pct, 32.5);
-  EXPECT_DOUBLE_EQ(tb.compute_pct, 50.0);
-  EXPECT_DOUBLE_EQ(tb.non_compute_pct, 17.5);
+  EXPECT_DOUBLE_EQ(tb.idle_share, 0.325);
+  EXPECT_DOUBLE_EQ(tb.compute_share, 0.5);
+  EXPECT_DOUBLE_EQ(tb.non_compute_share, 0.175);
 }
 
 TEST(HtaOverlap, CommHalfHiddenByCompute) {
@@ -67,7 +67,7 @@ TEST(HtaOverlap, CommHalfHiddenByCompute) {
   // All-reduce [300,400) meets compute [350,400): 50 of 100 µs hidden.
   EXPECT_EQ(t.hta_overlap.communication, us(100));
   EXPECT_EQ(t.hta_overlap.overlap, us(50));
-  EXPECT_DOUBLE_EQ(t.hta_overlap.pct, 50.0);
+  EXPECT_DOUBLE_EQ(t.hta_overlap.share, 0.5);
 }
 
 TEST(HtaOverlap, NoCommunicationIsReportedNotNaNNumber) {
@@ -75,7 +75,7 @@ TEST(HtaOverlap, NoCommunicationIsReportedNotNaNNumber) {
   b.launch("ampere_sgemm_128x64_nn", 0, 5, 10, 100, 7, 1);
   GpuTimeline t = analyze_gpu_timeline(b.trace());
   EXPECT_FALSE(t.hta_overlap.available);
-  EXPECT_TRUE(std::isnan(t.hta_overlap.pct));
+  EXPECT_TRUE(std::isnan(t.hta_overlap.share));
   EXPECT_FALSE(t.hta_overlap.note.empty());
 }
 
@@ -94,7 +94,7 @@ TEST(HtaKernelBreakdown, TypeStatesOfTheSweep) {
   EXPECT_EQ(comm->time, us(50));
   EXPECT_EQ(mem->time, us(20));
   EXPECT_EQ(t.hta_kernels.types.size(), 4u);
-  EXPECT_NEAR(comp->pct, 100.0 * 150 / 270, 1e-9);
+  EXPECT_NEAR(comp->share, 150.0 / 270, 1e-12);
   EXPECT_EQ(t.hta_kernels.types.front().label, "COMPUTATION");  // descending time
 }
 
@@ -450,16 +450,17 @@ TEST(CorrelationMap, DenseAndSparseAgree) {
   EXPECT_EQ(s.find(7), nullptr);
 }
 
-// The JSON report carries HTA's rounding under HTA's names and null for undefined values; the
-// text section names the figures.
+// The JSON report carries durations in ns and shares as fractions (HTA's rounded percentages are
+// derived from them) and null for undefined values; the text section names the figures.
 TEST(GpuTimelineReport, JsonAndText) {
   TraceBuilder b = host_and_sync_gaps();
   GpuTimeline t = analyze_gpu_timeline(b.trace());
   nlohmann::json j = to_json(t);
   const auto& tb = j["hta"]["temporal_breakdown"];
-  EXPECT_DOUBLE_EQ(tb["kernel_time_us"].get<double>(), 205.0);
-  EXPECT_DOUBLE_EQ(tb["idle_time_pctg"].get<double>(), 80.49);  // 165 / 205 = 80.4878...
-  EXPECT_TRUE(j["hta"]["comm_comp_overlap"]["comp_comm_overlap_pctg"].is_null());
+  EXPECT_EQ(tb["kernel_time_ns"].get<std::int64_t>(), 205'000);
+  EXPECT_DOUBLE_EQ(tb["idle_time_share"].get<double>(), 165.0 / 205.0);
+  EXPECT_DOUBLE_EQ(hta_percent(tb["idle_time_share"].get<double>(), 2), 80.49);  // 80.4878...
+  EXPECT_TRUE(j["hta"]["comm_comp_overlap"]["comp_comm_overlap_share"].is_null());
   EXPECT_EQ(j["sync_points"]["count"].get<int>(), 1);
   std::string text = gpu_timeline_text(t);
   EXPECT_NE(text.find("idle 80.49%"), std::string::npos) << text;

@@ -84,9 +84,9 @@ inline void compare_temporal(const std::map<int, GpuTimeline>& ranks, const json
     expect_time(us_of(tb.compute), row["compute_time(us)"], w + "compute");
     expect_time(us_of(tb.non_compute), row["non_compute_time(us)"], w + "non_compute");
     expect_time(us_of(tb.kernel_time), row["kernel_time(us)"], w + "kernel_time");
-    expect_pct(hta_round(tb.idle_pct, 2), row["idle_time_pctg"], w + "idle %");
-    expect_pct(hta_round(tb.compute_pct, 2), row["compute_time_pctg"], w + "compute %");
-    expect_pct(hta_round(tb.non_compute_pct, 2), row["non_compute_time_pctg"], w + "non_compute %");
+    expect_pct(hta_percent(tb.idle_share, 2), row["idle_time_pctg"], w + "idle %");
+    expect_pct(hta_percent(tb.compute_share, 2), row["compute_time_pctg"], w + "compute %");
+    expect_pct(hta_percent(tb.non_compute_share, 2), row["non_compute_time_pctg"], w + "non_compute %");
   }
 }
 
@@ -166,7 +166,7 @@ inline void compare_overlap(const std::map<int, GpuTimeline>& ranks, const json&
     ASSERT_NE(t, nullptr);
     const json& p = row["comp_comm_overlap_pctg"];
     EXPECT_EQ(t->hta_overlap.available, !p.is_null()) << "overlap rank " << r << ": " << t->hta_overlap.note;
-    expect_pct(hta_round(t->hta_overlap.pct, 2), p, "overlap rank " + std::to_string(r));
+    expect_pct(hta_percent(t->hta_overlap.share, 2), p, "overlap rank " + std::to_string(r));
   }
 }
 
@@ -186,7 +186,7 @@ inline void compare_kernel_breakdown(const std::map<int, GpuTimeline>& ranks, co
       continue;
     }
     expect_time(us_of(it->second->time), row["sum"], "kernel type " + label);
-    expect_pct(hta_round(it->second->pct, 1), row["percentage"], "kernel type % " + label);
+    expect_pct(hta_percent(it->second->share, 1), row["percentage"], "kernel type % " + label);
     ours.erase(it);
   }
   for (const auto& [label, t] : ours) EXPECT_EQ(t->time, 0) << "kernel type " << label << " not in HTA's table";

@@ -105,7 +105,7 @@ TEST(TracegenScenario, CommsBoundHasNoOverlap) {
   EXPECT_EQ(g->ranks.size(), 4u);
   for (const GpuTimeline& t : g->ranks) {
     ASSERT_TRUE(t.hta_overlap.available);
-    EXPECT_LT(t.hta_overlap.pct, 1.0);
+    EXPECT_LT(t.hta_overlap.share, 0.01);
     ASSERT_FALSE(t.classes.collectives.empty());
     EXPECT_EQ(t.classes.collectives[0].collective, Collective::AllReduce);
   }
@@ -118,7 +118,7 @@ TEST(TracegenScenario, TensorCoresAndOverlap) {
   for (const GpuTimeline& t : healthy->ranks) {
     EXPECT_DOUBLE_EQ(t.classes.tensor_core_share_of_gemm, 1.0);
     if (t.hta_overlap.available) {
-      EXPECT_GT(t.hta_overlap.pct, 50.0);
+      EXPECT_GT(t.hta_overlap.share, 0.5);
     }
   }
   GENERATE_OR_SKIP(fp32, "no-tensor-cores");

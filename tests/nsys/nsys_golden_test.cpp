@@ -50,7 +50,7 @@ void expect_stats(const nlohmann::json& got, const nlohmann::json& want, const s
   EXPECT_NEAR(got["avg_ns"].get<double>(), want["avg"].get<double>(), 1e-9 * want["avg"].get<double>());
   EXPECT_NEAR(got["stddev_ns"].get<double>(), want["stddev"].get<double>(), 1e-9 * want["avg"].get<double>());
   if (want.contains("time_pct")) {
-    EXPECT_NEAR(got["time_pct"].get<double>(), want["time_pct"].get<double>(), 0.5e-4);
+    EXPECT_NEAR(100.0 * got["time_share"].get<double>(), want["time_pct"].get<double>(), 0.5e-4);
   }
 }
 
@@ -121,7 +121,7 @@ TEST_P(NsysGolden, GpuBusyIdleAndGapsPerDevice) {
     EXPECT_EQ((*g)["span_ns"].get<std::int64_t>(), w["span"].get<std::int64_t>());
     EXPECT_EQ((*g)["busy_ns"].get<std::int64_t>(), w["busy"].get<std::int64_t>());
     EXPECT_EQ((*g)["idle_ns"].get<std::int64_t>(), w["idle"].get<std::int64_t>());
-    EXPECT_NEAR((*g)["idle_pct"].get<double>(), w["idle_pct"].get<double>(), 0.5e-4);
+    EXPECT_NEAR(100.0 * (*g)["idle_share"].get<double>(), w["idle_pct"].get<double>(), 0.5e-4);
     EXPECT_EQ((*g)["gaps_over_threshold"].get<std::int64_t>(), w["gaps_over_500ms"].get<std::int64_t>());
     EXPECT_EQ((*g)["largest_gap_ns"].get<std::int64_t>(), w["largest_gap"].get<std::int64_t>());
   }
