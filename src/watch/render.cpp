@@ -74,6 +74,12 @@ std::string format_value(double v) {
 
 json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// The readings keep the units of top and nvidia-smi (percent of one core, percent of the
+// interval); the JSON speaks the analysis report's language: fractions 0..1 (`_share`) and CPU
+// in cores (`_cores`, 1 = one core busy the whole interval).
+json share(const std::optional<double>& pct) { return pct ? json(*pct / 100.0) : json(nullptr); }
+double cores(double pct) { return pct / 100.0; }
+
 json finding_json(const LiveFinding& f) {
   json ev = json::array();
   for (const auto& e : f.evidence)
@@ -121,15 +127,15 @@ json gpu_stats_json(const GpuStats& g) {
           {"name", g.name},
           {"samples", g.samples},
           {"used_by_target", g.used_by_target},
-          {"util_mean", opt_json(g.util_mean)},
-          {"util_std", opt_json(g.util_std)},
-          {"util_min", opt_json(g.util_min)},
-          {"util_max", opt_json(g.util_max)},
+          {"util_mean_share", share(g.util_mean)},
+          {"util_std_share", share(g.util_std)},
+          {"util_min_share", share(g.util_min)},
+          {"util_max_share", share(g.util_max)},
           {"swing_share", opt_json(g.swing_share)},
           {"sm_clock_ratio", opt_json(g.sm_clock_ratio)},
           {"power_ratio", opt_json(g.power_ratio)},
           {"mem_used_ratio", opt_json(g.mem_used_ratio)},
-          {"mem_util_mean", opt_json(g.mem_util_mean)},
+          {"mem_util_mean_share", share(g.mem_util_mean)},
           {"pcie_rx_mbps_mean", opt_json(g.pcie_rx_mbps_mean)},
           {"throttled_share", g.throttled_share},
           {"throttle_reasons", throttle::describe(g.throttle_reasons_seen)}};
@@ -138,23 +144,23 @@ json gpu_stats_json(const GpuStats& g) {
 json host_stats_json(const HostStats& h) {
   return {{"samples", h.samples},
           {"cpus_known", h.cpus_known},
-          {"cpu_mean_pct", h.cpu_mean_pct},
-          {"cpu_max_pct", h.cpu_max_pct},
+          {"cpu_mean_cores", cores(h.cpu_mean_pct)},
+          {"cpu_max_cores", cores(h.cpu_max_pct)},
           {"usable_cpus", h.effective_cpus},
           {"max_processes", h.max_processes},
           {"max_threads", h.max_threads},
           {"top_thread",
            {{"tid", h.top_thread_tid},
             {"comm", h.top_thread_comm},
-            {"demand_pct", h.top_thread_demand_pct},
-            {"cpu_pct", h.top_thread_cpu_pct},
+            {"demand_cores", cores(h.top_thread_demand_pct)},
+            {"cpu_cores", cores(h.top_thread_cpu_pct)},
             {"io_share", h.top_thread_io_share}}},
           {"top_process",
            {{"pid", h.top_process_pid},
             {"comm", h.top_process_comm},
-            {"cpu_pct", h.top_process_cpu_pct}}},
+            {"cpu_cores", cores(h.top_process_cpu_pct)}}},
           {"busy_threads", h.busy_threads},
-          {"second_thread_demand_pct", h.second_thread_demand_pct},
+          {"second_thread_demand_cores", cores(h.second_thread_demand_pct)},
           {"demand_cores", h.demand_cores},
           {"runnable_threads", h.runnable_threads},
           {"io_blocked_threads", h.io_blocked_threads},
@@ -162,14 +168,14 @@ json host_stats_json(const HostStats& h) {
           {"voluntary_cs_per_s", opt_json(h.voluntary_cs_per_s)},
           {"read_mbps", opt_json(h.read_mbps)},
           {"write_mbps", opt_json(h.write_mbps)},
-          {"system_iowait_pct", opt_json(h.system_iowait_pct)},
-          {"system_busy_pct", opt_json(h.system_busy_pct)},
-          {"disk_busy_pct", opt_json(h.disk_busy_pct)},
+          {"system_iowait_share", share(h.system_iowait_pct)},
+          {"system_busy_share", share(h.system_busy_pct)},
+          {"disk_busy_share", share(h.disk_busy_pct)},
           {"disk_read_mbps", opt_json(h.disk_read_mbps)},
           {"disk_write_mbps", opt_json(h.disk_write_mbps)},
           {"net_rx_mbps", opt_json(h.net_rx_mbps)},
           {"net_tx_mbps", opt_json(h.net_tx_mbps)},
-          {"cgroup_throttled_pct", opt_json(h.cgroup_throttled_pct)},
+          {"cgroup_throttled_share", share(h.cgroup_throttled_pct)},
           {"rss_max_mib", opt_json(h.rss_max_mib)}};
 }
 
@@ -185,7 +191,7 @@ json sample_json(const Sample& s) {
       procs.push_back({{"pid", p.pid},
                        {"ppid", p.ppid},
                        {"comm", p.comm},
-                       {"cpu_pct", p.cpu_pct},
+                       {"cpu_cores", cores(p.cpu_pct)},
                        {"threads", p.threads},
                        {"rss_mib", opt_json(p.rss_mib)},
                        {"read_mbps", opt_json(p.read_mbps)},
@@ -202,27 +208,27 @@ json sample_json(const Sample& s) {
                          {"pid", t->pid},
                          {"comm", t->comm},
                          {"state", std::string(1, t->state)},
-                         {"cpu_pct", t->cpu_pct},
-                         {"wait_pct", opt_json(t->wait_pct)}});
+                         {"cpu_cores", cores(t->cpu_pct)},
+                         {"wait_share", share(t->wait_pct)}});
     j["host"] = {{"processes", procs},
                  {"top_threads", threads},
                  {"thread_count", h.threads.size()},
-                 {"system_busy_pct", opt_json(h.system_busy_pct)},
-                 {"system_iowait_pct", opt_json(h.system_iowait_pct)},
+                 {"system_busy_share", share(h.system_busy_pct)},
+                 {"system_iowait_share", share(h.system_iowait_pct)},
                  {"disk_read_mbps", opt_json(h.disk_read_mbps)},
                  {"disk_write_mbps", opt_json(h.disk_write_mbps)},
-                 {"disk_busy_pct", opt_json(h.disk_busy_pct)},
+                 {"disk_busy_share", share(h.disk_busy_pct)},
                  {"net_rx_mbps", opt_json(h.net_rx_mbps)},
                  {"net_tx_mbps", opt_json(h.net_tx_mbps)},
-                 {"cgroup_throttled_pct", opt_json(h.cgroup_throttled_pct)}};
+                 {"cgroup_throttled_share", share(h.cgroup_throttled_pct)}};
   }
   json gpus = json::array();
   for (const auto& g : s.gpus)
     gpus.push_back(
         {{"index", g.index},
          {"name", g.name},
-         {"util_pct", opt_json(g.util_pct)},
-         {"mem_util_pct", opt_json(g.mem_util_pct)},
+         {"util_share", share(g.util_pct)},
+         {"mem_util_share", share(g.mem_util_pct)},
          {"sm_clock_mhz", opt_json(g.sm_clock_mhz)},
          {"sm_clock_max_mhz", opt_json(g.sm_clock_max_mhz)},
          {"mem_clock_mhz", opt_json(g.mem_clock_mhz)},

@@ -59,7 +59,7 @@ TEST(Render, JsonCarriesVerdictStatsAndSamples) {
   EXPECT_EQ(doc["verdict"]["confidence_basis"]["margins"][0]["metric"], "host.top_thread.demand");
   EXPECT_EQ(doc["host_stats"]["busy_threads"], 1);
   EXPECT_FALSE(doc["verdict"]["evidence"].empty());
-  EXPECT_NEAR(doc["host_stats"]["top_thread"]["demand_pct"].get<double>(), 99.5, 1e-9);
+  EXPECT_NEAR(doc["host_stats"]["top_thread"]["demand_cores"].get<double>(), 0.995, 1e-12);
   EXPECT_EQ(doc["samples"].size(), 4u);
   EXPECT_EQ(doc["samples"][0]["host"]["top_threads"][0]["state"], "R");
   EXPECT_EQ(doc["notes"][0], "no NVIDIA driver: test");

@@ -9,7 +9,7 @@
 
 namespace stepscope::watch {
 
-inline constexpr const char* kWatchJsonSchema = "stepscope.watch/1";
+inline constexpr const char* kWatchJsonSchema = "stepscope.watch/2";
 
 // The latest sample as a short block of lines for a refreshing terminal view.
 std::string render_live(const Series& series, double window_s);
