@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "cli/command.hpp"
+#include "cli/units.hpp"
 #include "stepscope/error.hpp"
 
 namespace stepscope::cli {
@@ -167,6 +168,7 @@ int main(int argc, char** argv) {
     auto run = c.setup(app);
     runners.emplace_back(app.get_subcommand(c.name), std::move(run));
   }
+  accept_sizes(app);
 
   try {
     app.parse(argc, argv);

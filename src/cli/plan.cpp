@@ -10,6 +10,7 @@
 
 #include "cli/command.hpp"
 #include "cli/output.hpp"
+#include "cli/units.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/plan.hpp"
 
@@ -283,11 +284,11 @@ std::function<int()> setup_comm(CLI::App& plan) {
                               "ib-edr/hdr/ndr/xdr, eth-25/100/200/400")->capture_default_str();
   o->o_gpu = app->add_option("--gpu", o->gpu, "take the NVLink bandwidth from this GPU");
   o->o_bw = app->add_option("--bandwidth", o->bandwidth, "link bandwidth per direction, GB/s (overrides --link)");
-  o->o_lat = app->add_option("--latency-us", o->latency, "per-hop latency in microseconds");
-  o->o_bwd = app->add_option("--backward-ms", o->backward_ms, "backward time the all-reduce can hide behind");
+  o->o_lat = as_duration(app->add_option("--latency-us", o->latency, "per-hop latency (a bare number is µs; 2us, 0.5ms)"), 1e-6);
+  o->o_bwd = as_duration(app->add_option("--backward-ms", o->backward_ms, "backward time the all-reduce can hide behind (a bare number is ms)"), 1e-3);
   app->add_option("--overlap", o->overlap, "fraction of the backward usable for overlap (0-1)")
       ->capture_default_str();
-  o->o_comp = app->add_option("--compute-ms", o->compute_ms, "step compute time (default: the backward)");
+  o->o_comp = as_duration(app->add_option("--compute-ms", o->compute_ms, "step compute time, a bare number in ms (default: the backward)"), 1e-3);
   add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan comm --params 7B --gpus 8 --bandwidth 50\n"
               "  stepscope plan comm --bytes 14GB --gpus 16 --link infiniband --backward-ms 900 --overlap 0.8");
@@ -350,8 +351,9 @@ std::function<int()> setup_pipeline(CLI::App& plan) {
   app->add_option("--stages", o->in.stages, "pipeline stages (p)")->capture_default_str();
   app->add_option("--micro-batches", o->in.micro_batches, "micro-batches per step (m)")->capture_default_str();
   app->add_option("--interleave", o->in.interleave, "virtual stages per GPU (v)")->capture_default_str();
-  o->o_ms = app->add_option("--micro-batch-ms", o->micro_ms,
-                            "forward+backward time of one micro-batch on one stage");
+  o->o_ms = as_duration(app->add_option("--micro-batch-ms", o->micro_ms,
+                                        "forward+backward time of one micro-batch on one stage (a bare number is ms)"),
+                        1e-3);
   app->add_option("--target-bubble", o->in.target_bubble, "bubble to size the micro-batch count for")
       ->capture_default_str();
   add_json_option(app, o->json);
@@ -373,10 +375,10 @@ std::function<int()> setup_stack(CLI::App& plan) {
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("stack", "compound stacked speedups into step time and run cost");
-  app->add_option("--step-ms", o->step_ms, "baseline step time (ms)")->required();
+  as_duration(app->add_option("--step-ms", o->step_ms, "baseline step time (a bare number is ms; 1.2s)"), 1e-3)->required();
   app->add_option("--speedup", o->speedups, "NAME=FACTOR, repeated in the order applied")->required();
   o->o_cost = app->add_option("--cost", o->cost, "baseline cost of the run");
-  o->o_hours = app->add_option("--hours", o->hours, "baseline duration of the run");
+  o->o_hours = as_duration(app->add_option("--hours", o->hours, "baseline duration of the run (a bare number is hours; 90min)"), 3600.0);
   add_json_option(app, o->json);
   app->footer("Example:\n  stepscope plan stack --step-ms 850 --cost 50000 --speedup 'loader workers=1.4' "
               "--speedup 'BF16 AMP=1.7' --speedup torch.compile=1.15 --speedup 'fused AdamW=1.12'");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/units.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/output_file.hpp"
 #include "stepscope/watch/render.hpp"
@@ -88,8 +89,9 @@ const RegisterCommand kRegister{Command{
       sub->add_option("--match", args->match,
                       "Host logs: take processes whose command contains this (repeatable; "
                       "default python, pt_main_thread, pt_data_worker, torchrun)");
-      sub->add_option("--interval", args->interval_s,
-                      "Seconds between readings in logs without timestamps")
+      as_duration(sub->add_option("--interval", args->interval_s,
+                                  "Time between readings in logs without timestamps (500ms, 2s; a bare number is seconds)"),
+                  1.0)
           ->default_val(1.0);
       sub->add_option("--cpus", args->cpus, "Cores the job could use, when the logs do not say");
       sub->add_option("--json", args->json_path,

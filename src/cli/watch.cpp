@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <fstream>
 
 #include "cli/command.hpp"
+#include "cli/output.hpp"
+#include "cli/units.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/output_file.hpp"
 #include "stepscope/watch/gpu.hpp"
@@ -29,6 +32,7 @@ struct WatchArgs {
   bool no_gpu = false;
   bool no_live = false;
   bool stop_command = false;
+  double interval_s = 1.0;  // --interval; the sampler counts whole milliseconds
 };
 
 // Redraws the live block in place: move the cursor up over the previous block, clear to the end.
@@ -36,7 +40,7 @@ class LiveView {
  public:
   explicit LiveView(double window_s) : window_s_(window_s) {}
   void draw(const watch::Series& series) {
-    std::string block = watch::render_live(series, window_s_);
+    std::string block = watch::render_live(series, window_s_, terminal_columns());
     if (lines_ > 0) fmt::print("\033[{}F\033[J", lines_);
     fmt::print("{}", block);
     std::fflush(stdout);
@@ -54,7 +58,8 @@ class LiveView {
 
 void write_json(const std::string& path, const std::string& text) { write_output(path, text, "JSON report"); }
 
-int run(const WatchArgs& args) {
+int run(WatchArgs& args) {
+  args.options.interval_ms = static_cast<int>(std::lround(args.interval_s * 1000.0));
   watch::validate(args.options);
   if (args.options.pid)
     watch::describe_process(args.options.pid);  // fail on a bad pid before loading NVML
@@ -111,9 +116,14 @@ const RegisterCommand kRegister{Command{
       sub->add_option("--pid", args->options.pid, "Watch this running process and its children");
       sub->add_option("COMMAND", args->options.command,
                       "Or start this command and watch it (put it after --)");
-      sub->add_option("--seconds", args->options.seconds, "How long to watch")->default_val(10.0);
-      sub->add_option("--interval", args->options.interval_ms, "Milliseconds between samples")
-          ->default_val(1000);
+      as_duration(sub->add_option("--seconds", args->options.seconds,
+                                  "How long to watch: a duration (90s, 5min; a bare number is seconds)"),
+                  1.0)
+          ->default_val(10.0);
+      as_duration(sub->add_option("--interval", args->interval_s,
+                                  "Time between samples: a duration (500ms, 2s; a bare number is seconds)"),
+                  1.0)
+          ->default_val(1.0);
       sub->add_option(
           "--json", args->json_path,
           "Also write the full result as JSON to FILE ('-' for stdout, instead of text)");
@@ -121,7 +131,7 @@ const RegisterCommand kRegister{Command{
                       fmt::format("NVML library to load (default ${} or {})",
                                   watch::kNvmlLibraryEnv, watch::kNvmlDefaultLibrary));
       sub->add_flag("--no-gpu", args->no_gpu, "Do not read GPUs; judge the host side only");
-      sub->add_flag("--no-live", args->no_live, "No refreshing view, only the final summary");
+      sub->add_flag("--no-live,-q,--quiet", args->no_live, "No refreshing view (the live view is watch's progress), only the final summary");
       sub->add_flag("--stop", args->stop_command,
                     "With a started command: stop it (SIGTERM) when the window ends instead of "
                     "waiting for it to finish");

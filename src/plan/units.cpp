@@ -153,21 +153,54 @@ std::vector<std::int64_t> parse_dims(std::string_view text, std::size_t count, s
   return dims;
 }
 
+namespace {
+// "what: " before a message, or nothing when the caller (CLI11) names the option itself.
+std::string named(std::string_view what) { return what.empty() ? std::string() : fmt::format("{}: ", what); }
+}  // namespace
+
+std::int64_t parse_size(std::string_view text, std::string_view what) {
+  double n = 0;
+  std::string suffix;
+  if (!split_number(text, n, suffix) || !std::isfinite(n))
+    throw InputError(fmt::format("{}expected a whole number like 4096, 8K or 1.5M, got '{}'", named(what), text));
+  double scale = 1;
+  if (suffix == "k") scale = 1024.0;
+  else if (suffix == "m") scale = 1024.0 * 1024;
+  else if (suffix == "g") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty())
+    throw InputError(fmt::format("{}unknown suffix in '{}' (use K, M, G or T: powers of 1024)", named(what), text));
+  const double v = n * scale;
+  if (v != std::floor(v) || std::fabs(v) > 9.0e18)
+    throw InputError(fmt::format("{}'{}' is not a whole number ({})", named(what), text, v));
+  return static_cast<std::int64_t>(v);
+}
+
+double parse_duration_s(std::string_view text, double bare_unit_s, std::string_view what) {
+  double n = 0;
+  std::string suffix;
+  if (!split_number(text, n, suffix) || !std::isfinite(n))
+    throw InputError(fmt::format("{}expected a duration like 500ms, 2s or 1.5, got '{}'", named(what), text));
+  double unit = 0;
+  if (suffix.empty()) unit = bare_unit_s;
+  else if (suffix == "ns") unit = 1e-9;
+  else if (suffix == "us" || suffix == "\xc2\xb5s") unit = 1e-6;
+  else if (suffix == "ms") unit = 1e-3;
+  else if (suffix == "s") unit = 1;
+  else if (suffix == "m" || suffix == "min") unit = 60;
+  else if (suffix == "h") unit = 3600;
+  else
+    throw InputError(fmt::format("{}unknown unit in '{}' (use ns, us, ms, s, min or h)", named(what), text));
+  return n * unit;
+}
+
 std::vector<std::int64_t> parse_seq_list(const std::vector<std::string>& items) {
   std::vector<std::int64_t> out;
   for (const auto& item : items) {
     std::string cur;
     auto flush = [&] {
       if (cur.empty()) return;
-      // Context lengths are powers of two in practice: "8K" means 8192 tokens, not 8000.
-      double scale = 1;
-      if (cur.back() == 'k' || cur.back() == 'K') {
-        scale = 1024;
-        cur.pop_back();
-      }
-      const double v = parse_count(cur, "--seq") * scale;
-      if (v != std::floor(v)) throw InputError(fmt::format("--seq '{}': not a whole number of tokens", item));
-      out.push_back(static_cast<std::int64_t>(v));
+      out.push_back(parse_size(cur, "--seq"));
       cur.clear();
     };
     for (char c : item) {

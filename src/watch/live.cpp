@@ -54,16 +54,16 @@ void validate(const WatchOptions& o) {
     throw InputError("nothing to watch: give --pid PID or -- COMMAND ARGS...");
   if (o.pid < 0) throw InputError(fmt::format("--pid {}: a process id must be positive", o.pid));
   if (o.interval_ms < kMinIntervalMs || o.interval_ms > kMaxIntervalMs)
-    throw InputError(fmt::format("--interval {}: must be between {} and {} ms", o.interval_ms,
-                                 kMinIntervalMs, kMaxIntervalMs));
+    throw InputError(fmt::format("--interval {}s: must be between {}s and {}s", o.interval_ms / 1000.0,
+                                 kMinIntervalMs / 1000.0, kMaxIntervalMs / 1000.0));
   if (!(o.seconds > 0) || o.seconds > kMaxSeconds || !std::isfinite(o.seconds))
     throw InputError(
-        fmt::format("--seconds {}: must be above 0 and at most {:.0f}", o.seconds, kMaxSeconds));
+        fmt::format("--seconds {}s: must be above 0 and at most {:.0f}s", o.seconds, kMaxSeconds));
   if (o.seconds * 1000.0 < o.interval_ms)
     throw InputError(
-        fmt::format("--seconds {} is shorter than one --interval of {} ms: no sample "
+        fmt::format("--seconds {}s is shorter than one --interval of {}s: no sample "
                     "would be taken",
-                    o.seconds, o.interval_ms));
+                    o.seconds, o.interval_ms / 1000.0));
 }
 
 WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::atomic<bool>& stop,

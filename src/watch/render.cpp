@@ -269,17 +269,65 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
-std::string render_live(const Series& series, double window_s) {
+namespace {
+
+// Columns a UTF-8 line takes: one per code point (the view's text has no wide characters).
+std::size_t columns(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// The longest prefix of `s` that takes at most `cols` columns, cut between code points.
+std::string_view first_columns(std::string_view s, std::size_t cols) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (seen++ == cols) return s.substr(0, i);
+  }
+  return s;
+}
+
+std::string fit_block(const std::string& block, std::size_t width) {
+  if (width == 0) return block;
+  std::string out;
+  std::size_t start = 0;
+  while (start < block.size()) {
+    std::size_t end = block.find('\n', start);
+    if (end == std::string::npos) end = block.size();
+    out += fit_line(block.substr(start, end - start), width);
+    if (end < block.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string fit_line(const std::string& line, std::size_t width) {
+  static constexpr std::string_view kSep = " · ", kMore = "…";
+  if (width == 0 || columns(line) <= width) return line;
+  std::string_view s = line;
+  // Drop whole fields from the end while a shorter line with the marker still has a field.
+  for (std::size_t cut = s.rfind(kSep); cut != std::string_view::npos && cut > 0; cut = s.rfind(kSep)) {
+    s = s.substr(0, cut);
+    if (columns(s) + columns(kSep) + columns(kMore) <= width) return std::string(s) + std::string(kSep) + std::string(kMore);
+  }
+  if (width <= 1) return std::string(kMore).substr(0, width ? kMore.size() : 0);
+  return std::string(first_columns(line, width - 1)) + std::string(kMore);
+}
+
+std::string render_live(const Series& series, double window_s, std::size_t width) {
   std::string out;
   double t = series.samples.empty() ? 0 : series.samples.back().t_s;
   out += fmt::format("stepscope watch · pid {} · {:.1f}/{:.0f} s · {} usable core(s)\n",
                      series.target.pid, t, window_s, format_value(series.target.effective_cpus()));
-  if (series.samples.empty()) return out;
+  if (series.samples.empty()) return fit_block(out, width);
   const Sample& s = series.samples.back();
   if (s.host) out += live_host_lines(series, *s.host);
   for (const auto& g : s.gpus) out += live_gpu_line(g);
   if (!series.gpu_observed) out += fmt::format("gpu   none: {}\n", sanitize(series.gpu_status));
-  return out;
+  return fit_block(out, width);
 }
 
 std::string render_summary(const Series& series, const Classification& c,

@@ -108,3 +108,28 @@ TEST(PlanGpus, DeviceNameMatching) {
   EXPECT_EQ(key("NVIDIA L40S"), "none");
   EXPECT_EQ(key("NVIDIA L4"), "l4");
 }
+
+// Sizes are powers of 1024 and whole; durations take any unit, a bare number the caller's.
+TEST(Units, SizesAndDurations) {
+  EXPECT_EQ(parse_size("4096", "x"), 4096);
+  EXPECT_EQ(parse_size("8K", "x"), 8192);
+  EXPECT_EQ(parse_size("8k", "x"), 8192);
+  EXPECT_EQ(parse_size("1.5M", "x"), 1572864);
+  EXPECT_EQ(parse_size("2G", "x"), 2147483648);
+  EXPECT_EQ(parse_size("1e4", "x"), 10000);
+  EXPECT_EQ(parse_size("-1", "x"), -1);
+  EXPECT_THROW(parse_size("1.3K", "x"), stepscope::InputError);  // 1331.2
+  EXPECT_THROW(parse_size("8Q", "x"), stepscope::InputError);
+  EXPECT_THROW(parse_size("", "x"), stepscope::InputError);
+  EXPECT_THROW(parse_size("1e30", "x"), stepscope::InputError);
+  EXPECT_DOUBLE_EQ(parse_duration_s("500ms", 1, "x"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_duration_s("250us", 1, "x"), 250e-6);
+  EXPECT_DOUBLE_EQ(parse_duration_s("2min", 1, "x"), 120);
+  EXPECT_DOUBLE_EQ(parse_duration_s("1h", 1, "x"), 3600);
+  EXPECT_DOUBLE_EQ(parse_duration_s("120", 1e-3, "x"), 0.12);
+  EXPECT_THROW(parse_duration_s("2 weeks", 1, "x"), stepscope::InputError);
+  EXPECT_THROW(parse_duration_s("inf", 1, "x"), stepscope::InputError);
+  EXPECT_EQ(parse_seq_list({"2048,8K"}), (std::vector<std::int64_t>{2048, 8192}));
+}
+
+

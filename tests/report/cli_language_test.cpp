@@ -172,5 +172,30 @@ TEST(CliLanguage, ColourOnATerminalUnlessNoColor) {
   EXPECT_EQ(no_color.output.find('\x1b'), std::string::npos);
 }
 
+// One parser for sizes behind every integer option, one for durations behind every time option:
+// the same answer whichever way a number is written, and the same one-line refusal.
+TEST(CliLanguage, EveryIntegerTakesSizesAndEveryTimeTakesUnits) {
+  const CliRun bare = cli("plan memory --model llama-3-8b --seq 8192 --batch 2 --json -");
+  const CliRun suffixed = cli("plan memory --model llama-3-8b --seq 8K --batch 2 --json -");
+  ASSERT_EQ(bare.rc, 0) << bare.output;
+  EXPECT_EQ(suffixed.output, bare.output);
+  EXPECT_EQ(cli("plan roofline --layernorm 1M --json -").output, cli("plan roofline --layernorm 1048576 --json -").output);
+  EXPECT_EQ(cli("plan comm --params 7B --backward-ms 0.12s --json -").output,
+            cli("plan comm --params 7B --backward-ms 120 --json -").output);
+  const CliRun top = cli("analyze --top 1.5 " + kTrace);
+  EXPECT_EQ(top.rc, 2);
+  EXPECT_NE(top.output.find("--top: '1.5' is not a whole number"), std::string::npos) << top.output;
+  const CliRun seq = cli("plan kv --model llama-3-8b --seq 8Q");
+  EXPECT_EQ(seq.rc, 2);
+  EXPECT_NE(seq.output.find("--seq: unknown suffix in '8Q'"), std::string::npos) << seq.output;
+  // watch and triage count seconds; a bare 1000 is not the old milliseconds.
+  const CliRun interval = cli("watch --interval 1000 --seconds 3 --no-gpu -- true");
+  EXPECT_EQ(interval.rc, 2);
+  EXPECT_NE(interval.output.find("--interval 1000s: must be between 0.05s and 60s"), std::string::npos) << interval.output;
+  const CliRun unit = cli("watch --interval 2min --seconds 1 --no-gpu -- true");
+  EXPECT_EQ(unit.rc, 2);
+  EXPECT_NE(unit.output.find("--interval 120s"), std::string::npos) << unit.output;
+}
+
 }  // namespace
 }  // namespace stepscope

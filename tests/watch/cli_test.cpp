@@ -56,7 +56,7 @@ TEST(Cli, WatchBadInputExitsTwoWithOneLine) {
 
 TEST(Cli, WatchJsonOnStdout) {
   if (!have_binary()) GTEST_SKIP() << "stepscope binary not built";
-  auto r = run("watch --no-gpu --seconds 0.6 --interval 200 --json - -- sleep 1", true);
+  auto r = run("watch --no-gpu --seconds 0.6 --interval 200ms --json - -- sleep 1", true);
   ASSERT_EQ(r.code, 0) << r.out;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema"], "stepscope.watch/2");

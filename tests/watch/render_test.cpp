@@ -98,6 +98,27 @@ TEST(Render, LiveBlockShowsLatestSampleAndMissingGpu) {
   EXPECT_EQ(live.find('\x1b'), std::string::npos);
 }
 
+// On a narrow terminal every line of the live view fits (a wrapped line breaks the redraw):
+// whole fields go first, then the line is cut.
+TEST(Render, LiveBlockFitsTheTerminalWidth) {
+  auto s = pegged_series();
+  for (std::size_t width : {100u, 60u, 40u, 12u}) {
+    const std::string live = render_live(s, 10, width);
+    std::size_t start = 0;
+    while (start < live.size()) {
+      const std::size_t end = live.find('\n', start);
+      const std::string line = live.substr(start, end - start);
+      std::size_t cols = 0;
+      for (char c : line) cols += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+      EXPECT_LE(cols, width) << line;
+      start = end + 1;
+    }
+  }
+  EXPECT_EQ(fit_line("gpu0 util 97% · sm 1410 MHz · 300 W", 24), "gpu0 util 97% · …");
+  EXPECT_EQ(fit_line("gpu0 util 97% · sm 1410 MHz · 300 W", 80), "gpu0 util 97% · sm 1410 MHz · 300 W");
+  EXPECT_EQ(fit_line("abcdefghij", 5), "abcd…");
+}
+
 TEST(Render, SanitizeReplacesControlCharacters) {
   EXPECT_EQ(sanitize("a\tb\nc\x7f"), "a?b?c?");
   EXPECT_EQ(sanitize("plain"), "plain");

@@ -11,8 +11,14 @@ namespace stepscope::watch {
 
 inline constexpr const char* kWatchJsonSchema = "stepscope.watch/2";
 
-// The latest sample as a short block of lines for a refreshing terminal view.
-std::string render_live(const Series& series, double window_s);
+// The latest sample as a short block of lines for a refreshing terminal view. With `width` > 0
+// every line fits in that many columns (a wrapped line would break the redraw, which moves the
+// cursor up one row per line): whole " · " fields are dropped from the end, then the line is cut.
+std::string render_live(const Series& series, double window_s, std::size_t width = 0);
+
+// One line (no newline) in at most `width` columns, by the rule above. Example, width 24:
+// "gpu0 util 97% · sm 1410 MHz · 300 W" -> "gpu0 util 97% · …".
+std::string fit_line(const std::string& line, std::size_t width);
 
 // The verdict, its evidence and next step, further findings and notes.
 std::string render_summary(const Series& series, const Classification& c,
