@@ -1,6 +1,11 @@
+// The Kineto event parser, compiled once per SIMD kernel (see kineto_events.hpp): simdjson's
+// On-Demand API takes its kernel from the flags a file is compiled with, so each build of this
+// file lives in its own namespace, kernel_<STEPSCOPE_PARSER_KERNEL>, and none of its symbols can
+// be taken for another build's.
 #include "ingest/kineto_events.hpp"
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
 #include <array>
 #include <cmath>
@@ -9,7 +14,13 @@
 #include "stepscope/error.hpp"
 #include "stepscope/parse.hpp"
 
-namespace stepscope::ingest {
+#ifndef STEPSCOPE_PARSER_KERNEL
+#define STEPSCOPE_PARSER_KERNEL baseline
+#endif
+#define STEPSCOPE_KERNEL_NS_(k) kernel_##k
+#define STEPSCOPE_KERNEL_NS(k) STEPSCOPE_KERNEL_NS_(k)
+
+namespace stepscope::ingest::STEPSCOPE_KERNEL_NS(STEPSCOPE_PARSER_KERNEL) {
 namespace od = simdjson::ondemand;
 
 namespace {
@@ -404,8 +415,10 @@ bool time_in_range(std::int64_t ts, std::int64_t dur) {
 
 }  // namespace
 
-void parse_event_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout,
-                       const std::string& name, RankTrace& out, BatchStats& stats) {
+namespace {
+
+void parse_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout, const std::string& name,
+                 RankTrace& out, BatchStats& stats) {
   Where where{name, batch, 0};
   auto doc = parser.iterate(batch.text.data(), batch.text_size, batch.text.size());
   if (doc.error()) where.fail(simdjson::error_message(doc.error()));
@@ -441,50 +454,20 @@ void parse_event_batch(const EventBatch& batch, od::parser& parser, TraceLayout 
   }
 }
 
-namespace {
+// One thread's parser: simdjson's buffers grow to the largest run of events and are reused.
+class Parser final : public EventParser {
+ public:
+  void parse(const EventBatch& batch, TraceLayout layout, const std::string& name, RankTrace& out,
+             BatchStats& stats) override {
+    parse_batch(batch, parser_, layout, name, out, stats);
+  }
 
-std::vector<StrId> remap_strings(const StringTable& from, StringTable& to) {
-  std::vector<StrId> map(from.size());
-  for (std::size_t i = 0; i < from.size(); ++i) map[i] = to.intern(from.view(static_cast<StrId>(i)));
-  return map;
-}
-
-std::int64_t remap_track(std::int64_t v, const std::vector<StrId>& map) {
-  return is_string_track_id(v) ? string_track_id(map[track_string(v)]) : v;
-}
+ private:
+  od::parser parser_;
+};
 
 }  // namespace
 
-void merge_rank_part(RankTrace& into, RankTrace&& part) {
-  auto map = remap_strings(part.strings, into.strings);
-  EventTable& d = into.events;
-  auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
-  auto extra_off = static_cast<std::int32_t>(into.extras.size());
-  std::size_t base = d.size();
-  d.append(part.events);
-  for (std::size_t i = base; i < d.size(); ++i) {
-    d.name[i] = map[d.name[i]];
-    d.category[i] = map[d.category[i]];
-    d.pid[i] = remap_track(d.pid[i], map);
-    d.tid[i] = remap_track(d.tid[i], map);
-    if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
-    if (d.extra[i] >= 0) d.extra[i] += extra_off;
-  }
-  into.kernel_args.insert(into.kernel_args.end(), part.kernel_args.begin(), part.kernel_args.end());
-  for (auto& x : part.extras) {
-    x.input_dims = map[x.input_dims];
-    x.input_type = map[x.input_type];
-    x.alt_name = map[x.alt_name];
-    into.extras.push_back(x);
-  }
-  for (auto& c : part.counters) {
-    c.name = map[c.name];
-    c.series = map[c.series];
-    into.counters.push_back(c);
-  }
-  for (auto [cat, n] : part.launch_flow_counts) into.launch_flow_counts[map[cat]] += n;
-  for (auto& [pid, nm] : part.process_names) into.process_names[remap_track(pid, map)] = nm;
-  for (auto& [tid, nm] : part.thread_names) into.thread_names[remap_track(tid, map)] = nm;
-}
+std::unique_ptr<EventParser> make_parser() { return std::make_unique<Parser>(); }
 
-}  // namespace stepscope::ingest
+}  // namespace stepscope::ingest::STEPSCOPE_KERNEL_NS(STEPSCOPE_PARSER_KERNEL)

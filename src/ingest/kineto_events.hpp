@@ -1,8 +1,11 @@
 // Parses runs of Kineto / legacy autograd-profiler event objects into the columnar model.
+//
+// The parser is built once per SIMD kernel: for the x86-64-v2 baseline every build runs on, and,
+// on x86-64, again for AVX2 ("haswell"). make_event_parser() picks the fastest kernel this CPU
+// runs, once, at the first call, as simdjson picks its own DOM kernel.
 #pragma once
 
-#include <simdjson.h>
-
+#include <memory>
 #include <string>
 
 #include "ingest/json_chunker.hpp"
@@ -16,13 +19,32 @@ struct BatchStats {
   std::uint64_t time_out_of_range = 0;  // "ts" or "dur" beyond kMaxTraceTimeNs (skipped)
 };
 
-// Appends every event of `batch` to `out` (its strings, columns, side tables).
-// Throws InputError naming `name`, the event index and its byte offset on malformed events.
-void parse_event_batch(const EventBatch& batch, simdjson::ondemand::parser& parser,
-                       TraceLayout layout, const std::string& name, RankTrace& out,
-                       BatchStats& stats);
+// One thread's event parser (not thread-safe; keep one per thread).
+class EventParser {
+ public:
+  virtual ~EventParser();
+  // Appends every event of `batch` to `out` (its strings, columns, side tables).
+  // Throws InputError naming `name`, the event index and its byte offset on malformed events.
+  virtual void parse(const EventBatch& batch, TraceLayout layout, const std::string& name, RankTrace& out,
+                     BatchStats& stats) = 0;
+};
+
+// A parser of the kernel this CPU runs best: "haswell" (AVX2, BMI, PCLMUL) where the CPU has it
+// and it was built, else "baseline". STEPSCOPE_PARSER_KERNEL=baseline in the environment forces
+// the baseline (to compare kernels on one machine); an unknown or unavailable name is ignored.
+std::unique_ptr<EventParser> make_event_parser();
+// The kernel make_event_parser() picks: "haswell" or "baseline".
+const char* event_parser_kernel();
 
 // Appends `part` (parsed on another thread with its own string table) to `into`.
 void merge_rank_part(RankTrace& into, RankTrace&& part);
+
+// Each kernel's factory, defined by its build of kineto_events.cpp.
+namespace kernel_baseline {
+std::unique_ptr<EventParser> make_parser();
+}
+namespace kernel_haswell {
+std::unique_ptr<EventParser> make_parser();
+}
 
 }  // namespace stepscope::ingest

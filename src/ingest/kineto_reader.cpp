@@ -1,6 +1,5 @@
 // Reading Kineto / legacy autograd-profiler JSON traces into RankTrace, streaming.
 #include <fmt/core.h>
-#include <simdjson.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -104,11 +103,11 @@ struct FileReader {
   }
 
   void read_serial(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
-    simdjson::ondemand::parser parser;
+    const std::unique_ptr<EventParser> parser = make_event_parser();
     EventBatch batch;
     bool first = true;
     while (chunker.next(batch) == ChunkState::Found) {
-      parse_event_batch(batch, parser, chunker.layout(), name, out, stats);
+      parser->parse(batch, chunker.layout(), name, out, stats);
       if (first) reserve_after_first_batch(batch.text_size, out.events.size(), out);
       first = false;
       report_progress();
@@ -141,9 +140,9 @@ struct FileReader {
       if (chunker.next(*batch) != ChunkState::Found) break;
       TraceLayout layout = chunker.layout();
       inflight.push_back(pool.submit([batch, layout, this] {
-        thread_local simdjson::ondemand::parser parser;
+        thread_local const std::unique_ptr<EventParser> parser = make_event_parser();
         Done d;
-        parse_event_batch(*batch, parser, layout, name, d.part, d.stats);
+        parser->parse(*batch, layout, name, d.part, d.stats);
         d.text_size = batch->text_size;
         return d;
       }));

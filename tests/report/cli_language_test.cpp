@@ -197,5 +197,21 @@ TEST(CliLanguage, EveryIntegerTakesSizesAndEveryTimeTakesUnits) {
   EXPECT_NE(unit.output.find("--interval 120s"), std::string::npos) << unit.output;
 }
 
+// The event parser is built for the x86-64-v2 baseline and again for AVX2, picked at start-up:
+// both builds read every fixture kind to the same report (a multi-rank directory, a ROCm trace, a
+// legacy array, a trace with memory events).
+TEST(CliLanguage, BothParserKernelsGiveTheSameReport) {
+  const std::string fixtures = STEPSCOPE_FIXTURES_DIR;
+  for (const std::string trace : {kTrace, fixtures + "/hta/sampled_world128",
+                                  fixtures + "/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                                  fixtures + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}) {
+    const CliRun chosen = cli("analyze -q -j 2 --json - " + trace);
+    const CliRun baseline = cli_shell("STEPSCOPE_PARSER_KERNEL=baseline " + std::string(STEPSCOPE_BINARY_DIR) +
+                                      "/stepscope analyze -q -j 2 --json - " + trace);
+    ASSERT_EQ(chosen.rc, 0) << trace << chosen.output.substr(0, 300);
+    EXPECT_EQ(chosen.output, baseline.output) << trace;
+  }
+}
+
 }  // namespace
 }  // namespace stepscope

@@ -1,0 +1,47 @@
+// Which build of the event parser runs: the CPU's features, read once.
+#include <cstdlib>
+#include <string_view>
+
+#include "ingest/kineto_events.hpp"
+
+namespace stepscope::ingest {
+
+// The key function: the vtable is emitted here, in a baseline file, and nowhere else.
+EventParser::~EventParser() = default;
+
+namespace {
+
+// simdjson's haswell kernel is compiled for AVX2, BMI1/2, PCLMUL, LZCNT and POPCNT.
+bool cpu_runs_haswell() {
+#if defined(STEPSCOPE_HASWELL_PARSER) && (defined(__x86_64__) || defined(_M_X64))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("abm");
+#else
+  return false;
+#endif
+}
+
+bool choose_haswell() {
+  const char* forced = std::getenv("STEPSCOPE_PARSER_KERNEL");
+  if (forced && std::string_view(forced) == "baseline") return false;
+  return cpu_runs_haswell();
+}
+
+bool use_haswell() {
+  static const bool chosen = choose_haswell();
+  return chosen;
+}
+
+}  // namespace
+
+std::unique_ptr<EventParser> make_event_parser() {
+#ifdef STEPSCOPE_HASWELL_PARSER
+  if (use_haswell()) return kernel_haswell::make_parser();
+#endif
+  return kernel_baseline::make_parser();
+}
+
+const char* event_parser_kernel() { return use_haswell() ? "haswell" : "baseline"; }
+
+}  // namespace stepscope::ingest

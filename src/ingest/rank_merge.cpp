@@ -1,0 +1,52 @@
+// Merging the parts of one rank that worker threads parsed, each with its own string table.
+#include "ingest/kineto_events.hpp"
+
+namespace stepscope::ingest {
+
+namespace {
+
+std::vector<StrId> remap_strings(const StringTable& from, StringTable& to) {
+  std::vector<StrId> map(from.size());
+  for (std::size_t i = 0; i < from.size(); ++i) map[i] = to.intern(from.view(static_cast<StrId>(i)));
+  return map;
+}
+
+std::int64_t remap_track(std::int64_t v, const std::vector<StrId>& map) {
+  return is_string_track_id(v) ? string_track_id(map[track_string(v)]) : v;
+}
+
+}  // namespace
+
+void merge_rank_part(RankTrace& into, RankTrace&& part) {
+  auto map = remap_strings(part.strings, into.strings);
+  EventTable& d = into.events;
+  auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
+  auto extra_off = static_cast<std::int32_t>(into.extras.size());
+  std::size_t base = d.size();
+  d.append(part.events);
+  for (std::size_t i = base; i < d.size(); ++i) {
+    d.name[i] = map[d.name[i]];
+    d.category[i] = map[d.category[i]];
+    d.pid[i] = remap_track(d.pid[i], map);
+    d.tid[i] = remap_track(d.tid[i], map);
+    if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
+    if (d.extra[i] >= 0) d.extra[i] += extra_off;
+  }
+  into.kernel_args.insert(into.kernel_args.end(), part.kernel_args.begin(), part.kernel_args.end());
+  for (auto& x : part.extras) {
+    x.input_dims = map[x.input_dims];
+    x.input_type = map[x.input_type];
+    x.alt_name = map[x.alt_name];
+    into.extras.push_back(x);
+  }
+  for (auto& c : part.counters) {
+    c.name = map[c.name];
+    c.series = map[c.series];
+    into.counters.push_back(c);
+  }
+  for (auto [cat, n] : part.launch_flow_counts) into.launch_flow_counts[map[cat]] += n;
+  for (auto& [pid, nm] : part.process_names) into.process_names[remap_track(pid, map)] = nm;
+  for (auto& [tid, nm] : part.thread_names) into.thread_names[remap_track(tid, map)] = nm;
+}
+
+}  // namespace stepscope::ingest
