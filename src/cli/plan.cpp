@@ -125,7 +125,7 @@ std::function<int()> setup_memory(CLI::App& plan) {
   app->add_option("--headroom", o->headroom, "fraction of GPU memory kept free")->capture_default_str();
   add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
-              "  stepscope plan memory --params 7B   (model states only: 16 bytes/param with Adam)");
+              "  stepscope plan memory --params 7B   # model states only: 16 bytes/param with Adam");
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::MemoryInput in;
