@@ -35,6 +35,13 @@ std::vector<Runner> define_app(CLI::App& app) {
     auto run = c.setup(app);
     runners.emplace_back(app.get_subcommand(c.name), std::move(run));
   }
+  // After the commands: CLI11 gives a new subcommand its parent's footer.
+  app.footer(
+      "\nExamples:\n"
+      "  stepscope analyze trace.json.gz                   # which stage stalls the step, and what to change\n"
+      "  stepscope diff before/ after/                     # did a change make it faster, beyond noise\n"
+      "  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3\n"
+      "\nEach command has its own help (stepscope COMMAND --help) and man page (man stepscope-COMMAND).");
   return runners;
 }
 

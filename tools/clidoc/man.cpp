@@ -99,11 +99,15 @@ void write_command_list(std::ostringstream& out, const CommandDoc& c) {
 }
 
 // The help footer is plain text: indented lines are command lines, shown as written; a line
-// "Examples:" starts the examples; "Exit status: ..." says what the command exits with; the
-// rest is notes.
+// "Examples:" starts the examples, and a blank line after them ends them; "Exit status: ..."
+// says what the command exits with; the rest is notes.
 struct Footer {
   std::vector<std::string> notes, examples, exit_status;
 };
+
+bool has_text(const std::vector<std::string>& lines) {
+  return std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find_first_not_of(' ') != std::string::npos; });
+}
 
 Footer split_footer(const std::string& footer) {
   Footer f;
@@ -114,6 +118,7 @@ Footer split_footer(const std::string& footer) {
       at = &f.examples;
       continue;
     }
+    if (at == &f.examples && line.find_first_not_of(' ') == std::string::npos && has_text(f.examples)) at = &f.notes;
     if (line.starts_with("Exit status:")) {
       f.exit_status.push_back(line.substr(std::string("Exit status:").size()));
       continue;
@@ -138,9 +143,6 @@ void write_text_block(std::ostringstream& out, const std::vector<std::string>& l
   if (literal) out << ".fi\n.RE\n";
 }
 
-bool has_text(const std::vector<std::string>& lines) {
-  return std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find_first_not_of(' ') != std::string::npos; });
-}
 
 void write_exit_status(std::ostringstream& out, const CommandDoc& c, const Footer& f) {
   using namespace stepscope::cli;
@@ -180,11 +182,6 @@ ManPage command_page(const CommandDoc& c, const CommandDoc& root, const ManInfo&
   out << ".SH NAME\n" << roff_escape(page_name(c)) << " \\- " << roff_escape(summary_of(c)) << "\n";
   out << ".SH SYNOPSIS\n" << synopsis(c);
   out << ".SH DESCRIPTION\n" << roff_escape(sentence(summary_of(c))) << "\n";
-  if (c.path.empty())
-    out << roff_escape(fmt::format("Each command has its own page, {0}-COMMAND(1) (with man-db: man {0} COMMAND), and "
-                                   "its own help, {0} COMMAND --help.",
-                                   c.program))
-        << "\n";
   if (!c.subcommands.empty()) {
     out << ".SH COMMANDS\n";
     write_command_list(out, c);
