@@ -63,13 +63,10 @@ bool mentions(const std::string& text, const char* word) {
 // The description, with what the help shows beside it (default, required) said in words.
 std::string option_body(const OptionDoc& o) {
   std::string out = o.description;
-  auto sentence = [&out](const std::string& s) {
-    if (!out.empty() && out.back() != '.') out += '.';
-    out += (out.empty() ? "" : " ") + s;
-  };
-  if (o.required) sentence("Required.");
-  if (!o.default_value.empty() && !mentions(o.description, "default")) sentence("Default: " + o.default_value + ".");
-  if (o.repeatable && !mentions(o.description, "repeatable")) sentence("Repeatable.");
+  auto add = [&out](const std::string& s) { out = out.empty() ? s : sentence(out) + " " + s; };
+  if (o.required) add("Required.");
+  if (!o.default_value.empty() && !mentions(o.description, "default")) add("Default: " + o.default_value + ".");
+  if (o.repeatable && !mentions(o.description, "repeatable")) add("Repeatable.");
   return roff_escape(out);
 }
 
@@ -143,8 +140,8 @@ void write_text_block(std::ostringstream& out, const std::vector<std::string>& l
   if (literal) out << ".fi\n.RE\n";
 }
 
-
-void write_exit_status(std::ostringstream& out, const CommandDoc& c, const Footer& f) {
+// The program's exit codes, unless the command's help says its own.
+void write_exit_status(std::ostringstream& out, const Footer& f) {
   using namespace stepscope::cli;
   out << ".SH \"EXIT STATUS\"\n";
   if (!f.exit_status.empty()) {
@@ -170,8 +167,7 @@ bool related(const CommandDoc& c, const CommandDoc& other) {
          std::equal(c.path.begin(), c.path.end() - 1, other.path.begin());
 }
 
-ManPage command_page(const CommandDoc& c, const CommandDoc& root, const ManInfo& info) {
-  std::ostringstream out;
+void write_header(std::ostringstream& out, const CommandDoc& c, const ManInfo& info) {
   std::string upper = page_name(c);
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char ch) { return std::toupper(ch); });
   out << ".\\\" Generated from the command-line definitions by stepscope-clidoc; do not edit.\n";
@@ -182,22 +178,54 @@ ManPage command_page(const CommandDoc& c, const CommandDoc& root, const ManInfo&
   out << ".SH NAME\n" << roff_escape(page_name(c)) << " \\- " << roff_escape(summary_of(c)) << "\n";
   out << ".SH SYNOPSIS\n" << synopsis(c);
   out << ".SH DESCRIPTION\n" << roff_escape(sentence(summary_of(c))) << "\n";
+}
+
+void write_arguments(std::ostringstream& out, const CommandDoc& c) {
+  if (c.positionals.empty()) return;
+  out << ".SH ARGUMENTS\n";
+  for (const auto& p : c.positionals)
+    out << ".TP\n" << italic(p.name) << (p.many ? "\\&..." : "") << "\n" << roff_escape(p.description) << "\n";
+}
+
+void write_all_options(std::ostringstream& out, const CommandDoc& c) {
+  out << ".SH OPTIONS\n";
+  write_options(out, c.options);
+  if (c.inherited.empty()) return;
+  out << ".SS \"Options of " << roff_escape(c.program) << "\"\n";
+  out << "Given before or after the command; see " << page_ref(c.program) << ".\n";
+  write_options(out, c.inherited);
+}
+
+// What the program's own page says beyond its options: the project file --config reads by
+// default, and the environment.
+void write_files_and_environment(std::ostringstream& out, const CommandDoc& root) {
+  for (const auto& o : root.options)
+    if (o.names == std::vector<std::string>{"--config"} && !o.default_value.empty())
+      out << ".SH FILES\n.TP\n" << italic("./" + o.default_value) << "\n"
+          << roff_escape("Default options, one [command] section per command (e.g. [analyze] with top = 20); "
+                         "read when present, or the file --config names. The command line wins over it.")
+          << "\n";
+  out << ".SH ENVIRONMENT\n.TP\n" << bold("NO_COLOR") << "\n"
+      << roff_escape("When set to anything non-empty, reports on a terminal are not coloured.") << "\n";
+}
+
+void write_see_also(std::ostringstream& out, const CommandDoc& c, const CommandDoc& root) {
+  out << ".SH \"SEE ALSO\"\n";
+  std::vector<std::string> refs;
+  for (const CommandDoc* other : all_commands(root))
+    if (related(c, *other)) refs.push_back(page_ref(page_name(*other)));
+  for (std::size_t i = 0; i < refs.size(); ++i) out << refs[i] << (i + 1 < refs.size() ? ",\n" : "\n");
+}
+
+ManPage command_page(const CommandDoc& c, const CommandDoc& root, const ManInfo& info) {
+  std::ostringstream out;
+  write_header(out, c, info);
   if (!c.subcommands.empty()) {
     out << ".SH COMMANDS\n";
     write_command_list(out, c);
   }
-  if (!c.positionals.empty()) {
-    out << ".SH ARGUMENTS\n";
-    for (const auto& p : c.positionals)
-      out << ".TP\n" << italic(p.name) << (p.many ? "\\&..." : "") << "\n" << roff_escape(p.description) << "\n";
-  }
-  out << ".SH OPTIONS\n";
-  write_options(out, c.options);
-  if (!c.inherited.empty()) {
-    out << ".SS \"Options of " << roff_escape(c.program) << "\"\n";
-    out << "Given before or after the command; see " << page_ref(c.program) << ".\n";
-    write_options(out, c.inherited);
-  }
+  write_arguments(out, c);
+  write_all_options(out, c);
   const Footer f = split_footer(c.footer);
   if (has_text(f.notes)) {
     out << ".SH NOTES\n";
@@ -207,22 +235,10 @@ ManPage command_page(const CommandDoc& c, const CommandDoc& root, const ManInfo&
     out << ".SH EXAMPLES\n";
     write_text_block(out, f.examples);
   }
-  if (c.path.empty() || !f.exit_status.empty()) write_exit_status(out, c, f);
-  if (c.path.empty() && root.options.size() > 0) {
-    for (const auto& o : root.options)
-      if (o.names.size() == 1 && o.names[0] == "--config" && !o.default_value.empty())
-        out << ".SH FILES\n.TP\n" << italic("./" + o.default_value) << "\n"
-            << roff_escape("Default options, one [command] section per command (e.g. [analyze] with top = 20); "
-                           "read when present, or the file --config names. The command line wins over it.")
-            << "\n";
-    out << ".SH ENVIRONMENT\n.TP\n" << bold("NO_COLOR") << "\n"
-        << roff_escape("When set to anything non-empty, reports on a terminal are not coloured.") << "\n";
-  }
-  out << ".SH \"SEE ALSO\"\n";
-  std::vector<std::string> refs;
-  for (const CommandDoc* other : all_commands(root))
-    if (related(c, *other)) refs.push_back(page_ref(page_name(*other)));
-  for (std::size_t i = 0; i < refs.size(); ++i) out << refs[i] << (i + 1 < refs.size() ? ",\n" : "\n");
+  const bool program = c.path.empty();
+  if (program || !f.exit_status.empty()) write_exit_status(out, f);
+  if (program) write_files_and_environment(out, root);
+  write_see_also(out, c, root);
   return {page_name(c) + ".1", out.str()};
 }
 

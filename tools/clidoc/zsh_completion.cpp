@@ -1,5 +1,6 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "completion.hpp"
@@ -14,10 +15,16 @@ std::string sq(const std::string& s) {
   return out + "'";
 }
 
+// A description on one line, as a completion list shows it.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
 // Text inside an _arguments "[description]": brackets and backslashes escaped.
 std::string bracket_text(const std::string& s) {
   std::string out;
-  for (char ch : s) {
+  for (char ch : one_line(s)) {
     if (ch == '[' || ch == ']' || ch == '\\') out += '\\';
     out += ch;
   }
@@ -98,7 +105,7 @@ void write_function(std::ostringstream& out, const CommandDoc& c) {
   for (const auto& s : c.subcommands) out << "      " << s.name() << ") " << function_name(s) << " && ret=0 ;;\n";
   out << "    esac\n  fi\n  return ret\n}\n\n";
   out << fn << "_commands() {\n  local -a commands=(\n";
-  for (const auto& s : c.subcommands) out << "    " << sq(field(s.name()) + ":" + s.description) << "\n";
+  for (const auto& s : c.subcommands) out << "    " << sq(field(s.name()) + ":" + one_line(s.description)) << "\n";
   out << "  )\n  _describe -t commands " << sq(c.full_name() + " command") << " commands\n}\n\n";
 }
 
