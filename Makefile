@@ -3,8 +3,9 @@ BUILD ?= build
 JOBS ?= 2
 EXAMPLE ?= examples/cpu_training_step.pt.trace.json.gz
 FUZZ_SECONDS ?= 600
+PREFIX ?= /usr/local
 
-.PHONY: deps configure build run test test-sanitize bench fuzz clean python
+.PHONY: deps configure build run test test-sanitize bench fuzz clean python install
 
 deps:
 	@scripts/install-deps
@@ -25,6 +26,13 @@ python: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The binary in PREFIX/bin, a man page per command in PREFIX/share/man/man1, bash and zsh
+# completions in PREFIX/share/{bash-completion/completions,zsh/site-functions}; DESTDIR, when
+# set, is put before every path (for packaging). Same as `cmake --install build --prefix PREFIX`.
+install: configure
+	@cmake --build $(BUILD) -j$(JOBS) --target stepscope stepscope_clidoc
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 bench: build
 	scripts/run-bench $(BUILD)

@@ -86,15 +86,22 @@ int run_analyze(const AnalyzeArgs& a) {
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces or Nsight Systems SQLite exports");
-  cmd->footer("\nExamples:\n  stepscope analyze ./tb_logs/                      every rank of a run\n  stepscope analyze trace.json.gz --html report.html --csv tables/\n  zcat trace.json.gz | stepscope analyze -           a trace on standard input");
+  // Each example is a shell line, comments after '#': the tests run them as written.
+  cmd->footer(
+      "\nExamples:\n"
+      "  stepscope analyze ./tb_logs/                      # every rank of a run\n"
+      "  stepscope analyze trace.json.gz --html report.html --csv tables/\n"
+      "  zcat trace.json.gz | stepscope analyze -           # a trace on standard input");
   cmd->add_option("TRACE", args->paths,
                   "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
-      ->required();
-  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
-  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE");
+      ->required()
+      ->type_name("PATH");
+  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
+  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE")->type_name("FILE");
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the trace with stepscope's tracks added, for Perfetto; FILE.gz is written gzipped; with "
-                  "several ranks FILE becomes a directory holding one annotated trace per rank");
+                  "several ranks FILE becomes a directory holding one annotated trace per rank")
+      ->type_name("FILE");
   cmd->add_option("--csv", args->csv_dir,
                   "Also write every drill-down table (operators, kernels, kernel sequences, queue length, memory "
                   "bandwidth, critical path, memory) as CSV files in DIR")

@@ -97,12 +97,13 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd = app.add_subcommand("diff", "Compare two runs: speedup beyond noise, partition, kernels, bottleneck");
   cmd->footer("\nExamples:\n  stepscope diff before/ after/\n  stepscope diff base.json.gz test.json.gz --html diff.html\n  stepscope diff before/ after/ --json - > diff.json");
-  cmd->add_option("BASE", args->base_run, "The base run: a trace file or a directory of per-rank traces");
-  cmd->add_option("TEST", args->test_run, "The test run, compared with BASE: a trace file or a directory");
-  cmd->add_option("--base", args->base, "Trace files of the base run (instead of BASE)")->expected(1, -1);
-  cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1);
-  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)");
-  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE");
+  cmd->add_option("BASE", args->base_run, "The base run: a trace file or a directory of per-rank traces")->type_name("PATH");
+  cmd->add_option("TEST", args->test_run, "The test run, compared with BASE: a trace file or a directory")->type_name("PATH");
+  cmd->add_option("--base", args->base, "Trace files of the base run (instead of BASE)")->expected(1, -1)->type_name("FILE");
+  cmd->add_option("--test", args->test, "Trace files of the test run (instead of TEST)")->expected(1, -1)->type_name("FILE");
+  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
+  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE")
+      ->type_name("FILE");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(kNonNegative);
   cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")

@@ -5,18 +5,9 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/app.hpp"
 #include "cli/command.hpp"
-#include "cli/units.hpp"
 #include "stepscope/error.hpp"
-
-namespace stepscope::cli {
-
-std::vector<Command>& command_registry() {
-  static std::vector<Command> commands;
-  return commands;
-}
-
-}  // namespace stepscope::cli
 
 namespace {
 
@@ -147,28 +138,8 @@ void report_error(const char* kind, const char* what) { std::fprintf(stderr, "st
 
 int main(int argc, char** argv) {
   using namespace stepscope::cli;
-  CLI::App app{"stepscope: names the stage that stalls a deep-learning training step", "stepscope"};
-  app.set_version_flag("--version", std::string("stepscope ") + STEPSCOPE_VERSION);
-  app.require_subcommand(1);
-  // A project file keeps a team's options in one place: stepscope.toml in the working directory
-  // (or the file --config names), one [command] section per command, e.g.
-  //   [analyze]
-  //   stage = ["forward=my_fwd_.*", "backward=my_bwd_.*"]
-  //   top = 20
-  // Options on the command line win over the file.
-  app.set_config("--config", "stepscope.toml", "Read default options from this TOML file (default: ./stepscope.toml when present)");
-  app.allow_config_extras(CLI::config_extras_mode::error);
-  app.fallthrough();  // --config after the command works too
-
-  auto& commands = command_registry();
-  std::sort(commands.begin(), commands.end(),
-            [](const Command& a, const Command& b) { return a.name < b.name; });
-  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
-  for (auto& c : commands) {
-    auto run = c.setup(app);
-    runners.emplace_back(app.get_subcommand(c.name), std::move(run));
-  }
-  accept_sizes(app);
+  CLI::App app;
+  const std::vector<Runner> runners = define_app(app);
 
   try {
     app.parse(argc, argv);

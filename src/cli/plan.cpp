@@ -126,7 +126,7 @@ std::function<int()> setup_memory(CLI::App& plan) {
   app->add_option("--headroom", o->headroom, "fraction of GPU memory kept free")->capture_default_str();
   add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
-              "  stepscope plan memory --params 7B   (model states only: 16 bytes/param with Adam)");
+              "  stepscope plan memory --params 7B   # model states only: 16 bytes/param with Adam");
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::MemoryInput in;
@@ -328,6 +328,7 @@ std::function<int()> setup_scaling(CLI::App& plan) {
   app->add_option("--point", o->points, "GPUS:THROUGHPUT, repeated (e.g. --point 1:100 --point 8:600)")
       ->required();
   add_json_option(app, o->json);
+  app->footer("Example:\n  stepscope plan scaling --point 1:100 --point 8:600 --point 64:3200");
   return [o, app]() {
     if (!app->parsed()) return -1;
     std::vector<std::pair<int, double>> pts;
@@ -357,6 +358,8 @@ std::function<int()> setup_pipeline(CLI::App& plan) {
   app->add_option("--target-bubble", o->in.target_bubble, "bubble to size the micro-batch count for")
       ->capture_default_str();
   add_json_option(app, o->json);
+  app->footer("Examples:\n  stepscope plan pipeline --stages 4 --micro-batches 16 --interleave 2\n"
+              "  stepscope plan pipeline --stages 8 --micro-batch-ms 120 --target-bubble 0.05");
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::PipelineInput in = o->in;
@@ -485,6 +488,7 @@ std::function<int()> setup_specdec(CLI::App& plan) {
   app->add_option("--target-ms", o->target_ms, "one target-model forward (ms)")->required();
   app->add_option("--max-k", o->in.max_k, "search the best k up to this")->capture_default_str();
   add_json_option(app, o->json);
+  app->footer("Example:\n  stepscope plan specdec --accept 0.8 --k 5 --draft-ms 2 --target-ms 30");
   return [o, app]() {
     if (!app->parsed()) return -1;
     sp::SpecDecInput in = o->in;
@@ -501,6 +505,7 @@ std::function<int()> setup_gpus(CLI::App& plan) {
   auto json = std::make_shared<JsonOut>();
   auto* app = plan.add_subcommand("gpus", "list the GPU database");
   add_json_option(app, *json);
+  app->footer("Examples:\n  stepscope plan gpus\n  stepscope plan gpus --json gpus.json");
   return [json, app]() {
     if (!app->parsed()) return -1;
     return emit(*json, sp::gpus_to_json(sp::gpu_database()), sp::render_gpus_text(sp::gpu_database()));
@@ -511,6 +516,7 @@ std::function<int()> setup_models(CLI::App& plan) {
   auto json = std::make_shared<JsonOut>();
   auto* app = plan.add_subcommand("models", "list the model presets");
   add_json_option(app, *json);
+  app->footer("Examples:\n  stepscope plan models\n  stepscope plan models --json - | head");
   return [json, app]() {
     if (!app->parsed()) return -1;
     return emit(*json, sp::models_to_json(sp::model_presets()),
@@ -523,14 +529,16 @@ std::function<int()> setup_plan(CLI::App& app) {
       "plan", "capacity and cost calculators: memory, roofline, comm, scaling, pipeline, kv, "
               "serve, specdec, stack, gpus, models");
   plan->require_subcommand(1);
-  plan->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
-               "  stepscope plan comm --params 7B --gpus 8 --bandwidth 50\n"
-               "  stepscope plan kv --model llama-3-70b --seq 8K,32K");
   // Each runner returns -1 when its subcommand was not the one parsed.
   std::vector<std::function<int()>> runners = {
       setup_memory(*plan), setup_roofline(*plan), setup_comm(*plan),  setup_scaling(*plan),
       setup_pipeline(*plan), setup_kv(*plan),     setup_serve(*plan), setup_specdec(*plan),
       setup_stack(*plan),  setup_gpus(*plan),     setup_models(*plan)};
+  // After the calculators: CLI11 gives a new subcommand its parent's footer, and these examples
+  // are not theirs.
+  plan->footer("Examples:\n  stepscope plan memory --model llama-3-8b --gpus 8 --zero 3 --batch 4 --seq 4096\n"
+               "  stepscope plan comm --params 7B --gpus 8 --bandwidth 50\n"
+               "  stepscope plan kv --model llama-3-70b --seq 8K,32K");
   return [runners]() {
     for (const auto& run : runners) {
       const int rc = run();

@@ -82,7 +82,8 @@ const RegisterCommand kRegister{Command{
           "Classify a job offline from recorded logs: nvidia-smi dmon, nvidia-smi --query-gpu "
           "csv, and optionally top -b or pidstat from the host");
       sub->add_option("LOG", args->files, "Log files (format detected from the content)")
-          ->required();
+          ->required()
+          ->type_name("FILE");
       sub->add_option("--columns", args->columns,
                       "The --query-gpu field list, for CSV logs recorded with noheader");
       sub->add_option("--pid", args->pid, "Host logs: the job's process id");
@@ -95,7 +96,8 @@ const RegisterCommand kRegister{Command{
           ->default_val(1.0);
       sub->add_option("--cpus", args->cpus, "Cores the job could use, when the logs do not say");
       sub->add_option("--json", args->json_path,
-                      "Also write the result as JSON to FILE ('-' for stdout, instead of text)");
+                      "Also write the result as JSON to FILE ('-' for stdout, instead of text)")
+          ->type_name("FILE");
       sub->footer(
           "\nRecord on the GPU host, e.g.:\n"
           "  nvidia-smi dmon -s pucvmet -o T -d 1 -c 30 > dmon.log & top -b -d 1 -n 30 > top.log\n"

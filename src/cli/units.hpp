@@ -46,6 +46,7 @@ inline void accept_sizes(CLI::App& app) {
 // The option takes a duration with any unit; a bare number counts `unit_s` seconds (the unit the
 // option's name or help states). The text becomes that number of units before CLI11 converts it.
 inline CLI::Option* as_duration(CLI::Option* o, double unit_s) {
+  o->type_name("DURATION");
   return o->transform([unit_s](std::string text) {
     return as_parse_error([&] { return fmt::format("{}", plan::parse_duration_s(text, unit_s, "") / unit_s); });
   });

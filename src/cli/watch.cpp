@@ -115,7 +115,8 @@ const RegisterCommand kRegister{Command{
           "and classify it: GPU-bound, input-bound, I/O-bound, oversubscribed, ...");
       sub->add_option("--pid", args->options.pid, "Watch this running process and its children");
       sub->add_option("COMMAND", args->options.command,
-                      "Or start this command and watch it (put it after --)");
+                      "Or start this command and watch it (put it after --)")
+          ->type_name("COMMAND");
       as_duration(sub->add_option("--seconds", args->options.seconds,
                                   "How long to watch: a duration (90s, 5min; a bare number is seconds)"),
                   1.0)
@@ -126,10 +127,12 @@ const RegisterCommand kRegister{Command{
           ->default_val(1.0);
       sub->add_option(
           "--json", args->json_path,
-          "Also write the full result as JSON to FILE ('-' for stdout, instead of text)");
+          "Also write the full result as JSON to FILE ('-' for stdout, instead of text)")
+          ->type_name("FILE");
       sub->add_option("--nvml-lib", args->nvml_library,
                       fmt::format("NVML library to load (default ${} or {})",
-                                  watch::kNvmlLibraryEnv, watch::kNvmlDefaultLibrary));
+                                  watch::kNvmlLibraryEnv, watch::kNvmlDefaultLibrary))
+          ->type_name("FILE");
       sub->add_flag("--no-gpu", args->no_gpu, "Do not read GPUs; judge the host side only");
       sub->add_flag("--no-live,-q,--quiet", args->no_live, "No refreshing view (the live view is watch's progress), only the final summary");
       sub->add_flag("--stop", args->stop_command,
