@@ -191,3 +191,30 @@ def run(example, source, build):
         return out.returncode, out.stdout[-2000:] + out.stderr[-2000:], missing
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+
+class ExampleChecks:
+    """The checks every list of examples gets. A test class sets `tree` (cli_help.command_tree) and
+    `examples` in setUpClass and lists this before unittest.TestCase among its bases."""
+
+    def test_examples_name_real_commands_and_options(self):
+        import cli_help
+        globals_ = cli_help.global_options(self.tree)
+        for e in self.examples:
+            with self.subTest(where=e.where, line=e.line):
+                self.assertEqual([], unknown_names(e.line, self.tree, globals_))
+
+    def test_examples_run(self):
+        import cli_help
+        source, build, _ = cli_help.env()
+        for e in self.examples:
+            with self.subTest(where=e.where, line=e.line):
+                reason = why_not_run(e)
+                if reason:
+                    print(f"not run: {e.where}: {e.line}  ({reason})")
+                    continue
+                rc, output, missing = run(e, source, build)
+                self.assertEqual(expected_exit(e.line), rc, output)
+                if rc == 0:
+                    self.assertEqual([], missing, "outputs it names were not written")
