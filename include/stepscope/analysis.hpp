@@ -10,6 +10,7 @@
 #include "stepscope/cuda_summary.hpp"
 #include "stepscope/drilldown.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/footgun_scan.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
@@ -53,6 +54,7 @@ struct IngestSummary {
   std::vector<ThreadSummary> threads;
   std::vector<StreamSummary> streams;
   std::vector<std::string> gpus;  // device names from deviceProperties
+  std::vector<DeviceProperties> devices;  // the same devices' properties (memory for the footguns)
   std::vector<std::int64_t> profiler_steps;  // N of every ProfilerStep#N found on the host
   std::uint64_t bytes_read = 0;
   bool truncated = false;
@@ -81,6 +83,8 @@ struct AnalysisResult {
   // Operator and kernel views, queue length, memory bandwidth, kernel sequences and memory over
   // time of every rank, same order as `ranks`.
   std::vector<DrillDown> drilldowns;
+  // What the footgun detectors read of each rank's events, same order as `ranks`.
+  std::vector<footgun::RankScan> footgun_scans;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
 };
@@ -92,7 +96,31 @@ struct AnalyzeOptions {
   DrillDownOptions drilldown;
 };
 
+// Everything the analysis of one rank produced, before the ranks are put side by side: what the
+// cross-rank analyses, the diagnosis and every report read of that rank, and nothing that needs
+// its events. A rank's summary file (stepscope/rank_summary.hpp) holds exactly this.
+struct RankAnalysis {
+  IngestSummary ingest;
+  RankFacts facts;
+  RankPartition partition;
+  Stability stability;
+  GpuTimeline gpu_timeline;
+  CudaSummary cuda_summary;
+  std::optional<DrillDown> drilldown;  // absent when AnalyzeOptions::with_drilldown is false
+  footgun::RankScan footgun_scan;
+};
+
 IngestSummary summarize_ingest(const RankTrace& t);
+
+// The analyses of one rank: they read that rank's trace alone.
+RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts = {});
+
+// The ranks side by side: the rank comparison, the run kind and trust checks that need a rank's
+// steps, and the job's trust list. `ranks` must be in rank order; `warnings` are about the set
+// of ranks (Trace::warnings). Every rank's slot moves into the result.
+AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings);
+
+// analyze_rank on every rank (up to opts.jobs at once), then combine_ranks.
 AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts = {});
 
 }  // namespace stepscope

@@ -18,9 +18,8 @@ JobStep job_step(const AnalysisResult& r);
 // Group shares of one step (the generator's verdict rule): which bound a step shows.
 Bound step_bound(const std::array<double, kCategoryCount>& category, double window_ns);
 
-// Fills r.diagnosis.
+// Fills r.diagnosis. The footgun detectors (stepscope/footguns.hpp) run when the result holds
+// the ranks' footgun scans, as every result of analyze() or of a merge of rank summaries does.
 void diagnose(AnalysisResult& r);
-// The same, with the footgun detectors (stepscope/footguns.hpp) reading `trace`'s events.
-void diagnose(AnalysisResult& r, const Trace& trace);
 
 }  // namespace stepscope

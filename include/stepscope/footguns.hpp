@@ -21,7 +21,8 @@ inline constexpr const char* kFootgunIds[] = {
     "zero_grad_memset",   "host_sync_logging",  "pageable_copy",   "loader_respawn",
     "ddp_no_overlap"};
 
-// `r` must hold the analysis of `trace` (same ranks, same order); `job` its steady-state step.
-std::vector<Finding> detect_footguns(const Trace& trace, const AnalysisResult& r, const JobStep& job);
+// Reads each rank's footgun scan (AnalysisResult::footgun_scans; none, no finding); `job` is the
+// result's steady-state step.
+std::vector<Finding> detect_footguns(const AnalysisResult& r, const JobStep& job);
 
 }  // namespace stepscope

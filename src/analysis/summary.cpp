@@ -99,6 +99,7 @@ IngestSummary summarize_ingest(const RankTrace& t) {
     s.streams.push_back(ss);
   }
   for (const auto& d : t.devices) s.gpus.push_back(d.name);
+  s.devices = t.devices;
   s.profiler_steps = host_profiler_steps(t);
   s.bytes_read = t.bytes_read;
   s.truncated = t.truncated;
@@ -137,38 +138,50 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 }  // namespace
 
-AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
+RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
+  RankAnalysis a;
+  a.ingest = summarize_ingest(rank);
+  a.facts = compute_facts(rank);
+  a.partition = partition_rank(rank, a.facts, opts.partition);
+  a.stability = compute_stability(a.partition);
+  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts);
+  a.cuda_summary = summarize_cuda(rank);
+  if (opts.with_drilldown) a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown);
+  if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
+  return a;
+}
+
+AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
   AnalysisResult r;
-  const std::size_t n = trace.ranks.size();
-  r.ranks.resize(n);
-  r.partitions.resize(n);
-  r.stability.resize(n);
-  r.gpu_timelines.resize(n);
-  r.cuda_summaries.resize(n);
-  if (opts.with_drilldown) r.drilldowns.resize(n);
-  r.facts.resize(n);
-  // Each rank's analyses read only that rank's trace and write only its own slots.
-  for_each_rank_parallel(n, opts.jobs, [&](std::size_t i) {
-    const RankTrace& rank = trace.ranks[i];
-    r.ranks[i] = summarize_ingest(rank);
-    r.facts[i] = compute_facts(rank);
-    r.partitions[i] = partition_rank(rank, r.facts[i], opts.partition);
-    r.stability[i] = compute_stability(r.partitions[i]);
-    r.gpu_timelines[i] = analyze_gpu_timeline(rank, r.facts[i]);
-    r.cuda_summaries[i] = summarize_cuda(rank);
-    if (opts.with_drilldown) r.drilldowns[i] = analyze_drilldown(rank, r.facts[i], r.gpu_timelines[i].steps, opts.drilldown);
-  });
+  const bool drilldown = std::all_of(ranks.begin(), ranks.end(), [](const RankAnalysis& a) { return a.drilldown.has_value(); });
+  for (RankAnalysis& a : ranks) {
+    refine_run_kind(a.partition, a.facts);
+    block_single_cold_pass(a.partition, a.facts);
+    r.ranks.push_back(std::move(a.ingest));
+    r.facts.push_back(std::move(a.facts));
+    r.partitions.push_back(std::move(a.partition));
+    r.stability.push_back(std::move(a.stability));
+    r.gpu_timelines.push_back(std::move(a.gpu_timeline));
+    r.cuda_summaries.push_back(std::move(a.cuda_summary));
+    if (drilldown) r.drilldowns.push_back(std::move(*a.drilldown));
+    r.footgun_scans.push_back(std::move(a.footgun_scan));
+  }
   r.rank_comparison = compare_ranks(r.partitions);
-  r.warnings = trace.warnings;
-  for (std::size_t i = 0; i < n; ++i) {
-    refine_run_kind(r.partitions[i], r.facts[i]);
-    block_single_cold_pass(r.partitions[i], r.facts[i]);
+  r.warnings = std::move(warnings);
+  for (std::size_t i = 0; i < r.facts.size(); ++i) {
     const auto& f = r.facts[i].trust.warnings;
     r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());
     const auto& p = r.partitions[i].trust;
     r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
   }
   return r;
+}
+
+AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
+  std::vector<RankAnalysis> ranks(trace.ranks.size());
+  // Each rank's analyses read only that rank's trace and write only its own slot.
+  for_each_rank_parallel(ranks.size(), opts.jobs, [&](std::size_t i) { ranks[i] = analyze_rank(trace.ranks[i], opts); });
+  return combine_ranks(std::move(ranks), trace.warnings);
 }
 
 }  // namespace stepscope

@@ -9,13 +9,13 @@
 #include <cmath>
 
 #include "diagnose/diagnose_internal.hpp"
-#include "diagnose/footguns_scan.hpp"
+#include "stepscope/footgun_scan.hpp"
 
 namespace stepscope {
 namespace {
 
 using namespace diagnose_detail;
-using namespace footgun_detail;
+using namespace footgun;
 
 // Thresholds. Each is a floor below which the signature is too faint to name.
 constexpr double kSimtGemmShare = 0.5;        // SIMT share of GEMM time (seed 001 T9/T13)
@@ -219,7 +219,7 @@ void anomaly_mode(const Job& j, std::vector<Finding>& out) {
 }
 
 // 5. Activation checkpointing where device memory would allow keeping activations.
-void activation_recompute(const AnalysisResult& r, const Trace& trace, const Job& j, std::vector<Finding>& out) {
+void activation_recompute(const AnalysisResult& r, const Job& j, std::vector<Finding>& out) {
   const double kernels = j.sum([](const RankScan& s) { return s.recompute_kernels; });
   if (kernels <= 0) return;
   const double time = j.sum([](const RankScan& s) { return s.recompute_time; });
@@ -227,11 +227,11 @@ void activation_recompute(const AnalysisResult& r, const Trace& trace, const Job
   if (!worth(j, gain)) return;
   std::string memory = "no [memory] events in the trace: the memory headroom is unknown (profile_memory=True "
                        "shows it); drop checkpointing only if activations fit";
-  for (std::size_t i = 0; i < r.gpu_timelines.size() && i < trace.ranks.size(); ++i) {
+  for (std::size_t i = 0; i < r.gpu_timelines.size() && i < r.ranks.size(); ++i) {
     const auto& m = r.gpu_timelines[i].memory;
     if (!m.available) continue;
     for (const auto& d : m.devices)
-      for (const auto& p : trace.ranks[i].devices) {
+      for (const auto& p : r.ranks[i].devices) {
         if (p.id != d.device_id || p.total_global_mem <= 0 || d.peak_allocated <= 0) continue;
         const double free = 1.0 - static_cast<double>(d.peak_allocated) / static_cast<double>(p.total_global_mem);
         if (free < kRecomputeMinHeadroom) return;  // memory is tight: checkpointing is the right trade
@@ -445,15 +445,15 @@ void ddp_no_overlap(const Job& j, std::vector<Finding>& out) {
 
 }  // namespace
 
-std::vector<Finding> detect_footguns(const Trace& trace, const AnalysisResult& r, const JobStep& job) {
+std::vector<Finding> detect_footguns(const AnalysisResult& r, const JobStep& job) {
   std::vector<Finding> out;
-  if (job.step_ns <= 0 || trace.ranks.size() != r.partitions.size() || r.facts.size() != r.partitions.size())
+  if (job.step_ns <= 0 || r.footgun_scans.size() != r.partitions.size() || r.facts.size() != r.partitions.size())
     return out;
   Job j;
   j.job = &job;
-  for (std::size_t i = 0; i < trace.ranks.size(); ++i) {
+  for (std::size_t i = 0; i < r.partitions.size(); ++i) {
     if (!r.partitions[i].steady_steps) continue;
-    j.ranks.push_back(footgun_detail::scan_rank(trace.ranks[i], r.facts[i], r.partitions[i]));
+    j.ranks.push_back(r.footgun_scans[i]);
     j.steady += static_cast<double>(r.partitions[i].steady_steps);
   }
   if (j.ranks.empty()) return out;
@@ -464,7 +464,7 @@ std::vector<Finding> detect_footguns(const Trace& trace, const AnalysisResult& r
   }
   anomaly_mode(j, out);
   const bool anomaly = !out.empty() && out.back().id == "anomaly_mode";
-  activation_recompute(r, trace, j, out);
+  activation_recompute(r, j, out);
   compile_recompile(j, out);
   compile_fallback(j, out);
   if (job.gpu) {

@@ -364,7 +364,7 @@ void inconclusive(AnalysisResult& r, const JobStep& job, std::string because) {
   v.headline = "inconclusive: " + v.inconclusive_because;
 }
 
-void diagnose_with(AnalysisResult& r, const Trace* trace) {
+void diagnose_with(AnalysisResult& r) {
   Diagnosis& d = r.diagnosis;
   const JobStep job = job_step(r);
   if (job.step_ns <= 0) return;
@@ -416,8 +416,10 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
   // A timing harness synchronises after every kernel on purpose: that is its measurement.
   const bool harness = !r.facts.empty() && r.facts.front().run_kind == RunKind::Benchmark;
   const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);
-  if (trace || every_kernel) {
-    std::vector<Finding> footguns = trace ? detect_footguns(*trace, r, job) : std::vector<Finding>{};
+  // A result made by analyze() carries each rank's footgun scan; one assembled by hand may not.
+  const bool scanned = !r.footgun_scans.empty();
+  if (scanned || every_kernel) {
+    std::vector<Finding> footguns = scanned ? detect_footguns(r, job) : std::vector<Finding>{};
     if (every_kernel) footguns.insert(footguns.begin(), every_kernel->finding);
     if (!footguns.empty()) {
       std::string names;
@@ -438,8 +440,6 @@ void diagnose_with(AnalysisResult& r, const Trace* trace) {
 
 }  // namespace
 
-void diagnose(AnalysisResult& r) { diagnose_with(r, nullptr); }
-
-void diagnose(AnalysisResult& r, const Trace& trace) { diagnose_with(r, &trace); }
+void diagnose(AnalysisResult& r) { diagnose_with(r); }
 
 }  // namespace stepscope

@@ -22,7 +22,7 @@ Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOpti
   Analysis a;
   a.trace = read_traces(paths, opts.ingest);
   a.result = analyze(a.trace, opts.analyze);
-  diagnose(a.result, a.trace);
+  diagnose(a.result);
   return a;
 }
 

@@ -1,4 +1,4 @@
-#include "diagnose/footguns_scan.hpp"
+#include "stepscope/footgun_scan.hpp"
 
 #include <algorithm>
 #include <string_view>
@@ -6,7 +6,7 @@
 
 #include "stepscope/facts.hpp"
 
-namespace stepscope::footgun_detail {
+namespace stepscope::footgun {
 namespace {
 
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -425,4 +425,4 @@ RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartiti
   return Scanner(t, facts, p).run();
 }
 
-}  // namespace stepscope::footgun_detail
+}  // namespace stepscope::footgun

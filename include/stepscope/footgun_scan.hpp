@@ -1,6 +1,8 @@
 // One pass over a rank's events that collects what the footgun detectors need: which host
 // region launched each GPU activity (zero_grad, optimizer step, a backward node, a convolution
-// op, recomputation under activation checkpointing), per steady-state step.
+// op, recomputation under activation checkpointing), per steady-state step. It is part of each
+// rank's analysis, so that the detectors (src/diagnose) read only the analysis result: a rank's
+// summary carries its scan, and a merge of summaries finds the same footguns as the direct run.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "stepscope/analysis.hpp"
+#include "stepscope/facts.hpp"
+#include "stepscope/partition.hpp"
+#include "stepscope/trace.hpp"
 
-namespace stepscope::footgun_detail {
+namespace stepscope::footgun {
 
 struct NameTime {
   std::int64_t count = 0;
@@ -98,4 +102,4 @@ struct RankScan {
 
 RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartition& p);
 
-}  // namespace stepscope::footgun_detail
+}  // namespace stepscope::footgun
