@@ -120,7 +120,10 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts = {}
 // of ranks (Trace::warnings). Every rank's slot moves into the result.
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings);
 
-// analyze_rank on every rank (up to opts.jobs at once), then combine_ranks.
+// analyze_rank on every rank of `trace`, up to opts.jobs at once, in the trace's (rank) order.
+std::vector<RankAnalysis> analyze_ranks(const Trace& trace, const AnalyzeOptions& opts = {});
+
+// analyze_ranks, then combine_ranks.
 AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts = {});
 
 }  // namespace stepscope

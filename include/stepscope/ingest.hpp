@@ -19,6 +19,26 @@ struct IngestOptions {
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
+struct FoundFile {
+  std::string path;
+  bool listed = false;  // found by listing a directory, not named by the user
+};
+
+// The files to read, and the directory entries left out because they cannot be read, each
+// warning naming the entry and the reason.
+struct FileListing {
+  std::vector<FoundFile> files;
+  std::vector<std::string> warnings;
+  // One process's share of a listing that others read the rest of: a share without a trace (only
+  // files that hold none, or only empty ones) is then no error here; the whole decides.
+  bool share = false;
+};
+
+// The files behind the user's paths, as expand_trace_paths finds them, with what read_traces
+// needs to know of each (a directory's JSON file that holds no trace is skipped, a named one is
+// refused). Throws as expand_trace_paths.
+FileListing list_trace_files(const std::vector<std::string>& paths);
+
 // Expands the user's paths: a trace file, or a directory holding one trace per rank
 // (*.json, *.json.gz, *.sqlite). Throws InputError for a named path that is missing or cannot be
 // read (with the system's reason) and for a directory with no readable traces; a directory's
@@ -39,6 +59,10 @@ RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
 // refuses duplicate ranks. Directory entries left out and Kineto files cut before their first
 // event (left out of the ranks while another rank holds events) are warnings of the Trace.
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts = {});
+
+// read_traces over a listing (list_trace_files, or a part of one: ranks are then assigned within
+// that part). The listing's warnings become the Trace's first warnings.
+Trace read_trace_files(FileListing listing, const IngestOptions& opts = {});
 
 // The bytes of a trace file as the readers see them (gzip decoded, sniffed by its magic rather
 // than its extension), passed to `sink` in order in pieces of at most `chunk` bytes. Returns

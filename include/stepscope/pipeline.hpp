@@ -8,6 +8,7 @@
 
 #include "stepscope/analysis.hpp"
 #include "stepscope/ingest.hpp"
+#include "stepscope/rank_summary.hpp"
 
 namespace stepscope {
 
@@ -18,6 +19,7 @@ inline constexpr int kMaxJobs = 256;
 struct PipelineOptions {
   IngestOptions ingest;
   AnalyzeOptions analyze;
+  bool keep_summary = false;  // also fill Analysis::summary (for `analyze --summary`)
 };
 
 // What one run produced: the trace model (for outputs that need the events, such as the annotated
@@ -25,9 +27,27 @@ struct PipelineOptions {
 struct Analysis {
   Trace trace;
   AnalysisResult result;
+  SummaryFile summary;  // the ranks' analyses before they were combined; empty unless keep_summary
 };
 
 // Throws InputError on bad input, exactly as the readers do.
 Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts = {});
+
+// The per-rank half of analyze_paths: read and analyse each rank, no diagnosis. Its ranks and
+// set warnings are what `analyze --summary` writes and what an MPI process sends to process 0.
+SummaryFile summarize_paths(const std::vector<std::string>& paths, const PipelineOptions& opts = {});
+
+// The cross-rank half: the ranks of several summaries side by side, then the diagnosis; equal to
+// analyze_paths over the files the summaries were made from. Ranks numbered in file order (their
+// trace named no rank) are numbered again over all parts: in the order of their files in
+// `file_order` when given (the listing the parts were shared from), else in the order the parts
+// are given. Two ranks of the same number are refused (InputError naming both files); so is a set
+// of parts without a rank. Set warnings repeated by several parts are kept once.
+AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order = {});
+
+// Reads summary files (gzip-compressed ones too, by their magic bytes), merges them in the order
+// given and diagnoses: what `stepscope merge` reports. Errors: InputError for a file that cannot
+// be read or holds no summary, and merge_summaries' errors.
+AnalysisResult merge_summary_files(const std::vector<std::string>& paths);
 
 }  // namespace stepscope

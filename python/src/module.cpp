@@ -46,6 +46,11 @@ std::string analyze_json(const std::vector<std::string>& paths, int jobs,
   return dump_report(to_json(run.result));
 }
 
+std::string merge_json(const std::vector<std::string>& summaries) {
+  py::gil_scoped_release unlocked;
+  return dump_report(to_json(merge_summary_files(summaries)));
+}
+
 // How `stepscope diff` names a side: its paths, space-separated.
 std::string label_of(const std::vector<std::string>& paths) {
   std::string out;
@@ -118,6 +123,8 @@ PYBIND11_MODULE(_stepscope, m) {
   m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
         py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
+  m.def("merge_json", &merge_json, py::arg("summaries"),
+        "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),
         py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
         py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,

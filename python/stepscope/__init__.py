@@ -30,7 +30,7 @@ from . import plan
 from .timer import STAGES, StepTimer
 from .frames import Report, analyze_report
 
-__all__ = ["analyze", "analyze_report", "Report", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
+__all__ = ["analyze", "analyze_report", "Report", "merge", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
            "__version__"]
 __version__ = "0.1.0"
 
@@ -121,6 +121,15 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None):
     text = _stepscope.analyze_json(_paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
                                    step_range=_step_range(step_range))
     return _json.loads(text)
+
+
+def merge(summaries):
+    """Put the rank summaries of separate runs side by side: the same content as
+    `stepscope merge --json`, and the same as `analyze` over all their traces at once.
+
+    summaries: a summary file written by `stepscope analyze TRACE --summary FILE`, or a list.
+    """
+    return _json.loads(_stepscope.merge_json(_paths(summaries)))
 
 
 def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, seed=1,

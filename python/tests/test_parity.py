@@ -12,7 +12,7 @@ from stepscope import plan as stepscope_plan
 
 # What only the command line has: output files, terminal presentation, exit-code policy and the
 # alternative spellings of the positional runs.
-CLI_ONLY = {"help", "json", "html", "annotate", "csv", "top", "wide", "verbose", "quiet", "config",
+CLI_ONLY = {"help", "json", "html", "annotate", "summary", "csv", "top", "wide", "verbose", "quiet", "config",
             "fail_if_slower", "bases", "tests"}
 # Python names that are older spellings of a CLI name.
 PY_ALIASES = {"bootstrap_samples"}
@@ -49,7 +49,8 @@ def py_options(func):
             if p.kind == p.KEYWORD_ONLY and n not in PY_ALIASES}
 
 
-@pytest.mark.parametrize("command,func", [("analyze", stepscope.analyze), ("diff", stepscope.diff)])
+@pytest.mark.parametrize("command,func", [("analyze", stepscope.analyze), ("diff", stepscope.diff),
+                                          ("merge", stepscope.merge)])
 def test_analysis_commands_match_the_python_functions(cli, command, func):
     cli_opts = {k: v for k, v in cli_options(cli, command).items() if k not in CLI_ONLY}
     py = py_options(func)

@@ -177,11 +177,15 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
   return r;
 }
 
-AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
+std::vector<RankAnalysis> analyze_ranks(const Trace& trace, const AnalyzeOptions& opts) {
   std::vector<RankAnalysis> ranks(trace.ranks.size());
   // Each rank's analyses read only that rank's trace and write only its own slot.
   for_each_rank_parallel(ranks.size(), opts.jobs, [&](std::size_t i) { ranks[i] = analyze_rank(trace.ranks[i], opts); });
-  return combine_ranks(std::move(ranks), trace.warnings);
+  return ranks;
+}
+
+AnalysisResult analyze(const Trace& trace, const AnalyzeOptions& opts) {
+  return combine_ranks(analyze_ranks(trace, opts), trace.warnings);
 }
 
 }  // namespace stepscope

@@ -1,86 +1,78 @@
-// `stepscope analyze PATH...`: read the traces, analyse, print the report.
+// `stepscope analyze PATH...`: read the traces, analyse, print the report. Under mpirun or srun
+// the files are shared between the processes and process 0 writes the reports.
 #include <fmt/core.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 
 #include "cli/command.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
-#include "stepscope/analysis.hpp"
+#include "cli/reports.hpp"
 #include "stepscope/annotate.hpp"
-#include "stepscope/diagnose.hpp"
+#include "stepscope/distributed.hpp"
 #include "stepscope/error.hpp"
-#include "stepscope/html.hpp"
-#include "stepscope/ingest.hpp"
 #include "stepscope/pipeline.hpp"
-#include "stepscope/report.hpp"
+#include "stepscope/rank_summary.hpp"
 
 namespace stepscope::cli {
 namespace {
 
 struct AnalyzeArgs {
   std::vector<std::string> paths;
-  std::string json_out;
-  std::string html_out, annotate_out;
-  std::string csv_dir;  // one CSV file per drill-down table
-  std::size_t top = 10;
-  bool wide = false;
+  ReportArgs reports;
+  std::string annotate_out;
+  std::string summary_out;  // the ranks' summaries, for `stepscope merge`
   int jobs = 0;
-  bool verbose = false;
-  bool quiet = false;
   std::vector<std::string> stages;  // NAME=REGEX
   std::string step_range;           // annotation (NVTX range) that is one step
 };
 
-// The drill-down tables, one file each, in `dir` (made when missing).
-void write_csv_tables(const AnalysisResult& r, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw InputError(fmt::format("--csv {}: cannot make the directory: {}", dir, ec ? ec.message() : "a file of that name exists"));
-  for (const CsvTable& t : drilldown_csv_tables(r)) write_text((std::filesystem::path(dir) / t.file).string(), t.text, "CSV table");
+PipelineOptions pipeline_options(const AnalyzeArgs& a) {
+  PipelineOptions po;
+  po.ingest.jobs = a.jobs;
+  po.analyze.jobs = a.jobs;
+  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
+  po.analyze.partition.step_range = a.step_range;
+  po.keep_summary = !a.summary_out.empty();
+  return po;
+}
+
+void write_annotations(const Analysis& run, const AnalyzeArgs& a, const PartitionOptions& partition) {
+  const auto files = write_annotated_traces(run, a.annotate_out, {partition});
+  // Several ranks make FILE a directory: say so, since the user named a file.
+  if (files.size() > 1 && !a.reports.quiet)
+    std::fprintf(stderr, "stepscope: --annotate %s is a directory of %zu annotated traces, one per rank\n", a.annotate_out.c_str(),
+                 files.size());
+}
+
+// The MPI job's share of the work that falls to this process; process 0 writes the reports.
+int run_distributed(const AnalyzeArgs& a, PipelineOptions po) {
+  if (!a.annotate_out.empty())
+    throw InputError("--annotate: the annotated traces need each rank's events, which stay on the MPI process that read "
+                     "them: run it without mpirun");
+  if (!a.summary_out.empty())
+    throw InputError("--summary: under mpirun the summaries already go to process 0: run without --summary, or "
+                     "without mpirun");
+  po.keep_summary = false;
+  DistributedAnalysis d = analyze_paths_distributed(a.paths, po);
+  if (!d.root) return kExitOk;
+  return write_reports(d.result, a.reports);
 }
 
 int run_analyze(const AnalyzeArgs& a) {
   if (a.annotate_out == "-")
     throw InputError("--annotate -: the annotated trace is a file (or a directory for several ranks), not standard output");
-  if (a.csv_dir == "-") throw InputError("--csv -: the tables are several files: give a directory");
-  check_outputs(a.paths, {{"--json", a.json_out}, {"--html", a.html_out}, {"--annotate", a.annotate_out}, {"--csv", a.csv_dir}});
-  PipelineOptions po;
-  po.ingest.jobs = a.jobs;
-  po.analyze.jobs = a.jobs;
-  ProgressBar bar("reading", !a.quiet);
+  check_report_outputs(a.paths, a.reports, {{"--annotate", a.annotate_out}, {"--summary", a.summary_out}});
+  PipelineOptions po = pipeline_options(a);
+  if (launched_by_mpi()) return run_distributed(a, po);
+  ProgressBar bar("reading", !a.reports.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
-  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
-  po.analyze.partition.step_range = a.step_range;
-  Analysis run = analyze_paths(a.paths, po);
-  const AnalysisResult& result = run.result;
+  const Analysis run = analyze_paths(a.paths, po);
   bar.phase("writing reports");
-  if (a.json_out == "-") bar.finish();  // the JSON on the terminal starts on a clean line
-  if (!a.json_out.empty()) write_json(a.json_out, to_json(result));
-  if (!a.html_out.empty()) write_text(a.html_out, render_html(result), "HTML report");
-  if (!a.annotate_out.empty()) {
-    const auto files = write_annotated_traces(run, a.annotate_out, {po.analyze.partition});
-    // Several ranks make FILE a directory: say so, since the user named a file.
-    if (files.size() > 1 && !a.quiet)
-      std::fprintf(stderr, "stepscope: --annotate %s is a directory of %zu annotated traces, one per rank\n", a.annotate_out.c_str(),
-                   files.size());
-  }
-  if (!a.csv_dir.empty()) write_csv_tables(result, a.csv_dir);
+  if (a.reports.json_out == "-" || a.summary_out == "-") bar.finish();  // what goes to the terminal starts on a clean line
+  if (!a.summary_out.empty()) write_output(a.summary_out, encode_summary(run.summary), "rank summary");
+  if (!a.annotate_out.empty()) write_annotations(run, a, po.analyze.partition);
   bar.finish();
-  if (a.json_out != "-") {
-    TextOptions t;
-    t.verbose = a.verbose;
-    t.wide = a.wide;
-    t.color = color_wanted();
-    t.width = terminal_columns();
-    t.top = a.top;
-    write_stdout(render_text(result, t));
-  }
-  return result.diagnosis.present ? kExitOk : kExitNothing;
+  if (a.summary_out == "-") return run.result.diagnosis.present ? kExitOk : kExitNothing;
+  return write_reports(run.result, a.reports);
 }
 
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
@@ -91,24 +83,21 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
       "\nExamples:\n"
       "  stepscope analyze ./tb_logs/                      # every rank of a run\n"
       "  stepscope analyze trace.json.gz --html report.html --csv tables/\n"
-      "  zcat trace.json.gz | stepscope analyze -           # a trace on standard input");
+      "  zcat trace.json.gz | stepscope analyze -           # a trace on standard input\n"
+      "  mpirun -n 4 stepscope analyze ./tb_logs/ --json out.json   # the ranks shared by 4 processes");
   cmd->add_option("TRACE", args->paths,
                   "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
       ->required()
       ->type_name("PATH");
-  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
-  cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report to FILE")->type_name("FILE");
+  add_report_options(*cmd, args->reports);
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the trace with stepscope's tracks added, for Perfetto; FILE.gz is written gzipped; with "
                   "several ranks FILE becomes a directory holding one annotated trace per rank")
       ->type_name("FILE");
-  cmd->add_option("--csv", args->csv_dir,
-                  "Also write every drill-down table (operators, kernels, kernel sequences, queue length, memory "
-                  "bandwidth, critical path, memory) as CSV files in DIR")
-      ->type_name("DIR");
-  cmd->add_option("--top", args->top, "Rows of the operator and kernel tables in the text report (default: 10)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_flag("--wide", args->wide, "Show whole op and kernel names instead of shortening them in the middle");
+  cmd->add_option("--summary", args->summary_out,
+                  "Also write the ranks' analyses to FILE ('-' for stdout), for `stepscope merge` to put beside "
+                  "other ranks' (docs/summary.md)")
+      ->type_name("FILE");
   cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
       ->check(kNonNegative);
   cmd->add_option("--stage", args->stages,
@@ -117,8 +106,6 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
       ->type_name("NAME=REGEX");
   cmd->add_option("--step-range", args->step_range,
                   "Each range (NVTX or annotation) of this name is one step, e.g. train_step");
-  cmd->add_flag("-v,--verbose", args->verbose, "Show every category, step and thread, and the ingest summary");
-  cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_analyze(*args); };
 }}};
 

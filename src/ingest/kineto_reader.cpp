@@ -213,18 +213,6 @@ std::uint64_t size_or_zero(const std::string& p) {
   return ec ? 0 : n;
 }
 
-struct FoundFile {
-  std::string path;
-  bool listed = false;  // found by listing a directory, not named by the user
-};
-
-// The files to read, and the directory entries left out because they cannot be read, each
-// warning naming the entry and the reason.
-struct FileListing {
-  std::vector<FoundFile> files;
-  std::vector<std::string> warnings;
-};
-
 // Why a regular file cannot be opened for reading, or empty when it can. Checked before reading
 // so that an unreadable file is reported for what it is, not as an empty or corrupted trace.
 std::string unreadable_reason(const std::string& path) {
@@ -282,7 +270,9 @@ void list_directory(const std::string& dir, FileListing& out) {
   for (auto& w : skipped) out.warnings.push_back(w + "; skipped");
 }
 
-FileListing find_trace_files(const std::vector<std::string>& paths) {
+}  // namespace
+
+FileListing list_trace_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no trace given: name a trace file or a directory of traces");
   FileListing listing;
   for (const auto& p : paths) {
@@ -304,11 +294,10 @@ FileListing find_trace_files(const std::vector<std::string>& paths) {
   return listing;
 }
 
-}  // namespace
 
 std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
-  for (auto& f : find_trace_files(paths).files) out.push_back(std::move(f.path));
+  for (auto& f : list_trace_files(paths).files) out.push_back(std::move(f.path));
   return out;
 }
 
@@ -381,13 +370,13 @@ void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
 
 // JSON files beside a directory's traces that hold none are skipped with a warning; a directory
 // with nothing else is an error.
-void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, Trace& t) {
+void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, bool share, Trace& t) {
   std::string names;
   std::size_t skipped = 0;
   for (std::size_t i = 0; i < files.size(); ++i)
     if (not_traces[i]) names += (skipped++ ? ", " : "") + fs::path(files[i]).filename().string();
   if (skipped == 0) return;
-  if (skipped == files.size())
+  if (skipped == files.size() && !share)
     throw InputError(fmt::format("{}: no trace among the directory's files (none holds \"traceEvents\")",
                                  fs::path(files.front()).parent_path().string()));
   t.warnings.push_back(fmt::format("skipped {} JSON file{} that hold{} no trace: {}", skipped, skipped == 1 ? "" : "s",
@@ -415,7 +404,7 @@ void leave_out_empty_ranks(const std::vector<std::string>& files, const std::vec
 // with a warning while another file holds a rank; when none does, the first such file's error
 // stands, as it would for that file named alone.
 void leave_out_eventless_files(const std::vector<std::string>& reasons,
-                               const std::vector<std::vector<RankTrace>>& per_file, Trace& t) {
+                               const std::vector<std::vector<RankTrace>>& per_file, bool share, Trace& t) {
   const std::string* first = nullptr;
   bool any_rank = false;
   for (std::size_t i = 0; i < reasons.size(); ++i) {
@@ -423,7 +412,7 @@ void leave_out_eventless_files(const std::vector<std::string>& reasons,
     any_rank = any_rank || !per_file[i].empty();
   }
   if (!first) return;
-  if (!any_rank) throw EmptyTraceError(*first);
+  if (!any_rank && !share) throw EmptyTraceError(*first);
   for (const auto& r : reasons)
     if (!r.empty()) t.warnings.push_back(r + "; left out of the ranks");
 }
@@ -431,7 +420,10 @@ void leave_out_eventless_files(const std::vector<std::string>& reasons,
 }  // namespace
 
 Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& opts) {
-  FileListing listing = find_trace_files(paths);
+  return read_trace_files(list_trace_files(paths), opts);
+}
+
+Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
   const std::vector<FoundFile>& found = listing.files;
   std::vector<std::string> files;
   for (const auto& f : found) files.push_back(f.path);
@@ -496,8 +488,8 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
     for (std::size_t i = 0; i < files.size(); ++i) fut.push_back(pool.submit([&, i] { read_one(i); }));
     for (auto& f : fut) f.get();
   }
-  note_not_traces(files, not_traces, t);
-  leave_out_eventless_files(empty, per_file, t);
+  note_not_traces(files, not_traces, listing.share, t);
+  leave_out_eventless_files(empty, per_file, listing.share, t);
   leave_out_empty_ranks(files, sqlite, per_file, t);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i) {

@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <map>
+
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
 
@@ -14,14 +17,112 @@ void check_jobs(int jobs) {
     throw InputError(fmt::format("--jobs {}: must be between 0 (one per core) and {}", jobs, kMaxJobs));
 }
 
-}  // namespace
-
-Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
+void check_options(const PipelineOptions& opts) {
   check_jobs(opts.ingest.jobs);
   check_jobs(opts.analyze.jobs);
+}
+
+// The reader's words when it numbered ranks in file order (kineto_reader.cpp's assign_ranks): a
+// part made from a subset of the files says it about that subset only, so the merge says it anew.
+constexpr const char* kFileOrderWarning =
+    "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): numbered them in file order";
+constexpr const char* kFileOrderSource = "file order";
+
+std::vector<std::string> merged_warnings(std::vector<SummaryFile>& parts) {
+  std::vector<std::string> out;
+  for (auto& p : parts)
+    for (auto& w : p.warnings)
+      if (w != kFileOrderWarning && std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+  return out;
+}
+
+// Every copy of the rank number a rank's analysis holds.
+void renumber(RankAnalysis& a, int rank) {
+  a.ingest.rank = a.facts.rank = a.partition.rank = a.stability.rank = a.gpu_timeline.rank = a.footgun_scan.rank = rank;
+  if (a.drilldown) a.drilldown->rank = rank;
+  for (auto& w : a.facts.trust.warnings) w.rank = rank;
+  for (auto& w : a.partition.trust) w.rank = rank;
+}
+
+// As the reader numbers ranks that name none: by position in the list of every rank.
+void number_file_order_ranks(std::vector<RankAnalysis>& ranks, std::vector<std::string>& warnings) {
+  bool any = false;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    RankAnalysis& a = ranks[i];
+    if (a.ingest.rank_source != kFileOrderSource) continue;
+    any = true;
+    renumber(a, static_cast<int>(i));
+  }
+  if (any && ranks.size() > 1) warnings.emplace_back(kFileOrderWarning);
+}
+
+// The ranks in the order their files were listed; a file's ranks keep their order.
+void order_by_file(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_order) {
+  std::map<std::string_view, std::size_t> position;
+  for (std::size_t i = 0; i < file_order.size(); ++i) position.emplace(file_order[i], i);
+  auto at = [&](const RankAnalysis& a) {
+    auto it = position.find(a.ingest.path);
+    return it == position.end() ? file_order.size() : it->second;
+  };
+  std::stable_sort(ranks.begin(), ranks.end(), [&](const RankAnalysis& a, const RankAnalysis& b) { return at(a) < at(b); });
+}
+
+void sort_by_rank(std::vector<RankAnalysis>& ranks) {
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankAnalysis& a, const RankAnalysis& b) { return a.ingest.rank < b.ingest.rank; });
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    if (ranks[i].ingest.rank == ranks[i - 1].ingest.rank)
+      throw InputError(fmt::format("{} and {} are both rank {}: pass one trace per rank", ranks[i - 1].ingest.path,
+                                   ranks[i].ingest.path, ranks[i].ingest.rank));
+}
+
+// A summary file's bytes, decoded from gzip when they are compressed (as for traces).
+std::string summary_bytes(const std::string& path) {
+  std::string bytes;
+  if (!read_trace_bytes(path, [&](std::string_view piece) { bytes.append(piece); }))
+    throw InputError(fmt::format("{}: the gzip stream ends early: the summary was cut off", path));
+  return bytes;
+}
+
+}  // namespace
+
+SummaryFile summarize_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
+  check_options(opts);
+  Trace trace = read_traces(paths, opts.ingest);
+  SummaryFile s;
+  s.ranks = analyze_ranks(trace, opts.analyze);
+  s.warnings = std::move(trace.warnings);
+  return s;
+}
+
+AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order) {
+  std::vector<std::string> warnings = merged_warnings(parts);
+  std::vector<RankAnalysis> ranks;
+  for (auto& p : parts)
+    for (auto& r : p.ranks) ranks.push_back(std::move(r));
+  if (ranks.empty()) throw InputError("no rank to merge: the summaries hold no analysed trace");
+  if (!file_order.empty()) order_by_file(ranks, file_order);
+  number_file_order_ranks(ranks, warnings);
+  sort_by_rank(ranks);
+  AnalysisResult result = combine_ranks(std::move(ranks), std::move(warnings));
+  diagnose(result);
+  return result;
+}
+
+AnalysisResult merge_summary_files(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no summary given: name the files `analyze --summary` wrote");
+  std::vector<SummaryFile> parts;
+  for (const auto& path : paths) parts.push_back(decode_summary(summary_bytes(path), path));
+  return merge_summaries(std::move(parts));
+}
+
+Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
+  check_options(opts);
   Analysis a;
   a.trace = read_traces(paths, opts.ingest);
-  a.result = analyze(a.trace, opts.analyze);
+  std::vector<RankAnalysis> ranks = analyze_ranks(a.trace, opts.analyze);
+  if (opts.keep_summary) a.summary = {ranks, a.trace.warnings};
+  a.result = combine_ranks(std::move(ranks), a.trace.warnings);
   diagnose(a.result);
   return a;
 }

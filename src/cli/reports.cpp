@@ -1,0 +1,62 @@
+#include "cli/reports.hpp"
+
+#include <filesystem>
+
+#include "cli/output.hpp"
+#include "stepscope/html.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope::cli {
+namespace {
+
+// The drill-down tables, one file each, in `dir` (made when missing).
+void write_csv_tables(const AnalysisResult& r, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw InputError(fmt::format("--csv {}: cannot make the directory: {}", dir, ec ? ec.message() : "a file of that name exists"));
+  for (const CsvTable& t : drilldown_csv_tables(r)) write_text((std::filesystem::path(dir) / t.file).string(), t.text, "CSV table");
+}
+
+void write_text_report(const AnalysisResult& r, const ReportArgs& a) {
+  TextOptions t;
+  t.verbose = a.verbose;
+  t.wide = a.wide;
+  t.color = color_wanted();
+  t.width = terminal_columns();
+  t.top = a.top;
+  write_stdout(render_text(r, t));
+}
+
+}  // namespace
+
+void add_report_options(CLI::App& cmd, ReportArgs& a) {
+  cmd.add_option("--json", a.json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
+  cmd.add_option("--html", a.html_out, "Also write a self-contained HTML report to FILE")->type_name("FILE");
+  cmd.add_option("--csv", a.csv_dir,
+                 "Also write every drill-down table (operators, kernels, kernel sequences, queue length, memory "
+                 "bandwidth, critical path, memory) as CSV files in DIR")
+      ->type_name("DIR");
+  cmd.add_option("--top", a.top, "Rows of the operator and kernel tables in the text report (default: 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd.add_flag("--wide", a.wide, "Show whole op and kernel names instead of shortening them in the middle");
+  cmd.add_flag("-v,--verbose", a.verbose, "Show every category, step and thread, and the ingest summary");
+  cmd.add_flag("-q,--quiet", a.quiet, "No progress bar");
+}
+
+void check_report_outputs(const std::vector<std::string>& inputs, const ReportArgs& a,
+                          std::vector<NamedOutput> extra) {
+  if (a.csv_dir == "-") throw InputError("--csv -: the tables are several files: give a directory");
+  extra.insert(extra.begin(), {NamedOutput{"--json", a.json_out}, NamedOutput{"--html", a.html_out}, NamedOutput{"--csv", a.csv_dir}});
+  check_outputs(inputs, extra);
+}
+
+int write_reports(const AnalysisResult& r, const ReportArgs& a) {
+  if (!a.json_out.empty()) write_json(a.json_out, to_json(r));
+  if (!a.html_out.empty()) write_text(a.html_out, render_html(r), "HTML report");
+  if (!a.csv_dir.empty()) write_csv_tables(r, a.csv_dir);
+  if (a.json_out != "-") write_text_report(r, a);
+  return r.diagnosis.present ? kExitOk : kExitNothing;
+}
+
+}  // namespace stepscope::cli
