@@ -3,10 +3,10 @@
 // path, attribution of its edges to events and HTA's bound_by classes. Line numbers below refer
 // to that file.
 //
-// Not reproduced: the runtime-lock chain (558), 0-weight dependency edges that HTA adds between
-// cudaHostAlloc / cudaLaunchKernel / cudaMemcpyAsync calls of different threads. Its rule could
-// not be recovered from HTA's outputs: on the fixtures it adds one edge where a main and an
-// autograd thread hand over to each other twice, and none on another trace of the same shape.
+// Two cross-thread rules: the runtime-lock chain (558), which orders overlapping cudaHostAlloc /
+// cudaLaunchKernel / cudaMemcpyAsync calls by completion, and the merge of the backward thread
+// into the forward thread for the call stacks (_construct_graph_from_call_stacks). On the
+// fixtures no two lock calls overlap; the merge is what joins a main and an autograd thread.
 #include "stepscope/critical_path.hpp"
 
 #include <algorithm>
@@ -52,6 +52,11 @@ class Builder {
  private:
   const CpRow& row(std::int64_t k) const { return rows_[static_cast<std::size_t>(k)]; }
   void create_event_nodes();
+  void construct_from_cuda_runtime_events();
+  void pick_merged_threads();
+  std::int64_t stack_tid(const CpRow& r) const { return merge_ && r.tid == bwd_tid_ ? fwd_tid_ : r.tid; }
+  bool is_lock_node(std::int32_t n) const;
+  bool shares_runtime_lock(std::int32_t a, std::int32_t b) const;
   void construct_from_call_stacks();
   void construct_from_call_stack(const std::vector<std::int32_t>& thread_rows);
   bool construct_from_kernels(std::string& error);
@@ -66,6 +71,9 @@ class Builder {
   Graph graph_;
   std::vector<Node> nodes_;
   std::unordered_map<std::int32_t, std::pair<std::int32_t, std::int32_t>> nodes_of_row_;  // start, end
+  mutable std::vector<std::uint8_t> lock_name_;  // per StrId: 0 unknown, 1 no, 2 a runtime-lock call
+  bool merge_ = false;                   // the backward thread's rows count as the forward thread's
+  std::int64_t fwd_tid_ = 0, bwd_tid_ = 0;
 
  public:
   std::pair<std::int32_t, std::int32_t> nodes_of(std::int64_t r) const {
@@ -122,6 +130,82 @@ void Builder::attribute(std::uint32_t ei, std::int32_t src_parent) {
   e.attributed = true;
 }
 
+// CUDA_RUNTIME_EVENTS (34): the calls that take the CUDA runtime lock. Exact names only (not
+// cudaLaunchKernelExC, cuLaunchKernel, cudaMemcpy, hip*). _is_cuda_runtime_event_node tests the
+// name of any node, whatever its category.
+bool Builder::is_lock_node(std::int32_t n) const {
+  const StrId name = row(nodes_[static_cast<std::size_t>(n)].row).name;
+  if (lock_name_.size() <= name) lock_name_.resize(static_cast<std::size_t>(name) + 1, 0);
+  if (lock_name_[name] == 0) {
+    const std::string_view s = rank_.str(name);
+    lock_name_[name] = (s == "cudaHostAlloc" || s == "cudaLaunchKernel" || s == "cudaMemcpyAsync") ? 2 : 1;
+  }
+  return lock_name_[name] == 2;
+}
+
+// _shares_cuda_runtime_lock: both nodes are lock calls and they are not (end, start), i.e. the
+// edge between them is the lock chain's business, not the call stack's.
+bool Builder::shares_runtime_lock(std::int32_t a, std::int32_t b) const {
+  return is_lock_node(a) && is_lock_node(b) &&
+         (nodes_[static_cast<std::size_t>(a)].is_start || !nodes_[static_cast<std::size_t>(b)].is_start);
+}
+
+// _construct_graph_from_cuda_runtime_events (558), run before the call stacks. Over all nodes in
+// node order (ts, event index), keeping the lock calls' nodes: a start is pushed; an end pops
+// every pending start (last in first) and joins each to itself - its own start by an operator
+// edge (the call's span, attributed to the call), another call's start by a 0-weight dependency
+// - then, if the previous lock node was an end, adds a 0-weight end → end dependency. Without
+// overlap this is exactly one span edge per call. With overlap, a call whose start was taken by
+// an earlier end gets no span edge: its time runs through the chain at weight 0.
+void Builder::construct_from_cuda_runtime_events() {
+  std::vector<std::int32_t> pending;
+  std::int32_t last = -1;
+  for (std::int32_t n = 0; n < static_cast<std::int32_t>(nodes_.size()); ++n) {
+    if (!is_lock_node(n)) continue;
+    const Node& node = nodes_[static_cast<std::size_t>(n)];
+    if (node.is_start) {
+      pending.push_back(n);
+    } else {
+      while (!pending.empty()) {
+        const std::int32_t p = pending.back();
+        pending.pop_back();
+        if (nodes_[static_cast<std::size_t>(p)].row == node.row)
+          attribute(add_edge(p, n, CpEdgeType::Operator), node.row);
+        else
+          add_edge(p, n, CpEdgeType::Dependency);
+      }
+      if (last >= 0 && !nodes_[static_cast<std::size_t>(last)].is_start) add_edge(last, n, CpEdgeType::Dependency);
+    }
+    last = n;
+  }
+}
+
+// _get_fwd_tid / _get_bwd_tid (_get_tid_for_event) on the clipped rows: the one tid whose cpu_op
+// or user_annotation rows have a name containing "forward" (resp. "autograd"); none when no or
+// several tids do. Both found, non-zero and different: CallGraph(remapped_tids={bwd: fwd}) - the
+// tid alone is remapped (any pid), for the call stacks only.
+void Builder::pick_merged_threads() {
+  auto tid_with = [&](std::string_view needle, std::int64_t& tid) {
+    bool found = false, unique = true;
+    for (std::int32_t k : clipped_) {
+      const CpRow& r = row(k);
+      const std::string_view cat = rank_.str(rank_.events.category[r.event]);
+      if (cat != "cpu_op" && cat != "user_annotation") continue;
+      if (rank_.str(r.name).find(needle) == std::string_view::npos) continue;
+      if (!found) {
+        found = true;
+        tid = r.tid;
+      } else if (r.tid != tid) {
+        unique = false;
+      }
+    }
+    return found && unique;
+  };
+  const bool f = tid_with("forward", fwd_tid_);
+  const bool b = tid_with("autograd", bwd_tid_);
+  merge_ = f && b && fwd_tid_ != 0 && bwd_tid_ != 0 && fwd_tid_ != bwd_tid_;
+}
+
 // hta/common/call_stack.py compare_events: the order of the start/end events of one thread.
 struct StackEvent {
   std::int32_t row;
@@ -146,20 +230,23 @@ int compare_events(const StackEvent& x, const StackEvent& y) {
   return x.type == 1 ? -1 : 1;
 }
 
-// CallGraph (hta/common/call_stack.py): one call stack per (pid, tid), in (pid, tid) order. A
-// thread with a stream > 0 is a GPU stream; a thread is a CPU thread only if every row has
-// stream < 0 (a stray stream 0 makes it "unknown" and it is skipped).
+// CallGraph (hta/common/call_stack.py): one call stack per (pid, tid), in (pid, tid) order, with
+// the backward thread's tid remapped to the forward thread's (pick_merged_threads). A thread with
+// a stream > 0 is a GPU stream; a thread is a CPU thread only if every row has stream < 0 (a stray
+// stream 0 makes it "unknown" and it is skipped).
 void Builder::construct_from_call_stacks() {
+  pick_merged_threads();
   std::vector<std::int32_t> order(clipped_.begin(), clipped_.end());
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
     const CpRow& x = row(a);
     const CpRow& y = row(b);
-    return x.pid != y.pid ? x.pid < y.pid : x.tid < y.tid;
+    return x.pid != y.pid ? x.pid < y.pid : stack_tid(x) < stack_tid(y);
   });
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;
     bool cpu = true;
-    while (j < order.size() && row(order[j]).pid == row(order[i]).pid && row(order[j]).tid == row(order[i]).tid) {
+    while (j < order.size() && row(order[j]).pid == row(order[i]).pid &&
+           stack_tid(row(order[j])) == stack_tid(row(order[i]))) {
       if (row(order[j]).stream >= 0) cpu = false;
       ++j;
     }
@@ -172,7 +259,8 @@ void Builder::construct_from_call_stacks() {
 // _construct_graph_from_call_stack (739): a depth-first walk of the thread's call stack. Inside a
 // top-level op, consecutive nodes of the walk are joined by operator edges (parent start → child
 // start, child end → next child start, last child end → parent end); consecutive top-level ops
-// by a 0-weight dependency edge. The edge into a blocking call's end node weighs 0 (772).
+// by a 0-weight dependency edge. The edge into a blocking call's end node weighs 0 (772). An
+// edge between two runtime-lock nodes other than (end, start) is left to the lock chain.
 void Builder::construct_from_call_stack(const std::vector<std::int32_t>& thread_rows) {
   // The call stack: HTA pushes on a start and pops the top on any end.
   std::vector<StackEvent> events;
@@ -207,7 +295,8 @@ void Builder::construct_from_call_stack(const std::vector<std::int32_t>& thread_
     if (s < 0 || e < 0) return;
     if (depth == 0 && last_top_level >= 0) add_edge(last_top_level, s, CpEdgeType::Dependency);
     ++depth;
-    if (last_node >= 0) attribute(add_edge(last_node, s, CpEdgeType::Operator), last_parent);
+    if (last_node >= 0 && !shares_runtime_lock(last_node, s))
+      attribute(add_edge(last_node, s, CpEdgeType::Operator), last_parent);
     last_node = s;
     last_parent = parent[k];
   };
@@ -215,7 +304,7 @@ void Builder::construct_from_call_stack(const std::vector<std::int32_t>& thread_
     auto [s, e] = nodes_of(k);
     if (s < 0 || e < 0) return;
     --depth;
-    if (last_node >= 0) {
+    if (last_node >= 0 && !shares_runtime_lock(last_node, e)) {
       const bool blocking = row(k).flags & cp::kBlockingName;
       attribute(add_edge(last_node, e, CpEdgeType::Operator, blocking), last_parent);
     }
@@ -443,6 +532,7 @@ bool Builder::construct_from_kernels(std::string& error) {
 
 bool Builder::build(std::string& error) {
   create_event_nodes();
+  construct_from_cuda_runtime_events();  // first: the lock calls' nodes enter networkx's node order first
   construct_from_call_stacks();
   return construct_from_kernels(error);
 }

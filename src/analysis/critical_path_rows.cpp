@@ -27,12 +27,12 @@ bool is_launch_name(std::string_view n) {
   return false;
 }
 
-// CPGraph.BLOCKING_SYNC_CALLS (critical_path_analysis.py:166): the edge into their end node
-// weighs 0. cudaMemcpyAsync is in HTA's list too, but keeps its full weight: as a runtime-lock
-// call its span edge is re-added by HTA's lock chain, which overwrites the 0 weight.
+// CPGraph.BLOCKING_SYNC_CALLS (critical_path_analysis.py:166): the call-stack edge into their
+// end node weighs 0. For cudaMemcpyAsync, a runtime-lock call, that is only an edge from a child's
+// end: its span edge comes from the lock chain (full weight), the call stack leaves it out.
 bool is_blocking_name(std::string_view n) {
   for (std::string_view l : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
-                             "cudaEventSynchronize", "cudaMemcpy"})
+                             "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"})
     if (n == l) return true;
   return false;
 }

@@ -109,34 +109,16 @@ std::string describe(const CriticalPath& cp, const json& want) {
   return s.str();
 }
 
-// Cases we do not match, each with its cause. HTA's runtime-lock chain (critical_path_analysis.py
-// 558) is not reproduced: on these traces HTA's graph joins the main thread and the autograd
-// thread (one more dependency edge than ours), so its path runs through the backward ops and is
-// longer than ours (sampled_world128 step 551: 301,476 µs vs our 267,859 µs; ns_resolution with
-// zero-weight launch edges: 115,270 µs vs 111,629 µs). Without that edge every other count of
-// these graphs matches HTA's.
-std::string known_deviation(const Case& c) {
-  const std::string lock =
-      "HTA's runtime-lock chain (cross-thread dependency edges) is not reproduced; HTA's path crosses to the "
-      "autograd thread through it";
-  if (c.file == "hta__timeline_analysis__sampled_rank-0.json" || c.file == "hta__trace_filter__2ranks.json" ||
-      c.file == "hta__trace_filter__sampled_rank-1.json")
-    return lock;
-  if (c.file == "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json" && c.index == 0 &&
-      c.env == "tests_env_zero_weight_launch_edges")
-    return lock;
-  return "";
-}
+// Cases we do not match, each with its cause (none today).
+std::string known_deviation(const Case&) { return ""; }
 
 // Graph edge counts per type are compared exactly, except these, which differ for a known cause:
 // - df_index_resolver: 16 GPU events get a kernel-kernel edge here and a launch-delay edge in
 //   HTA (2,332 / 2,120 vs 2,348 / 2,104). The choice reads the queue length series, which HTA
 //   sorts with an unstable quicksort: rows at equal ts come in an order we do not reproduce.
-// - ns_resolution: HTA has one more dependency edge (the runtime-lock chain, see above).
 std::set<std::string> inexact_edge_types(const Case& c) {
   if (c.file == "hta__df_index_resolver__df_index_resolver.json")
     return {"critical_path_kernel_launch_delay", "critical_path_kernel_kernel_delay"};
-  if (c.file == "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json") return {"critical_path_dependency"};
   return {};
 }
 

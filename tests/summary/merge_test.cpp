@@ -1,0 +1,143 @@
+// A job analysed in parts (per-file summaries, or shares as MPI processes read them) and merged
+// gives the report of one run over every file: the JSON is compared whole.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "stepscope/distributed.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/pipeline.hpp"
+#include "stepscope/report.hpp"
+
+namespace stepscope {
+namespace {
+
+const std::string kFixtures = STEPSCOPE_FIXTURES_DIR;
+
+PipelineOptions one_thread() {
+  PipelineOptions po;
+  po.ingest.jobs = 1;
+  po.analyze.jobs = 1;
+  return po;
+}
+
+std::string direct_json(const std::string& dir) {
+  return to_json(analyze_paths({dir}, one_thread()).result).dump(1);
+}
+
+// Through the file format, as a summary written and read back.
+SummaryFile round_trip(const SummaryFile& s, const std::string& name) { return decode_summary(encode_summary(s), name); }
+
+std::vector<std::uint64_t> sizes(const FileListing& l) {
+  std::vector<std::uint64_t> out;
+  for (const auto& f : l.files) out.push_back(std::filesystem::file_size(f.path));
+  return out;
+}
+
+class Job : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Job, PerFileSummariesMergeToTheDirectReport) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  std::vector<SummaryFile> parts;
+  // The files in reverse order: the merge orders ranks by number, not by argument.
+  std::vector<std::string> files = expand_trace_paths({dir});
+  ASSERT_GE(files.size(), 2u);
+  for (auto it = files.rbegin(); it != files.rend(); ++it) parts.push_back(round_trip(summarize_paths({*it}, one_thread()), *it));
+  EXPECT_EQ(to_json(merge_summaries(std::move(parts))).dump(1), direct_json(dir));
+}
+
+TEST_P(Job, SharesByBytesMergeToTheDirectReport) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  for (int processes : {1, 2, 3, 16}) {
+    FileListing listing = list_trace_files({dir});
+    std::vector<std::string> order;
+    for (const auto& f : listing.files) order.push_back(f.path);
+    const auto bytes = sizes(listing);
+    std::vector<SummaryFile> parts;
+    for (FileListing& share : share_by_bytes(std::move(listing), bytes, processes)) {
+      SummaryFile s;
+      if (!share.files.empty()) {
+        Trace t = read_trace_files(std::move(share), one_thread().ingest);
+        s.ranks = analyze_ranks(t, one_thread().analyze);
+        s.warnings = t.warnings;
+      }
+      parts.push_back(round_trip(s, "share"));
+    }
+    EXPECT_EQ(to_json(merge_summaries(std::move(parts), order)).dump(1), direct_json(dir)) << processes << " processes";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealJobs, Job, ::testing::Values("param/dlrm_8rank/kineto", "hta/sampled_world128"));
+
+TEST(ShareByBytes, LargestFirstToTheLightestShare) {
+  FileListing l;
+  l.warnings = {"w"};
+  for (const char* p : {"a", "b", "c", "d", "e"}) l.files.push_back({p, true});
+  const auto shares = share_by_bytes(l, {10, 50, 30, 20, 40}, 2);
+  ASSERT_EQ(shares.size(), 2u);
+  // 50 -> 0, 40 -> 1, 30 -> 1 (40 < 50), 20 -> 0 (50 < 70), 10 -> 0 (70 = 70, the lower share).
+  std::vector<std::string> s0, s1;
+  for (const auto& f : shares[0].files) s0.push_back(f.path);
+  for (const auto& f : shares[1].files) s1.push_back(f.path);
+  EXPECT_EQ(s0, (std::vector<std::string>{"b", "d", "a"}));
+  EXPECT_EQ(s1, (std::vector<std::string>{"e", "c"}));
+  EXPECT_EQ(shares[0].warnings, std::vector<std::string>{"w"});
+  EXPECT_TRUE(shares[1].warnings.empty());
+  EXPECT_TRUE(shares[0].share && shares[1].share);
+}
+
+TEST(ShareByBytes, MoreProcessesThanFilesLeavesSomeSharesEmpty) {
+  FileListing l;
+  l.files.push_back({"only", false});
+  const auto shares = share_by_bytes(l, {7}, 4);
+  ASSERT_EQ(shares.size(), 4u);
+  EXPECT_EQ(shares[0].files.size(), 1u);
+  for (int i = 1; i < 4; ++i) EXPECT_TRUE(shares[static_cast<std::size_t>(i)].files.empty());
+}
+
+TEST(Merge, TheSameRankTwiceIsRefusedNamingBothFiles) {
+  const std::string f = kFixtures + "/param/dlrm_8rank/kineto/worker0_step_12.1694128201545.pt.trace.json.gz";
+  std::vector<SummaryFile> parts{summarize_paths({f}, one_thread()), summarize_paths({f}, one_thread())};
+  try {
+    merge_summaries(std::move(parts));
+    FAIL() << "merged a rank twice";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("are both rank 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Merge, NoRankIsAnError) {
+  std::vector<SummaryFile> parts(2);
+  EXPECT_THROW(merge_summaries(std::move(parts)), InputError);
+}
+
+// Two traces that name no rank, summarised apart, are both "rank 0" there; merged, they are
+// numbered in the order given, as one run over both numbers them in file order.
+TEST(Merge, RanksWithoutANumberAreNumberedInTheOrderGiven) {
+  const std::string a = kFixtures + "/hta/edited/rank_not_found.json.gz";
+  const std::string b = kFixtures + "/hta/triton_example/triton_example.json.gz";
+  std::vector<SummaryFile> parts{summarize_paths({a}, one_thread()), summarize_paths({b}, one_thread())};
+  ASSERT_EQ(parts[0].ranks.at(0).ingest.rank_source, "file order");
+  ASSERT_EQ(parts[1].ranks.at(0).ingest.rank, 0);
+  const AnalysisResult merged = merge_summaries(std::move(parts));
+  const AnalysisResult direct = analyze_paths({a, b}, one_thread()).result;
+  ASSERT_EQ(merged.ranks.size(), 2u);
+  EXPECT_EQ(merged.ranks[1].path, b);
+  EXPECT_EQ(merged.ranks[1].rank, 1);
+  EXPECT_EQ(to_json(merged).dump(1), to_json(direct).dump(1));
+}
+
+TEST(Merge, ASummaryFileThatIsNotOneIsRefusedByName) {
+  const std::string f = kFixtures + "/param/dlrm_8rank/kineto/worker0_step_12.1694128201545.pt.trace.json.gz";
+  try {
+    merge_summary_files({f});
+    FAIL() << "read a trace as a summary";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(f, 0), 0u) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stepscope
