@@ -10,12 +10,25 @@
 
 namespace stepscope {
 
+// Past this many ranks a report lists a sample of them (listed_ranks), not every one.
+inline constexpr std::size_t kListedRanks = 16;
+
+// The ranks a report lists one by one, as indices into the result's per-rank vectors in rank
+// order: every rank when there are at most `limit` (or `limit` is 0); else the straggler and the
+// ranks at evenly spaced quantiles of the steady-state step, fastest and slowest included,
+// `limit` in all. Ranks without a steady step count as slowest.
+std::vector<std::size_t> listed_ranks(const AnalysisResult& r, std::size_t limit);
+
+// Where a rank's steady step stands among all ranks': 0 the fastest, 1 the slowest.
+double step_quantile(const AnalysisResult& r, std::size_t index);
+
 struct TextOptions {
   bool color = false;
   bool verbose = false;  // every category and thread, not just the largest
   bool wide = false;     // whole op and kernel names instead of names shortened in the middle
   std::size_t top = 10;  // rows of the operator and kernel tables
   std::size_t width = 0; // terminal columns the tables fit (0: not a terminal, 100 assumed)
+  std::size_t ranks = kListedRanks;  // ranks listed one by one (0: every rank), see listed_ranks
 };
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});

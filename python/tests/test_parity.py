@@ -12,7 +12,7 @@ from stepscope import plan as stepscope_plan
 
 # What only the command line has: output files, terminal presentation, exit-code policy and the
 # alternative spellings of the positional runs.
-CLI_ONLY = {"help", "json", "html", "annotate", "summary", "csv", "top", "wide", "verbose", "quiet", "config",
+CLI_ONLY = {"help", "json", "html", "annotate", "summary", "csv", "top", "ranks", "wide", "verbose", "quiet", "config",
             "fail_if_slower", "bases", "tests"}
 # Python names that are older spellings of a CLI name.
 PY_ALIASES = {"bootstrap_samples"}

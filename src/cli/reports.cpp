@@ -1,6 +1,7 @@
 #include "cli/reports.hpp"
 
 #include <filesystem>
+#include <map>
 
 #include "cli/output.hpp"
 #include "stepscope/html.hpp"
@@ -25,6 +26,7 @@ void write_text_report(const AnalysisResult& r, const ReportArgs& a) {
   t.color = color_wanted();
   t.width = terminal_columns();
   t.top = a.top;
+  t.ranks = a.ranks;
   write_stdout(render_text(r, t));
 }
 
@@ -39,6 +41,13 @@ void add_report_options(CLI::App& cmd, ReportArgs& a) {
       ->type_name("DIR");
   cmd.add_option("--top", a.top, "Rows of the operator and kernel tables in the text report (default: 10)")
       ->check(CLI::Range(1, 100000));
+  cmd.add_option("--ranks", a.ranks,
+                 fmt::format("Ranks the text report lists one by one; past N, the straggler, the fastest, the slowest and "
+                             "quantiles between ('all' lists every rank; default: {})",
+                             kListedRanks))
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"all", "0"}}))
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30))
+      ->type_name("N|all");
   cmd.add_flag("--wide", a.wide, "Show whole op and kernel names instead of shortening them in the middle");
   cmd.add_flag("-v,--verbose", a.verbose, "Show every category, step and thread, and the ingest summary");
   cmd.add_flag("-q,--quiet", a.quiet, "No progress bar");

@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "stepscope/analysis.hpp"
 #include "stepscope/output_file.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope::cli {
 
@@ -15,12 +16,13 @@ struct ReportArgs {
   std::string json_out, html_out;
   std::string csv_dir;  // one CSV file per drill-down table
   std::size_t top = 10;
+  std::size_t ranks = kListedRanks;  // 0: every rank
   bool wide = false;
   bool verbose = false;
   bool quiet = false;
 };
 
-// --json, --html, --csv, --top, --wide, -v and -q on `cmd`.
+// --json, --html, --csv, --top, --ranks, --wide, -v and -q on `cmd`.
 void add_report_options(CLI::App& cmd, ReportArgs& a);
 
 // Refuses an output that is an input or another output (stepscope/output_file.hpp), and the

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 
 #include "report/diagnosis_render.hpp"
 #include "stepscope/diagnose.hpp"
@@ -33,8 +34,13 @@ std::string timeline_text(const RankPartition& p, const RankFacts* f) {
   return "host (CPU-only) timeline";
 }
 
-void steps_line(const AnalysisResult& r, std::string& out) {
-  for (std::size_t i = 0; i < r.partitions.size(); ++i) {
+// "  ... and 4080 more ranks (--ranks all lists every one)" when the listing left some out.
+void more_ranks(std::size_t listed, std::size_t total, std::string& out) {
+  if (listed < total) out += fmt::format("  ... and {} more ranks (--ranks all lists every one)\n", total - listed);
+}
+
+void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed, std::string& out) {
+  for (std::size_t i : listed) {
     const RankPartition& p = r.partitions[i];
     const RankFacts* f = i < r.facts.size() ? &r.facts[i] : nullptr;
     std::size_t warm = static_cast<std::size_t>(
@@ -46,6 +52,7 @@ void steps_line(const AnalysisResult& r, std::string& out) {
       out += fmt::format("  run: {} ({}); device: {}\n", run_kind_name(f->run_kind), terminal_safe(f->run_kind_evidence),
                          terminal_safe(f->device.describe()));
   }
+  more_ranks(listed.size(), r.partitions.size(), out);
 }
 
 void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::string& out) {
@@ -75,33 +82,52 @@ void stability_rank(const Stability& s, std::string& out) {
                        period_kind_name(s.period.kind));
 }
 
-// Bursty ranks in full; stable ranks of a multi-rank job on one line.
-void stability_lines(const AnalysisResult& r, std::string& out) {
-  out += "\n";
-  std::vector<const Stability*> stable;
-  for (const auto& s : r.stability) {
-    if (!s.steps) continue;
-    if (s.bursty || r.stability.size() == 1) stability_rank(s, out);
-    else stable.push_back(&s);
-  }
-  if (stable.empty()) return;
-  double lo = stable.front()->p50_ns, hi = lo, cv = 0;
+// "0,1,2,5": every rank number up to `limit` of them, else "4090 ranks".
+std::string rank_ids(const std::vector<const Stability*>& ranks, std::size_t limit) {
+  if (limit != 0 && ranks.size() > limit) return fmt::format("{} ranks", ranks.size());
   std::string ids;
-  for (const auto* s : stable) {
-    lo = std::min(lo, s->p50_ns), hi = std::max(hi, s->p50_ns), cv = std::max(cv, s->cv);
-    if (!ids.empty()) ids += ',';
-    ids += std::to_string(s->rank);
-  }
-  out += fmt::format("stability: stable on ranks {} — p50 {} to {}, CV at most {:.1f}%\n", ids, ms(lo), ms(hi), cv * 100);
+  for (const auto* s : ranks) ids += (ids.empty() ? "" : ",") + std::to_string(s->rank);
+  return "ranks " + ids;
 }
 
-void ranks_table(const RankComparison& rc, std::string& out) {
+// Bursty ranks in full (as many as are listed); stable ranks of a multi-rank job on one line.
+void stability_lines(const AnalysisResult& r, std::size_t limit, std::string& out) {
+  out += "\n";
+  std::vector<const Stability*> stable;
+  std::size_t bursty = 0;
+  for (const auto& s : r.stability) {
+    if (!s.steps) continue;
+    if (s.bursty || r.stability.size() == 1) {
+      if (limit == 0 || bursty++ < limit) stability_rank(s, out);
+    } else {
+      stable.push_back(&s);
+    }
+  }
+  if (limit != 0 && bursty > limit) out += fmt::format("  ... and {} more bursty ranks (--ranks all lists every one)\n", bursty - limit);
+  if (stable.empty()) return;
+  double lo = stable.front()->p50_ns, hi = lo, cv = 0;
+  for (const auto* s : stable) lo = std::min(lo, s->p50_ns), hi = std::max(hi, s->p50_ns), cv = std::max(cv, s->cv);
+  out += fmt::format("stability: stable on {} — p50 {} to {}, CV at most {:.1f}%\n", rank_ids(stable, limit), ms(lo), ms(hi),
+                     cv * 100);
+}
+
+// Every rank when they are few; at scale the listed ones, each with its quantile of the step.
+void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed, std::string& out) {
+  const RankComparison& rc = r.rank_comparison;
   if (rc.rows.size() < 2) return;
-  out += "\nranks (steady-state means):\n";
-  out += fmt::format("  {:>5} {:>11} {:>11} {:>13}\n", "rank", "step", "compute", "grad sync exp");
-  for (const auto& row : rc.rows)
-    out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}\n", row.rank, ms(row.step_ns), ms(row.compute_ns),
-                       ms(row.grad_sync_ns), rc.straggler && *rc.straggler == row.rank ? "  <- straggler" : "");
+  const bool sampled = listed.size() < r.partitions.size();
+  out += sampled ? fmt::format("\nranks (steady-state means; {} of {}: the straggler, the fastest, the slowest and "
+                               "quantiles between):\n", listed.size(), r.partitions.size())
+                 : "\nranks (steady-state means):\n";
+  out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}\n", "rank", "step", "compute", "grad sync exp", sampled ? "  quantile" : "");
+  for (std::size_t i : listed) {
+    const int rank = r.partitions[i].rank;
+    const auto row = std::find_if(rc.rows.begin(), rc.rows.end(), [&](const RankRow& x) { return x.rank == rank; });
+    if (row == rc.rows.end()) continue;
+    const std::string where = sampled ? fmt::format("  p{:<6.0f}", 100 * step_quantile(r, i)) : "";
+    out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}{}\n", row->rank, ms(row->step_ns), ms(row->compute_ns),
+                       ms(row->grad_sync_ns), where, rc.straggler && *rc.straggler == row->rank ? "  <- straggler" : "");
+  }
   out += fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
     out += fmt::format("; straggler rank {} (+{} compute); balanced ranks would save {} per step", *rc.straggler,
@@ -157,32 +183,38 @@ void step_table(const RankPartition& p, std::string& out) {
 
 }  // namespace
 
-// What limits the conclusions comes before them; info-level warnings only in verbose mode.
-void trust_lines(const Trust& t, bool verbose, std::string& out) {
+// What limits the conclusions comes before them; info-level warnings only in verbose mode. Past
+// `limit` warnings of one code, the rest are counted, not repeated.
+void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& out) {
   bool any = false;
+  std::map<std::string, std::size_t> seen;
   for (const auto& w : t.warnings) {
     if (w.severity == TrustSeverity::Info && !verbose) continue;
     if (!any) out += "trust (what limits this analysis):\n";
     any = true;
+    if (limit != 0 && ++seen[w.code] > limit) continue;
     out += fmt::format("  ! [{}] rank {}: {}\n", w.code, w.rank, terminal_safe(w.text));
     if (!w.advice.empty()) out += fmt::format("      record instead: {}\n", terminal_safe(w.advice));
   }
+  for (const auto& [code, n] : seen)
+    if (limit != 0 && n > limit) out += fmt::format("  ! [{}] the same on {} more ranks (--ranks all lists every one)\n", code, n - limit);
   if (any) out += "\n";
 }
 
 std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
-  trust_lines(r.trust, opts.verbose, out);
+  const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
+  trust_lines(r.trust, opts.verbose, opts.ranks, out);
   verdict_lines(r.diagnosis, out);
-  steps_line(r, out);
+  steps_line(r, listed, out);
   partition_table(job_step(r), r.partitions.size(), opts.verbose, out);
-  stability_lines(r, out);
-  ranks_table(r.rank_comparison, out);
+  stability_lines(r, opts.ranks, out);
+  ranks_table(r, listed, out);
   evidence_lines(r.diagnosis, out);
   lever_lines(r.diagnosis, opts.verbose, out);
   if (opts.verbose)
-    for (const auto& p : r.partitions) step_table(p, out);
+    for (std::size_t i : listed) step_table(r.partitions[i], out);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "report/html_sections.hpp"
 #include "stepscope/diagnose.hpp"
 #include "stepscope/html.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope::html {
 namespace {
@@ -129,11 +130,16 @@ void steps_section(const AnalysisResult& r, const SectionOptions& o, std::string
       for (int c = 0; c < kCategoryCount; ++c)
         if (s.ns[static_cast<std::size_t>(c)] > 0) present[static_cast<std::size_t>(c)] = true;
   out += category_legend(present) + "\n";
-  // Several ranks: each in its own collapsible block, the first open.
+  // Several ranks: each in its own collapsible block, the first open; at scale the listed ones
+  // (listed_ranks), since the heatmap below compares them all.
   const bool fold = r.partitions.size() > 1;
-  for (std::size_t k = 0; k < r.partitions.size(); ++k) {
+  const std::vector<std::size_t> listed = listed_ranks(r, kListedRanks);
+  if (listed.size() < r.partitions.size())
+    put(out, "<p class=\"muted\">{} of {} ranks: the straggler, the fastest, the slowest and quantiles between; the JSON "
+             "and CSV reports hold every rank.</p>\n", listed.size(), r.partitions.size());
+  for (std::size_t k : listed) {
     const RankPartition& p = r.partitions[k];
-    if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == 0 ? " open" : "", p.rank);
+    if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == listed.front() ? " open" : "", p.rank);
     else out += heading(o, 1, fmt::format("Per-step partition (rank {})", p.rank));
     out += step_partition_svg(p, id(o, fmt::format("step-partition-r{}", p.rank)), ymax) + "\n";
     out += "<p class=\"muted\">Step time over steps: dashed line p50, red dots spikes, hollow dots warm-up steps.</p>\n";
@@ -142,6 +148,64 @@ void steps_section(const AnalysisResult& r, const SectionOptions& o, std::string
     if (s) stability_text(*s, out);
     if (fold) out += "</details>\n";
   }
+}
+
+// Past this many ranks the heatmap shows groups of ranks, not one row each.
+constexpr std::size_t kHeatmapRows = 64;
+constexpr std::size_t kHeatmapGroups = 32;
+
+std::vector<double> heatmap_row(const RankPartition& p, const std::vector<int>& cols) {
+  std::vector<double> row{p.steady_mean_ns};
+  for (int c : cols) row.push_back(p.steady_mean_category[static_cast<std::size_t>(c)]);
+  return row;
+}
+
+Heatmap heatmap_columns(const std::vector<int>& cols) {
+  Heatmap h;
+  h.column_labels.push_back("step");
+  for (int c : cols) h.column_labels.push_back(category_label(static_cast<Category>(c)));
+  return h;
+}
+
+Heatmap rank_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
+  Heatmap h = heatmap_columns(cols);
+  for (const auto& p : r.partitions) {
+    h.row_labels.push_back(fmt::format("rank {}", p.rank));
+    h.values.push_back(heatmap_row(p, cols));
+    h.highlight_row.push_back(r.rank_comparison.straggler && *r.rank_comparison.straggler == p.rank);
+  }
+  return h;
+}
+
+// Thousands of ranks: the straggler on a row of its own, then the others in groups of equal size
+// by steady step (fastest first), each row the mean of its group.
+Heatmap grouped_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
+  Heatmap h = heatmap_columns(cols);
+  const std::optional<int> straggler = r.rank_comparison.straggler;
+  std::vector<const RankPartition*> order;
+  for (const auto& p : r.partitions) {
+    if (straggler && *straggler == p.rank) {
+      h.row_labels.push_back(fmt::format("rank {} (straggler)", p.rank));
+      h.values.push_back(heatmap_row(p, cols));
+      h.highlight_row.push_back(true);
+    } else if (p.steady_steps) {
+      order.push_back(&p);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->steady_mean_ns < b->steady_mean_ns; });
+  const std::size_t groups = std::min(kHeatmapGroups, order.size());
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t from = g * order.size() / groups, to = (g + 1) * order.size() / groups;
+    std::vector<double> mean(cols.size() + 1, 0.0);
+    for (std::size_t i = from; i < to; ++i) {
+      const auto row = heatmap_row(*order[i], cols);
+      for (std::size_t c = 0; c < row.size(); ++c) mean[c] += row[c] / static_cast<double>(to - from);
+    }
+    h.row_labels.push_back(fmt::format("p{:.0f}-p{:.0f} ({} ranks)", 100.0 * from / order.size(), 100.0 * to / order.size(), to - from));
+    h.values.push_back(std::move(mean));
+    h.highlight_row.push_back(false);
+  }
+  return h;
 }
 
 void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
@@ -156,18 +220,13 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
         cols.push_back(c);
         break;
       }
-  Heatmap h;
-  h.column_labels.push_back("step");
-  for (int c : cols) h.column_labels.push_back(category_label(static_cast<Category>(c)));
-  for (const auto& p : r.partitions) {
-    h.row_labels.push_back(fmt::format("rank {}", p.rank));
-    std::vector<double> row{p.steady_mean_ns};
-    for (int c : cols) row.push_back(p.steady_mean_category[static_cast<std::size_t>(c)]);
-    h.values.push_back(std::move(row));
-    h.highlight_row.push_back(rc.straggler && *rc.straggler == p.rank);
-  }
+  Heatmap h = r.partitions.size() > kHeatmapRows ? grouped_heatmap(r, cols) : rank_heatmap(r, cols);
   // Differences under 0.5% of the step are noise, not a rank that differs.
   for (const auto& p : r.partitions) h.floor = std::max(h.floor, 0.005 * p.steady_mean_ns);
+  if (r.partitions.size() > kHeatmapRows)
+    put(out, "<p class=\"muted\">{} ranks in groups of equal size by steady-state step, fastest first, each row the "
+             "group's mean; the straggler on a row of its own. The JSON and CSV reports hold every rank.</p>\n",
+        r.partitions.size());
   out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), "
          "so what differs between ranks stands out (differences under 0.5% of the step are left unshaded).</p>\n";
   out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";

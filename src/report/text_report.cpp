@@ -1,6 +1,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 
 #include "report/drilldown_text.hpp"
 #include "report/cuda_summary_render.hpp"
@@ -94,9 +95,12 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
 // One rank's GPU timeline is shown by default; with many ranks the others only under --verbose,
 // since the verdict and ranks table already compare them.
 namespace {
-void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
+void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,
+                          std::string& out) {
   bool shown = false;
-  for (const auto& g : r.gpu_timelines) {
+  for (std::size_t i : listed) {
+    if (i >= r.gpu_timelines.size()) break;
+    const GpuTimeline& g = r.gpu_timelines[i];
     if (!g.has_gpu_activity || (shown && !opts.verbose)) continue;
     out += "\n" + gpu_timeline_text(g);
     shown = true;
@@ -129,15 +133,18 @@ std::string colorize(const std::string& text) {
   return out;
 }
 
-// The first rank's drill-down; the others under --verbose.
-void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
-  for (std::size_t i = 0; i < r.drilldowns.size(); ++i) {
-    if (i > 0 && !opts.verbose) break;
-    out += "\n" + drilldown_text(r.drilldowns[i], opts);
+// The first rank's drill-down; the other listed ranks' under --verbose.
+void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,
+                       std::string& out) {
+  for (std::size_t k = 0; k < listed.size() && listed[k] < r.drilldowns.size(); ++k) {
+    if (k > 0 && !opts.verbose) break;
+    out += "\n" + drilldown_text(r.drilldowns[listed[k]], opts);
   }
 }
-void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, std::string& out) {
-  for (std::size_t i = 0; i < r.cuda_summaries.size() && i < r.ranks.size(); ++i)
+void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,
+                           std::string& out) {
+  for (std::size_t i : listed)
+    if (i < r.cuda_summaries.size() && i < r.ranks.size())
     if (r.cuda_summaries[i].present && (opts.verbose || r.ranks[i].layout == "nsys sqlite"))
       out += fmt::format("\nrank {} ", r.ranks[i].rank) + cuda_summary_text(r.cuda_summaries[i]);
 }
@@ -145,21 +152,31 @@ void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, std
 
 namespace {
 
+// Each rank's reading warnings, the same words on many ranks counted after `limit` of them.
+void rank_warnings(const AnalysisResult& r, std::size_t limit, std::string& out) {
+  std::map<std::string, std::size_t> seen;
+  for (const auto& s : r.ranks)
+    for (const auto& w : s.warnings)
+      if (limit == 0 || ++seen[w] <= limit) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
+  for (const auto& [w, n] : seen)
+    if (n > limit) out += fmt::format("warning: {} more ranks: {}\n", n - limit, terminal_safe(w));
+}
+
 std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
   std::string out;
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
   // --verbose shows them again in each rank's ingest section.
-  if (!opts.verbose)
-    for (const auto& s : r.ranks)
-      for (const auto& w : s.warnings) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
+  if (!opts.verbose) rank_warnings(r, opts.ranks, out);
   out += report_detail::render_diagnosis_text(r, opts);
-  render_gpu_timelines(r, opts, out);
-  render_drilldowns(r, opts, out);
-  render_cuda_summaries(r, opts, out);
+  const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
+  render_gpu_timelines(r, opts, listed, out);
+  render_drilldowns(r, opts, listed, out);
+  render_cuda_summaries(r, opts, listed, out);
   if (!opts.verbose) return out;
   out += "\ningest:\n";
-  for (const auto& s : r.ranks) {
-    render_rank(s, opts, out);
+  for (std::size_t i : listed) {
+    if (i >= r.ranks.size()) break;
+    render_rank(r.ranks[i], opts, out);
     out += "\n";
   }
   return out;
