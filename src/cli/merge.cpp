@@ -26,8 +26,8 @@ const RegisterCommand reg{{"merge", [](CLI::App& app) -> std::function<int()> {
   auto* cmd = app.add_subcommand("merge", "Put the rank summaries of separate `analyze --summary` runs side by side");
   cmd->footer(
       "\nExamples:\n"
-      "  stepscope analyze rank-0.json.gz --summary r0.summary -q > /dev/null   # one rank, e.g. one job of an array\n"
-      "  stepscope merge r0.summary r1.summary --json job.json   # every rank's summary, one report");
+      "  stepscope analyze r0.json --summary r0.summary > /dev/null && stepscope analyze r1.json --summary r1.summary > /dev/null "
+      "&& stepscope merge r0.summary r1.summary --json job.json   # each rank apart (e.g. one job of an array each), then one report");
   cmd->add_option("SUMMARY", args->paths, "Summary files written by `stepscope analyze --summary`")
       ->required()
       ->type_name("FILE");

@@ -275,18 +275,20 @@ class BoundedDom : public nlohmann::detail::json_sax_dom_parser<json> {
   explicit BoundedDom(json& doc) : Base(doc) {}
   bool start_object(std::size_t n) { return enter() && Base::start_object(n); }
   bool start_array(std::size_t n) { return enter() && Base::start_array(n); }
-  bool end_object() { return leave() && Base::end_object(); }
-  bool end_array() { return leave() && Base::end_array(); }
+  bool end_object() {
+    --depth_;
+    return Base::end_object();
+  }
+  bool end_array() {
+    --depth_;
+    return Base::end_array();
+  }
   bool too_deep() const { return too_deep_; }
 
  private:
   bool enter() {
     too_deep_ = ++depth_ > kMaxDepth;
     return !too_deep_;
-  }
-  bool leave() {
-    --depth_;
-    return true;
   }
   int depth_ = 0;
   bool too_deep_ = false;
