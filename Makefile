@@ -5,7 +5,7 @@ EXAMPLE ?= examples/cpu_training_step.pt.trace.json.gz
 FUZZ_SECONDS ?= 600
 PREFIX ?= /usr/local
 
-.PHONY: deps configure build run test test-sanitize bench fuzz clean python install
+.PHONY: deps configure build run test test-sanitize bench bench-ranks fuzz clean python install
 
 deps:
 	@scripts/install-deps
@@ -36,6 +36,10 @@ install: configure
 
 bench: build
 	scripts/run-bench $(BUILD)
+
+# Generated jobs of 64, 512 and 4,096 ranks analysed by 1, 2 and 4 MPI processes.
+bench-ranks: build
+	bench/scale_ranks.sh $(BUILD)
 
 # libFuzzer under ASan+UBSan, with clang: each target for FUZZ_SECONDS (see scripts/run-fuzz).
 FUZZ_TARGETS ?= fuzz_kineto fuzz_pipeline fuzz_nsys
