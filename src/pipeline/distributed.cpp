@@ -85,35 +85,51 @@ class MpiScope {
   int process_ = 0, processes_ = 1;
 };
 
-// What one process sends to process 0: its summary, or the error that stopped it.
+// What one process sends to process 0: its summary in pieces (its set warnings, then one piece per
+// rank, so that process 0 decodes one rank at a time), or the error that stopped it.
 struct Part {
   bool ok = true;
-  std::string bytes;  // encode_summary's bytes, or the error message
+  std::vector<std::string> pieces;  // encode_summary's bytes; or one piece, the error message
 };
 
 // Messages of at most 1 GiB: MPI counts in int.
 constexpr std::size_t kChunk = std::size_t{1} << 30;
 
-void send_part(const Part& p) {
-  long long header[2] = {p.ok ? 1 : 0, static_cast<long long>(p.bytes.size())};
-  MPI_Send(header, 2, MPI_LONG_LONG, 0, 0, MPI_COMM_WORLD);
-  for (std::size_t at = 0; at < p.bytes.size(); at += kChunk) {
-    const int n = static_cast<int>(std::min(kChunk, p.bytes.size() - at));
-    MPI_Send(p.bytes.data() + at, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+void send_bytes(const std::string& bytes) {
+  long long size = static_cast<long long>(bytes.size());
+  MPI_Send(&size, 1, MPI_LONG_LONG, 0, 0, MPI_COMM_WORLD);
+  for (std::size_t at = 0; at < bytes.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
+    MPI_Send(bytes.data() + at, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
   }
 }
 
-Part receive_part(int from) {
-  long long header[2] = {0, 0};
-  MPI_Recv(header, 2, MPI_LONG_LONG, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  Part p;
-  p.ok = header[0] == 1;
-  p.bytes.resize(static_cast<std::size_t>(header[1]));
-  for (std::size_t at = 0; at < p.bytes.size(); at += kChunk) {
-    const int n = static_cast<int>(std::min(kChunk, p.bytes.size() - at));
-    MPI_Recv(p.bytes.data() + at, n, MPI_CHAR, from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+std::string receive_bytes(int from) {
+  long long size = 0;
+  MPI_Recv(&size, 1, MPI_LONG_LONG, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  for (std::size_t at = 0; at < bytes.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
+    MPI_Recv(bytes.data() + at, n, MPI_CHAR, from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
-  return p;
+  return bytes;
+}
+
+void send_part(const Part& p) {
+  long long header[2] = {p.ok ? 1 : 0, static_cast<long long>(p.pieces.size())};
+  MPI_Send(header, 2, MPI_LONG_LONG, 0, 2, MPI_COMM_WORLD);
+  for (const auto& piece : p.pieces) send_bytes(piece);
+}
+
+struct Header {
+  bool ok = true;
+  long long pieces = 0;
+};
+
+Header receive_header(int from) {
+  long long header[2] = {0, 0};
+  MPI_Recv(header, 2, MPI_LONG_LONG, from, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return {header[0] == 1, header[1]};
 }
 
 std::vector<std::string> file_paths(const FileListing& listing) {
@@ -124,7 +140,7 @@ std::vector<std::string> file_paths(const FileListing& listing) {
 
 // This process's share of the files, read and analysed. Every process lists the same paths on
 // the same file system, so every process computes the same shares without talking.
-SummaryFile analyse_share(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
+Part analyse_share(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
                           std::vector<std::string>& order) {
   FileListing listing = list_trace_files(paths);
   for (const auto& f : listing.files)
@@ -133,37 +149,51 @@ SummaryFile analyse_share(const std::vector<std::string>& paths, const PipelineO
   std::vector<std::uint64_t> bytes;
   for (const auto& p : order) bytes.push_back(size_or_zero(p));
   FileListing mine = std::move(share_by_bytes(std::move(listing), bytes, processes)[static_cast<std::size_t>(process)]);
-  SummaryFile s;
-  if (mine.files.empty()) {
-    s.warnings = std::move(mine.warnings);
-    return s;
-  }
   PipelineOptions o = opts;
   if (process != 0) o.ingest.progress = nullptr;
-  Trace trace = read_trace_files(std::move(mine), o.ingest);
-  s.ranks = analyze_ranks(trace, o.analyze);
-  s.warnings = std::move(trace.warnings);
-  return s;
+  Part part;
+  part.pieces.push_back(encode_summary({{}, std::move(mine.warnings)}));
+  // One file at a time, each rank encoded once analysed and its events freed: a process holds one
+  // rank's trace at most, however many files its share has.
+  for (FoundFile& f : mine.files) {
+    FileListing one;
+    one.share = true;
+    one.files.push_back(std::move(f));
+    Trace trace = read_trace_files(std::move(one), o.ingest);
+    for (RankAnalysis& a : analyze_ranks(trace, o.analyze)) {
+      SummaryFile piece;
+      piece.ranks.push_back(std::move(a));
+      part.pieces.push_back(encode_summary(piece));
+    }
+    part.pieces.push_back(encode_summary({{}, std::move(trace.warnings)}));
+  }
+  return part;
 }
 
 Part own_part(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
               std::vector<std::string>& order) {
   try {
-    return {true, encode_summary(analyse_share(paths, opts, process, processes, order))};
+    return analyse_share(paths, opts, process, processes, order);
   } catch (const std::exception& e) {
-    return {false, fmt::format("MPI process {}: {}", process, e.what())};
+    return {false, {fmt::format("MPI process {}: {}", process, e.what())}};
   }
 }
 
+// Every process's part is received (so none waits on a send) and decoded as it comes, its bytes
+// then freed; the first error any process met is the job's error.
 AnalysisResult merge_on_root(Part own, int processes, const std::vector<std::string>& order) {
-  std::vector<Part> parts;
-  parts.push_back(std::move(own));
-  for (int p = 1; p < processes; ++p) parts.push_back(receive_part(p));
-  for (const auto& p : parts)
-    if (!p.ok) throw InputError(p.bytes);
   std::vector<SummaryFile> summaries;
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    summaries.push_back(decode_summary(parts[i].bytes, fmt::format("the summary of MPI process {}", i)));
+  std::string error;
+  for (int p = 0; p < processes; ++p) {
+    const Header h = p == 0 ? Header{own.ok, static_cast<long long>(own.pieces.size())} : receive_header(p);
+    const std::string name = fmt::format("the summary of MPI process {}", p);
+    for (long long i = 0; i < h.pieces; ++i) {
+      std::string piece = p == 0 ? std::move(own.pieces[static_cast<std::size_t>(i)]) : receive_bytes(p);
+      if (!h.ok && error.empty()) error = std::move(piece);  // a failed process sends its error alone
+      else if (h.ok && error.empty()) summaries.push_back(decode_summary(piece, name));
+    }
+  }
+  if (!error.empty()) throw InputError(error);
   return merge_summaries(std::move(summaries), order);
 }
 
