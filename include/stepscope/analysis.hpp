@@ -38,10 +38,13 @@ struct ThreadSummary {
   std::uint64_t events = 0;
 };
 
+// IngestSummary::rank_source of a rank numbered by its place among the files read.
+inline constexpr const char* kRankSourceFileOrder = "file order";
+
 // What was read from one rank's trace, before any interpretation.
 struct IngestSummary {
   int rank = 0;
-  std::string rank_source;  // distributedInfo | file name | file order
+  std::string rank_source;  // distributedInfo | file name | kRankSourceFileOrder
   std::string path;
   std::string layout;  // kineto | legacy array
   std::optional<int> world_size;

@@ -1,6 +1,6 @@
 // `mpirun -n P stepscope analyze DIR` (or `srun`): the rank files are shared between the P
-// processes by size, each process reads and analyses its share (stepscope/pipeline.hpp's
-// summarize_paths) and sends the per-rank summaries (stepscope/rank_summary.hpp) to process 0,
+// processes by size, each process reads and analyses its share one file at a time and sends the
+// per-rank summaries (stepscope/rank_summary.hpp) to process 0,
 // which merges them (merge_summaries), diagnoses and writes the reports. The result equals one
 // process's analysis of the same files.
 #pragma once
@@ -21,10 +21,10 @@ bool mpi_built();
 // environment that launchers set, before MPI itself is started.
 bool launched_by_mpi();
 
-// Splits a listing into `processes` shares of about equal bytes: largest file first, each to the
-// share with the fewest bytes so far (the lowest-numbered on a tie). Share 0 keeps the listing's
-// warnings. `bytes[i]` is the size of listing.files[i]. Every share is marked as a share.
-std::vector<FileListing> share_by_bytes(FileListing listing, const std::vector<std::uint64_t>& bytes, int processes);
+// Splits a listing into `processes` shares of about equal bytes (FoundFile::bytes): largest file
+// first, each to the share with the fewest bytes so far (the lowest-numbered on a tie). Share 0
+// keeps the listing's warnings. Every share is marked as a share.
+std::vector<FileListing> share_by_bytes(FileListing listing, int processes);
 
 struct DistributedAnalysis {
   bool root = false;   // process 0: it holds the result and writes the reports

@@ -22,6 +22,7 @@ struct IngestOptions {
 struct FoundFile {
   std::string path;
   bool listed = false;  // found by listing a directory, not named by the user
+  std::uint64_t bytes = 0;  // its size; 0 for standard input or a file that cannot be sized
 };
 
 // The files to read, and the directory entries left out because they cannot be read, each
@@ -38,6 +39,11 @@ struct FileListing {
 // needs to know of each (a directory's JSON file that holds no trace is skipped, a named one is
 // refused). Throws as expand_trace_paths.
 FileListing list_trace_files(const std::vector<std::string>& paths);
+
+// The reader's warning when some ranks were numbered in file order (no distributedInfo.rank, no
+// rank-N in the file name); a merge of summaries that renumbers such ranks says it anew.
+inline constexpr const char* kFileOrderRanksWarning =
+    "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): numbered them in file order";
 
 // Expands the user's paths: a trace file, or a directory holding one trace per rank
 // (*.json, *.json.gz, *.sqlite). Throws InputError for a named path that is missing or cannot be

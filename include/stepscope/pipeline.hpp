@@ -33,10 +33,6 @@ struct Analysis {
 // Throws InputError on bad input, exactly as the readers do.
 Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts = {});
 
-// The per-rank half of analyze_paths: read and analyse each rank, no diagnosis. Its ranks and
-// set warnings are what `analyze --summary` writes and what an MPI process sends to process 0.
-SummaryFile summarize_paths(const std::vector<std::string>& paths, const PipelineOptions& opts = {});
-
 // The cross-rank half: the ranks of several summaries side by side, then the diagnosis; equal to
 // analyze_paths over the files the summaries were made from. Ranks numbered in file order (their
 // trace named no rank) are numbered again over all parts: in the order of their files in

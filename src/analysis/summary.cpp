@@ -45,9 +45,9 @@ const char* rank_source_name(RankTrace::RankSource s) {
   switch (s) {
     case RankTrace::RankSource::DistributedInfo: return "distributedInfo";
     case RankTrace::RankSource::FileName: return "file name";
-    case RankTrace::RankSource::FileOrder: return "file order";
+    case RankTrace::RankSource::FileOrder: return kRankSourceFileOrder;
   }
-  return "file order";
+  return kRankSourceFileOrder;
 }
 
 std::vector<std::int64_t> host_profiler_steps(const RankTrace& t) {

@@ -266,7 +266,10 @@ void list_directory(const std::string& dir, FileListing& out) {
   if (found.empty())
     throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", dir));
   std::sort(found.begin(), found.end());
-  for (auto& f : found) out.files.push_back({std::move(f), true});
+  for (auto& f : found) {
+    const std::uint64_t bytes = size_or_zero(f);
+    out.files.push_back({std::move(f), true, bytes});
+  }
   for (auto& w : skipped) out.warnings.push_back(w + "; skipped");
 }
 
@@ -289,7 +292,7 @@ FileListing list_trace_files(const std::vector<std::string>& paths) {
     if (fs::is_regular_file(st))
       if (std::string why = unreadable_reason(p); !why.empty())
         throw InputError(fmt::format("{}: cannot read: {}", p, why));
-    listing.files.push_back({p, false});
+    listing.files.push_back({p, false, fs::is_regular_file(st) ? size_or_zero(p) : 0});
   }
   return listing;
 }
@@ -354,9 +357,7 @@ void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
     ++order;
   }
   if (any_order && t.ranks.size() > 1)
-    t.warnings.push_back(
-        "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): "
-        "numbered them in file order");
+    t.warnings.push_back(kFileOrderRanksWarning);
   std::map<int, const std::string*> seen;
   for (auto& r : t.ranks) {
     auto [it, fresh] = seen.emplace(r.rank, &r.path);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <numeric>
 
 #include "stepscope/error.hpp"
@@ -17,12 +16,6 @@ namespace stepscope {
 
 namespace {
 
-std::uint64_t size_or_zero(const std::string& path) {
-  std::error_code ec;
-  const auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<std::uint64_t>(n);
-}
-
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : 0;
@@ -30,17 +23,18 @@ int env_int(const char* name) {
 
 }  // namespace
 
-std::vector<FileListing> share_by_bytes(FileListing listing, const std::vector<std::uint64_t>& bytes, int processes) {
+std::vector<FileListing> share_by_bytes(FileListing listing, int processes) {
   std::vector<FileListing> shares(static_cast<std::size_t>(std::max(1, processes)));
   for (auto& s : shares) s.share = true;
   shares[0].warnings = std::move(listing.warnings);
   std::vector<std::size_t> order(listing.files.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bytes[a] > bytes[b]; });
+  const std::vector<FoundFile>& files = listing.files;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return files[a].bytes > files[b].bytes; });
   std::vector<std::uint64_t> load(shares.size(), 0);
   for (std::size_t f : order) {
     const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[least] += bytes[f];
+    load[least] += files[f].bytes;
     shares[least].files.push_back(std::move(listing.files[f]));
   }
   return shares;
@@ -141,14 +135,12 @@ std::vector<std::string> file_paths(const FileListing& listing) {
 // This process's share of the files, read and analysed. Every process lists the same paths on
 // the same file system, so every process computes the same shares without talking.
 Part analyse_share(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
-                          std::vector<std::string>& order) {
+                   std::vector<std::string>& order) {
   FileListing listing = list_trace_files(paths);
   for (const auto& f : listing.files)
     if (f.path == "-") throw InputError("-: standard input cannot be shared between MPI processes: name the files");
   order = file_paths(listing);
-  std::vector<std::uint64_t> bytes;
-  for (const auto& p : order) bytes.push_back(size_or_zero(p));
-  FileListing mine = std::move(share_by_bytes(std::move(listing), bytes, processes)[static_cast<std::size_t>(process)]);
+  FileListing mine = std::move(share_by_bytes(std::move(listing), processes)[static_cast<std::size_t>(process)]);
   PipelineOptions o = opts;
   if (process != 0) o.ingest.progress = nullptr;
   Part part;

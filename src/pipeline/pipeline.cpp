@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
@@ -22,17 +23,14 @@ void check_options(const PipelineOptions& opts) {
   check_jobs(opts.analyze.jobs);
 }
 
-// The reader's words when it numbered ranks in file order (kineto_reader.cpp's assign_ranks): a
-// part made from a subset of the files says it about that subset only, so the merge says it anew.
-constexpr const char* kFileOrderWarning =
-    "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): numbered them in file order";
-constexpr const char* kFileOrderSource = "file order";
-
+// The parts' set warnings, each once, in order. A part made from a subset of the files says that
+// it numbered ranks in file order about that subset only: the merge says it anew.
 std::vector<std::string> merged_warnings(std::vector<SummaryFile>& parts) {
   std::vector<std::string> out;
+  std::unordered_set<std::string> seen{kFileOrderRanksWarning};
   for (auto& p : parts)
     for (auto& w : p.warnings)
-      if (w != kFileOrderWarning && std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+      if (seen.insert(w).second) out.push_back(std::move(w));
   return out;
 }
 
@@ -49,11 +47,11 @@ void number_file_order_ranks(std::vector<RankAnalysis>& ranks, std::vector<std::
   bool any = false;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     RankAnalysis& a = ranks[i];
-    if (a.ingest.rank_source != kFileOrderSource) continue;
+    if (a.ingest.rank_source != kRankSourceFileOrder) continue;
     any = true;
     renumber(a, static_cast<int>(i));
   }
-  if (any && ranks.size() > 1) warnings.emplace_back(kFileOrderWarning);
+  if (any && ranks.size() > 1) warnings.emplace_back(kFileOrderRanksWarning);
 }
 
 // The ranks in the order their files were listed; a file's ranks keep their order.
@@ -85,15 +83,6 @@ std::string summary_bytes(const std::string& path) {
 }
 
 }  // namespace
-
-SummaryFile summarize_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
-  check_options(opts);
-  Trace trace = read_traces(paths, opts.ingest);
-  SummaryFile s;
-  s.ranks = analyze_ranks(trace, opts.analyze);
-  s.warnings = std::move(trace.warnings);
-  return s;
-}
 
 AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order) {
   std::vector<std::string> warnings = merged_warnings(parts);

@@ -48,7 +48,8 @@ void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed,
     const std::string from = terminal_safe(step_source_text(p));
     out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {}\n", p.rank, p.steps.size(),
                        p.steps.size() == 1 ? "" : "s", from, warm, timeline_text(p, f));
-    if (f && (i == 0 || f->run_kind != r.facts[0].run_kind))
+    // The run line once, for the first rank listed, and again where a rank's run kind differs.
+    if (f && (i == listed.front() || f->run_kind != r.facts[listed.front()].run_kind))
       out += fmt::format("  run: {} ({}); device: {}\n", run_kind_name(f->run_kind), terminal_safe(f->run_kind_evidence),
                          terminal_safe(f->device.describe()));
   }

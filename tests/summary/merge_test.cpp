@@ -23,18 +23,19 @@ PipelineOptions one_thread() {
   return po;
 }
 
+// What `analyze --summary` writes for `paths`.
+SummaryFile summary_of(const std::vector<std::string>& paths) {
+  PipelineOptions po = one_thread();
+  po.keep_summary = true;
+  return analyze_paths(paths, po).summary;
+}
+
 std::string direct_json(const std::string& dir) {
   return to_json(analyze_paths({dir}, one_thread()).result).dump(1);
 }
 
 // Through the file format, as a summary written and read back.
 SummaryFile round_trip(const SummaryFile& s, const std::string& name) { return decode_summary(encode_summary(s), name); }
-
-std::vector<std::uint64_t> sizes(const FileListing& l) {
-  std::vector<std::uint64_t> out;
-  for (const auto& f : l.files) out.push_back(std::filesystem::file_size(f.path));
-  return out;
-}
 
 class Job : public ::testing::TestWithParam<const char*> {};
 
@@ -44,7 +45,7 @@ TEST_P(Job, PerFileSummariesMergeToTheDirectReport) {
   // The files in reverse order: the merge orders ranks by number, not by argument.
   std::vector<std::string> files = expand_trace_paths({dir});
   ASSERT_GE(files.size(), 2u);
-  for (auto it = files.rbegin(); it != files.rend(); ++it) parts.push_back(round_trip(summarize_paths({*it}, one_thread()), *it));
+  for (auto it = files.rbegin(); it != files.rend(); ++it) parts.push_back(round_trip(summary_of({*it}), *it));
   EXPECT_EQ(to_json(merge_summaries(std::move(parts))).dump(1), direct_json(dir));
 }
 
@@ -54,9 +55,8 @@ TEST_P(Job, SharesByBytesMergeToTheDirectReport) {
     FileListing listing = list_trace_files({dir});
     std::vector<std::string> order;
     for (const auto& f : listing.files) order.push_back(f.path);
-    const auto bytes = sizes(listing);
     std::vector<SummaryFile> parts;
-    for (FileListing& share : share_by_bytes(std::move(listing), bytes, processes)) {
+    for (FileListing& share : share_by_bytes(std::move(listing), processes)) {
       SummaryFile s;
       if (!share.files.empty()) {
         Trace t = read_trace_files(std::move(share), one_thread().ingest);
@@ -74,8 +74,9 @@ INSTANTIATE_TEST_SUITE_P(RealJobs, Job, ::testing::Values("param/dlrm_8rank/kine
 TEST(ShareByBytes, LargestFirstToTheLightestShare) {
   FileListing l;
   l.warnings = {"w"};
-  for (const char* p : {"a", "b", "c", "d", "e"}) l.files.push_back({p, true});
-  const auto shares = share_by_bytes(l, {10, 50, 30, 20, 40}, 2);
+  const std::pair<const char*, std::uint64_t> files[] = {{"a", 10}, {"b", 50}, {"c", 30}, {"d", 20}, {"e", 40}};
+  for (const auto& [p, bytes] : files) l.files.push_back({p, true, bytes});
+  const auto shares = share_by_bytes(l, 2);
   ASSERT_EQ(shares.size(), 2u);
   // 50 -> 0, 40 -> 1, 30 -> 1 (40 < 50), 20 -> 0 (50 < 70), 10 -> 0 (70 = 70, the lower share).
   std::vector<std::string> s0, s1;
@@ -90,8 +91,8 @@ TEST(ShareByBytes, LargestFirstToTheLightestShare) {
 
 TEST(ShareByBytes, MoreProcessesThanFilesLeavesSomeSharesEmpty) {
   FileListing l;
-  l.files.push_back({"only", false});
-  const auto shares = share_by_bytes(l, {7}, 4);
+  l.files.push_back({"only", false, 7});
+  const auto shares = share_by_bytes(l, 4);
   ASSERT_EQ(shares.size(), 4u);
   EXPECT_EQ(shares[0].files.size(), 1u);
   for (int i = 1; i < 4; ++i) EXPECT_TRUE(shares[static_cast<std::size_t>(i)].files.empty());
@@ -99,7 +100,7 @@ TEST(ShareByBytes, MoreProcessesThanFilesLeavesSomeSharesEmpty) {
 
 TEST(Merge, TheSameRankTwiceIsRefusedNamingBothFiles) {
   const std::string f = kFixtures + "/param/dlrm_8rank/kineto/worker0_step_12.1694128201545.pt.trace.json.gz";
-  std::vector<SummaryFile> parts{summarize_paths({f}, one_thread()), summarize_paths({f}, one_thread())};
+  std::vector<SummaryFile> parts{summary_of({f}), summary_of({f})};
   try {
     merge_summaries(std::move(parts));
     FAIL() << "merged a rank twice";
@@ -118,7 +119,7 @@ TEST(Merge, NoRankIsAnError) {
 TEST(Merge, RanksWithoutANumberAreNumberedInTheOrderGiven) {
   const std::string a = kFixtures + "/hta/edited/rank_not_found.json.gz";
   const std::string b = kFixtures + "/hta/triton_example/triton_example.json.gz";
-  std::vector<SummaryFile> parts{summarize_paths({a}, one_thread()), summarize_paths({b}, one_thread())};
+  std::vector<SummaryFile> parts{summary_of({a}), summary_of({b})};
   ASSERT_EQ(parts[0].ranks.at(0).ingest.rank_source, "file order");
   ASSERT_EQ(parts[1].ranks.at(0).ingest.rank, 0);
   const AnalysisResult merged = merge_summaries(std::move(parts));
