@@ -345,8 +345,10 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
 
 bool holds(const StepPartition& s, ns_t ts) { return ts >= s.start && ts < s.end; }
 
-// A step shorter than this share of the median one (the upper median: of two steps, the longer)
-// is a tail or a stub (the profiler stopping right after a step opened), not a representative step.
+// A first or last step shorter than this share of the median one (the upper median: of two steps,
+// the longer) is a stub: the profiler started or stopped right by a step boundary. A short step
+// between two others is real: a loader with two workers hands over batches in pairs, so every
+// other step barely waits, and dropping those would leave only the slow half in the steady mean.
 constexpr double kNearEmptyShare = 0.05;
 
 void warm(StepPartition& s, const char* reason) {
@@ -373,8 +375,9 @@ void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPar
   for (const auto& s : steps) d.push_back(s.duration());
   std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
   const double median = d.empty() ? 0 : static_cast<double>(d[d.size() / 2]);
-  for (auto& s : steps)
-    if (static_cast<double>(s.duration()) < kNearEmptyShare * median) warm(s, "near-empty step");
+  if (steps.empty()) return;
+  for (auto* s : {&steps.front(), &steps.back()})
+    if (static_cast<double>(s->duration()) < kNearEmptyShare * median) warm(*s, "near-empty step");
   if (steps.size() >= 3) warm(steps.front(), "first step");
   if (std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.warmup; }))
     for (auto& s : steps) s.warmup = false, s.warmup_reason.clear();
