@@ -111,6 +111,7 @@ struct RankAnalysis {
   CudaSummary cuda_summary;
   std::optional<DrillDown> drilldown;  // absent when AnalyzeOptions::with_drilldown is false
   footgun::RankScan footgun_scan;
+  CollectiveMarks collectives;  // what the clock alignment across ranks reads of this rank
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);

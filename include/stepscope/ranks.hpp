@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/clock_alignment.hpp"
 #include "stepscope/partition.hpp"
 
 namespace stepscope {
@@ -31,6 +32,8 @@ struct RankComparison {
   double balanced_saving_ns = 0; // step time a balanced rank set would save per step
   std::vector<StepSkew> skew;
   double mean_skew_ns = 0;
+  // The ranks' clocks fitted to their matched collectives, and the arrival skew measured on them.
+  ClockAlignment clocks;
 };
 
 RankComparison compare_ranks(const std::vector<RankPartition>& ranks);

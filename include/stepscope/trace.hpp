@@ -110,6 +110,10 @@ struct EventExtra {
   // awaited event was recorded on and the correlation id of its cudaEventRecord call.
   std::int64_t wait_on_stream = kNone;                 // args.wait_on_stream
   std::int64_t wait_on_event_record_corr = kNone;      // args.wait_on_cuda_event_record_corr_id
+  // A collective's place in its process group, as PyTorch's record_param_comms writes it on the
+  // op and on its NCCL kernel (newer releases): the same (group, seq) on every rank of the group.
+  std::int64_t collective_seq = kNone;  // args.Seq
+  StrId process_group = kNoStr;         // args["Process Group Name"] ("0" is the default group)
 };
 
 // One event as an importer hands it to EventTable::append: the fields of one row of every

@@ -523,7 +523,10 @@ class Report(_Mapping):
 
         `attrs` holds the job's figures: slowdown ("rank-local" or "global"), straggler (a rank
         or None), straggler_compute_excess (0..1), median_wait_us, balanced_saving_us,
-        mean_collective_skew_us.
+        mean_collective_skew_us, and of the clock alignment: clock_method, clock_residual_us
+        (median), arrival_skew_mean_us, last_arrival_rank (or None), last_arrival_share (0..1).
+        Columns clock_offset_us and arrival_wait_us are each rank's clock offset from the first
+        rank's and its summed wait for the last rank to reach a collective (NaN when not aligned).
 
         >>> rc = report.rank_comparison()
         >>> rc[["rank", "straggler"]].values.tolist(), rc.attrs["slowdown"]
@@ -531,15 +534,26 @@ class Report(_Mapping):
         """
         rc = self._data.get("rank_comparison") or {}
         straggler = rc.get("straggler")
+        clocks = rc.get("clock_alignment") or {}
+        by_rank = {c["rank"]: c for c in clocks.get("ranks", []) if c.get("aligned")}
+        nan = float("nan")
         rows = [{"rank": r["rank"], "step_us": _us(r["step_ns"]), "compute_us": _us(r["compute_ns"]),
-                 "grad_sync_exposed_us": _us(r["grad_sync_exposed_ns"]), "straggler": r["rank"] == straggler}
+                 "grad_sync_exposed_us": _us(r["grad_sync_exposed_ns"]), "straggler": r["rank"] == straggler,
+                 "clock_offset_us": _us(by_rank[r["rank"]]["offset_ns"]) if r["rank"] in by_rank else nan,
+                 "arrival_wait_us": _us(by_rank[r["rank"]]["arrival_wait_ns"]) if r["rank"] in by_rank else nan}
                 for r in rc.get("rows", [])]
         attrs = {"slowdown": rc.get("slowdown"), "straggler": straggler,
                  "straggler_compute_excess": rc.get("straggler_compute_excess"),
                  "median_wait_us": _us(rc.get("median_wait_ns")),
                  "balanced_saving_us": _us(rc.get("balanced_saving_ns")),
-                 "mean_collective_skew_us": _us(rc.get("mean_collective_skew_ns"))}
-        return _frame(rows, ["rank", "step_us", "compute_us", "grad_sync_exposed_us", "straggler"], attrs)
+                 "mean_collective_skew_us": _us(rc.get("mean_collective_skew_ns")),
+                 "clock_method": clocks.get("method"),
+                 "clock_residual_us": _us(clocks.get("residual_p50_ns")),
+                 "arrival_skew_mean_us": _us(clocks.get("arrival_skew_mean_ns")),
+                 "last_arrival_rank": clocks.get("last_rank"),
+                 "last_arrival_share": clocks.get("last_share")}
+        return _frame(rows, ["rank", "step_us", "compute_us", "grad_sync_exposed_us", "straggler",
+                             "clock_offset_us", "arrival_wait_us"], attrs)
 
     def levers(self):
         """The lever catalogue, in the report's order (applicable levers first, by expected value).

@@ -148,11 +148,15 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   a.cuda_summary = summarize_cuda(rank);
   if (opts.with_drilldown) a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown);
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
+  a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
   return a;
 }
 
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
   AnalysisResult r;
+  std::vector<RankMarks> marks;
+  for (const RankAnalysis& a : ranks) marks.push_back({a.ingest.rank, &a.collectives});
+  ClockAlignment clocks = align_clocks(marks);
   const bool drilldown = std::all_of(ranks.begin(), ranks.end(), [](const RankAnalysis& a) { return a.drilldown.has_value(); });
   for (RankAnalysis& a : ranks) {
     refine_run_kind(a.partition, a.facts);
@@ -167,6 +171,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
     r.footgun_scans.push_back(std::move(a.footgun_scan));
   }
   r.rank_comparison = compare_ranks(r.partitions);
+  r.rank_comparison.clocks = std::move(clocks);
   r.warnings = std::move(warnings);
   for (std::size_t i = 0; i < r.facts.size(); ++i) {
     const auto& f = r.facts[i].trust.warnings;

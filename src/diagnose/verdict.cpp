@@ -26,6 +26,7 @@ constexpr double kSimtGemmShare = 0.5;    // GEMM time on SIMT (non-tensor-core)
 constexpr double kTinyKernelNs = 10'000;  // mean kernel under 10 us: launch cost rivals the work
 constexpr double kSoftmaxShare = 0.05;    // softmax kernels without any fused attention kernel
 constexpr double kCustomKernelShare = 0.5;  // most kernel time in no known class: the mix says little
+constexpr std::int64_t kMinArrivalCollectives = 4;  // fewer matched collectives say little about who is last
 
 std::array<double, kCategoryCount> as_double(const CategoryTimes& t) {
   std::array<double, kCategoryCount> d{};
@@ -191,6 +192,15 @@ std::vector<Finding> findings(const AnalysisResult& r) {
   if (rc.straggler)
     out.push_back({"straggler", fmt::format("rank {} computes {} longer than the other ranks' median; they wait {} per step "
                                             "in collectives", *rc.straggler, pct(rc.straggler_excess), ms(rc.median_wait_ns))});
+  // On aligned clocks the rank that reaches collectives last is the one the others wait for,
+  // whatever its compute time says.
+  const ClockAlignment& c = rc.clocks;
+  if (c.last_rank && c.collectives >= kMinArrivalCollectives)
+    out.push_back({"arrival", fmt::format("rank {} reaches {} of {} matched collectives last; the first rank to arrive waits "
+                                          "{} on average (p90 {}), clock residual {}", *c.last_rank, pct(c.last_share),
+                                          c.collectives, ms(c.arrival_skew_mean_ns),
+                                          ms(static_cast<double>(c.arrival_skew_p90_ns)),
+                                          ms(static_cast<double>(c.residual_p50_ns)))});
   return out;
 }
 

@@ -235,6 +235,11 @@ void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrI
       a.has_extra |= as_int64(v, a.extra.wait_on_stream);
     } else if (k == "wait_on_cuda_event_record_corr_id") {
       a.has_extra |= as_int64(v, a.extra.wait_on_event_record_corr);
+    } else if (k == "Seq") {
+      a.has_extra |= as_int64(v, a.extra.collective_seq);
+    } else if (k == "Process Group Name") {
+      auto pg = v.get_string();
+      if (!pg.error()) a.extra.process_group = strings.intern(pg.value_unsafe()), a.has_extra = true;
     } else if (k == "Input Dims") {
       a.extra.input_dims = strings.intern(raw_text(v));
       a.has_extra = true;

@@ -37,6 +37,7 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
     x.input_dims = map[x.input_dims];
     x.input_type = map[x.input_type];
     x.alt_name = map[x.alt_name];
+    x.process_group = map[x.process_group];
     into.extras.push_back(x);
   }
   for (auto& c : part.counters) {

@@ -53,10 +53,33 @@ nlohmann::json ranks_json(const RankComparison& rc) {
   j["mean_collective_skew_ns"] = rc.mean_skew_ns;
   auto& skew = j["collective_skew"] = nlohmann::json::array();
   for (const auto& s : rc.skew) skew.push_back({{"step", s.step}, {"skew_ns", s.skew_ns}});
+  j["clock_alignment"] = clock_alignment_json(rc.clocks);
   return j;
 }
 
 }  // namespace
+
+nlohmann::json clock_alignment_json(const ClockAlignment& c) {
+  nlohmann::json j;
+  j["method"] = clock_method_name(c.method);
+  j["keyed_by"] = c.keyed_by;
+  j["collectives"] = c.collectives;
+  j["mismatched"] = c.mismatched;
+  j["unaligned_ranks"] = c.unaligned_ranks;
+  j["residual_p50_ns"] = c.residual_p50_ns;
+  j["residual_p99_ns"] = c.residual_p99_ns;
+  j["arrival_skew_mean_ns"] = c.arrival_skew_mean_ns;
+  j["arrival_skew_p50_ns"] = c.arrival_skew_p50_ns;
+  j["arrival_skew_p90_ns"] = c.arrival_skew_p90_ns;
+  j["last_rank"] = c.last_rank ? nlohmann::json(*c.last_rank) : nlohmann::json(nullptr);
+  j["last_share"] = c.last_share;
+  auto& ranks = j["ranks"] = nlohmann::json::array();
+  for (const auto& r : c.ranks)
+    ranks.push_back({{"rank", r.rank}, {"offset_ns", r.offset_ns}, {"aligned", r.aligned}, {"matched", r.matched},
+                     {"residual_ns", r.residual_ns}, {"last_arrivals", r.last_arrivals},
+                     {"arrival_wait_ns", r.arrival_wait_ns}});
+  return j;
+}
 
 nlohmann::json partition_json(const RankPartition& p) {
   nlohmann::json j;

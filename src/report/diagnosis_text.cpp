@@ -134,7 +134,27 @@ void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed
     out += fmt::format("; straggler rank {} (+{} compute); balanced ranks would save {} per step", *rc.straggler,
                        pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
   out += fmt::format("; collective skew {} per step\n", ms(rc.mean_skew_ns));
+  if (auto clocks = clock_alignment_sentence(rc.clocks); !clocks.empty()) out += fmt::format("  {}\n", clocks);
 }
+
+}  // namespace
+
+std::string clock_alignment_sentence(const ClockAlignment& c) {
+  if (c.method == ClockMethod::None) return "";
+  if (c.method == ClockMethod::BaseTime)
+    return c.mismatched > 0 ? fmt::format("clocks: the {} collectives paired across ranks end too far apart to be one "
+                                          "(events lost?); clocks not aligned, arrival skew not measured", c.mismatched)
+                            : "clocks: no collective recorded on two ranks to align them on; arrival skew not measured";
+  std::string s = fmt::format("clocks aligned on {} collectives ({}): residual {} (p99 {})", c.collectives, c.keyed_by,
+                              ms(static_cast<double>(c.residual_p50_ns)), ms(static_cast<double>(c.residual_p99_ns)));
+  if (c.mismatched > 0) s += fmt::format(", {} more left out as mismatched", c.mismatched);
+  if (c.unaligned_ranks > 0) s += fmt::format(", {} ranks share none with the rest", c.unaligned_ranks);
+  s += fmt::format("; arrival skew mean {}, p90 {}", ms(c.arrival_skew_mean_ns), ms(static_cast<double>(c.arrival_skew_p90_ns)));
+  if (c.last_rank) s += fmt::format("; rank {} reaches {} of them last", *c.last_rank, pct(c.last_share));
+  return s;
+}
+
+namespace {
 
 void evidence_lines(const Diagnosis& d, std::string& out) {
   out += "\nevidence:\n";

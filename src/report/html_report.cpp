@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 
+#include "report/diagnosis_render.hpp"
 #include "report/html_common.hpp"
 #include "report/html_sections.hpp"
 #include "stepscope/diagnose.hpp"
@@ -235,6 +236,8 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
     put(out, "; straggler rank {} (+{} compute over the others' median); balanced ranks would save {} per step", *rc.straggler,
         pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
   put(out, "; collective skew {} per step.</p>\n", ms(rc.mean_skew_ns));
+  if (auto clocks = report_detail::clock_alignment_sentence(rc.clocks); !clocks.empty())
+    put(out, "<p class=\"muted\">{}.</p>\n", esc(clocks));
 }
 
 bool any_gpu(const AnalysisResult& r) {

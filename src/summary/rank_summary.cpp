@@ -256,8 +256,12 @@ STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compu
 }  // namespace footgun
 
 // analysis.hpp
+// clock_alignment.hpp
+STEPSCOPE_SUMMARY_FIELDS(CollectiveMark, key, start, end, point_to_point)
+STEPSCOPE_SUMMARY_FIELDS(CollectiveMarks, marks, kernels, by_sequence)
+
 STEPSCOPE_SUMMARY_FIELDS(RankAnalysis, ingest, facts, partition, stability, gpu_timeline, cuda_summary, drilldown,
-                         footgun_scan)
+                         footgun_scan, collectives)
 
 namespace {
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kineto_writer.hpp"
 #include "rng.hpp"
 
 namespace stepscope::tracegen {
@@ -164,6 +165,8 @@ nlohmann::json params_json(const Params& p) {
       {"nccl_version", p.nccl_version},
       {"straggler_rank", p.straggler_rank},
       {"straggler_factor", p.straggler_factor},
+      {"clock_skew_us", p.clock_skew_us},
+      {"base_time_split", p.base_time_split},
       {"ckpt_every", p.ckpt_every},
       {"ckpt_us", p.ckpt_us},
       {"ckpt_mb", p.ckpt_mb},
@@ -209,6 +212,18 @@ std::string step_verdict(const Params& p, int rank, const Breakdown& b, ns_t win
   return "gpu-bound";
 }
 
+namespace {
+
+// Each rank's trace clock minus the true one, which every time in this file is on (a rank's
+// trace times are these plus its offset, and plus one base period on odd ranks under base_time_split).
+nlohmann::json clock_offsets_json(const Params& p) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int r = 0; r < p.ranks; ++r) j.push_back(clock_offset_ns(p, r));
+  return j;
+}
+
+}  // namespace
+
 GroundTruthWriter::GroundTruthWriter(const Params& p, const std::string& path)
     : p_(p), sink_(open_sink(path, false)) {
   nlohmann::json cats = nlohmann::json::array();
@@ -220,13 +235,14 @@ GroundTruthWriter::GroundTruthWriter(const Params& p, const std::string& path)
                  "  \"straggler_rank\": {},\n  \"platform\": \"{}\",\n  \"ranks\": {},\n"
                  "  \"steps_per_rank\": {},\n  \"seed\": {},\n"
                  "  \"time_unit\": \"ns\",\n  \"time_origin\": \"{}\",\n  \"base_time_ns\": {},\n"
+                 "  \"clock_offsets_ns\": {},\n"
                  "  \"categories\": {},\n  \"parameters\": {},\n  \"steps\": [",
                  kGroundTruthSchema, nlohmann::json(p.scenario).dump(),
                  nlohmann::json(p.description).dump(), nlohmann::json(p.expected_verdict).dump(),
                  expectations_json(p), p.straggler_rank, platform_name(p.platform), p.ranks, p.steps, p.seed,
                  p.legacy_dialect() ? "trace ts (us, absolute: no baseTimeNanoseconds) x 1000"
                                     : "trace ts (us, relative to baseTimeNanoseconds) x 1000",
-                 p.legacy_dialect() ? 0 : 1767189312000000000LL, cats.dump(), params_json(p).dump());
+                 p.legacy_dialect() ? 0 : kBaseTimeNs, clock_offsets_json(p).dump(), cats.dump(), params_json(p).dump());
 }
 
 void GroundTruthWriter::add(const StepTruth& s) {

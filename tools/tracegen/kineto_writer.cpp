@@ -77,6 +77,18 @@ KinetoWriter::KinetoWriter(const Params& p, const RankLayout& layout, std::uniqu
   group_ranks_ = "[";
   for (int r = 0; r < p_.ranks; ++r) group_ranks_ += (r ? ", " : "") + std::to_string(r);
   group_ranks_ += "]";
+  shift_ = clock_offset_ns(p, layout.rank) + (kBaseTimeNs - base_time_ns(p, layout.rank));
+}
+
+ns_t clock_offset_ns(const Params& p, int rank) {
+  if (p.clock_skew_us <= 0) return 0;
+  Rng rng(p.seed, 0x636c6f636bULL, static_cast<std::uint64_t>(rank));
+  const auto span = static_cast<std::uint64_t>(2 * p.clock_skew_us * 1000) + 1;
+  return static_cast<ns_t>(rng.next() % span) - static_cast<ns_t>(p.clock_skew_us * 1000);
+}
+
+std::int64_t base_time_ns(const Params& p, int rank) {
+  return p.base_time_split && rank % 2 ? kBaseTimeNs - kBasePeriodNs : kBaseTimeNs;
 }
 
 void KinetoWriter::flush_if_large() {
@@ -151,7 +163,8 @@ void KinetoWriter::write_header() {
                  "  \"record_shapes\": {:d},\n  \"with_stack\": {:d},\n  \"profile_memory\": {:d},\n"
                  "  \"trace_id\": \"{:016X}{:016X}\",\n  \"displayTimeUnit\": \"ms\",\n"
                  "  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [",
-                 p_.record_shapes, p_.with_stack, p_.profile_memory, id.next(), id.next(), kBaseTimeNs);
+                 p_.record_shapes, p_.with_stack, p_.profile_memory, id.next(), id.next(),
+                 base_time_ns(p_, l_.rank));
   flush_if_large();
 }
 
@@ -173,7 +186,9 @@ void KinetoWriter::name_field(const Event& e) {
   }
 }
 
-void KinetoWriter::time(ns_t ns) {
+void KinetoWriter::time(ns_t ns) { duration(ns + shift_); }
+
+void KinetoWriter::duration(ns_t ns) {
   // 2021 traces carry integer µs; the generator has already rounded every interval to whole µs.
   if (legacy_) fmt::format_to(std::back_inserter(buf_), "{}", ns / 1000);
   else format_us(buf_, ns);
@@ -183,7 +198,7 @@ void KinetoWriter::span_fields(ns_t ts, ns_t dur) {
   buf_.append(std::string_view("\"ts\": "));
   time(ts);
   buf_.append(std::string_view(", \"dur\": "));
-  time(dur);
+  duration(dur);
 }
 
 void KinetoWriter::host_event(const Event& e) {
@@ -479,7 +494,7 @@ void KinetoWriter::write_footer(ns_t start, ns_t end) {
   fmt::format_to(out, "\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
   time(start);
   buf_.append(std::string_view(", \"dur\": "));
-  time(end - start);
+  duration(end - start);
   buf_.append(std::string_view(
       ",\n    \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch "
       "Profiler (0)\",\n    \"args\": {\n      \"Op count\": 0\n    }\n  }"));

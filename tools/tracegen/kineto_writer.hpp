@@ -27,6 +27,13 @@ struct RankLayout {
 RankLayout rank_layout(const Params& p, int rank);
 
 inline constexpr std::int64_t kBaseTimeNs = 1767189312000000000LL;
+// Kineto floors its base time to a multiple of this ("trimonths").
+inline constexpr std::int64_t kBasePeriodNs = 7'889'238'000'000'000LL;
+
+// How far rank's trace clock is from the true one (Params::clock_skew_us), in [-skew, skew].
+ns_t clock_offset_ns(const Params& p, int rank);
+// The baseTimeNanoseconds the rank writes (Params::base_time_split).
+std::int64_t base_time_ns(const Params& p, int rank);
 
 class KinetoWriter {
  public:
@@ -51,7 +58,8 @@ class KinetoWriter {
   void launch_flows(const Event& rt, const Event& g);
   void flow(char ph, std::int64_t id, int pid, int tid, ns_t ts, std::string_view cat,
             std::string_view name);
-  void time(ns_t ns);
+  void time(ns_t ns);      // a timestamp, on the rank's clock
+  void duration(ns_t ns);  // a length of time
   void span_fields(ns_t ts, ns_t dur);
   void metadata(std::string_view name, int pid, int tid, ns_t ts, std::string_view key,
                 std::string_view value, bool quoted);
@@ -69,6 +77,7 @@ class KinetoWriter {
   bool autograd_seen_ = false;
   std::set<int> workers_seen_;  // host threads beyond main and autograd
   std::string group_ranks_;  // "[0, 1, ...]", shared by every collective
+  ns_t shift_ = 0;           // added to every time written: the clock offset, and the base time's change
 };
 
 // "1234.567" from nanoseconds: Kineto's microseconds with three decimals.

@@ -78,6 +78,8 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--nccl-version", &tg::Params::nccl_version, "NCCL version (kernel naming)");
   o.add(app, "--straggler-rank", &tg::Params::straggler_rank, "slow rank (-1: none)");
   o.add(app, "--straggler-factor", &tg::Params::straggler_factor, "slow rank's compute factor");
+  o.add(app, "--clock-skew-us", &tg::Params::clock_skew_us, "each rank's clock off the true one by up to this");
+  o.add(app, "--base-time-split", &tg::Params::base_time_split, "odd ranks write a base time one period earlier (1/0)");
   o.add(app, "--ckpt-every", &tg::Params::ckpt_every, "checkpoint every K steps (0: never)");
   o.add(app, "--ckpt-us", &tg::Params::ckpt_us, "checkpoint serialisation time");
   o.add(app, "--ckpt-mb", &tg::Params::ckpt_mb, "weights copied to host per checkpoint (MB)");

@@ -77,6 +77,11 @@ struct Params {
   std::string nccl_version = "2.21.5";  // before 2.19: ncclKernel_* names, no collective args
   int straggler_rank = -1;
   double straggler_factor = 1.3;
+  // Hosts' clocks: each rank's trace clock is off the true one by up to this much either way
+  // (0: one clock). With base_time_split, odd ranks write a base time one Kineto period earlier
+  // (as a run straddling the boundary does) and times larger by as much.
+  double clock_skew_us = 0;
+  bool base_time_split = false;
 
   // Side work: checkpoint every K steps (device-to-host copy of the weights, then serialise).
   int ckpt_every = 0;
