@@ -172,7 +172,9 @@ struct DrillDownOptions {
                                              OperatorGrouping::Module};
   std::string sequence_op;  // HTA's operator_name; "" picks the op with the most qualifying instances
   int min_pattern_len = 3;
-  std::size_t max_series_points = 20000;  // longer time series are thinned evenly (summaries are not)
+  // Longer time series are thinned to this many points, each the peak of its run (summaries are
+  // computed first, on every point): more than a chart's width in pixels.
+  std::size_t max_series_points = 2000;
   bool critical_path = true;  // HTA's critical path of the middle kept step (or the whole trace)
 };
 
@@ -193,8 +195,8 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
 
 // Parts, for callers that need one table.
 std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping);
-QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points = 20000);
-MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points = 20000);
+QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points = 2000);
+MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points = 2000);
 KernelSequences hta_kernel_sequences(const RankTrace& rank, const std::string& op, int min_pattern_len = 3);
 
 }  // namespace stepscope

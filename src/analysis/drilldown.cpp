@@ -276,7 +276,7 @@ DeviceMemoryTimeline device_timeline(const RankTrace& rank, std::int32_t type, s
     if (top) d.steps.push_back({w.number, top->sample.allocated, top->sample.ts, op_of(*top)});
   }
   for (const MemoryEvent& e : evs) d.samples.push_back(e.sample);
-  d.samples = thinned(std::move(d.samples), max_points);
+  d.samples = thinned(std::move(d.samples), max_points, [](const MemorySample& m) { return m.allocated; });
   return d;
 }
 

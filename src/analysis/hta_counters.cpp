@@ -71,7 +71,7 @@ StreamQueue stream_queue(std::int64_t stream, const std::vector<QueueRow>& rows,
     if (series[k].value >= kMaxLaunchQueue && k + 1 < series.size()) q.time_at_max += series[k + 1].ts - series[k].ts;
   }
   q.summary = hta::describe(std::move(values));
-  q.series = thinned(std::move(series), max_points);
+  q.series = thinned(std::move(series), max_points, [](const QueuePoint& x) { return x.value; });
   return q;
 }
 
@@ -105,7 +105,7 @@ CopyBandwidth copy_bandwidth(std::string name, std::vector<BandwidthRow> rows, s
     if (total > 0) positive.push_back(total);
   }
   c.summary = hta::describe(std::move(positive));
-  c.series = thinned(std::move(series), max_points);
+  c.series = thinned(std::move(series), max_points, [](const BandwidthPoint& x) { return x.gbps; });
   return c;
 }
 

@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -90,6 +92,125 @@ constexpr std::size_t names_in(std::string_view list) {
   static_assert(::stepscope::field_count<Type>() == ::stepscope::names_in(#__VA_ARGS__),      \
                 #Type " has a field that the summary does not list");                         \
   NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Type, __VA_ARGS__)
+
+namespace stepscope {
+namespace {
+
+// Long lists of small rows (a critical path's edges, a time series' points) are written column by
+// column: integers (enums, flags) as their differences from the row before, which are small for
+// times in order and cost a byte or two in CBOR; strings as a table of their distinct values and
+// one index per row; doubles as they are. Differences wrap around in 64 bits, so any value comes
+// back exactly. A path of 17,000 edges takes 0.3 MB this way against 2.6 MB as one object per row.
+//   rows {ts: 100, v: 3}, {ts: 250, v: 3}, {ts: 260, v: 1}  ->  {"ts": [100, 150, 10], "v": [3, 0, -2]}
+template <typename V>
+nlohmann::json column_of(const std::vector<V>& values) {
+  if constexpr (std::is_same_v<V, std::string>) {
+    nlohmann::json table = nlohmann::json::array(), index = nlohmann::json::array();
+    std::map<std::string_view, std::size_t> seen;
+    for (const std::string& v : values) {
+      auto [it, fresh] = seen.try_emplace(v, table.size());
+      if (fresh) table.push_back(v);
+      index.push_back(it->second);
+    }
+    return {{"values", std::move(table)}, {"index", std::move(index)}};
+  } else if constexpr (std::is_floating_point_v<V>) {
+    return values;
+  } else {
+    nlohmann::json out = nlohmann::json::array();
+    std::uint64_t before = 0;
+    for (const V& v : values) {
+      const auto now = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      out.push_back(static_cast<std::int64_t>(now - before));
+      before = now;
+    }
+    return out;
+  }
+}
+
+template <typename V>
+std::vector<V> column_from(const nlohmann::json& j) {
+  std::vector<V> out;
+  if constexpr (std::is_same_v<V, std::string>) {
+    const auto table = j.at("values").get<std::vector<std::string>>();
+    for (const auto& i : j.at("index")) {
+      const auto k = i.get<std::size_t>();
+      if (k >= table.size()) throw nlohmann::json::other_error::create(501, "index past the table of values", &j);
+      out.push_back(table[k]);
+    }
+  } else if constexpr (std::is_floating_point_v<V>) {
+    j.get_to(out);
+  } else {
+    std::uint64_t now = 0;
+    for (const auto& d : j) {
+      now += static_cast<std::uint64_t>(d.get<std::int64_t>());
+      out.push_back(static_cast<V>(static_cast<std::int64_t>(now)));
+    }
+  }
+  return out;
+}
+
+template <typename T, typename F>
+struct Column {
+  const char* name;
+  F T::*field;
+};
+
+template <typename T, typename... F>
+void rows_to_json(nlohmann::json& j, const std::vector<T>& rows, Column<T, F>... columns) {
+  j = nlohmann::json::object();
+  auto put = [&](auto column) {
+    std::vector<std::remove_cvref_t<decltype(rows[0].*column.field)>> values;
+    values.reserve(rows.size());
+    for (const T& r : rows) values.push_back(r.*column.field);
+    j[column.name] = column_of(values);
+  };
+  (put(columns), ...);
+}
+
+template <typename T, typename... F>
+void rows_from_json(const nlohmann::json& j, std::vector<T>& rows, Column<T, F>... columns) {
+  rows.clear();
+  bool first = true;
+  auto take = [&](auto column) {
+    auto values = column_from<std::remove_cvref_t<decltype(rows[0].*column.field)>>(j.at(column.name));
+    if (first) rows.resize(values.size()), first = false;
+    if (values.size() != rows.size())
+      throw nlohmann::json::other_error::create(501, fmt::format("column {} has another length", column.name), &j);
+    for (std::size_t i = 0; i < values.size(); ++i) rows[i].*column.field = std::move(values[i]);
+  };
+  (take(columns), ...);
+}
+
+}  // namespace
+}  // namespace stepscope
+
+// Pasted one after another without a separator (NLOHMANN_JSON_PASTE), so each brings its comma.
+#define STEPSCOPE_SUMMARY_COLUMN(field) , ::stepscope::Column<Row, decltype(Row::field)>{#field, &Row::field}
+
+// A list of Type written column by column (see rows_to_json); every field listed, as above.
+#define STEPSCOPE_SUMMARY_COLUMNS(Type, ...)                                                       \
+  static_assert(::stepscope::field_count<::stepscope::Type>() == ::stepscope::names_in(#__VA_ARGS__), \
+                #Type " has a field that the summary does not list");                              \
+  NLOHMANN_JSON_NAMESPACE_BEGIN                                                                    \
+  template <>                                                                                      \
+  struct adl_serializer<std::vector<::stepscope::Type>> {                                          \
+    using Row = ::stepscope::Type;                                                                 \
+    template <typename Json>                                                                       \
+    static void to_json(Json& j, const std::vector<Row>& rows) {                                   \
+      ::stepscope::rows_to_json(j, rows NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(STEPSCOPE_SUMMARY_COLUMN, __VA_ARGS__))); \
+    }                                                                                              \
+    template <typename Json>                                                                       \
+    static void from_json(const Json& j, std::vector<Row>& rows) {                                 \
+      ::stepscope::rows_from_json(j, rows NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(STEPSCOPE_SUMMARY_COLUMN, __VA_ARGS__))); \
+    }                                                                                              \
+  };                                                                                               \
+  NLOHMANN_JSON_NAMESPACE_END
+
+STEPSCOPE_SUMMARY_COLUMNS(CpPathEdge, begin_ts, end_ts, duration, type, bound_by, kind, event, stream, name)
+STEPSCOPE_SUMMARY_COLUMNS(QueuePoint, ts, value)
+STEPSCOPE_SUMMARY_COLUMNS(BandwidthPoint, ts, gbps)
+STEPSCOPE_SUMMARY_COLUMNS(MemorySample, ts, allocated, reserved)
+STEPSCOPE_SUMMARY_COLUMNS(CollectiveMark, key, start, end, point_to_point)
 
 namespace stepscope {
 
@@ -210,7 +331,6 @@ STEPSCOPE_SUMMARY_FIELDS(CudaSummary, present, kernels, kernels_short_name, kern
                          launches_then_sync, sync_after_launch, gap_threshold, devices)
 
 // critical_path.hpp, drilldown.hpp
-STEPSCOPE_SUMMARY_FIELDS(CpPathEdge, begin_ts, end_ts, duration, type, bound_by, kind, event, stream, name)
 STEPSCOPE_SUMMARY_FIELDS(CpTotal, duration, edges)
 STEPSCOPE_SUMMARY_FIELDS(CriticalPath, success, error, annotation, annotation_event, window_start, window_end,
                          window_open_end, nodes, edges, edges_by_type, path, length, by_bound_by, by_edge_type,
@@ -221,15 +341,12 @@ STEPSCOPE_SUMMARY_FIELDS(OperatorView, grouping, step_time, gpu_time, rows)
 STEPSCOPE_SUMMARY_FIELDS(KernelRow, name, kind, cls, engine, dtype, calls, total, min, max, mean, share,
                          launching_op, achieved_occupancy_pct, registers_per_thread, shared_memory)
 STEPSCOPE_SUMMARY_FIELDS(KernelView, gpu_time, rows)
-STEPSCOPE_SUMMARY_FIELDS(QueuePoint, ts, value)
 STEPSCOPE_SUMMARY_FIELDS(StreamQueue, stream, summary, series, time_at_max)
 STEPSCOPE_SUMMARY_FIELDS(QueueLength, available, note, streams)
-STEPSCOPE_SUMMARY_FIELDS(BandwidthPoint, ts, gbps)
 STEPSCOPE_SUMMARY_FIELDS(CopyBandwidth, name, summary, series)
 STEPSCOPE_SUMMARY_FIELDS(MemoryBandwidth, available, note, types)
 STEPSCOPE_SUMMARY_FIELDS(KernelSequence, pattern, count, gpu_time, cpu_time)
 STEPSCOPE_SUMMARY_FIELDS(KernelSequences, op, chosen, min_pattern_len, note, sequences)
-STEPSCOPE_SUMMARY_FIELDS(MemorySample, ts, allocated, reserved)
 STEPSCOPE_SUMMARY_FIELDS(StepMemoryPeak, step, peak_allocated, ts, op)
 STEPSCOPE_SUMMARY_FIELDS(DeviceMemoryTimeline, device_type, device_id, samples, peak_allocated, peak_reserved,
                          peak_ts, peak_op, steps)
@@ -257,7 +374,6 @@ STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compu
 
 // analysis.hpp
 // clock_alignment.hpp
-STEPSCOPE_SUMMARY_FIELDS(CollectiveMark, key, start, end, point_to_point)
 STEPSCOPE_SUMMARY_FIELDS(CollectiveMarks, marks, kernels, by_sequence)
 
 STEPSCOPE_SUMMARY_FIELDS(RankAnalysis, ingest, facts, partition, stability, gpu_timeline, cuda_summary, drilldown,
