@@ -21,7 +21,7 @@
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.4";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.5";
 
 struct StreamSummary {
   std::int64_t device = 0;
@@ -115,6 +115,8 @@ struct RankAnalysis {
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);
+// IngestSummary::rank_source's words for a RankSource: "distributedInfo", "file name", "file order".
+const char* rank_source_name(RankTrace::RankSource s);
 
 // The analyses of one rank: they read that rank's trace alone.
 RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts = {});

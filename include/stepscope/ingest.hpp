@@ -70,6 +70,28 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
 // that part). The listing's warnings become the Trace's first warnings.
 Trace read_trace_files(FileListing listing, const IngestOptions& opts = {});
 
+// Where a rank read from a listing ends up, decided once every file is read, as read_trace_files
+// decides: left out (a file cut before its first event, beside files that hold events), or kept
+// with its number and where the number came from.
+struct RankPlace {
+  bool kept = true;
+  int rank = 0;
+  RankTrace::RankSource source = RankTrace::RankSource::FileOrder;
+};
+struct ListingPlan {
+  std::vector<std::string> warnings;          // the listing's, then the reading's
+  std::vector<std::vector<RankPlace>> files;  // per file of the listing, per rank it held in read order
+};
+
+// read_trace_files for a caller that keeps no trace: each rank goes to take(file, index, rank) as
+// soon as its file is read, on the thread that read it (files in parallel, up to opts.jobs), so a
+// caller that analyses it there and lets it go holds at most opts.jobs traces at once. A rank is
+// numbered when taken if it names its own number (distributedInfo, else rank-N in the file name);
+// the plan returned numbers every rank as read_trace_files would, and says which are left out.
+// Throws as read_trace_files; a file that fails may do so after other files' ranks were taken.
+ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts,
+                                  const std::function<void(std::size_t, std::size_t, RankTrace&&)>& take);
+
 // The bytes of a trace file as the readers see them (gzip decoded, sniffed by its magic rather
 // than its extension), passed to `sink` in order in pieces of at most `chunk` bytes. Returns
 // false when the data ended early (a gzip stream cut off mid-member). Throws InputError when the

@@ -20,6 +20,10 @@ struct PipelineOptions {
   IngestOptions ingest;
   AnalyzeOptions analyze;
   bool keep_summary = false;  // also fill Analysis::summary (for `analyze --summary`)
+  // Fill Analysis::trace with every rank's events (the annotated trace and diff read them). When
+  // false, each rank is analysed as soon as its file is read and its events let go: at most
+  // ingest.jobs traces are held at once, however many ranks the job has. The result is the same.
+  bool keep_trace = true;
 };
 
 // What one run produced: the trace model (for outputs that need the events, such as the annotated

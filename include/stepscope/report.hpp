@@ -32,7 +32,16 @@ struct TextOptions {
 };
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});
-nlohmann::json to_json(const AnalysisResult& r);
+
+struct JsonOptions {
+  // Ranks whose drill-down (operator and kernel tables, critical path, time series) the document
+  // holds: the listed_ranks of this many (0: every rank). Every other per-rank figure is there
+  // for every rank; the drill-down is most of a rank's bytes (60 kB for a small one, megabytes
+  // for a large one), which at thousands of ranks no reader wants in one document. The CSV
+  // tables hold every rank's.
+  std::size_t drilldown_ranks = kListedRanks;
+};
+nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts = {});
 
 // The drill-down's tables as CSV (`analyze --csv DIR`): operators by name, by name and shape and
 // by module, kernels, kernel sequences, queue length, memory bandwidth, the critical path and

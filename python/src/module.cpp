@@ -39,16 +39,18 @@ PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stage
 
 std::string analyze_json(const std::vector<std::string>& paths, int jobs,
                          const std::vector<std::string>& stages, const std::string& step_range) {
-  const PipelineOptions po = pipeline_options(jobs, stages, step_range);
+  PipelineOptions po = pipeline_options(jobs, stages, step_range);
+  po.keep_trace = false;
   // Reading and analysing never touch Python objects: other Python threads run meanwhile.
   py::gil_scoped_release unlocked;
   const Analysis run = analyze_paths(paths, po);
-  return dump_report(to_json(run.result));
+  // A notebook slices every rank's tables itself: the drill-down of every rank, not a sample.
+  return dump_report(to_json(run.result, {.drilldown_ranks = 0}));
 }
 
 std::string merge_json(const std::vector<std::string>& summaries) {
   py::gil_scoped_release unlocked;
-  return dump_report(to_json(merge_summary_files(summaries)));
+  return dump_report(to_json(merge_summary_files(summaries), {.drilldown_ranks = 0}));
 }
 
 // How `stepscope diff` names a side: its paths, space-separated.

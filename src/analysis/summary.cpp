@@ -41,14 +41,6 @@ void for_each_rank_parallel(std::size_t n, int jobs, const std::function<void(st
   if (error) std::rethrow_exception(error);
 }
 
-const char* rank_source_name(RankTrace::RankSource s) {
-  switch (s) {
-    case RankTrace::RankSource::DistributedInfo: return "distributedInfo";
-    case RankTrace::RankSource::FileName: return "file name";
-    case RankTrace::RankSource::FileOrder: return kRankSourceFileOrder;
-  }
-  return kRankSourceFileOrder;
-}
 
 std::vector<std::int64_t> host_profiler_steps(const RankTrace& t) {
   std::vector<std::int64_t> steps;
@@ -63,6 +55,15 @@ std::vector<std::int64_t> host_profiler_steps(const RankTrace& t) {
 }
 
 }  // namespace
+
+const char* rank_source_name(RankTrace::RankSource s) {
+  switch (s) {
+    case RankTrace::RankSource::DistributedInfo: return "distributedInfo";
+    case RankTrace::RankSource::FileName: return "file name";
+    case RankTrace::RankSource::FileOrder: return kRankSourceFileOrder;
+  }
+  return kRankSourceFileOrder;
+}
 
 IngestSummary summarize_ingest(const RankTrace& t) {
   IngestSummary s;

@@ -32,6 +32,7 @@ PipelineOptions pipeline_options(const AnalyzeArgs& a) {
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   po.analyze.partition.step_range = a.step_range;
   po.keep_summary = !a.summary_out.empty();
+  po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
   return po;
 }
 

@@ -42,8 +42,8 @@ void add_report_options(CLI::App& cmd, ReportArgs& a) {
   cmd.add_option("--top", a.top, "Rows of the operator and kernel tables in the text report (default: 10)")
       ->check(CLI::Range(1, 100000));
   cmd.add_option("--ranks", a.ranks,
-                 fmt::format("Ranks the text report lists one by one; past N, the straggler, the fastest, the slowest and "
-                             "quantiles between ('all' lists every rank; default: {})",
+                 fmt::format("Ranks the text report lists one by one and whose drill-down the JSON holds; past N, the "
+                             "straggler, the fastest, the slowest and quantiles between ('all': every rank; default: {})",
                              kListedRanks))
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"all", "0"}}))
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30))
@@ -61,7 +61,7 @@ void check_report_outputs(const std::vector<std::string>& inputs, const ReportAr
 }
 
 int write_reports(const AnalysisResult& r, const ReportArgs& a) {
-  if (!a.json_out.empty()) write_json(a.json_out, to_json(r));
+  if (!a.json_out.empty()) write_json(a.json_out, to_json(r, {.drilldown_ranks = a.ranks}));
   if (!a.html_out.empty()) write_text(a.html_out, render_html(r), "HTML report");
   if (!a.csv_dir.empty()) write_csv_tables(r, a.csv_dir);
   if (a.json_out != "-") write_text_report(r, a);

@@ -319,59 +319,71 @@ RankTrace read_kineto_buffer(std::string_view json, const std::string& name,
 
 namespace {
 
+// What the job's rules read of a rank, kept when the rank itself goes to the consumer.
+struct RankStub {
+  std::string path;
+  std::optional<int> named;                   // distributedInfo.rank, else rank-N in the file name
+  RankTrace::RankSource named_by = RankTrace::RankSource::FileOrder;
+  std::optional<std::int64_t> out_of_range;   // a distributedInfo rank no int holds
+  bool no_events = false;
+};
+
+// The rank a trace names for itself: distributedInfo's, else the file name's.
+std::optional<int> own_rank(const RankTrace& r) {
+  if (r.distributed.rank) return r.distributed.rank;
+  return rank_from_file_name(r.path);
+}
+
 // An export of `nsys profile mpirun ...` holds several ranks. Nothing in it says which process is
 // which rank, and a rank-N in its name cannot name them all: every rank is then numbered in file
 // order, and by pid within a file.
-void number_in_file_order(Trace& t, const std::vector<std::string>& shared_files) {
-  for (std::size_t i = 0; i < t.ranks.size(); ++i) {
-    t.ranks[i].rank = static_cast<int>(i);
-    t.ranks[i].rank_source = RankTrace::RankSource::FileOrder;
-  }
+void number_in_file_order(std::vector<RankPlace*>& kept, const std::vector<std::string>& shared_files,
+                          std::vector<std::string>& warnings) {
+  for (std::size_t i = 0; i < kept.size(); ++i) *kept[i] = {true, static_cast<int>(i), RankTrace::RankSource::FileOrder};
   std::string files;
   for (const auto& f : shared_files) files += (files.empty() ? "" : ", ") + f;
-  t.warnings.push_back(fmt::format(
+  warnings.push_back(fmt::format(
       "{} holds several processes with CUDA work, one rank each; the export names no rank: "
       "numbered the ranks in file order, and by pid within a file",
       files));
 }
 
-void assign_ranks(Trace& t, const std::vector<std::string>& shared_files) {
-  if (!shared_files.empty()) return number_in_file_order(t, shared_files);
-  std::size_t order = 0;
+// Numbers the kept ranks: their own number, else their place in file order; refuses duplicates.
+void assign_ranks(const std::vector<std::vector<RankStub>>& stubs, ListingPlan& plan,
+                  const std::vector<std::string>& shared_files) {
+  std::vector<RankPlace*> kept;
+  std::vector<const RankStub*> kept_stub;
+  for (std::size_t f = 0; f < stubs.size(); ++f)
+    for (std::size_t k = 0; k < stubs[f].size(); ++k)
+      if (plan.files[f][k].kept) kept.push_back(&plan.files[f][k]), kept_stub.push_back(&stubs[f][k]);
+  if (!shared_files.empty()) return number_in_file_order(kept, shared_files, plan.warnings);
   bool any_order = false;
-  for (auto& r : t.ranks) {
-    if (r.distributed.rank_out_of_range)
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const RankStub& r = *kept_stub[i];
+    if (r.out_of_range)
       throw InputError(fmt::format("{}: distributedInfo rank {} is out of range (at most {})", r.path,
-                                   *r.distributed.rank_out_of_range, std::numeric_limits<int>::max()));
-    if (r.distributed.rank) {
-      r.rank = *r.distributed.rank;
-      r.rank_source = RankTrace::RankSource::DistributedInfo;
-    } else if (auto fr = rank_from_file_name(r.path)) {
-      r.rank = *fr;
-      r.rank_source = RankTrace::RankSource::FileName;
+                                   *r.out_of_range, std::numeric_limits<int>::max()));
+    if (r.named) {
+      *kept[i] = {true, *r.named, r.named_by};
     } else {
-      r.rank = static_cast<int>(order);
-      r.rank_source = RankTrace::RankSource::FileOrder;
+      *kept[i] = {true, static_cast<int>(i), RankTrace::RankSource::FileOrder};
       any_order = true;
     }
-    ++order;
   }
-  if (any_order && t.ranks.size() > 1)
-    t.warnings.push_back(kFileOrderRanksWarning);
+  if (any_order && kept.size() > 1) plan.warnings.push_back(kFileOrderRanksWarning);
   std::map<int, const std::string*> seen;
-  for (auto& r : t.ranks) {
-    auto [it, fresh] = seen.emplace(r.rank, &r.path);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    auto [it, fresh] = seen.emplace(kept[i]->rank, &kept_stub[i]->path);
     if (!fresh)
       throw InputError(fmt::format("{} and {} are both rank {}: pass one trace per rank",
-                                   *it->second, r.path, r.rank));
+                                   *it->second, kept_stub[i]->path, kept[i]->rank));
   }
-  std::sort(t.ranks.begin(), t.ranks.end(),
-            [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
 }
 
 // JSON files beside a directory's traces that hold none are skipped with a warning; a directory
 // with nothing else is an error.
-void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, bool share, Trace& t) {
+void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, bool share,
+                     std::vector<std::string>& warnings) {
   std::string names;
   std::size_t skipped = 0;
   for (std::size_t i = 0; i < files.size(); ++i)
@@ -380,8 +392,8 @@ void note_not_traces(const std::vector<std::string>& files, const std::vector<ch
   if (skipped == files.size() && !share)
     throw InputError(fmt::format("{}: no trace among the directory's files (none holds \"traceEvents\")",
                                  fs::path(files.front()).parent_path().string()));
-  t.warnings.push_back(fmt::format("skipped {} JSON file{} that hold{} no trace: {}", skipped, skipped == 1 ? "" : "s",
-                                   skipped == 1 ? "s" : "", names));
+  warnings.push_back(fmt::format("skipped {} JSON file{} that hold{} no trace: {}", skipped, skipped == 1 ? "" : "s",
+                                 skipped == 1 ? "s" : "", names));
 }
 
 // A rank file cut before its first event (the job killed while the profiler was writing) holds
@@ -389,33 +401,33 @@ void note_not_traces(const std::vector<std::string>& files, const std::vector<ch
 // warning while other ranks hold events; alone, it stays, and analysis says there is nothing to
 // analyse. Only Kineto files: an export without events is refused when read.
 void leave_out_empty_ranks(const std::vector<std::string>& files, const std::vector<bool>& sqlite,
-                           std::vector<std::vector<RankTrace>>& per_file, Trace& t) {
-  auto is_empty = [&](std::size_t i) { return !sqlite[i] && per_file[i].size() == 1 && per_file[i][0].events.size() == 0; };
+                           const std::vector<std::vector<RankStub>>& stubs, ListingPlan& plan) {
+  auto is_empty = [&](std::size_t i) { return !sqlite[i] && stubs[i].size() == 1 && stubs[i][0].no_events; };
   bool any_events = false;
-  for (std::size_t i = 0; i < files.size(); ++i) any_events = any_events || (!per_file[i].empty() && !is_empty(i));
+  for (std::size_t i = 0; i < files.size(); ++i) any_events = any_events || (!stubs[i].empty() && !is_empty(i));
   if (!any_events) return;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!is_empty(i)) continue;
-    per_file[i].clear();
-    t.warnings.push_back(fmt::format("{}: no events before the file ends; left out of the ranks", files[i]));
+    plan.files[i][0].kept = false;
+    plan.warnings.push_back(fmt::format("{}: no events before the file ends; left out of the ranks", files[i]));
   }
 }
 
 // A directory's complete trace that holds no event (a rank that recorded nothing) is left out
 // with a warning while another file holds a rank; when none does, the first such file's error
 // stands, as it would for that file named alone.
-void leave_out_eventless_files(const std::vector<std::string>& reasons,
-                               const std::vector<std::vector<RankTrace>>& per_file, bool share, Trace& t) {
+void leave_out_eventless_files(const std::vector<std::string>& reasons, const std::vector<std::vector<RankStub>>& stubs,
+                               bool share, std::vector<std::string>& warnings) {
   const std::string* first = nullptr;
   bool any_rank = false;
   for (std::size_t i = 0; i < reasons.size(); ++i) {
     if (!reasons[i].empty() && !first) first = &reasons[i];
-    any_rank = any_rank || !per_file[i].empty();
+    any_rank = any_rank || !stubs[i].empty();
   }
   if (!first) return;
   if (!any_rank && !share) throw EmptyTraceError(*first);
   for (const auto& r : reasons)
-    if (!r.empty()) t.warnings.push_back(r + "; left out of the ranks");
+    if (!r.empty()) warnings.push_back(r + "; left out of the ranks");
 }
 
 }  // namespace
@@ -424,7 +436,8 @@ Trace read_traces(const std::vector<std::string>& paths, const IngestOptions& op
   return read_trace_files(list_trace_files(paths), opts);
 }
 
-Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
+ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts,
+                                  const std::function<void(std::size_t, std::size_t, RankTrace&&)>& take) {
   const std::vector<FoundFile>& found = listing.files;
   std::vector<std::string> files;
   for (const auto& f : found) files.push_back(f.path);
@@ -437,15 +450,11 @@ Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
     if ((spooled[i] = spool_if_stream(files[i] == "-" ? "/dev/stdin" : files[i]))) sources[i] = spooled[i]->path();
   const std::vector<bool> sqlite = classify_sqlite(sources);
   int jobs = resolve_jobs(opts.jobs);
-  Trace t;
-  t.warnings = std::move(listing.warnings);
-  std::vector<std::vector<RankTrace>> per_file(files.size());
+  ListingPlan plan;
+  plan.warnings = std::move(listing.warnings);
+  std::vector<std::vector<RankStub>> stubs(files.size());
   std::uint64_t total = 0;
-  std::vector<std::uint64_t> base(files.size());
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    base[i] = total;
-    total += size_or_zero(sources[i]);
-  }
+  for (std::size_t i = 0; i < files.size(); ++i) total += size_or_zero(sources[i]);
   // Files in parallel when there are several; the threads left over parse within a file.
   int file_threads = std::max(1, std::min<int>(jobs, static_cast<int>(files.size())));
   int inner = std::max(1, jobs / file_threads);
@@ -453,6 +462,19 @@ Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
   std::vector<std::uint64_t> done(files.size(), 0);
   IngestOptions inner_opts;
   inner_opts.jobs = inner;
+  // Each file's ranks are stubbed, numbered as far as they name themselves, and handed on; only
+  // the thread reading file i touches stubs[i].
+  auto hand_on = [&](std::size_t i, std::vector<RankTrace>&& ranks) {
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      RankTrace& r = ranks[k];
+      const auto own = own_rank(r);
+      const auto source = r.distributed.rank ? RankTrace::RankSource::DistributedInfo : RankTrace::RankSource::FileName;
+      stubs[i].push_back({r.path, own, own ? source : RankTrace::RankSource::FileOrder, r.distributed.rank_out_of_range,
+                          r.events.size() == 0});
+      if (own) r.rank = *own, r.rank_source = source;
+      take(i, k, std::move(r));
+    }
+  };
   auto read_one = [&](std::size_t i) {
     IngestOptions o = inner_opts;
     if (opts.progress) {
@@ -464,15 +486,16 @@ Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
         opts.progress(sum, total);
       };
     }
+    std::vector<RankTrace> ranks;
     if (sqlite[i]) {
-      per_file[i] = read_nsys_sqlite(sources[i], o);
-      for (auto& r : per_file[i]) r.path = files[i];
-      return;
+      ranks = read_nsys_sqlite(sources[i], o);
+      for (auto& r : ranks) r.path = files[i];
+      return hand_on(i, std::move(ranks));
     }
     auto src = open_byte_source(sources[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
     try {
-      per_file[i].push_back(r.read());
+      ranks.push_back(r.read());
     } catch (const NotATraceError&) {
       if (!found[i].listed) throw;
       not_traces[i] = 1;
@@ -480,6 +503,7 @@ Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
       if (!found[i].listed) throw;
       empty[i] = e.what();
     }
+    hand_on(i, std::move(ranks));
   };
   if (file_threads == 1) {
     for (std::size_t i = 0; i < files.size(); ++i) read_one(i);
@@ -489,15 +513,35 @@ Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
     for (std::size_t i = 0; i < files.size(); ++i) fut.push_back(pool.submit([&, i] { read_one(i); }));
     for (auto& f : fut) f.get();
   }
-  note_not_traces(files, not_traces, listing.share, t);
-  leave_out_eventless_files(empty, per_file, listing.share, t);
-  leave_out_empty_ranks(files, sqlite, per_file, t);
+  note_not_traces(files, not_traces, listing.share, plan.warnings);
+  leave_out_eventless_files(empty, stubs, listing.share, plan.warnings);
+  plan.files.resize(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) plan.files[i].resize(stubs[i].size());
+  leave_out_empty_ranks(files, sqlite, stubs, plan);
   std::vector<std::string> shared_files;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (per_file[i].size() > 1) shared_files.push_back(files[i]);
-    for (auto& r : per_file[i]) t.ranks.push_back(std::move(r));
-  }
-  assign_ranks(t, shared_files);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    if (stubs[i].size() > 1 && plan.files[i][0].kept) shared_files.push_back(files[i]);
+  assign_ranks(stubs, plan, shared_files);
+  return plan;
+}
+
+Trace read_trace_files(FileListing listing, const IngestOptions& opts) {
+  std::vector<std::vector<RankTrace>> per_file(listing.files.size());
+  const ListingPlan plan = read_trace_files_each(std::move(listing), opts, [&](std::size_t f, std::size_t, RankTrace&& r) {
+    per_file[f].push_back(std::move(r));
+  });
+  Trace t;
+  t.warnings = plan.warnings;
+  for (std::size_t f = 0; f < per_file.size(); ++f)
+    for (std::size_t k = 0; k < per_file[f].size(); ++k) {
+      const RankPlace& place = plan.files[f][k];
+      if (!place.kept) continue;
+      RankTrace& r = per_file[f][k];
+      r.rank = place.rank;
+      r.rank_source = place.source;
+      t.ranks.push_back(std::move(r));
+    }
+  std::sort(t.ranks.begin(), t.ranks.end(), [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
   return t;
 }
 

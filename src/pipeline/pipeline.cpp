@@ -105,9 +105,44 @@ AnalysisResult merge_summary_files(const std::vector<std::string>& paths) {
   return merge_summaries(std::move(parts));
 }
 
+namespace {
+
+// Every rank analysed on the thread that read its file, then placed as the reader's plan says.
+std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(const std::vector<std::string>& paths,
+                                                                                const PipelineOptions& opts) {
+  FileListing listing = list_trace_files(paths);
+  std::vector<std::vector<RankAnalysis>> per_file(listing.files.size());
+  AnalyzeOptions one = opts.analyze;
+  one.jobs = 1;  // the reader already runs a thread per file
+  ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
+    per_file[f].push_back(analyze_rank(t, one));
+  });
+  std::vector<RankAnalysis> ranks;
+  for (std::size_t f = 0; f < per_file.size(); ++f)
+    for (std::size_t k = 0; k < per_file[f].size(); ++k) {
+      const RankPlace& place = plan.files[f][k];
+      if (!place.kept) continue;
+      RankAnalysis& a = per_file[f][k];
+      if (a.ingest.rank != place.rank) renumber(a, place.rank);
+      a.ingest.rank_source = rank_source_name(place.source);
+      ranks.push_back(std::move(a));
+    }
+  std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.ingest.rank < b.ingest.rank; });
+  return {std::move(ranks), std::move(plan.warnings)};
+}
+
+}  // namespace
+
 Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
   check_options(opts);
   Analysis a;
+  if (!opts.keep_trace) {
+    auto [ranks, warnings] = analyze_as_read(paths, opts);
+    if (opts.keep_summary) a.summary = {ranks, warnings};
+    a.result = combine_ranks(std::move(ranks), std::move(warnings));
+    diagnose(a.result);
+    return a;
+  }
   a.trace = read_traces(paths, opts.ingest);
   std::vector<RankAnalysis> ranks = analyze_ranks(a.trace, opts.analyze);
   if (opts.keep_summary) a.summary = {ranks, a.trace.warnings};

@@ -100,9 +100,16 @@ nlohmann::json trust_json(const Trust& t) {
 
 }  // namespace
 
-nlohmann::json to_json(const AnalysisResult& r) {
+nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
   nlohmann::json j;
   j["schema"] = r.schema;
+  std::vector<bool> drilled(r.drilldowns.size(), false);
+  if (!r.drilldowns.empty()) {
+    auto& listed = j["drilldown_ranks"] = nlohmann::json::array();
+    for (std::size_t i : listed_ranks(r, opts.drilldown_ranks)) drilled.at(i) = true;
+    for (std::size_t i = 0; i < drilled.size(); ++i)
+      if (drilled[i]) listed.push_back(r.ranks[i].rank);
+  }
   auto& ranks = j["ranks"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
     nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
@@ -111,7 +118,7 @@ nlohmann::json to_json(const AnalysisResult& r) {
     if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
     if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
     if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
-    if (i < r.drilldowns.size()) rank["drilldown"] = to_json(r.drilldowns[i]);
+    if (i < r.drilldowns.size() && drilled[i]) rank["drilldown"] = to_json(r.drilldowns[i]);
     ranks.push_back(std::move(rank));
   }
   if (!r.gpu_timelines.empty())

@@ -1,8 +1,10 @@
 // A job analysed in parts (per-file summaries, or shares as MPI processes read them) and merged
 // gives the report of one run over every file: the JSON is compared whole.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -69,7 +71,51 @@ TEST_P(Job, SharesByBytesMergeToTheDirectReport) {
   }
 }
 
+// Each rank analysed as its file is read, its events let go at once: the report of a run that
+// kept every trace, with one thread or two.
+std::string as_read_json(const std::vector<std::string>& paths, int jobs) {
+  PipelineOptions po;
+  po.ingest.jobs = po.analyze.jobs = jobs;
+  po.keep_trace = false;
+  const Analysis a = analyze_paths(paths, po);
+  EXPECT_TRUE(a.trace.ranks.empty());
+  return to_json(a.result).dump(1);
+}
+
+TEST_P(Job, AnalysedAsReadEqualsTheReportOfKeptTraces) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  for (int jobs : {1, 2}) EXPECT_EQ(as_read_json({dir}, jobs), direct_json(dir)) << jobs << " threads";
+}
+
 INSTANTIATE_TEST_SUITE_P(RealJobs, Job, ::testing::Values("param/dlrm_8rank/kineto", "hta/sampled_world128"));
+
+// A directory as jobs leave them: beside three ranks, a JSON file that is no trace, a trace cut
+// before its first event, one that recorded nothing, and one that names no rank. The rules that
+// need every file (skip, leave out, number in file order) decide alike when each rank is analysed
+// as it is read.
+TEST(AnalysedAsRead, TheDirectoryRulesDecideAsForKeptTraces) {
+  const auto dir = std::filesystem::temp_directory_path() / ("stepscope-as-read-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"worker1_step_12.1694128201556.pt.trace.json.gz", "worker2_step_12.1694128201554.pt.trace.json.gz",
+                        "worker3_step_12.1694128201557.pt.trace.json.gz"})
+    std::filesystem::copy_file(kFixtures + "/param/dlrm_8rank/kineto/" + f, dir / f);
+  std::filesystem::copy_file(kFixtures + "/hta/edited/rank_not_found.json.gz", dir / "a_rank_not_found.json.gz");
+  std::ofstream(dir / "notes.json") << R"({"note": "not a trace"})";
+  std::ofstream(dir / "cut.pt.trace.json") << R"({"schemaVersion": 1, "traceEvents": [)";
+  std::ofstream(dir / "idle.pt.trace.json") << R"({"schemaVersion": 1, "traceEvents": []})";
+  const std::string direct = direct_json(dir.string());
+  EXPECT_EQ(as_read_json({dir.string()}, 1), direct);
+  EXPECT_EQ(as_read_json({dir.string()}, 2), direct);
+  const auto j = nlohmann::json::parse(direct);
+  EXPECT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["ranks"][0]["ingest"]["rank_source"], "file order");
+  const std::string warnings = j["warnings"].dump();
+  for (const char* said : {"skipped 1 JSON file that holds no trace: notes.json", "cut.pt.trace.json: no events",
+                           "idle.pt.trace.json", "numbered them in file order"})
+    EXPECT_NE(warnings.find(said), std::string::npos) << said << " in " << warnings;
+  std::filesystem::remove_all(dir);
+}
 
 TEST(ShareByBytes, LargestFirstToTheLightestShare) {
   FileListing l;
