@@ -2,6 +2,7 @@
 // anything runs, and each file is written whole or not at all.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ class OutputFile {
 
 // `path` is a file, or "-" for standard output. Errors: as OutputFile, and write_stdout's.
 void write_output(const std::string& path, std::string_view bytes, const std::string& what);
+
+// write_output of bytes made in pieces: produce(out) hands each piece to out, in order.
+void write_output_pieces(const std::string& path, const std::string& what,
+                         const std::function<void(const std::function<void(std::string_view)>&)>& produce);
 
 // All of `bytes` to standard output. Error: InputError when it cannot take them (a full device,
 // a closed pipe), so that the command exits non-zero.

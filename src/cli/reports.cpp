@@ -61,7 +61,10 @@ void check_report_outputs(const std::vector<std::string>& inputs, const ReportAr
 }
 
 int write_reports(const AnalysisResult& r, const ReportArgs& a) {
-  if (!a.json_out.empty()) write_json(a.json_out, to_json(r, {.drilldown_ranks = a.ranks}));
+  if (!a.json_out.empty())
+    write_output_pieces(a.json_out, "JSON report", [&](const std::function<void(std::string_view)>& out) {
+      write_json_report(r, {.drilldown_ranks = a.ranks}, out);
+    });
   if (!a.html_out.empty()) write_text(a.html_out, render_html(r), "HTML report");
   if (!a.csv_dir.empty()) write_csv_tables(r, a.csv_dir);
   if (a.json_out != "-") write_text_report(r, a);

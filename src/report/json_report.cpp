@@ -6,6 +6,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <functional>
+
 namespace stepscope {
 namespace {
 
@@ -100,26 +103,35 @@ nlohmann::json trust_json(const Trust& t) {
 
 }  // namespace
 
-nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
+namespace {
+
+// Which ranks' drill-down the document holds (JsonOptions::drilldown_ranks), by index.
+std::vector<bool> drilled_ranks(const AnalysisResult& r, const JsonOptions& opts) {
+  std::vector<bool> drilled(r.drilldowns.size(), false);
+  if (!r.drilldowns.empty())
+    for (std::size_t i : listed_ranks(r, opts.drilldown_ranks)) drilled.at(i) = true;
+  return drilled;
+}
+
+nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
+  nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
+  if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
+  if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
+  if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
+  if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
+  if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
+  if (i < r.drilldowns.size() && drilled) rank["drilldown"] = to_json(r.drilldowns[i]);
+  return rank;
+}
+
+// The document less its "ranks".
+nlohmann::json job_json(const AnalysisResult& r, const std::vector<bool>& drilled) {
   nlohmann::json j;
   j["schema"] = r.schema;
-  std::vector<bool> drilled(r.drilldowns.size(), false);
   if (!r.drilldowns.empty()) {
     auto& listed = j["drilldown_ranks"] = nlohmann::json::array();
-    for (std::size_t i : listed_ranks(r, opts.drilldown_ranks)) drilled.at(i) = true;
     for (std::size_t i = 0; i < drilled.size(); ++i)
       if (drilled[i]) listed.push_back(r.ranks[i].rank);
-  }
-  auto& ranks = j["ranks"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
-    nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
-    if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
-    if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
-    if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
-    if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
-    if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
-    if (i < r.drilldowns.size() && drilled[i]) rank["drilldown"] = to_json(r.drilldowns[i]);
-    ranks.push_back(std::move(rank));
   }
   if (!r.gpu_timelines.empty())
     j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(r.gpu_timelines));
@@ -127,6 +139,57 @@ nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
   report_detail::add_diagnosis_json(r, j);
   j["warnings"] = r.warnings;
   return j;
+}
+
+// `v` as dump(2) writes it at `depth` levels in: every line after the first indented as much more.
+//   {"a": 1} at depth 1 -> "{\n    \"a\": 1\n  }"
+std::string dump_at(const nlohmann::json& v, int depth) {
+  std::string text = v.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += indent;  // a string's newline is written \n: every raw one is layout
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
+  const std::vector<bool> drilled = drilled_ranks(r, opts);
+  nlohmann::json j = job_json(r, drilled);
+  auto& ranks = j["ranks"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) ranks.push_back(rank_json(r, i, i < drilled.size() && drilled[i]));
+  return j;
+}
+
+void write_json_report(const AnalysisResult& r, const JsonOptions& opts, const std::function<void(std::string_view)>& out) {
+  const std::vector<bool> drilled = drilled_ranks(r, opts);
+  const nlohmann::json job = job_json(r, drilled);
+  // The keys in the order nlohmann writes an object's (sorted), "ranks" among them.
+  std::vector<std::string> keys{"ranks"};
+  for (const auto& [key, value] : job.items()) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  out("{\n");
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    out(fmt::format("  \"{}\": ", keys[k]));
+    if (keys[k] != "ranks") {
+      out(dump_at(job.at(keys[k]), 1));
+    } else if (r.ranks.empty()) {
+      out("[]");
+    } else {
+      out("[\n");
+      for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+        out("    " + dump_at(rank_json(r, i, i < drilled.size() && drilled[i]), 2));
+        out(i + 1 < r.ranks.size() ? ",\n" : "\n");
+      }
+      out("  ]");
+    }
+    out(k + 1 < keys.size() ? ",\n" : "\n");
+  }
+  out("}\n");
 }
 
 }  // namespace stepscope

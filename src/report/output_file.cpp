@@ -123,9 +123,14 @@ void write_stdout(std::string_view bytes) {
 }
 
 void write_output(const std::string& path, std::string_view bytes, const std::string& what) {
-  if (path == "-") return write_stdout(bytes);
+  write_output_pieces(path, what, [&](const std::function<void(std::string_view)>& out) { out(bytes); });
+}
+
+void write_output_pieces(const std::string& path, const std::string& what,
+                         const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
+  if (path == "-") return produce([](std::string_view piece) { write_stdout(piece); });
   OutputFile f(path, what);
-  f.write(bytes);
+  produce([&f](std::string_view piece) { f.write(piece); });
   f.commit();
 }
 

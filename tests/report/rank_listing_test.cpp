@@ -113,3 +113,38 @@ TEST(RankListing, TheHtmlHeatmapGroupsRanksAndKeepsTheStragglerApart) {
 
 }  // namespace
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+std::string pieces_of(const AnalysisResult& r, const JsonOptions& opts) {
+  std::string out;
+  write_json_report(r, opts, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+std::string whole_of(const AnalysisResult& r, const JsonOptions& opts) {
+  return to_json(r, opts).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// At a hundred ranks the JSON holds the drill-down of the listed ones, and `--ranks all` every
+// rank's; written rank by rank, it is the same bytes as the whole document dumped at once.
+TEST(JsonReport, HoldsTheListedRanksDrillDownAndIsWrittenRankByRankAsDumpedWhole) {
+  for (std::size_t limit : {std::size_t{16}, std::size_t{0}}) {
+    const JsonOptions opts{.drilldown_ranks = limit};
+    const std::string text = pieces_of(result(), opts);
+    EXPECT_EQ(text, whole_of(result(), opts)) << limit;
+    const auto j = nlohmann::json::parse(text);
+    std::size_t drilled = 0;
+    for (const auto& rank : j["ranks"]) drilled += rank.contains("drilldown") ? 1 : 0;
+    EXPECT_EQ(drilled, limit ? listed_ranks(result(), limit).size() : std::size_t{kRanks});
+    EXPECT_EQ(j["drilldown_ranks"].size(), drilled);
+  }
+  for (const char* one : {"/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", "/param/dlrm_8rank/kineto"}) {
+    const Analysis a = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + one});
+    EXPECT_EQ(pieces_of(a.result, {}), whole_of(a.result, {})) << one;
+  }
+}
+
+}  // namespace
+}  // namespace stepscope
