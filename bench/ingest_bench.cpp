@@ -1,6 +1,11 @@
 // Ingest throughput and memory against a bare simdjson DOM parse of the same bytes, in one run.
 //
 //   bench_ingest TRACE [--jobs N]
+//   bench_ingest --bare TRACE     one DOM parse in this (fresh) process: prints its seconds
+//   bench_ingest --decode TRACE   igzip's decode of a .gz trace alone: prints its seconds
+//
+// The two single-figure modes are the baselines scripts/run-bench times stepscope against, each
+// in a process of its own as the command is.
 //
 // Order matters: the streaming ingest runs first, so the peak RSS read right after it is the
 // ingest's own; only then is the whole file decoded into memory for the baseline parse.
@@ -111,12 +116,43 @@ AnalyzeCost time_analyze(const std::string& path) {
 
 int run_bench(int argc, char** argv);
 
+// The size a gzip member says its data has (ISIZE, the last 4 bytes: the size modulo 4 GiB).
+std::size_t gzip_size(const std::string& raw) {
+  std::uint32_t isize = 0;
+  std::memcpy(&isize, raw.data() + raw.size() - 4, 4);
+  return isize;
+}
+
+int baseline(const char* mode, const std::string& path) {
+  const std::string raw = read_all(path);
+  const bool gz = raw.size() >= 4 && static_cast<unsigned char>(raw[0]) == 0x1f;
+  auto t0 = Clock::now();
+  simdjson::padded_string json = decode(raw, gz ? gzip_size(raw) : raw.size());
+  const double decode_secs = seconds_since(t0);
+  if (std::strcmp(mode, "--decode") == 0) {
+    fmt::print("{:.4f}\n", decode_secs);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  t0 = Clock::now();
+  auto doc = parser.parse(json);
+  const double parse_secs = seconds_since(t0);
+  if (doc.error()) {
+    std::fprintf(stderr, "bench_ingest: the parse failed: %s\n", simdjson::error_message(doc.error()));
+    return 2;
+  }
+  fmt::print("{:.4f}\n", parse_secs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    std::fprintf(stderr, "usage: bench_ingest TRACE [--jobs N]\n");
+    std::fprintf(stderr, "usage: bench_ingest TRACE [--jobs N] | --bare TRACE | --decode TRACE\n");
     return 2;
   }
   try {
+    if ((std::strcmp(argv[1], "--bare") == 0 || std::strcmp(argv[1], "--decode") == 0) && argc == 3)
+      return baseline(argv[1], argv[2]);
     return run_bench(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ingest: %s\n", e.what());
