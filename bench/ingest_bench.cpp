@@ -3,6 +3,8 @@
 //   bench_ingest TRACE [--jobs N]
 //   bench_ingest --bare TRACE     one DOM parse in this (fresh) process: prints its seconds
 //   bench_ingest --decode TRACE   igzip's decode of a .gz trace alone: prints its seconds
+//   bench_ingest --stages TRACE   each analysis of the rank on its own, one thread: where the
+//                                 time after reading goes
 //
 // The two single-figure modes are the baselines scripts/run-bench times stepscope against, each
 // in a process of its own as the command is.
@@ -22,6 +24,8 @@
 #include <vector>
 
 #include "stepscope/analysis.hpp"
+#include "stepscope/clock_alignment.hpp"
+#include "stepscope/footgun_scan.hpp"
 #include "stepscope/ingest.hpp"
 
 namespace {
@@ -123,6 +127,42 @@ std::size_t gzip_size(const std::string& raw) {
   return isize;
 }
 
+// Each analysis of one rank timed on its own (best of three), in analyze_rank's order.
+int stages(const std::string& path) {
+  stepscope::IngestOptions io;
+  io.jobs = 1;
+  const stepscope::RankTrace t = std::move(stepscope::read_traces({path}, io).ranks.at(0));
+  auto best = [](const char* name, auto&& fn) {
+    double secs = 1e300;
+    for (int k = 0; k < 3; ++k) {
+      auto t0 = Clock::now();
+      fn();
+      secs = std::min(secs, seconds_since(t0));
+    }
+    fmt::print("  {:<22} {:8.1f} ms   peak RSS so far {:6.1f} MB\n", name, 1e3 * secs, peak_rss_mb());
+    return secs;
+  };
+  stepscope::RankFacts facts;
+  stepscope::RankPartition part;
+  stepscope::GpuTimeline gpu;
+  double total = 0;
+  total += best("summarize_ingest", [&] { (void)stepscope::summarize_ingest(t); });
+  total += best("compute_facts", [&] { facts = stepscope::compute_facts(t); });
+  total += best("partition_rank", [&] { part = stepscope::partition_rank(t, facts); });
+  total += best("compute_stability", [&] { (void)stepscope::compute_stability(part); });
+  total += best("analyze_gpu_timeline", [&] { gpu = stepscope::analyze_gpu_timeline(t, facts); });
+  total += best("summarize_cuda", [&] { (void)stepscope::summarize_cuda(t); });
+  total += best("analyze_drilldown", [&] { (void)stepscope::analyze_drilldown(t, facts, gpu.steps); });
+  best("  critical path", [&] { (void)stepscope::analyze_critical_path(t, stepscope::primary_critical_path_options(t)); });
+  best("  operators by name", [&] { (void)stepscope::operator_rows(t, facts, stepscope::OperatorGrouping::Name); });
+  best("  queue length", [&] { (void)stepscope::hta_queue_length(t); });
+  best("  kernel sequences", [&] { (void)stepscope::hta_kernel_sequences(t, ""); });
+  total += best("footgun scan", [&] { (void)stepscope::footgun::scan_rank(t, facts, part); });
+  total += best("collective_marks", [&] { (void)stepscope::collective_marks(t, facts, part, 0); });
+  fmt::print("  {:<22} {:8.1f} ms\n", "all", 1e3 * total);
+  return 0;
+}
+
 int baseline(const char* mode, const std::string& path) {
   const std::string raw = read_all(path);
   const bool gz = raw.size() >= 4 && static_cast<unsigned char>(raw[0]) == 0x1f;
@@ -153,6 +193,7 @@ int main(int argc, char** argv) {
   try {
     if ((std::strcmp(argv[1], "--bare") == 0 || std::strcmp(argv[1], "--decode") == 0) && argc == 3)
       return baseline(argv[1], argv[2]);
+    if (std::strcmp(argv[1], "--stages") == 0 && argc == 3) return stages(argv[2]);
     return run_bench(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ingest: %s\n", e.what());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,13 @@ struct DrillDown {
 // `steps` are the rank's ProfilerStep windows (GpuTimeline::steps). Never throws on odd input.
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts = {});
+// The same, with the critical path asked of `critical_path` once every other table is done: a
+// caller may compute it on another thread meanwhile (drilldown_critical_path is what it returns).
+DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
+                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path);
+// The drill-down's critical path: HTA's, of the rank's primary window, its edges named; or
+// "not computed" when DrillDownOptions::critical_path is off.
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts);
 
 // Parts, for callers that need one table.
 std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping);

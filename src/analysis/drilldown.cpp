@@ -322,27 +322,34 @@ std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const
 
 }  // namespace
 
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts) {
+  CriticalPath cp;
+  if (!opts.critical_path) {
+    cp.error = "not computed";
+    return cp;
+  }
+  cp = analyze_critical_path(rank, primary_critical_path_options(rank));
+  for (CpPathEdge& e : cp.path)
+    if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
+  return cp;
+}
+
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts) {
+  return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts); });
+}
+
+DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
+                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path) {
   DrillDown d;
   d.rank = rank.rank;
   const CallTree tree = build_call_tree(rank);
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
-  if (opts.critical_path) {
-    d.critical_path = analyze_critical_path(rank, primary_critical_path_options(rank));
-    for (CpPathEdge& e : d.critical_path.path)
-      if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
-  } else {
-    d.critical_path.error = "not computed";
-  }
-  const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
   const OpFigures figures = op_figures(rank, tree);
   for (OperatorGrouping g : opts.groupings) {
     OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
-    for (OperatorRow& r : v.rows)
-      if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
     // A module table needs module ranges; without them every row would say "no module".
     const bool empty_modules = g == OperatorGrouping::Module &&
                                std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });
@@ -354,6 +361,12 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
   d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
+  // Last, so that a caller computing the path on another thread has had the longest to do it.
+  d.critical_path = critical_path();
+  const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
+  for (OperatorView& v : d.operators)
+    for (OperatorRow& r : v.rows)
+      if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
   return d;
 }
 

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -139,17 +140,59 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 }  // namespace
 
-RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
-  RankAnalysis a;
+namespace {
+
+// The step partition and what reads it, and the ingest and CUDA summaries.
+void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   a.ingest = summarize_ingest(rank);
-  a.facts = compute_facts(rank);
   a.partition = partition_rank(rank, a.facts, opts.partition);
   a.stability = compute_stability(a.partition);
-  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts);
   a.cuda_summary = summarize_cuda(rank);
-  if (opts.with_drilldown) a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown);
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
+}
+
+// The GPU timeline, then the drill-down, which reads its steps; the critical path from `path`.
+void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const std::function<CriticalPath()>& path,
+                 RankAnalysis& a) {
+  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts);
+  if (opts.with_drilldown) a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path);
+}
+
+}  // namespace
+
+RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
+  RankAnalysis a;
+  a.facts = compute_facts(rank);
+  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown); };
+  const unsigned threads = opts.rank_threads > 0 ? static_cast<unsigned>(opts.rank_threads)
+                                                 : std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 2) {
+    analyze_gpu(rank, opts, path_now, a);
+    analyze_steps(rank, opts, a);
+    return a;
+  }
+  // Each part reads the trace and the facts and writes fields of its own. The GPU timeline and
+  // the drill-down (about half the work) run here; the critical path, then the step analyses,
+  // on a second thread, or the step analyses on a third when there is one.
+  const bool path_apart = opts.with_drilldown && opts.drilldown.critical_path;
+  std::promise<CriticalPath> promised;
+  std::shared_future<CriticalPath> path = promised.get_future().share();
+  std::future<void> steps_apart;
+  auto side = std::async(std::launch::async, [&] {
+    if (path_apart) {
+      try {
+        promised.set_value(path_now());
+      } catch (...) {
+        promised.set_exception(std::current_exception());
+      }
+    }
+    if (threads < 3) analyze_steps(rank, opts, a);
+  });
+  if (threads >= 3) steps_apart = std::async(std::launch::async, [&] { analyze_steps(rank, opts, a); });
+  analyze_gpu(rank, opts, path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
+  side.get();
+  if (steps_apart.valid()) steps_apart.get();
   return a;
 }
 
@@ -185,8 +228,10 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
 
 std::vector<RankAnalysis> analyze_ranks(const Trace& trace, const AnalyzeOptions& opts) {
   std::vector<RankAnalysis> ranks(trace.ranks.size());
+  AnalyzeOptions each = opts;
+  if (ranks.size() == 1) each.rank_threads = opts.jobs;  // a lone rank gets every thread
   // Each rank's analyses read only that rank's trace and write only its own slot.
-  for_each_rank_parallel(ranks.size(), opts.jobs, [&](std::size_t i) { ranks[i] = analyze_rank(trace.ranks[i], opts); });
+  for_each_rank_parallel(ranks.size(), opts.jobs, [&](std::size_t i) { ranks[i] = analyze_rank(trace.ranks[i], each); });
   return ranks;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <unordered_set>
 
 #include "stepscope/diagnose.hpp"
@@ -113,7 +114,10 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   FileListing listing = list_trace_files(paths);
   std::vector<std::vector<RankAnalysis>> per_file(listing.files.size());
   AnalyzeOptions one = opts.analyze;
-  one.jobs = 1;  // the reader already runs a thread per file
+  one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
+  const int jobs = opts.ingest.jobs > 0 ? opts.ingest.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto files = static_cast<int>(std::max<std::size_t>(1, listing.files.size()));
+  one.rank_threads = std::max(1, jobs / std::min(jobs, files));
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
     per_file[f].push_back(analyze_rank(t, one));
   });
