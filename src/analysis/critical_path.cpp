@@ -18,6 +18,7 @@
 
 #include "analysis/critical_path_internal.hpp"
 #include "analysis/hta_view.hpp"
+#include "analysis/shared_view.hpp"
 #include "stepscope/kernel_class.hpp"
 
 namespace stepscope {
@@ -681,8 +682,12 @@ const char* cp_kind_name(CpKind k) {
 
 // The middle kept ProfilerStep, as HTA's oracle driver picks it; the whole trace without steps.
 CriticalPathOptions primary_critical_path_options(const RankTrace& rank) {
+  return primary_critical_path_options(rank, hta::build_view(rank, GpuTimelineOptions{}));
+}
+
+CriticalPathOptions primary_critical_path_options(const RankTrace& rank, const hta::View& v) {
+  (void)rank;
   CriticalPathOptions o;
-  const hta::View v = hta::build_view(rank, GpuTimelineOptions{});
   if (v.load.iterations.empty()) {
     o.annotation = "";
     return o;
@@ -692,9 +697,15 @@ CriticalPathOptions primary_critical_path_options(const RankTrace& rank) {
 }
 
 CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOptions& opts) {
+  GpuTimelineOptions vopts;
+  vopts.include_last_profiler_step = opts.include_last_profiler_step;
+  return analyze_critical_path(rank, opts, hta::build_view(rank, vopts).load);
+}
+
+CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
   CriticalPath out;
   out.annotation = opts.annotation;
-  const cp::Rows rows = cp::build_rows(rank, opts);
+  const cp::Rows rows = cp::build_rows(rank, opts, load);
   cp::Window w = cp::pick_window(rows, rank, opts);
   if (!w.ok) {
     out.error = w.error;

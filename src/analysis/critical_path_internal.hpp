@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stepscope/critical_path.hpp"
+#include "stepscope/gpu_timeline.hpp"
 #include "stepscope/trace.hpp"
 
 namespace stepscope::cp {
@@ -54,7 +55,9 @@ struct Rows {
 };
 
 // HTA's trace dataframe for the rank (loader filtering, rounding, index_correlation).
-Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts);
+// `load` is what HTA's loader did to the rank (hta::View::load, built with
+// include_last_profiler_step as in `opts`).
+Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load);
 
 // The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
 // entry (HTA's NaN).

@@ -117,10 +117,7 @@ void link_correlations(std::vector<CpRow>& rows) {
 
 }  // namespace
 
-Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts) {
-  GpuTimelineOptions vopts;
-  vopts.include_last_profiler_step = opts.include_last_profiler_step;
-  const hta::View view = hta::build_view(rank, vopts);
+Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
   const EventTable& ev = rank.events;
 
   std::vector<std::unique_ptr<RE2>> data_load;
@@ -133,7 +130,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts) {
     if (!hta::is_hta_row(rank, i)) continue;
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
-    if (view.load.rounded_to_us) {
+    if (load.rounded_to_us) {
       hta::round_like_hta(ev.ts[i], ev.dur[i], row.ts, row.end);
     } else {
       row.ts = ev.ts[i];
@@ -158,8 +155,8 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts) {
   // _filter_irrelevant_gpu_kernels: with two or more step names, host rows from the last step
   // on go, and so do GPU rows whose correlation no kept host row has.
   std::vector<char> keep(all.size(), 1);
-  if (view.load.last_step_dropped || (opts.include_last_profiler_step && view.load.profiler_step_names >= 2)) {
-    const ns_t cut = view.load.cutoff_ts;
+  if (load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2)) {
+    const ns_t cut = load.cutoff_ts;
     std::unordered_map<std::int64_t, char> host_corr;
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
@@ -170,19 +167,23 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts) {
       if (all[k].gpu_for_filter) keep[k] = host_corr.count(all[k].correlation) ? 1 : 0;
   }
 
+  // The kept rows moved down in place (a row is a hundred bytes, and a trace has millions).
   Rows out;
   out.row_of_event.assign(ev.size(), -1);
   std::vector<std::int32_t> new_index(all.size(), -1);
+  std::size_t kept = 0;
   for (std::size_t k = 0; k < all.size(); ++k) {
     if (!keep[k]) continue;
-    new_index[k] = static_cast<std::int32_t>(out.rows.size());
+    new_index[k] = static_cast<std::int32_t>(kept);
     out.row_of_event[all[k].event] = new_index[k];
-    out.rows.push_back(all[k]);
+    all[kept++] = all[k];
   }
-  for (CpRow& r : out.rows) {
+  all.resize(kept);
+  for (CpRow& r : all) {
     if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
     if (r.stream != -1) out.has_gpu = true;
   }
+  out.rows = std::move(all);
   return out;
 }
 

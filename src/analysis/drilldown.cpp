@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/drilldown_internal.hpp"
+#include "analysis/shared_view.hpp"
 
 namespace stepscope {
 
@@ -323,12 +324,16 @@ std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const
 }  // namespace
 
 CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts) {
+  return drilldown_critical_path(rank, opts, hta::build_view(rank, GpuTimelineOptions{}));
+}
+
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const hta::View& view) {
   CriticalPath cp;
   if (!opts.critical_path) {
     cp.error = "not computed";
     return cp;
   }
-  cp = analyze_critical_path(rank, primary_critical_path_options(rank));
+  cp = analyze_critical_path(rank, primary_critical_path_options(rank, view), view.load);
   for (CpPathEdge& e : cp.path)
     if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
   return cp;
@@ -336,11 +341,18 @@ CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptio
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts) {
-  return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts); });
+  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts, view); }, view);
 }
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path) {
+  return analyze_drilldown(rank, facts, steps, opts, critical_path, hta::build_view(rank, GpuTimelineOptions{}));
+}
+
+DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
+                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
+                            const hta::View& view) {
   DrillDown d;
   d.rank = rank.rank;
   const CallTree tree = build_call_tree(rank);
@@ -356,7 +368,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     if (!v.rows.empty() && !empty_modules) d.operators.push_back(std::move(v));
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
   d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
   d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/shared_view.hpp"
 #include "gpu_timeline_internal.hpp"
 #include "hta_breakdown.hpp"
 
@@ -37,8 +38,7 @@ bool any_gpu_work(const RankTrace& rank) {
 }
 
 void run_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
-                     GpuTimeline& out) {
-  hta::View view = hta::build_view(rank, opts);
+                     const hta::View& view, GpuTimeline& out) {
   out.hta_load = view.load;
   out.hta_temporal = hta::temporal_breakdown(view);
   out.hta_idle = hta::idle_breakdown(rank, view, opts);
@@ -63,10 +63,15 @@ void run_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTim
 }  // namespace
 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts) {
+  return analyze_gpu_timeline(rank, facts, opts, hta::build_view(rank, opts));
+}
+
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                                 const hta::View& view) {
   GpuTimeline out;
   out.rank = rank.rank;
   out.has_gpu_activity = any_gpu_work(rank);
-  run_hta_figures(rank, facts, opts, out);
+  run_hta_figures(rank, facts, opts, view, out);
   run_own_figures(rank, facts, opts, out);
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "analysis/shared_view.hpp"
 #include "stepscope/analysis.hpp"
 #include "stepscope/facts.hpp"
 
@@ -153,10 +154,11 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
 }
 
 // The GPU timeline, then the drill-down, which reads its steps; the critical path from `path`.
-void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const std::function<CriticalPath()>& path,
-                 RankAnalysis& a) {
-  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts);
-  if (opts.with_drilldown) a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path);
+void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const hta::View& view,
+                 const std::function<CriticalPath()>& path, RankAnalysis& a) {
+  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
+  if (opts.with_drilldown)
+    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, view);
 }
 
 }  // namespace
@@ -164,11 +166,12 @@ void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const std::f
 RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   RankAnalysis a;
   a.facts = compute_facts(rank);
-  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown); };
+  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, view); };
   const unsigned threads = opts.rank_threads > 0 ? static_cast<unsigned>(opts.rank_threads)
                                                  : std::max(1u, std::thread::hardware_concurrency());
   if (threads < 2) {
-    analyze_gpu(rank, opts, path_now, a);
+    analyze_gpu(rank, opts, view, path_now, a);
     analyze_steps(rank, opts, a);
     return a;
   }
@@ -190,7 +193,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     if (threads < 3) analyze_steps(rank, opts, a);
   });
   if (threads >= 3) steps_apart = std::async(std::launch::async, [&] { analyze_steps(rank, opts, a); });
-  analyze_gpu(rank, opts, path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
+  analyze_gpu(rank, opts, view, path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
   side.get();
   if (steps_apart.valid()) steps_apart.get();
   return a;

@@ -1,0 +1,27 @@
+// The analyses of one rank that read HTA's view of it (hta::build_view), given one view for all of
+// them: analyze_rank builds it once where each analysis would build its own (four times a rank,
+// each a pass over every event). The view is built with the default GpuTimelineOptions.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "analysis/hta_view.hpp"
+#include "stepscope/critical_path.hpp"
+#include "stepscope/drilldown.hpp"
+#include "stepscope/facts.hpp"
+#include "stepscope/gpu_timeline.hpp"
+
+namespace stepscope {
+
+GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                                 const hta::View& view);
+CriticalPathOptions primary_critical_path_options(const RankTrace& rank, const hta::View& view);
+// `load` as build_rows needs it (critical_path_internal.hpp).
+CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load);
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const hta::View& view);
+DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
+                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
+                            const hta::View& view);
+
+}  // namespace stepscope
