@@ -18,7 +18,8 @@
 // else its group, kind (all_reduce, ...), ProfilerStep number and place among the group's
 // collectives of that kind in that step. Worked example, two ranks, one all_reduce each step:
 //   rank 0 ends at 1,000,000 and 2,000,000 ns; rank 1 (its clock 5 ms ahead) at 6,000,010 and
-//   7,000,000 -> rank 1's offset 5,000,005 ns, residual 5 ns; if rank 1 started them at
+//   7,000,000 -> rank 1's offset 5,000,005 ns, residual 2 ns (each end 2.5 ns from the pair's
+//   midpoint, in whole ns); if rank 1 started them at
 //   5,400,000 and 6,900,000 and rank 0 at 100,000 and 1,100,000, the aligned starts differ by
 //   300,000 and 800,000 ns: mean arrival skew 550 µs, rank 1 last in both.
 #pragma once

@@ -85,7 +85,8 @@ struct ListingPlan {
 
 // read_trace_files for a caller that keeps no trace: each rank goes to take(file, index, rank) as
 // soon as its file is read, on the thread that read it (files in parallel, up to opts.jobs), so a
-// caller that analyses it there and lets it go holds at most opts.jobs traces at once. A rank is
+// caller that analyses it there and lets it go holds at most opts.jobs files' traces at once (an
+// nsys export's ranks are handed on together). A rank is
 // numbered when taken if it names its own number (distributedInfo, else rank-N in the file name);
 // the plan returned numbers every rank as read_trace_files would, and says which are left out.
 // Throws as read_trace_files; a file that fails may do so after other files' ranks were taken.

@@ -84,6 +84,18 @@ ns_t issued_at(const RankTrace& t, std::size_t i) {
   return t.events.ts[i];
 }
 
+// Times past this, either way, are no clock (a damaged base time): differences of two of them,
+// which the fit takes, stay within int64.
+constexpr ns_t kClockLimit = ns_t{1} << 61;
+
+bool on_clock(ns_t v) { return v > -kClockLimit && v < kClockLimit; }
+
+// A kernel's start and end on the wall clock; false when they overflow or leave kClockLimit.
+bool wall_clock(ns_t ts, ns_t dur, std::int64_t base, ns_t& start, ns_t& end) {
+  if (__builtin_add_overflow(ts, base, &start) || __builtin_add_overflow(start, dur, &end)) return false;
+  return on_clock(start) && on_clock(end);
+}
+
 // Keeps the marks whose key falls in one part in 2^k, k the smallest that leaves at most `cap`.
 // Every rank applies the same rule to the same keys, so their kept sets nest and still match.
 void thin_by_key(std::vector<CollectiveMark>& marks, std::size_t cap) {
@@ -139,7 +151,8 @@ Matches match_marks(std::span<const RankMarks> ranks) {
   std::vector<Raw> raw;
   for (std::size_t r = 0; r < ranks.size(); ++r)
     if (ranks[r].marks)
-      for (const auto& m : ranks[r].marks->marks) raw.push_back({m.key, r, m.start, m.end, m.point_to_point});
+      for (const auto& m : ranks[r].marks->marks)
+        if (on_clock(m.start) && on_clock(m.end)) raw.push_back({m.key, r, m.start, m.end, m.point_to_point});
   std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) { return std::tie(a.key, a.rank) < std::tie(b.key, b.rank); });
   Matches out;
   out.by_rank.resize(ranks.size());
@@ -332,8 +345,9 @@ CollectiveMarks collective_marks(const RankTrace& t, const RankFacts& facts, con
       const Collective kind = facts.of_event(t, i).collective;
       key.add("order").add(collective_name(kind)).add(step).add(order[{step, id.group, kind}]++);
     }
-    out.marks.push_back({key.done(), ev.ts[i] + base_time_ns, ev.ts[i] + ev.dur[i] + base_time_ns,
-                         facts.of_event(t, i).collective == Collective::SendRecv});
+    ns_t start = 0, end = 0;
+    if (!wall_clock(ev.ts[i], ev.dur[i], base_time_ns, start, end)) continue;
+    out.marks.push_back({key.done(), start, end, facts.of_event(t, i).collective == Collective::SendRecv});
   }
   out.kernels = static_cast<std::int64_t>(out.marks.size());
   thin_by_key(out.marks, kMaxCollectiveMarks);

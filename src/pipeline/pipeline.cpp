@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 
@@ -118,8 +119,13 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   const int jobs = opts.ingest.jobs > 0 ? opts.ingest.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const auto files = static_cast<int>(std::max<std::size_t>(1, listing.files.size()));
   one.rank_threads = std::max(1, jobs / std::min(jobs, files));
+  // A rank without events waits for the plan, which leaves it out beside ranks that have some:
+  // analysed at once it could stop the run (a --step-range it cannot hold) for nothing.
+  std::vector<std::vector<std::optional<RankTrace>>> eventless(listing.files.size());
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
-    per_file[f].push_back(analyze_rank(t, one));
+    const bool empty = t.events.size() == 0;
+    per_file[f].push_back(empty ? RankAnalysis{} : analyze_rank(t, one));
+    eventless[f].push_back(empty ? std::optional<RankTrace>(std::move(t)) : std::nullopt);
   });
   std::vector<RankAnalysis> ranks;
   for (std::size_t f = 0; f < per_file.size(); ++f)
@@ -127,6 +133,7 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
       const RankPlace& place = plan.files[f][k];
       if (!place.kept) continue;
       RankAnalysis& a = per_file[f][k];
+      if (eventless[f][k]) a = analyze_rank(*eventless[f][k], one);
       if (a.ingest.rank != place.rank) renumber(a, place.rank);
       a.ingest.rank_source = rank_source_name(place.source);
       ranks.push_back(std::move(a));

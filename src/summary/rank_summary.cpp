@@ -127,22 +127,35 @@ nlohmann::json column_of(const std::vector<V>& values) {
   }
 }
 
+// A string column decodes to at most this many bytes: a few rows naming one long value could
+// otherwise ask for terabytes.
+constexpr std::size_t kMaxColumnBytes = std::size_t{1} << 30;
+
+std::int64_t integer_of(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw nlohmann::json::type_error::create(302, "an integer is expected", &v);
+  return v.get<std::int64_t>();
+}
+
 template <typename V>
 std::vector<V> column_from(const nlohmann::json& j) {
   std::vector<V> out;
   if constexpr (std::is_same_v<V, std::string>) {
     const auto table = j.at("values").get<std::vector<std::string>>();
+    std::size_t bytes = 0;
     for (const auto& i : j.at("index")) {
-      const auto k = i.get<std::size_t>();
-      if (k >= table.size()) throw nlohmann::json::other_error::create(501, "index past the table of values", &j);
-      out.push_back(table[k]);
+      const std::int64_t k = integer_of(i);
+      if (k < 0 || static_cast<std::size_t>(k) >= table.size())
+        throw nlohmann::json::other_error::create(501, "index past the table of values", &j);
+      bytes += table[static_cast<std::size_t>(k)].size();
+      if (bytes > kMaxColumnBytes) throw nlohmann::json::other_error::create(501, "a column of more than 1 GiB", &j);
+      out.push_back(table[static_cast<std::size_t>(k)]);
     }
   } else if constexpr (std::is_floating_point_v<V>) {
     j.get_to(out);
   } else {
     std::uint64_t now = 0;
     for (const auto& d : j) {
-      now += static_cast<std::uint64_t>(d.get<std::int64_t>());
+      now += static_cast<std::uint64_t>(integer_of(d));
       out.push_back(static_cast<V>(static_cast<std::int64_t>(now)));
     }
   }

@@ -114,6 +114,13 @@ TEST(AnalysedAsRead, TheDirectoryRulesDecideAsForKeptTraces) {
   for (const char* said : {"skipped 1 JSON file that holds no trace: notes.json", "cut.pt.trace.json: no events",
                            "idle.pt.trace.json", "numbered them in file order"})
     EXPECT_NE(warnings.find(said), std::string::npos) << said << " in " << warnings;
+  // A step range the cut file cannot hold: it is left out before it is analysed, as when kept.
+  PipelineOptions po = one_thread();
+  po.analyze.partition.step_range = "ProfilerStep#10";
+  std::filesystem::remove(dir / "a_rank_not_found.json.gz");
+  const std::string kept = to_json(analyze_paths({dir.string()}, po).result).dump(1);
+  po.keep_trace = false;
+  EXPECT_EQ(to_json(analyze_paths({dir.string()}, po).result).dump(1), kept);
   std::filesystem::remove_all(dir);
 }
 
