@@ -59,6 +59,22 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
   return out;
 }
 
+// Whether `root`'s leaf calls launched at least `n` GPU rows: launched_records' count, without
+// collecting or sorting them, and stopping at n (pick_op asks it of every candidate instance).
+bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
+  const auto& track = in.rank.host_tracks[in.tree.track[root]].events;
+  std::size_t count = 0;
+  for (std::uint32_t pos = in.tree.position[root]; pos < in.tree.subtree_end[root]; ++pos) {
+    const std::uint32_t i = track[pos];
+    if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
+    const std::int64_t corr = in.rank.events.correlation[i];
+    if (corr < 0) continue;
+    if (auto it = in.gpu_by_corr.find(corr); it != in.gpu_by_corr.end()) count += it->second.size();
+    if (count >= static_cast<std::size_t>(n)) return true;
+  }
+  return count >= static_cast<std::size_t>(std::max(n, 0));
+}
+
 // The roots for `matches(name)`: kept host calls at the smallest depth among the matching ones.
 template <class Match>
 std::vector<std::uint32_t> roots_of(const SequenceInput& in, Match matches) {
@@ -146,7 +162,7 @@ std::string pick_op(const SequenceInput& in, int min_len) {
     auto it = min_depth.find(ev.name[i]);
     ns_t ts, end;
     if (it == min_depth.end() || in.tree.depth[i] != it->second || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
-    if (static_cast<int>(launched_records(in, i).size()) < min_len) continue;
+    if (!launches_at_least(in, i, min_len)) continue;
     Score& s = scores[in.rank.str(ev.name[i])];
     ++s.roots;
     s.depth = it->second;
