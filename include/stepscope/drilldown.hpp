@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -165,6 +164,10 @@ struct MemoryTimeline {
   std::vector<DeviceMemoryTimeline> devices;
 };
 
+// Longer time series are thinned to this many points, each the peak of its run (summaries are
+// computed first, on every point): more than a chart's width in pixels.
+inline constexpr std::size_t kMaxSeriesPoints = 2000;
+
 // ---- all of it, for one rank -----------------------------------------------------------------
 
 struct DrillDownOptions {
@@ -173,9 +176,7 @@ struct DrillDownOptions {
                                              OperatorGrouping::Module};
   std::string sequence_op;  // HTA's operator_name; "" picks the op with the most qualifying instances
   int min_pattern_len = 3;
-  // Longer time series are thinned to this many points, each the peak of its run (summaries are
-  // computed first, on every point): more than a chart's width in pixels.
-  std::size_t max_series_points = 2000;
+  std::size_t max_series_points = kMaxSeriesPoints;
   bool critical_path = true;  // HTA's critical path of the middle kept step (or the whole trace)
 };
 
@@ -193,18 +194,11 @@ struct DrillDown {
 // `steps` are the rank's ProfilerStep windows (GpuTimeline::steps). Never throws on odd input.
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts = {});
-// The same, with the critical path asked of `critical_path` once every other table is done: a
-// caller may compute it on another thread meanwhile (drilldown_critical_path is what it returns).
-DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
-                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path);
-// The drill-down's critical path: HTA's, of the rank's primary window, its edges named; or
-// "not computed" when DrillDownOptions::critical_path is off.
-CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts);
 
 // Parts, for callers that need one table.
 std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping);
-QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points = 2000);
-MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points = 2000);
+QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points = kMaxSeriesPoints);
+MemoryBandwidth hta_memory_bandwidth(const RankTrace& rank, std::size_t max_points = kMaxSeriesPoints);
 KernelSequences hta_kernel_sequences(const RankTrace& rank, const std::string& op, int min_pattern_len = 3);
 
 }  // namespace stepscope

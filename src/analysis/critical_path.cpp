@@ -682,11 +682,10 @@ const char* cp_kind_name(CpKind k) {
 
 // The middle kept ProfilerStep, as HTA's oracle driver picks it; the whole trace without steps.
 CriticalPathOptions primary_critical_path_options(const RankTrace& rank) {
-  return primary_critical_path_options(rank, hta::build_view(rank, GpuTimelineOptions{}));
+  return primary_critical_path_options(hta::build_view(rank, GpuTimelineOptions{}));
 }
 
-CriticalPathOptions primary_critical_path_options(const RankTrace& rank, const hta::View& v) {
-  (void)rank;
+CriticalPathOptions primary_critical_path_options(const hta::View& v) {
   CriticalPathOptions o;
   if (v.load.iterations.empty()) {
     o.annotation = "";

@@ -323,17 +323,13 @@ std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const
 
 }  // namespace
 
-CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts) {
-  return drilldown_critical_path(rank, opts, hta::build_view(rank, GpuTimelineOptions{}));
-}
-
 CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const hta::View& view) {
   CriticalPath cp;
   if (!opts.critical_path) {
     cp.error = "not computed";
     return cp;
   }
-  cp = analyze_critical_path(rank, primary_critical_path_options(rank, view), view.load);
+  cp = analyze_critical_path(rank, primary_critical_path_options(view), view.load);
   for (CpPathEdge& e : cp.path)
     if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
   return cp;
@@ -343,11 +339,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
                             const DrillDownOptions& opts) {
   const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts, view); }, view);
-}
-
-DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
-                            const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path) {
-  return analyze_drilldown(rank, facts, steps, opts, critical_path, hta::build_view(rank, GpuTimelineOptions{}));
 }
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,

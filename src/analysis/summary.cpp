@@ -11,6 +11,7 @@
 #include "analysis/shared_view.hpp"
 #include "stepscope/analysis.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/threads.hpp"
 
 namespace stepscope {
 namespace {
@@ -18,8 +19,7 @@ namespace {
 // Runs fn(0..n-1) on up to `jobs` threads (0: the number of cores); the first exception thrown
 // by any call is rethrown here once every thread has stopped.
 void for_each_rank_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
+  const std::size_t threads = std::min<std::size_t>(n, static_cast<std::size_t>(threads_for(jobs)));
   if (threads <= 1) {
     for (std::size_t i = 0; i < n; ++i) fn(i);
     return;
@@ -168,8 +168,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   a.facts = compute_facts(rank);
   const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, view); };
-  const unsigned threads = opts.rank_threads > 0 ? static_cast<unsigned>(opts.rank_threads)
-                                                 : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = threads_for(opts.rank_threads);
   if (threads < 2) {
     analyze_gpu(rank, opts, view, path_now, a);
     analyze_steps(rank, opts, a);

@@ -25,18 +25,13 @@
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/parse.hpp"
+#include "stepscope/threads.hpp"
 
 namespace stepscope {
 namespace fs = std::filesystem;
 using namespace ingest;
 
 namespace {
-
-int resolve_jobs(int jobs) {
-  if (jobs > 0) return jobs;
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
 
 // B/E pairs become one complete event on the B row; E rows stay, marked End.
 void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
@@ -306,7 +301,7 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
 
 RankTrace read_kineto_file(const std::string& path, const IngestOptions& opts) {
   auto src = open_byte_source(path);
-  FileReader r{*src, path, opts, resolve_jobs(opts.jobs), 0, src->total()};
+  FileReader r{*src, path, opts, threads_for(opts.jobs), 0, src->total()};
   return r.read();
 }
 
@@ -449,7 +444,7 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
   for (std::size_t i = 0; i < files.size(); ++i)
     if ((spooled[i] = spool_if_stream(files[i] == "-" ? "/dev/stdin" : files[i]))) sources[i] = spooled[i]->path();
   const std::vector<bool> sqlite = classify_sqlite(sources);
-  int jobs = resolve_jobs(opts.jobs);
+  int jobs = threads_for(opts.jobs);
   ListingPlan plan;
   plan.warnings = std::move(listing.warnings);
   std::vector<std::vector<RankStub>> stubs(files.size());

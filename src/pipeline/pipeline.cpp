@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <thread>
 #include <unordered_set>
 
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/threads.hpp"
 
 namespace stepscope {
 
@@ -113,27 +113,32 @@ namespace {
 std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(const std::vector<std::string>& paths,
                                                                                 const PipelineOptions& opts) {
   FileListing listing = list_trace_files(paths);
-  std::vector<std::vector<RankAnalysis>> per_file(listing.files.size());
-  AnalyzeOptions one = opts.analyze;
-  one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
-  const int jobs = opts.ingest.jobs > 0 ? opts.ingest.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto files = static_cast<int>(std::max<std::size_t>(1, listing.files.size()));
-  one.rank_threads = std::max(1, jobs / std::min(jobs, files));
   // A rank without events waits for the plan, which leaves it out beside ranks that have some:
   // analysed at once it could stop the run (a --step-range it cannot hold) for nothing.
-  std::vector<std::vector<std::optional<RankTrace>>> eventless(listing.files.size());
+  struct Taken {
+    RankAnalysis analysis;
+    std::optional<RankTrace> eventless;
+  };
+  std::vector<std::vector<Taken>> per_file(listing.files.size());
+  AnalyzeOptions one = opts.analyze;
+  one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
+  const int jobs = threads_for(opts.ingest.jobs);
+  const auto files = static_cast<int>(std::max<std::size_t>(1, listing.files.size()));
+  one.rank_threads = std::max(1, jobs / std::min(jobs, files));
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
-    const bool empty = t.events.size() == 0;
-    per_file[f].push_back(empty ? RankAnalysis{} : analyze_rank(t, one));
-    eventless[f].push_back(empty ? std::optional<RankTrace>(std::move(t)) : std::nullopt);
+    if (t.events.size() == 0)
+      per_file[f].push_back({{}, std::move(t)});
+    else
+      per_file[f].push_back({analyze_rank(t, one), std::nullopt});
   });
   std::vector<RankAnalysis> ranks;
   for (std::size_t f = 0; f < per_file.size(); ++f)
     for (std::size_t k = 0; k < per_file[f].size(); ++k) {
       const RankPlace& place = plan.files[f][k];
       if (!place.kept) continue;
-      RankAnalysis& a = per_file[f][k];
-      if (eventless[f][k]) a = analyze_rank(*eventless[f][k], one);
+      Taken& taken = per_file[f][k];
+      RankAnalysis& a = taken.analysis;
+      if (taken.eventless) a = analyze_rank(*taken.eventless, one);
       if (a.ingest.rank != place.rank) renumber(a, place.rank);
       a.ingest.rank_source = rank_source_name(place.source);
       ranks.push_back(std::move(a));

@@ -16,6 +16,7 @@
 #include "stepscope/clock_alignment.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/pipeline.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
@@ -173,6 +174,17 @@ TEST(ClockAlignment, GeneratedJobOnSkewedClocksIsAlignedToTheGeneratorsOffsets) 
   ASSERT_TRUE(c.last_rank.has_value());
   EXPECT_EQ(*c.last_rank, 3);
   EXPECT_GE(c.last_share, 0.9);
+  // The reports say it: the JSON's figures, the text's ranks line and the diagnosis's evidence.
+  const nlohmann::json j = to_json(a.result)["rank_comparison"]["clock_alignment"];
+  EXPECT_EQ(j["method"], "collective ends");
+  EXPECT_EQ(j["last_rank"], 3);
+  EXPECT_EQ(j["ranks"].size(), offsets.size());
+  EXPECT_EQ(j["ranks"][1]["offset_ns"], c.ranks[1].offset_ns);
+  const std::string text = render_text(a.result);
+  EXPECT_NE(text.find(fmt::format("clocks aligned on {} collectives (order within step)", c.collectives)), std::string::npos);
+  EXPECT_NE(text.find("rank 3 reaches"), std::string::npos);
+  EXPECT_NE(text.find(fmt::format("rank 3 reaches {:.1f}% of {} matched collectives last", 100 * c.last_share, c.collectives)),
+            std::string::npos) << text;
   std::filesystem::remove_all(dir);
 }
 
