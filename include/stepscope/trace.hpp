@@ -258,6 +258,49 @@ struct Track {
 
 enum class TraceLayout : std::uint8_t { Kineto, LegacyArray, NsysSqlite };
 
+// Correlation id -> the host call that launched GPU work, and the GPU records it made. CUPTI
+// numbers correlations with one counter, so a rank's ids are dense and a lookup indexes flat
+// arrays by (id - lowest id); a sparse id set (ids far apart) falls back to a sorted id list and
+// a binary search. Either way it costs 8 bytes per id in the range plus 4 per GPU record, where a
+// hash map of vectors cost about 100 bytes per id and an allocation each.
+//   build({{42, 2}}, {{42, 1}, {43, 5}})  ->  launch(42) == 2, gpu(42) == {1}, gpu(43) == {5},
+//                                             launch(43) == kNoEvent, gpu(7) == {}
+class CorrelationIndex {
+ public:
+  static constexpr std::uint32_t kNoEvent = UINT32_MAX;
+  using Entry = std::pair<std::int64_t, std::uint32_t>;  // (correlation id, event index)
+
+  // `launches` and `gpu` in file order: a repeated launch id keeps its first call, a GPU id keeps
+  // every record in that order. Ids equal to kNone are not indexed.
+  void build(const std::vector<Entry>& launches, const std::vector<Entry>& gpu);
+  // The runtime/driver call with this id, or kNoEvent.
+  std::uint32_t launch(std::int64_t corr) const {
+    std::size_t s = slot(corr);
+    return s == kNoSlot ? kNoEvent : launch_[s];
+  }
+  bool has_launch(std::int64_t corr) const { return launch(corr) != kNoEvent; }
+  // The GPU records (kernels, copies, sets, syncs; not annotations) with this id.
+  std::span<const std::uint32_t> gpu(std::int64_t corr) const {
+    std::size_t s = slot(corr);
+    if (s == kNoSlot) return {};
+    return {gpu_events_.data() + gpu_start_[s], gpu_events_.data() + gpu_start_[s + 1]};
+  }
+  bool has_gpu(std::int64_t corr) const { return !gpu(corr).empty(); }
+  std::size_t launch_count() const { return launches_; }
+  std::size_t gpu_count() const { return gpu_events_.size(); }
+
+ private:
+  static constexpr std::size_t kNoSlot = SIZE_MAX;
+  std::size_t slot(std::int64_t corr) const;
+  bool dense_ = true;
+  std::int64_t lowest_ = 0;
+  std::size_t launches_ = 0;
+  std::vector<std::int64_t> ids_;           // sparse only: every id, ascending
+  std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent
+  std::vector<std::uint32_t> gpu_start_;    // per slot + 1: where its records start in gpu_events_
+  std::vector<std::uint32_t> gpu_events_;
+};
+
 // Everything read from one trace file.
 struct RankTrace {
   std::string path;
@@ -289,8 +332,7 @@ struct RankTrace {
   // Indexes, built by `build_indexes` once all events are in.
   std::vector<Track> host_tracks;  // one per (pid, tid) of host events
   std::vector<Track> gpu_tracks;   // one per (device, stream) of GPU activity
-  std::unordered_map<std::int64_t, std::uint32_t> launch_by_correlation;  // runtime/driver call
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> gpu_by_correlation;
+  CorrelationIndex correlations;  // launch calls (runtime/driver) and GPU records by correlation id
 
   std::uint64_t bytes_read = 0;       // uncompressed JSON bytes consumed
   std::uint64_t bytes_lost = 0;       // bytes after the last complete event of a truncated file

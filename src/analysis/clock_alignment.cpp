@@ -80,7 +80,7 @@ std::int64_t step_at(const std::vector<StepPartition>& steps, ns_t ts) {
 ns_t issued_at(const RankTrace& t, std::size_t i) {
   const std::int64_t corr = t.events.correlation[i];
   if (corr != kNone)
-    if (auto l = t.launch_by_correlation.find(corr); l != t.launch_by_correlation.end()) return t.events.ts[l->second];
+    if (auto call = t.correlations.launch(corr); call != CorrelationIndex::kNoEvent) return t.events.ts[call];
   return t.events.ts[i];
 }
 

@@ -61,28 +61,21 @@ std::uint64_t count_sync_calls(const RankTrace& t) {
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (!is_api_call(t.events.kind[i])) continue;
     bool synced = false;
-    if (auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
-        t.events.correlation[i] != kNone && it != t.gpu_by_correlation.end())
-      for (auto g : it->second) synced = synced || t.events.kind[g] == Kind::GpuSync;
+    for (auto g : t.correlations.gpu(t.events.correlation[i])) synced = synced || t.events.kind[g] == Kind::GpuSync;
     if (synced || is_sync_api(t.name_of(i))) ++n;
   }
   return n;
 }
 
 bool launches_kernel(const RankTrace& t, std::size_t i) {
-  if (t.events.correlation[i] == kNone) return false;
-  auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
-  if (it == t.gpu_by_correlation.end()) return false;
-  for (auto g : it->second)
+  for (auto g : t.correlations.gpu(t.events.correlation[i]))
     if (t.events.kind[g] == Kind::Kernel) return true;
   return false;
 }
 
 bool syncs(const RankTrace& t, std::size_t i) {
   if (is_sync_api(t.name_of(i))) return true;
-  auto it = t.gpu_by_correlation.find(t.events.correlation[i]);
-  if (t.events.correlation[i] == kNone || it == t.gpu_by_correlation.end()) return false;
-  for (auto g : it->second)
+  for (auto g : t.correlations.gpu(t.events.correlation[i]))
     if (t.events.kind[g] == Kind::GpuSync) return true;
   return false;
 }
@@ -115,8 +108,8 @@ std::uint64_t count_pageable_async(const RankTrace& t) {
   std::uint64_t n = 0;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.events.kind[i] != Kind::Memcpy || t.events.host_mem[i] != HostMem::Pageable) continue;
-    auto it = t.launch_by_correlation.find(t.events.correlation[i]);
-    if (it != t.launch_by_correlation.end() && t.name_of(it->second).find("Async") != std::string_view::npos) ++n;
+    auto call = t.correlations.launch(t.events.correlation[i]);
+    if (call != CorrelationIndex::kNoEvent && t.name_of(call).find("Async") != std::string_view::npos) ++n;
   }
   return n;
 }

@@ -52,9 +52,7 @@ Launched launched_by(const RankTrace& rank, std::uint32_t call) {
   Launched l;
   const std::int64_t corr = rank.events.correlation[call];
   if (corr < 0) return l;
-  auto it = rank.gpu_by_correlation.find(corr);
-  if (it == rank.gpu_by_correlation.end()) return l;
-  for (std::uint32_t g : it->second)
+  for (std::uint32_t g : rank.correlations.gpu(corr))
     if (is_gpu_record(rank.events.kind[g]) && rank.events.phase[g] == Phase::Complete) ++l.records, l.time += rank.events.dur[g];
   return l;
 }
@@ -198,9 +196,9 @@ void add_kernel_call(const RankTrace& rank, const CallTree& tree, std::uint32_t 
     if (k->est_occupancy_pct >= 0) a.occupancy_weighted += k->est_occupancy_pct * static_cast<double>(d), a.occupancy_time += d;
     if (d > a.longest) a.longest = d, r.registers_per_thread = k->registers_per_thread, r.shared_memory = k->shared_memory;
   }
-  auto launch = rank.launch_by_correlation.find(rank.events.correlation[g]);
-  if (rank.events.correlation[g] < 0 || launch == rank.launch_by_correlation.end()) return;
-  if (std::uint32_t op = op_ancestor(rank, tree, launch->second); op != kNoParent) ++a.ops[rank.name_of(op)];
+  const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[g]);
+  if (rank.events.correlation[g] < 0 || launch == CorrelationIndex::kNoEvent) return;
+  if (std::uint32_t op = op_ancestor(rank, tree, launch); op != kNoParent) ++a.ops[rank.name_of(op)];
 }
 
 KernelView kernel_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, ns_t gpu_time) {
@@ -314,9 +312,9 @@ std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const
       if (tree.in_tree(i)) mark_host(i);
       continue;
     }
-    auto launch = rank.launch_by_correlation.find(rank.events.correlation[i]);
-    if (rank.events.correlation[i] >= 0 && launch != rank.launch_by_correlation.end() && tree.in_tree(launch->second))
-      mark_host(launch->second);
+    const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[i]);
+    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && tree.in_tree(launch))
+      mark_host(launch);
   }
   return on;
 }

@@ -262,15 +262,15 @@ class Scanner {
   const Context* launch_of(std::uint32_t g) const {
     const std::int64_t corr = t_.events.correlation[g];
     if (corr == kNone) return nullptr;
-    auto it = t_.launch_by_correlation.find(corr);
-    if (it == t_.launch_by_correlation.end()) return nullptr;
-    auto c = launch_ctx_.find(it->second);
+    const std::uint32_t call = t_.correlations.launch(corr);
+    if (call == CorrelationIndex::kNoEvent) return nullptr;
+    auto c = launch_ctx_.find(call);
     return c == launch_ctx_.end() ? nullptr : &c->second;
   }
 
   ns_t launch_ts(std::uint32_t g) const {
-    auto it = t_.launch_by_correlation.find(t_.events.correlation[g]);
-    return it == t_.launch_by_correlation.end() ? t_.events.ts[g] : t_.events.ts[it->second];
+    const std::uint32_t call = t_.correlations.launch(t_.events.correlation[g]);
+    return call == CorrelationIndex::kNoEvent ? t_.events.ts[g] : t_.events.ts[call];
   }
 
   void gpu_track(const Track& track) {

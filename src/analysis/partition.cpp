@@ -117,7 +117,7 @@ int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std:
                               static_cast<std::uint32_t>(i)))
     r = kOp;  // .item() on a CPU tensor: host work, no wait
   const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
-                        t.events.correlation[i] != kNone && t.gpu_by_correlation.count(t.events.correlation[i]) > 0;
+                        t.correlations.has_gpu(t.events.correlation[i]);
   return r == kOp && launches ? kLaunch : r;
 }
 
@@ -152,9 +152,8 @@ struct GpuActivity {
 int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
   auto corr = t.events.correlation[i];
   if (corr != kNone) {
-    auto it = t.launch_by_correlation.find(corr);
-    if (it != t.launch_by_correlation.end() && f.stage[it->second] != kNoStage)
-      return kGpuStage0 + f.stage[it->second];
+    const std::uint32_t call = t.correlations.launch(corr);
+    if (call != CorrelationIndex::kNoEvent && f.stage[call] != kNoStage) return kGpuStage0 + f.stage[call];
   }
   return kGpuStage0 + 3;  // other
 }
@@ -332,9 +331,9 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
   for (const auto& a : gpu) {
     auto corr = t.events.correlation[a.event];
     if (corr == kNone) continue;
-    auto l = t.launch_by_correlation.find(corr);
-    if (l == t.launch_by_correlation.end()) continue;
-    ns_t ts = t.events.ts[l->second];
+    const std::uint32_t call = t.correlations.launch(corr);
+    if (call == CorrelationIndex::kNoEvent) continue;
+    ns_t ts = t.events.ts[call];
     auto it = std::upper_bound(steps.begin(), steps.end(), ts,
                                [](ns_t v, const StepPartition& s) { return v < s.start; });
     if (it == steps.begin()) continue;
@@ -445,9 +444,9 @@ void gpu_side_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu, s
   for (const auto& a : gpu) {
     auto corr = t.events.correlation[a.event];
     if (corr == kNone) continue;
-    auto l = t.launch_by_correlation.find(corr);
-    if (l == t.launch_by_correlation.end()) continue;
-    const ns_t ts = t.events.ts[l->second];
+    const std::uint32_t call = t.correlations.launch(corr);
+    if (call == CorrelationIndex::kNoEvent) continue;
+    const ns_t ts = t.events.ts[call];
     auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](ns_t v, const StepPartition& s) { return v < s.start; });
     if (it == steps.begin() || ts >= std::prev(it)->host_end) continue;
     const auto k = static_cast<std::size_t>(std::prev(it) - steps.begin());

@@ -188,8 +188,8 @@ std::optional<HostWindow> gpu_work_window(const RankTrace& t) {
     if (k != Kind::Kernel && k != Kind::Memcpy && k != Kind::Memset) continue;
     ns_t from = ev.ts[i];
     if (ev.correlation[i] != kNone) {
-      auto l = t.launch_by_correlation.find(ev.correlation[i]);
-      if (l != t.launch_by_correlation.end()) from = std::min(from, ev.ts[l->second]);
+      if (auto call = t.correlations.launch(ev.correlation[i]); call != CorrelationIndex::kNoEvent)
+        from = std::min(from, ev.ts[call]);
     }
     start = std::min(start, from);
     end = std::max(end, ev.end(i));

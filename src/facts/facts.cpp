@@ -148,8 +148,7 @@ void gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
     for (auto i : tr.events) {
       const auto corr = t.events.correlation[i];
       if (corr == kNone) continue;
-      if (auto it = t.launch_by_correlation.find(corr); it != t.launch_by_correlation.end())
-        stage[i] = stage[it->second];
+      if (auto call = t.correlations.launch(corr); call != CorrelationIndex::kNoEvent) stage[i] = stage[call];
     }
 }
 
@@ -291,7 +290,7 @@ void count_records(const RankTrace& t, RankFacts& f) {
       if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
       ++f.launch_calls;
       host_corr.insert(t.events.correlation[i]);
-      const bool recorded = t.gpu_by_correlation.count(t.events.correlation[i]) > 0;
+      const bool recorded = t.correlations.has_gpu(t.events.correlation[i]);
       if (!recorded) ++f.launches_without_gpu;
       if (n.has(kNameGraphLaunch)) ++f.graph_launches, f.graph_launches_without_gpu += !recorded;
     }
@@ -300,7 +299,7 @@ void count_records(const RankTrace& t, RankFacts& f) {
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events)
       if (is_gpu_work(t.events.kind[i]) && t.events.correlation[i] != kNone &&
-          !host_corr.count(t.events.correlation[i]) && !t.launch_by_correlation.count(t.events.correlation[i]))
+          !host_corr.count(t.events.correlation[i]) && !t.correlations.has_launch(t.events.correlation[i]))
         ++f.gpu_without_launch;
 }
 

@@ -127,12 +127,31 @@ ns_t RankTrace::last_end() const {
   return best;
 }
 
+// The (pid, tid) -> track map with the last hit remembered: events of one thread come in runs.
+class TrackIndex {
+ public:
+  TrackIndex(std::vector<Track>& tracks, bool gpu) : tracks_(tracks), gpu_(gpu) {}
+  Track& at(std::int64_t pid, std::int64_t tid) {
+    if (last_ != kNoTrack && pid == tracks_[last_].pid && tid == tracks_[last_].tid) return tracks_[last_];
+    auto [it, fresh] = index_.emplace(std::make_pair(pid, tid), tracks_.size());
+    if (fresh) tracks_.push_back(Track{pid, tid, gpu_, {}, {}});
+    last_ = it->second;
+    return tracks_[last_];
+  }
+
+ private:
+  static constexpr std::size_t kNoTrack = SIZE_MAX;
+  std::vector<Track>& tracks_;
+  bool gpu_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> index_;
+  std::size_t last_ = kNoTrack;
+};
+
 void RankTrace::build_indexes() {
   host_tracks.clear();
   gpu_tracks.clear();
-  launch_by_correlation.clear();
-  gpu_by_correlation.clear();
-  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> host_ix, gpu_ix;
+  TrackIndex host_ix(host_tracks, false), gpu_ix(gpu_tracks, true);
+  std::vector<CorrelationIndex::Entry> launches, gpu_records;
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     Kind k = events.kind[i];
     if (!is_timed(events.phase[i])) continue;
@@ -141,19 +160,16 @@ void RankTrace::build_indexes() {
       // sit on tid = stream + 1,000,000).
       std::int64_t dev = events.device[i] >= 0 ? events.device[i] : events.pid[i];
       std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid[i];
-      auto [it, fresh] = gpu_ix.emplace(std::make_pair(dev, stream), gpu_tracks.size());
-      if (fresh) gpu_tracks.push_back(Track{dev, stream, true, {}, {}});
-      gpu_tracks[it->second].events.push_back(i);
+      gpu_ix.at(dev, stream).events.push_back(i);
       if (events.correlation[i] != kNone && k != Kind::GpuAnnotation)
-        gpu_by_correlation[events.correlation[i]].push_back(i);
+        gpu_records.emplace_back(events.correlation[i], i);
     } else if (is_host_kind(k)) {
-      auto [it, fresh] = host_ix.emplace(std::make_pair(events.pid[i], events.tid[i]), host_tracks.size());
-      if (fresh) host_tracks.push_back(Track{events.pid[i], events.tid[i], false, {}, {}});
-      host_tracks[it->second].events.push_back(i);
+      host_ix.at(events.pid[i], events.tid[i]).events.push_back(i);
       if ((k == Kind::Runtime || k == Kind::Driver) && events.correlation[i] != kNone)
-        launch_by_correlation.emplace(events.correlation[i], i);
+        launches.emplace_back(events.correlation[i], i);
     }
   }
+  correlations.build(launches, gpu_records);
   auto by_time = [this](std::uint32_t a, std::uint32_t b) {
     if (events.ts[a] != events.ts[b]) return events.ts[a] < events.ts[b];
     return events.dur[a] > events.dur[b];

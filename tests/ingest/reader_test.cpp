@@ -68,9 +68,9 @@ TEST(Reader, KinetoObjectWithMetadataAndArgs) {
   EXPECT_EQ(t.bytes_of(3), 4096);
   EXPECT_EQ(t.thread_names.at(1), "python main");
   EXPECT_EQ(t.counters.size(), 2u);
-  EXPECT_EQ(t.launch_by_correlation.at(42), 2u);
-  ASSERT_EQ(t.gpu_by_correlation.at(42).size(), 1u);
-  EXPECT_EQ(t.gpu_by_correlation.at(42)[0], 1u);
+  EXPECT_EQ(t.correlations.launch(42), 2u);
+  ASSERT_EQ(t.correlations.gpu(42).size(), 1u);
+  EXPECT_EQ(t.correlations.gpu(42)[0], 1u);
   ASSERT_EQ(t.gpu_tracks.size(), 1u);
   EXPECT_EQ(t.gpu_tracks[0].events.size(), 2u);
   ASSERT_EQ(t.launch_flow_counts.size(), 1u);

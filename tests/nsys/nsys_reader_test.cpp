@@ -158,11 +158,11 @@ TEST_P(NsysBuilt, ModelHoldsEveryActivityWithItsLaunch) {
   EXPECT_EQ(kinds[Kind::CpuOp], kSteps);           // MPI_Send, from nsys' MPI domain
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.events.kind[i] != Kind::Kernel) continue;
-    auto launch = t.launch_by_correlation.find(t.events.correlation[i]);
-    ASSERT_NE(launch, t.launch_by_correlation.end());
-    EXPECT_EQ(t.name_of(launch->second), "cudaLaunchKernel");
-    EXPECT_EQ(t.events.kind[launch->second], Kind::Runtime);
-    EXPECT_EQ(t.str(t.extra_of(launch->second)->alt_name), "cudaLaunchKernel_v7000");
+    const auto launch = t.correlations.launch(t.events.correlation[i]);
+    ASSERT_NE(launch, CorrelationIndex::kNoEvent);
+    EXPECT_EQ(t.name_of(launch), "cudaLaunchKernel");
+    EXPECT_EQ(t.events.kind[launch], Kind::Runtime);
+    EXPECT_EQ(t.str(t.extra_of(launch)->alt_name), "cudaLaunchKernel_v7000");
     EXPECT_EQ(t.events.stream[i], 7);
     EXPECT_EQ(t.events.device[i], 0);
   }
@@ -466,10 +466,10 @@ void expect_only_process(const RankTrace& t, const MpiProcess& p) {
   EXPECT_EQ(t.gpu_tracks[0].pid, p.device);
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.events.kind[i] != Kind::Kernel) continue;
-    auto launch = t.launch_by_correlation.find(t.events.correlation[i]);
-    ASSERT_NE(launch, t.launch_by_correlation.end());
-    EXPECT_EQ(t.events.pid[launch->second], p.pid);
-    EXPECT_LT(t.events.ts[launch->second], t.events.ts[i]);
+    const auto launch = t.correlations.launch(t.events.correlation[i]);
+    ASSERT_NE(launch, CorrelationIndex::kNoEvent);
+    EXPECT_EQ(t.events.pid[launch], p.pid);
+    EXPECT_LT(t.events.ts[launch], t.events.ts[i]);
   }
   EXPECT_EQ(t.process_names.size(), 1u);
   EXPECT_EQ(t.process_names.count(p.pid), 1u);

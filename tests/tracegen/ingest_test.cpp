@@ -40,7 +40,7 @@ TEST_P(IngestEveryScenario, LoadsWithoutWarnings) {
     EXPECT_EQ(steps, static_cast<std::size_t>(p.steps));
     const bool gpu = p.platform != tg::Platform::Cpu;
     EXPECT_EQ(t.gpu_tracks.empty(), !gpu);
-    EXPECT_EQ(t.launch_by_correlation.empty(), !gpu);
+    EXPECT_EQ(t.correlations.launch_count() == 0, !gpu);
   }
 }
 

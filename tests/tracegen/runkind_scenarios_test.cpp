@@ -88,8 +88,8 @@ std::vector<std::size_t> within(const RankTrace& t, const std::vector<std::size_
 
 // The GPU activity a runtime call launched, via the correlation id.
 std::vector<std::uint32_t> launched(const RankTrace& t, std::size_t call) {
-  auto it = t.gpu_by_correlation.find(t.events.correlation[call]);
-  return it == t.gpu_by_correlation.end() ? std::vector<std::uint32_t>{} : it->second;
+  auto records = t.correlations.gpu(t.events.correlation[call]);
+  return {records.begin(), records.end()};
 }
 
 ns_t category(const json& step, const char* name) { return step["categories_ns"][name].get<ns_t>(); }
@@ -317,7 +317,7 @@ TEST(RunKind, ServingFrontendIsPythonOnly) {
   const RankTrace& t = r->trace;
   EXPECT_TRUE(t.devices.empty()) << "deviceProperties";
   EXPECT_TRUE(t.gpu_tracks.empty());
-  EXPECT_TRUE(t.launch_by_correlation.empty());
+  EXPECT_EQ(t.correlations.launch_count(), 0u);
   std::map<Kind, std::size_t> kinds;
   for (std::size_t i = 0; i < t.events.size(); ++i)
     if (t.events.phase[i] == stepscope::Phase::Complete && t.events.kind[i] != Kind::TraceSpan) ++kinds[t.events.kind[i]];
@@ -523,7 +523,8 @@ TEST(RunKind, BlockingStreamsSerialiseTheBatchCopyWithCompute) {
     EXPECT_FALSE(kernel_streams.count(t.events.stream[m])) << "the copy has a stream of its own";
     EXPECT_NEAR(static_cast<double>(t.events.dur[m]), 2e6, 2e5);  // 40 MB at 20 GB/s
     for (const auto& [a, b] : kernels) EXPECT_TRUE(b <= t.events.ts[m] || a >= t.events.end(m)) << "overlaps a kernel";
-    const auto call = t.launch_by_correlation.at(t.events.correlation[m]);
+    const auto call = t.correlations.launch(t.events.correlation[m]);
+    ASSERT_NE(call, stepscope::CorrelationIndex::kNoEvent);
     EXPECT_EQ(t.name_of(call), "cudaMemcpyAsync");
   }
   EXPECT_EQ(big, steps.size());
