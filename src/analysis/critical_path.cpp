@@ -55,7 +55,10 @@ class Builder {
   void create_event_nodes();
   void construct_from_cuda_runtime_events();
   void pick_merged_threads();
-  std::int64_t stack_tid(const CpRow& r) const { return merge_ && r.tid == bwd_tid_ ? fwd_tid_ : r.tid; }
+  std::int64_t stack_tid(const CpRow& r) const {
+    const std::int64_t tid = cp::tid_of(rank_, r);
+    return merge_ && tid == bwd_tid_ ? fwd_tid_ : tid;
+  }
   bool is_lock_node(std::int32_t n) const;
   bool shares_runtime_lock(std::int32_t a, std::int32_t b) const;
   void construct_from_call_stacks();
@@ -135,7 +138,7 @@ void Builder::attribute(std::uint32_t ei, std::int32_t src_parent) {
 // cudaLaunchKernelExC, cuLaunchKernel, cudaMemcpy, hip*). _is_cuda_runtime_event_node tests the
 // name of any node, whatever its category.
 bool Builder::is_lock_node(std::int32_t n) const {
-  const StrId name = row(nodes_[static_cast<std::size_t>(n)].row).name;
+  const StrId name = cp::name_of(rank_, row(nodes_[static_cast<std::size_t>(n)].row));
   if (lock_name_.size() <= name) lock_name_.resize(static_cast<std::size_t>(name) + 1, 0);
   if (lock_name_[name] == 0) {
     const std::string_view s = rank_.str(name);
@@ -192,11 +195,11 @@ void Builder::pick_merged_threads() {
       const CpRow& r = row(k);
       const std::string_view cat = rank_.str(rank_.events.category[r.event]);
       if (cat != "cpu_op" && cat != "user_annotation") continue;
-      if (rank_.str(r.name).find(needle) == std::string_view::npos) continue;
+      if (rank_.str(cp::name_of(rank_, r)).find(needle) == std::string_view::npos) continue;
       if (!found) {
         found = true;
-        tid = r.tid;
-      } else if (r.tid != tid) {
+        tid = cp::tid_of(rank_, r);
+      } else if (cp::tid_of(rank_, r) != tid) {
         unique = false;
       }
     }
@@ -241,12 +244,13 @@ void Builder::construct_from_call_stacks() {
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
     const CpRow& x = row(a);
     const CpRow& y = row(b);
-    return x.pid != y.pid ? x.pid < y.pid : stack_tid(x) < stack_tid(y);
+    const std::int64_t px = cp::pid_of(rank_, x), py = cp::pid_of(rank_, y);
+    return px != py ? px < py : stack_tid(x) < stack_tid(y);
   });
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;
     bool cpu = true;
-    while (j < order.size() && row(order[j]).pid == row(order[i]).pid &&
+    while (j < order.size() && cp::pid_of(rank_, row(order[j])) == cp::pid_of(rank_, row(order[i])) &&
            stack_tid(row(order[j])) == stack_tid(row(order[i]))) {
       if (row(order[j]).stream >= 0) cpu = false;
       ++j;
@@ -352,14 +356,14 @@ struct Launch {
   std::int64_t stream, gpu;  // of the GPU partner
 };
 
-std::vector<Launch> launches_in_ts_order(const std::vector<CpRow>& rows) {
+std::vector<Launch> launches_in_ts_order(const RankTrace& rank, const std::vector<CpRow>& rows) {
   std::vector<Launch> out;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!(r.flags & cp::kLaunchName) || r.partner < 0) continue;
     const CpRow& g = rows[static_cast<std::size_t>(r.partner)];
     if (g.stream == -1) continue;
-    out.push_back({static_cast<std::int32_t>(k), g.stream, g.pid});
+    out.push_back({static_cast<std::int32_t>(k), g.stream, cp::pid_of(rank, g)});
   }
   std::stable_sort(out.begin(), out.end(), [&](const Launch& a, const Launch& b) {
     return rows[static_cast<std::size_t>(a.row)].ts < rows[static_cast<std::size_t>(b.row)].ts;
@@ -370,18 +374,20 @@ std::vector<Launch> launches_in_ts_order(const std::vector<CpRow>& rows) {
 // _get_cuda_event_record_df: for each cudaEventRecord whose event some sync waits on, the last
 // launch (any thread) on the recorded stream and GPU at or before it. Keyed by the record's
 // correlation id; the value is the launch row.
-std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const std::vector<CpRow>& rows,
+std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const RankTrace& rank, const std::vector<CpRow>& rows,
                                                                          const std::vector<Launch>& launches) {
   std::unordered_map<std::int64_t, std::pair<std::int64_t, std::int64_t>> recorded_on;  // corr → (stream, gpu)
   for (const CpRow& r : rows)
-    if (r.wait_on_stream > -1) recorded_on.emplace(r.wait_on_record_corr, std::make_pair(r.wait_on_stream, r.pid));
+    if (const std::int64_t stream = cp::wait_on_stream_of(rank, r); stream > -1)
+      recorded_on.emplace(cp::wait_on_record_corr_of(rank, r), std::make_pair(stream, cp::pid_of(rank, r)));
   std::unordered_map<std::int64_t, std::int32_t> out;
   if (recorded_on.empty()) return out;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<const Launch*>> by_stream;
   for (const Launch& l : launches) by_stream[{l.gpu, l.stream}].push_back(&l);
   for (const CpRow& r : rows) {
     if (!(r.flags & cp::kEventRecordName)) continue;
-    auto it = recorded_on.find(r.correlation);
+    const std::int64_t corr = cp::correlation_of(rank, r);
+    auto it = recorded_on.find(corr);
     if (it == recorded_on.end()) continue;
     auto ls = by_stream.find({it->second.second, it->second.first});
     if (ls == by_stream.end()) continue;
@@ -389,27 +395,27 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
     auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, const Launch* l) {
       return ts < rows[static_cast<std::size_t>(l->row)].ts;
     });
-    if (pos != v.begin()) out[r.correlation] = (*(pos - 1))->row;
+    if (pos != v.begin()) out[corr] = (*(pos - 1))->row;
   }
   return out;
 }
 
 // _get_cuda_stream_wait_event_df: for each cudaStreamWaitEvent (with its "Stream Wait Event"
 // partner), the next launch by the same thread on the waiting stream. Keyed by the call's row.
-std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const std::vector<CpRow>& rows,
+std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const RankTrace& rank, const std::vector<CpRow>& rows,
                                                                           const std::vector<Launch>& launches) {
   std::unordered_map<std::int32_t, std::int32_t> out;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<const Launch*>> by_thread;
   for (const Launch& l : launches) {
     const CpRow& r = rows[static_cast<std::size_t>(l.row)];
-    by_thread[{r.pid, r.tid, l.stream}].push_back(&l);
+    by_thread[{cp::pid_of(rank, r), cp::tid_of(rank, r), l.stream}].push_back(&l);
   }
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!(r.flags & cp::kStreamWaitCall) || r.partner < 0) continue;
     const CpRow& g = rows[static_cast<std::size_t>(r.partner)];
     if (g.stream == -1) continue;
-    auto it = by_thread.find({r.pid, r.tid, g.stream});
+    auto it = by_thread.find({cp::pid_of(rank, r), cp::tid_of(rank, r), g.stream});
     if (it == by_thread.end()) continue;
     const auto& v = it->second;
     auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, const Launch* l) {
@@ -425,10 +431,10 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
 // (1370), else a kernel-kernel gap on its stream (below the threshold); plus the sync edges that
 // the cuda_sync events imply.
 bool Builder::construct_from_kernels(std::string& error) {
-  const std::vector<std::int64_t> q = cp::queue_length_at_rows(rows_);
-  const std::vector<Launch> launches = launches_in_ts_order(rows_);
-  const auto record_launch = previous_launch_of_records(rows_, launches);
-  const auto wait_next_launch = next_launch_of_stream_waits(rows_, launches);
+  const std::vector<std::int64_t> q = cp::queue_length_at_rows(rank_, rows_);
+  const std::vector<Launch> launches = launches_in_ts_order(rank_, rows_);
+  const auto record_launch = previous_launch_of_records(rank_, rows_, launches);
+  const auto wait_next_launch = next_launch_of_stream_waits(rank_, rows_, launches);
 
   struct Item {
     std::int32_t row;
@@ -445,8 +451,9 @@ bool Builder::construct_from_kernels(std::string& error) {
 
   // index_previous_launch of a sync row: the launch before the cudaEventRecord it waits on.
   auto previous_launch = [&](const CpRow& r) -> std::int32_t {
-    if (r.wait_on_record_corr < 0) return -1;
-    auto it = record_launch.find(r.wait_on_record_corr);
+    const std::int64_t record_corr = cp::wait_on_record_corr_of(rank_, r);
+    if (record_corr < 0) return -1;
+    auto it = record_launch.find(record_corr);
     return it == record_launch.end() ? -1 : it->second;
   };
 
@@ -598,7 +605,7 @@ void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::v
     }
     return;
   }
-  if (hta_kernel_type(rank.str(r.name)) == HtaKernelType::Communication) {
+  if (hta_kernel_type(rank.str(cp::name_of(rank, r))) == HtaKernelType::Communication) {
     pe.bound_by = CpBoundBy::GpuCommunication;
     pe.kind = CpKind::Communication;
     return;

@@ -29,24 +29,40 @@ enum RowFlag : std::uint16_t {
   kHostSyncName = 2048,   // a host call that waits for the device (our Sync kind)
 };
 
-// One row of HTA's trace dataframe for the rank, after its loader's filtering.
+// One row of HTA's trace dataframe for the rank, after its loader's filtering. Only the columns
+// HTA computes live here; those it takes as they are (pid, tid, name, correlation, the cuda_sync
+// args) are read from the event table through `event` (the functions below), which keeps a row
+// at 40 bytes: a trace has millions.
 struct CpRow {
   std::uint32_t event = 0;  // index into the rank's EventTable (HTA's `index`, in file order)
-  ns_t ts = 0, end = 0;     // HTA's (rounded) times; end - ts can be negative
-  std::int64_t stream = -1; // HTA's stream column
-  std::int64_t correlation = -1;
-  std::int64_t pid = 0, tid = 0;
-  std::int64_t wait_on_stream = -1;
-  std::int64_t wait_on_record_corr = -1;
   // HTA's index_correlation: `partner` is the row it names when > 0, -1 otherwise; `has_corr`
   // is index_correlation >= 0 (the row has a correlation id, matched or not).
   std::int32_t partner = -1;
+  ns_t ts = 0, end = 0;     // HTA's (rounded) times; end - ts can be negative
+  std::int64_t stream = -1; // HTA's stream column
+  std::uint16_t flags = 0;
   bool has_corr = false;
   bool gpu_for_filter = false;  // stream >= 0 with a correlation, or Event/Context Sync
-  std::uint16_t flags = 0;
-  StrId name = kNoStr;
   ns_t dur() const { return end - ts; }
 };
+
+// HTA's correlation column: the id, or -1 for none (negative ids read as none).
+inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {
+  const std::int64_t c = t.events.correlation[r.event];
+  return c < 0 ? -1 : c;
+}
+inline std::int64_t pid_of(const RankTrace& t, const CpRow& r) { return t.events.pid[r.event]; }
+inline std::int64_t tid_of(const RankTrace& t, const CpRow& r) { return t.events.tid[r.event]; }
+inline StrId name_of(const RankTrace& t, const CpRow& r) { return t.events.name[r.event]; }
+// A cuda_sync row's args.wait_on_stream and args.wait_on_cuda_event_record_corr_id, or -1.
+inline std::int64_t wait_on_stream_of(const RankTrace& t, const CpRow& r) {
+  const EventExtra* x = t.extra_of(r.event);
+  return x ? x->wait_on_stream : -1;
+}
+inline std::int64_t wait_on_record_corr_of(const RankTrace& t, const CpRow& r) {
+  const EventExtra* x = t.extra_of(r.event);
+  return x ? x->wait_on_event_record_corr : -1;
+}
 
 struct Rows {
   std::vector<CpRow> rows;  // the full (filtered) trace, in event order
@@ -61,7 +77,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 
 // The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
 // entry (HTA's NaN).
-std::vector<std::int64_t> queue_length_at_rows(const std::vector<CpRow>& rows);
+std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& rows);
 
 // critical_path_analysis.py:1838-1892: the window, and the clipped rows (ascending row index).
 struct Window {

@@ -100,17 +100,17 @@ class FlagCache {
 // an inner merge on correlation points each side at the other. With several partners the last
 // assignment wins: a host row names the last GPU row (file order) of its correlation, a GPU row
 // the last host row.
-void link_correlations(std::vector<CpRow>& rows) {
+void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
   std::unordered_map<std::int64_t, std::int32_t> last_gpu, last_host;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
-    if (r.correlation == -1) continue;
-    (r.gpu_for_filter ? last_gpu : last_host)[r.correlation] = static_cast<std::int32_t>(k);
+    if (!r.has_corr) continue;
+    (r.gpu_for_filter ? last_gpu : last_host)[correlation_of(rank, r)] = static_cast<std::int32_t>(k);
   }
   for (CpRow& r : rows) {
-    if (r.correlation == -1) continue;
+    if (!r.has_corr) continue;
     auto& other = r.gpu_for_filter ? last_host : last_gpu;
-    auto it = other.find(r.correlation);
+    auto it = other.find(correlation_of(rank, r));
     if (it != other.end()) r.partner = it->second;
   }
 }
@@ -137,20 +137,12 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
       row.end = ev.ts[i] + ev.dur[i];
     }
     row.stream = hta::hta_stream(ev, i);
-    row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
-    row.has_corr = row.correlation != -1;
-    row.pid = ev.pid[i];
-    row.tid = ev.tid[i];
-    row.name = ev.name[i];
+    row.has_corr = ev.correlation[i] >= 0;
     row.flags = flags.of(ev.name[i], ev.category[i]);
-    if (const EventExtra* x = rank.extra_of(i)) {
-      row.wait_on_stream = x->wait_on_stream;
-      row.wait_on_record_corr = x->wait_on_event_record_corr;
-    }
-    row.gpu_for_filter = (row.stream >= 0 && row.correlation >= 0) || (row.flags & (kEventSyncName | kContextSyncName));
+    row.gpu_for_filter = (row.stream >= 0 && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
     all.push_back(row);
   }
-  link_correlations(all);
+  link_correlations(rank, all);
 
   // _filter_irrelevant_gpu_kernels: with two or more step names, host rows from the last step
   // on go, and so do GPU rows whose correlation no kept host row has.
@@ -161,13 +153,13 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
       keep[k] = opts.include_last_profiler_step ? all[k].ts <= cut : all[k].ts < cut;
-      if (keep[k]) host_corr[all[k].correlation] = 1;
+      if (keep[k]) host_corr[correlation_of(rank, all[k])] = 1;
     }
     for (std::size_t k = 0; k < all.size(); ++k)
-      if (all[k].gpu_for_filter) keep[k] = host_corr.count(all[k].correlation) ? 1 : 0;
+      if (all[k].gpu_for_filter) keep[k] = host_corr.count(correlation_of(rank, all[k])) ? 1 : 0;
   }
 
-  // The kept rows moved down in place (a row is a hundred bytes, and a trace has millions).
+  // The kept rows moved down in place (a trace has millions).
   Rows out;
   out.row_of_event.assign(ev.size(), -1);
   std::vector<std::int32_t> new_index(all.size(), -1);
@@ -191,7 +183,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 // has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
 // is a launch's; sorted by ts, grouped by stream, cumulated. HTA's sort is not stable; ties keep
 // launches first here.
-std::vector<std::int64_t> queue_length_at_rows(const std::vector<CpRow>& r) {
+std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
   struct Change {
     ns_t ts;
     std::int64_t stream;
@@ -205,11 +197,11 @@ std::vector<std::int64_t> queue_length_at_rows(const std::vector<CpRow>& r) {
     if (x.stream != -1 || !(x.flags & kLaunchName) || x.partner < 0) continue;
     const CpRow& g = r[static_cast<std::size_t>(x.partner)];
     changes.push_back({x.ts, g.stream, static_cast<std::int32_t>(k), +1});
-    launch_corr[x.correlation] = 1;
+    launch_corr[correlation_of(rank, x)] = 1;
   }
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
-    if (x.stream == -1 || !launch_corr.count(x.correlation)) continue;
+    if (x.stream == -1 || !launch_corr.count(correlation_of(rank, x))) continue;
     changes.push_back({x.ts, x.stream, static_cast<std::int32_t>(k), -1});
   }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
@@ -245,7 +237,7 @@ Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOp
   }
   std::vector<std::int32_t> matches;
   for (std::size_t k = 0; k < r.size(); ++k)
-    if (rank.str(r[k].name).find(opts.annotation) != std::string_view::npos) matches.push_back(static_cast<std::int32_t>(k));
+    if (rank.str(name_of(rank, r[k])).find(opts.annotation) != std::string_view::npos) matches.push_back(static_cast<std::int32_t>(k));
   if (matches.empty()) {
     w.error = "annotation \"" + opts.annotation + "\" not found in the trace";
     return w;
