@@ -5,12 +5,12 @@
 #include <limits>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
 
 #include <re2/re2.h>
 
 #include "analysis/critical_path_internal.hpp"
 #include "analysis/hta_view.hpp"
+#include "stepscope/id_map.hpp"
 
 namespace stepscope::cp {
 
@@ -101,7 +101,10 @@ class FlagCache {
 // assignment wins: a host row names the last GPU row (file order) of its correlation, a GPU row
 // the last host row.
 void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
-  std::unordered_map<std::int64_t, std::int32_t> last_gpu, last_host;
+  // Sized once from the row counts: growing a table twice its final size is what costs.
+  std::size_t gpu_rows = 0, host_rows = 0;
+  for (const CpRow& r : rows) (r.gpu_for_filter ? gpu_rows : host_rows) += r.has_corr;
+  IdMap<std::int32_t> last_gpu(gpu_rows), last_host(host_rows);
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!r.has_corr) continue;
@@ -110,8 +113,7 @@ void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
   for (CpRow& r : rows) {
     if (!r.has_corr) continue;
     auto& other = r.gpu_for_filter ? last_host : last_gpu;
-    auto it = other.find(correlation_of(rank, r));
-    if (it != other.end()) r.partner = it->second;
+    if (const std::int32_t* row = other.find(correlation_of(rank, r))) r.partner = *row;
   }
 }
 
@@ -149,14 +151,14 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
   std::vector<char> keep(all.size(), 1);
   if (load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2)) {
     const ns_t cut = load.cutoff_ts;
-    std::unordered_map<std::int64_t, char> host_corr;
+    IdMap<char> host_corr;
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
       keep[k] = opts.include_last_profiler_step ? all[k].ts <= cut : all[k].ts < cut;
       if (keep[k]) host_corr[correlation_of(rank, all[k])] = 1;
     }
     for (std::size_t k = 0; k < all.size(); ++k)
-      if (all[k].gpu_for_filter) keep[k] = host_corr.count(correlation_of(rank, all[k])) ? 1 : 0;
+      if (all[k].gpu_for_filter) keep[k] = host_corr.contains(correlation_of(rank, all[k])) ? 1 : 0;
   }
 
   // The kept rows moved down in place (a trace has millions).
@@ -191,7 +193,7 @@ std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std:
     int delta;
   };
   std::vector<Change> changes;
-  std::unordered_map<std::int64_t, char> launch_corr;
+  IdMap<char> launch_corr;
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
     if (x.stream != -1 || !(x.flags & kLaunchName) || x.partner < 0) continue;
@@ -201,7 +203,7 @@ std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std:
   }
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
-    if (x.stream == -1 || !launch_corr.count(correlation_of(rank, x))) continue;
+    if (x.stream == -1 || !launch_corr.contains(correlation_of(rank, x))) continue;
     changes.push_back({x.ts, x.stream, static_cast<std::int32_t>(k), -1});
   }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {

@@ -5,7 +5,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "analysis/drilldown_internal.hpp"
 #include "analysis/hta_view.hpp"
@@ -37,21 +36,19 @@ struct QueueRow {
 // Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
 // kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
 std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
-  std::unordered_map<std::int64_t, std::vector<const hta::Row*>> gpu_by_corr;
-  for (const hta::Row& row : v.rows)
-    if (row.gpu() && row.correlation >= 0) gpu_by_corr[row.correlation].push_back(&row);
+  const hta::GpuRowsByCorrelation gpu_by_corr(v.rows);
   std::vector<QueueRow> out;
-  std::unordered_map<std::int64_t, char> launched;
+  IdMap<char> launched;
   for (const hta::Row& row : v.rows) {
     if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name))) continue;
-    auto it = gpu_by_corr.find(row.correlation);
-    if (it == gpu_by_corr.end()) continue;  // no GPU partner: not a launch row for HTA
+    const auto partners = gpu_by_corr.find(row.correlation);
+    if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
     launched[row.correlation] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (const hta::Row* g : it->second) out.push_back({g->stream, row.ts, +1, out.size()});
+    for (const hta::Row* g : partners) out.push_back({g->stream, row.ts, +1, out.size()});
   }
   for (const hta::Row& row : v.rows)
-    if (row.gpu() && row.correlation >= 0 && launched.count(row.correlation))
+    if (row.gpu() && row.correlation >= 0 && launched.contains(row.correlation))
       out.push_back({row.stream, row.ts, -1, out.size()});
   return out;
 }

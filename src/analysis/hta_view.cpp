@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "stepscope/id_map.hpp"
 #include "stepscope/parse.hpp"
 
 namespace stepscope::hta {
@@ -128,39 +129,42 @@ int count_step_names(const std::vector<Row>& rows) {
 // later than the last one ends); GPU rows are kept when a kept host row shares their
 // correlation. It is a pandas inner merge on correlation, so a GPU row appears once per kept
 // host row with its correlation; we reproduce that multiplicity.
-std::vector<Row> drop_last_step(const std::vector<Row>& rows, const std::vector<ns_t>& silent,
-                                bool include_last, HtaLoad& load, std::int64_t& silent_kept) {
+// Filters `rows` in place: only the kept GPU rows are copied aside, since a host row never moves
+// up past where it was read.
+void drop_last_step(std::vector<Row>& rows, const std::vector<ns_t>& silent, bool include_last, HtaLoad& load,
+                    std::int64_t& silent_kept) {
   std::vector<char> gpu(rows.size());
+  std::size_t host_rows = 0;
   ns_t last_start = std::numeric_limits<ns_t>::min(), last_end = last_start;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     gpu[k] = is_gpu_for_filter(rows[k]);
+    host_rows += !gpu[k];
     if (!gpu[k] && (rows[k].flags & kStepName)) {
       last_start = std::max(last_start, rows[k].ts);
       last_end = std::max(last_end, rows[k].end);
     }
   }
   load.cutoff_ts = include_last ? last_end : last_start;
-  std::unordered_map<std::int64_t, std::int64_t> host_corr;
+  auto kept_host = [&](std::size_t k) { return !gpu[k] && (include_last ? rows[k].ts <= last_end : rows[k].ts < last_start); };
+  IdMap<std::int64_t> host_corr(host_rows + 1);
   silent_kept = 0;
   for (ns_t ts : silent)
     if (include_last ? ts <= last_end : ts < last_start) ++silent_kept;
   if (silent_kept > 0) host_corr[-1] += silent_kept;  // silent rows have no correlation
-  std::vector<Row> out;
-  out.reserve(rows.size());
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    if (gpu[k]) continue;
-    bool keep = include_last ? rows[k].ts <= last_end : rows[k].ts < last_start;
-    if (!keep) continue;
-    out.push_back(rows[k]);
-    ++host_corr[rows[k].correlation];
-  }
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    if (kept_host(k)) ++host_corr[rows[k].correlation];
+  std::vector<Row> gpu_kept;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (!gpu[k]) continue;
-    auto it = host_corr.find(rows[k].correlation);
-    if (it == host_corr.end()) continue;
-    for (std::int64_t c = 0; c < it->second; ++c) out.push_back(rows[k]);
+    const std::int64_t* copies = host_corr.find(rows[k].correlation);
+    if (!copies) continue;
+    for (std::int64_t c = 0; c < *copies; ++c) gpu_kept.push_back(rows[k]);
   }
-  return out;
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    if (kept_host(k)) rows[n++] = rows[k];
+  rows.resize(n);
+  rows.insert(rows.end(), gpu_kept.begin(), gpu_kept.end());
 }
 
 std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<Row>& rows) {
@@ -251,7 +255,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   auto silent_kept = static_cast<std::int64_t>(silent.size());
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
-    rows = drop_last_step(rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
+    drop_last_step(rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
   }
   v.load.iterations = kept_iterations(r, rows);
   v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept;
@@ -320,6 +324,22 @@ SampleStats describe(std::vector<double> values) {
   s.p75 = quantile_linear(values, 0.75);
   s.p95 = quantile_linear(values, 0.95);
   return s;
+}
+
+GpuRowsByCorrelation::GpuRowsByCorrelation(const std::vector<Row>& rows) {
+  std::vector<std::uint32_t> count;  // per slot
+  for (const Row& row : rows) {
+    if (!row.gpu() || row.correlation < 0) continue;
+    std::uint32_t& s = slot_[row.correlation];
+    if (s == 0) count.push_back(0), s = static_cast<std::uint32_t>(count.size());
+    ++count[s - 1];
+  }
+  start_.assign(count.size() + 1, 0);
+  for (std::size_t s = 0; s < count.size(); ++s) start_[s + 1] = start_[s] + count[s];
+  rows_.resize(start_.back());
+  std::vector<std::uint32_t> fill(start_.begin(), start_.end() - 1);
+  for (const Row& row : rows)
+    if (row.gpu() && row.correlation >= 0) rows_[fill[*slot_.find(row.correlation) - 1]++] = &row;
 }
 
 }  // namespace stepscope::hta

@@ -8,9 +8,11 @@
 #include <unordered_map>
 #include <utility>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "stepscope/gpu_timeline.hpp"
+#include "stepscope/id_map.hpp"
 #include "stepscope/kernel_class.hpp"
 #include "stepscope/trace.hpp"
 
@@ -118,6 +120,24 @@ class CorrelationMap {
   std::vector<T> values_;
   std::vector<std::uint8_t> present_;
   std::unordered_map<std::int64_t, T> sparse_;
+};
+
+// HTA's GPU rows (stream != -1) with a correlation id, grouped by it in row order: the partner
+// lookup of the queue length and kernel sequence figures. Flat: one slot per id, no vector each.
+//   rows [gpu corr 5, host corr 5, gpu corr 5, gpu corr 9]  ->  find(5) = {&rows[0], &rows[2]}
+class GpuRowsByCorrelation {
+ public:
+  explicit GpuRowsByCorrelation(const std::vector<Row>& rows);
+  std::span<const Row* const> find(std::int64_t corr) const {
+    const std::uint32_t* s = slot_.find(corr);
+    if (!s) return {};
+    return {rows_.data() + start_[*s - 1], rows_.data() + start_[*s]};
+  }
+
+ private:
+  IdMap<std::uint32_t> slot_;         // id -> slot + 1, slots numbered by first appearance
+  std::vector<std::uint32_t> start_;  // per slot + 1: where its rows start in rows_
+  std::vector<const Row*> rows_;
 };
 
 }  // namespace stepscope::hta

@@ -29,7 +29,7 @@ struct SequenceInput {
   const RankTrace& rank;
   const CallTree& tree;
   const hta::View& view;
-  std::unordered_map<std::int64_t, std::vector<const hta::Row*>> gpu_by_corr;  // HTA's GPU rows
+  hta::GpuRowsByCorrelation gpu_by_corr;  // HTA's GPU rows
 };
 
 // A host call HTA keeps: complete, not the profiler's span, and before the dropped last step.
@@ -53,7 +53,8 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
     if (corr < 0) continue;
-    if (auto it = in.gpu_by_corr.find(corr); it != in.gpu_by_corr.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+    const auto launched = in.gpu_by_corr.find(corr);
+    out.insert(out.end(), launched.begin(), launched.end());
   }
   std::stable_sort(out.begin(), out.end(), [](const hta::Row* a, const hta::Row* b) { return a->ts < b->ts; });
   return out;
@@ -69,7 +70,7 @@ bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
     if (corr < 0) continue;
-    if (auto it = in.gpu_by_corr.find(corr); it != in.gpu_by_corr.end()) count += it->second.size();
+    count += in.gpu_by_corr.find(corr).size();
     if (count >= static_cast<std::size_t>(n)) return true;
   }
   return count >= static_cast<std::size_t>(std::max(n, 0));
@@ -183,9 +184,7 @@ std::string pick_op(const SequenceInput& in, int min_len) {
 
 KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const hta::View& view,
                                           const std::string& op, int min_len) {
-  SequenceInput in{rank, tree, view, {}};
-  for (const hta::Row& row : view.rows)
-    if (row.gpu() && row.correlation >= 0) in.gpu_by_corr[row.correlation].push_back(&row);
+  SequenceInput in{rank, tree, view, hta::GpuRowsByCorrelation(view.rows)};
   const bool chosen = op.empty();
   const std::string name = chosen ? pick_op(in, min_len) : op;
   KernelSequences out;

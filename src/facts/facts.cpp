@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "facts/name_match.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/id_map.hpp"
 
 namespace stepscope {
 
@@ -280,7 +280,7 @@ bool pytorch_name(std::string_view n) {
 }
 
 void count_records(const RankTrace& t, RankFacts& f) {
-  std::unordered_set<std::int64_t> host_corr;
+  IdMap<char> host_corr;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Kind k = t.events.kind[i];
     if (is_gpu_work(k) && t.events.dur[i] > 0) f.gpu_records = true;
@@ -289,7 +289,7 @@ void count_records(const RankTrace& t, RankFacts& f) {
       const NameFact& n = f.names[t.events.name[i]];
       if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
       ++f.launch_calls;
-      host_corr.insert(t.events.correlation[i]);
+      host_corr[t.events.correlation[i]] = 1;
       const bool recorded = t.correlations.has_gpu(t.events.correlation[i]);
       if (!recorded) ++f.launches_without_gpu;
       if (n.has(kNameGraphLaunch)) ++f.graph_launches, f.graph_launches_without_gpu += !recorded;
@@ -299,7 +299,7 @@ void count_records(const RankTrace& t, RankFacts& f) {
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events)
       if (is_gpu_work(t.events.kind[i]) && t.events.correlation[i] != kNone &&
-          !host_corr.count(t.events.correlation[i]) && !t.correlations.has_launch(t.events.correlation[i]))
+          !host_corr.contains(t.events.correlation[i]) && !t.correlations.has_launch(t.events.correlation[i]))
         ++f.gpu_without_launch;
 }
 

@@ -1,9 +1,11 @@
-// The correlation index against a plain multimap over the same entries, dense and sparse.
+// The flat tables of the trace model and the analyses (the correlation index, IdMap) against
+// the standard containers over the same entries.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
+#include "stepscope/id_map.hpp"
 #include "stepscope/trace.hpp"
 
 namespace stepscope {
@@ -90,6 +92,32 @@ TEST(CorrelationIndex, MatchesAMultimapDenseAndSparse) {
   EXPECT_EQ(extremes.launch(INT64_MIN), 1u);
   EXPECT_EQ(extremes.launch(INT64_MAX), 2u);
   EXPECT_EQ(extremes.launch(0), CorrelationIndex::kNoEvent);
+}
+
+// Random inserts, increments and lookups, with the empty-cell marker INT64_MIN among the ids and
+// enough of them to grow the table several times.
+TEST(IdMap, MatchesAnUnorderedMap) {
+  std::mt19937_64 rng(11);
+  IdMap<std::int64_t> m;
+  std::map<std::int64_t, std::int64_t> ref;
+  for (int k = 0; k < 20000; ++k) {
+    std::int64_t id = k % 5 == 0 ? static_cast<std::int64_t>(rng()) : static_cast<std::int64_t>(rng() % 3000) - 100;
+    if (k % 997 == 0) id = INT64_MIN;
+    m[id] += k;
+    ref[id] += k;
+  }
+  EXPECT_EQ(m.size(), ref.size());
+  for (const auto& [id, v] : ref) {
+    ASSERT_NE(m.find(id), nullptr) << id;
+    EXPECT_EQ(*m.find(id), v) << id;
+  }
+  for (std::int64_t id = 3000; id < 4000; ++id) EXPECT_EQ(m.contains(id), ref.count(id) > 0) << id;
+  EXPECT_FALSE(m.emplace(INT64_MIN, 5));
+  EXPECT_TRUE(m.emplace(INT64_MAX - 1, 5) || ref.count(INT64_MAX - 1));
+  IdMap<int> empty;
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.find(0), nullptr);
+  EXPECT_EQ(empty.find(INT64_MIN), nullptr);
 }
 
 }  // namespace

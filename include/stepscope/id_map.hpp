@@ -1,0 +1,94 @@
+// A hash map from 64-bit ids (correlation ids, event indexes) to small values, for the analyses'
+// per-id tables. Open addressing with linear probing in two flat arrays: no allocation per entry,
+// where std::unordered_map makes one per id (a trace has hundreds of thousands of correlations).
+//   IdMap<int> m;  ++m[42];  ++m[42];  m.find(42) -> pointer to 2;  m.find(7) -> nullptr
+// Iteration order is unspecified; the users only look ids up.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace stepscope {
+
+template <class V>
+class IdMap {
+ public:
+  IdMap() = default;
+  explicit IdMap(std::size_t expected) { reserve(expected); }
+
+  // The value of `id`, inserted as V{} when absent. The reference stays valid until the next
+  // insertion.
+  V& operator[](std::int64_t id) {
+    if (id == kEmpty) {
+      has_empty_key_ = true;
+      return empty_key_value_;
+    }
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    std::size_t s = probe(id);
+    if (keys_[s] == kEmpty) keys_[s] = id, ++size_;
+    return values_[s];
+  }
+  // Inserts (id, v) unless id is present; true when it inserted.
+  bool emplace(std::int64_t id, V v) {
+    if (contains(id)) return false;
+    (*this)[id] = std::move(v);
+    return true;
+  }
+  const V* find(std::int64_t id) const {
+    if (id == kEmpty) return has_empty_key_ ? &empty_key_value_ : nullptr;
+    if (keys_.empty()) return nullptr;
+    std::size_t s = probe(id);
+    return keys_[s] == kEmpty ? nullptr : &values_[s];
+  }
+  V* find(std::int64_t id) { return const_cast<V*>(std::as_const(*this).find(id)); }
+  bool contains(std::int64_t id) const { return find(id) != nullptr; }
+  std::size_t size() const { return size_ + (has_empty_key_ ? 1 : 0); }
+  bool empty() const { return size() == 0; }
+
+  void reserve(std::size_t n) {
+    std::size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > keys_.size()) rehash(cap);
+  }
+
+ private:
+  // The slot marker of an empty cell; that id itself is kept aside.
+  static constexpr std::int64_t kEmpty = INT64_MIN;
+
+  // Fibonacci hashing: consecutive ids (the common case) land far apart.
+  std::size_t home(std::int64_t id) const {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  // The slot holding `id`, or the empty slot where it would go.
+  std::size_t probe(std::int64_t id) const {
+    const std::size_t mask = keys_.size() - 1;
+    std::size_t s = home(id);
+    while (keys_[s] != kEmpty && keys_[s] != id) s = (s + 1) & mask;
+    return s;
+  }
+  void grow() { rehash(keys_.empty() ? 16 : 2 * keys_.size()); }
+  void rehash(std::size_t cap) {
+    std::vector<std::int64_t> old_keys(cap, kEmpty);
+    std::vector<V> old_values(cap);
+    old_keys.swap(keys_);
+    old_values.swap(values_);
+    shift_ = 64;
+    for (std::size_t c = cap; c > 1; c /= 2) --shift_;
+    for (std::size_t k = 0; k < old_keys.size(); ++k) {
+      if (old_keys[k] == kEmpty) continue;
+      std::size_t s = probe(old_keys[k]);
+      keys_[s] = old_keys[k];
+      values_[s] = std::move(old_values[k]);
+    }
+  }
+
+  std::vector<std::int64_t> keys_;
+  std::vector<V> values_;
+  std::size_t size_ = 0;
+  int shift_ = 64;
+  bool has_empty_key_ = false;
+  V empty_key_value_{};
+};
+
+}  // namespace stepscope
