@@ -5,6 +5,7 @@
 // nanoseconds on the trace's own clock (Kineto's microsecond text is converted exactly, once).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "stepscope/id_map.hpp"
 
 namespace stepscope {
 
@@ -35,6 +38,10 @@ class StringTable {
   std::size_t block_used_ = 0, block_cap_ = 0;
   std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, StrId> index_;
+  // Recently interned ids by a cheap hash of the text: a trace repeats a few categories and
+  // names in runs, and a hit costs one compare instead of hashing the whole (often long) name.
+  static constexpr std::size_t kRecent = 256;
+  std::array<StrId, kRecent> recent_;
 };
 
 // Chrome trace phase of an event.
@@ -259,10 +266,10 @@ struct Track {
 enum class TraceLayout : std::uint8_t { Kineto, LegacyArray, NsysSqlite };
 
 // Correlation id -> the host call that launched GPU work, and the GPU records it made. CUPTI
-// numbers correlations with one counter, so a rank's ids are dense and a lookup indexes flat
-// arrays by (id - lowest id); a sparse id set (ids far apart) falls back to a sorted id list and
-// a binary search. Either way it costs 8 bytes per id in the range plus 4 per GPU record, where a
-// hash map of vectors cost about 100 bytes per id and an allocation each.
+// numbers correlations with one counter, so a rank's ids are usually dense and a lookup indexes
+// flat arrays by (id - lowest id); a sparse id set (ids far apart: traces joined from several
+// runs) numbers the ids through an IdMap instead. Either way it costs 8 to 20 bytes per id plus
+// 4 per GPU record, where a hash map of vectors cost about 100 bytes per id and an allocation each.
 //   build({{42, 2}}, {{42, 1}, {43, 5}})  ->  launch(42) == 2, gpu(42) == {1}, gpu(43) == {5},
 //                                             launch(43) == kNoEvent, gpu(7) == {}
 class CorrelationIndex {
@@ -295,7 +302,7 @@ class CorrelationIndex {
   bool dense_ = true;
   std::int64_t lowest_ = 0;
   std::size_t launches_ = 0;
-  std::vector<std::int64_t> ids_;           // sparse only: every id, ascending
+  IdMap<std::uint32_t> sparse_slot_;       // sparse only: id -> slot
   std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent
   std::vector<std::uint32_t> gpu_start_;    // per slot + 1: where its records start in gpu_events_
   std::vector<std::uint32_t> gpu_events_;

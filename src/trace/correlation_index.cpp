@@ -8,7 +8,7 @@ namespace {
 using Entry = CorrelationIndex::Entry;
 
 // A range of ids at most this many times the number of entries (plus a floor for small traces)
-// is laid out flat; wider, and the empty slots would cost more than a sorted id list.
+// is laid out flat; wider, and the empty slots would cost more than the hash map.
 constexpr std::uint64_t kDenseSpread = 4;
 constexpr std::uint64_t kDenseFloor = 4096;
 
@@ -34,8 +34,8 @@ std::size_t CorrelationIndex::slot(std::int64_t corr) const {
     const std::uint64_t k = static_cast<std::uint64_t>(corr) - static_cast<std::uint64_t>(lowest_);
     return corr < lowest_ || k >= launch_.size() ? kNoSlot : static_cast<std::size_t>(k);
   }
-  auto it = std::lower_bound(ids_.begin(), ids_.end(), corr);
-  return it == ids_.end() || *it != corr ? kNoSlot : static_cast<std::size_t>(it - ids_.begin());
+  const std::uint32_t* s = sparse_slot_.find(corr);
+  return s ? *s : kNoSlot;
 }
 
 void CorrelationIndex::build(const std::vector<Entry>& launches, const std::vector<Entry>& gpu) {
@@ -48,14 +48,13 @@ void CorrelationIndex::build(const std::vector<Entry>& launches, const std::vect
   const std::uint64_t gap = gap_of(lo, hi);
   dense_ = gap < kDenseSpread * (launches.size() + gpu.size()) + kDenseFloor;
   lowest_ = lo;
+  std::size_t slots = dense_ ? static_cast<std::size_t>(gap + 1) : 0;
   if (!dense_) {
+    sparse_slot_.reserve(std::max(launches.size(), gpu.size()));  // most ids have a launch and a record
     for (const auto* list : {&launches, &gpu})
       for (const auto& [id, _] : *list)
-        if (id != kNone) ids_.push_back(id);
-    std::sort(ids_.begin(), ids_.end());
-    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+        if (id != kNone && sparse_slot_.emplace(id, static_cast<std::uint32_t>(slots))) ++slots;
   }
-  const std::size_t slots = dense_ ? static_cast<std::size_t>(gap + 1) : ids_.size();
   launch_.assign(slots, kNoEvent);
   for (const auto& [id, event] : launches) {
     if (id == kNone) continue;
