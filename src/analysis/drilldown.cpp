@@ -8,6 +8,7 @@
 
 #include "analysis/drilldown_internal.hpp"
 #include "analysis/shared_view.hpp"
+#include "stepscope/id_map.hpp"
 
 namespace stepscope {
 
@@ -33,13 +34,14 @@ std::uint32_t op_ancestor(const RankTrace& rank, const CallTree& tree, std::uint
   return kNoParent;
 }
 
-// The innermost "nn.Module: X" range around event i (recorded with with_modules / with_stack).
-std::string_view module_of(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
-  for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p]) {
-    std::string_view n = rank.name_of(p);
-    if (n.starts_with("nn.Module: ")) return n.substr(11);
-  }
-  return {};
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+
+// The name of the innermost "nn.Module: X" range around event i (recorded with with_modules /
+// with_stack), or kNoStr.
+StrId module_range_of(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
+  for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p])
+    if (rank.name_of(p).starts_with(kModulePrefix)) return rank.events.name[p];
+  return kNoStr;
 }
 
 // GPU records a launch call put on the GPU: their count and summed duration.
@@ -57,11 +59,19 @@ Launched launched_by(const RankTrace& rank, std::uint32_t call) {
   return l;
 }
 
-// Per-op figures before grouping, indexed by event.
+// Per-op figures before grouping: one entry per cpu_op of the tree (a fraction of the events),
+// found through `slot`.
 struct OpFigures {
-  std::vector<ns_t> child_time;   // durations of the direct child ops
-  std::vector<ns_t> gpu_self, gpu_total;
-  std::vector<std::int64_t> kernels;
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  struct Op {
+    ns_t child_time = 0;  // durations of the direct child ops
+    ns_t gpu_self = 0, gpu_total = 0;
+    std::int64_t kernels = 0;
+  };
+  std::vector<std::uint32_t> slot;  // event -> index into ops, or kNoSlot
+  std::vector<Op> ops;
+  Op& of(std::uint32_t i) { return ops[slot[i]]; }
+  const Op& of(std::uint32_t i) const { return ops[slot[i]]; }
 };
 
 // Example: aten::linear [0, 10) holding aten::addmm [1, 9), whose cudaLaunchKernel launched a
@@ -69,35 +79,43 @@ struct OpFigures {
 OpFigures op_figures(const RankTrace& rank, const CallTree& tree) {
   const EventTable& ev = rank.events;
   const std::size_t n = ev.size();
-  OpFigures f{std::vector<ns_t>(n, 0), std::vector<ns_t>(n, 0), std::vector<ns_t>(n, 0), std::vector<std::int64_t>(n, 0)};
+  OpFigures f;
+  f.slot.assign(n, OpFigures::kNoSlot);
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (tree.in_tree(i) && ev.kind[i] == Kind::CpuOp) f.slot[i] = static_cast<std::uint32_t>(f.ops.size()), f.ops.emplace_back();
   for (std::uint32_t i = 0; i < n; ++i) {
     if (!tree.in_tree(i)) continue;
     if (ev.kind[i] == Kind::CpuOp) {
-      if (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent) f.child_time[a] += ev.dur[i];
+      if (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent) f.of(a).child_time += ev.dur[i];
       continue;
     }
     if (ev.kind[i] != Kind::Runtime && ev.kind[i] != Kind::Driver) continue;
     const Launched l = launched_by(rank, i);
     if (l.records == 0) continue;
     std::uint32_t a = op_ancestor(rank, tree, i);
-    if (a != kNoParent) f.gpu_self[a] += l.time;
-    for (; a != kNoParent; a = op_ancestor(rank, tree, a)) f.gpu_total[a] += l.time, f.kernels[a] += l.records;
+    if (a != kNoParent) f.of(a).gpu_self += l.time;
+    for (; a != kNoParent; a = op_ancestor(rank, tree, a)) f.of(a).gpu_total += l.time, f.of(a).kernels += l.records;
   }
   return f;
 }
 
-std::string group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g,
-                      std::string& dims, std::string& module) {
-  std::string key(rank.name_of(i));
+// An op's group as interned ids: its name, and its input dims or its module range's name. Equal
+// texts intern to equal ids, so the ids group exactly as the texts would.
+std::pair<StrId, StrId> group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g) {
+  StrId second = kNoStr;
   if (g == OperatorGrouping::NameAndShape) {
     const EventExtra* x = rank.extra_of(i);
-    dims = x && x->input_dims != kNoStr ? std::string(rank.str(x->input_dims)) : "";
-    key += '\0' + dims;
+    second = x ? x->input_dims : kNoStr;
   } else if (g == OperatorGrouping::Module) {
-    module = std::string(module_of(rank, tree, i));
-    key += '\0' + module;
+    second = module_range_of(rank, tree, i);
   }
-  return key;
+  return {rank.events.name[i], second};
+}
+
+std::string group_detail(const RankTrace& rank, StrId second, OperatorGrouping g) {
+  if (second == kNoStr) return "";
+  const std::string_view text = rank.str(second);
+  return std::string(g == OperatorGrouping::Module ? text.substr(kModulePrefix.size()) : text);
 }
 
 StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
@@ -111,27 +129,30 @@ StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
 std::vector<OperatorRow> grouped_rows(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, const OpFigures& f,
                                       OperatorGrouping grouping) {
   const EventTable& ev = rank.events;
-  std::unordered_map<std::string, std::size_t> index;
+  IdMap<std::size_t> index;  // group key (name id << 32 | detail id) -> 1 + its row (0: new group)
   std::vector<OperatorRow> rows;
   std::vector<std::array<ns_t, kStageHintCount + 1>> stage_time;
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
     if (!tree.in_tree(i) || ev.kind[i] != Kind::CpuOp) continue;
-    std::string dims, module;
-    const std::string key = group_key(rank, tree, i, grouping, dims, module);
-    auto [it, fresh] = index.emplace(key, rows.size());
-    if (fresh) {
-      rows.push_back(OperatorRow{std::string(rank.name_of(i)), dims, module});
+    const auto key = group_key(rank, tree, i, grouping);
+    std::size_t& row = index[static_cast<std::int64_t>(std::uint64_t{key.first} << 32 | key.second)];
+    if (row == 0) {
+      row = rows.size() + 1;
+      const std::string detail = group_detail(rank, key.second, grouping);
+      rows.push_back(OperatorRow{std::string(rank.name_of(i)), grouping == OperatorGrouping::NameAndShape ? detail : "",
+                                 grouping == OperatorGrouping::Module ? detail : ""});
       stage_time.push_back({});
     }
-    OperatorRow& r = rows[it->second];
+    OperatorRow& r = rows[row - 1];
     ++r.calls;
     r.host_total += ev.dur[i];
-    r.host_self += ev.dur[i] - f.child_time[i];
-    r.gpu_self += f.gpu_self[i];
-    r.gpu_total += f.gpu_total[i];
-    r.kernels += f.kernels[i];
+    const OpFigures::Op& op = f.of(i);
+    r.host_self += ev.dur[i] - op.child_time;
+    r.gpu_self += op.gpu_self;
+    r.gpu_total += op.gpu_total;
+    r.kernels += op.kernels;
     const StageHint s = i < facts.event_stage.size() ? facts.event_stage[i] : StageHint::None;
-    stage_time[it->second][static_cast<std::size_t>(static_cast<int>(s) + 1)] += ev.dur[i];
+    stage_time[row - 1][static_cast<std::size_t>(static_cast<int>(s) + 1)] += ev.dur[i];
   }
   for (std::size_t k = 0; k < rows.size(); ++k) {
     rows[k].kernels_per_call = static_cast<double>(rows[k].kernels) / static_cast<double>(rows[k].calls);
