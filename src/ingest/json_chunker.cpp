@@ -152,7 +152,7 @@ void JsonChunker::compact() {
   if (in_top_value_) keep = std::min(keep, top_value_start_);
   if (in_string_ && in_key_) keep = std::min(keep, key_start_);
   if (keep == 0) return;
-  buf_.erase(0, keep);
+  buf_.erase_front(keep);
   base_offset_ += keep;
   pos_ -= keep;
   event_start_ -= in_event_ ? keep : 0;
@@ -188,6 +188,30 @@ ChunkState JsonChunker::next(EventBatch& out) {
       return ChunkState::End;
     }
   }
+}
+
+namespace {
+constexpr std::size_t kReadableSlack = 64;
+}
+
+void ByteBuffer::resize(std::size_t n) {
+  if (n > cap_ || !data_) {
+    const std::size_t cap = std::max(n, 2 * cap_);
+    auto grown = std::make_unique_for_overwrite<char[]>(cap + 1 + kReadableSlack);
+    if (size_) std::memcpy(grown.get(), data_.get(), size_);
+    data_ = std::move(grown);
+    cap_ = cap;
+  }
+  size_ = n;
+  data_[size_] = '\0';
+}
+
+void ByteBuffer::erase_front(std::size_t n) {
+  n = std::min(n, size_);
+  if (n == 0) return;
+  std::memmove(data_.get(), data_.get() + n, size_ - n);
+  size_ -= n;
+  data_[size_] = '\0';
 }
 
 void JsonChunker::emit(EventBatch& out) {
@@ -370,7 +394,7 @@ void JsonChunker::nested_byte(char c, std::size_t at) {
 }
 
 void JsonChunker::start_document(char c, std::size_t at) {
-  if (at == 0 && base_offset_ == 0 && buf_.size() >= 3 && buf_.compare(0, 3, "\xEF\xBB\xBF") == 0)
+  if (at == 0 && base_offset_ == 0 && buf_.size() >= 3 && buf_.view(0, 3) == "\xEF\xBB\xBF")
     fail(at, "byte-order mark before JSON is not supported");
   started_ = true;
   if (c == '{') {
@@ -467,7 +491,7 @@ void JsonChunker::pop(char c, std::size_t at) {
 void JsonChunker::finish_top_value(std::size_t end) {
   std::size_t s = top_value_start_;
   while (end > s && is_space(buf_[end - 1])) --end;
-  top_.emplace_back(key_, buf_.substr(s, end - s));
+  top_.emplace_back(key_, std::string(buf_.view(s, end - s)));
   in_top_value_ = false;
 }
 

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,8 +19,28 @@
 
 namespace stepscope::ingest {
 
+// A growable byte buffer whose growth leaves the new bytes uninitialised: the chunker writes
+// every byte it keeps, and zero-filling each read block and each batch before overwriting it
+// cost as much as the copy itself. As with std::string, data()[size()] is a readable '\0', and
+// 64 bytes past it stay readable for vector loads.
+class ByteBuffer {
+ public:
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  char& operator[](std::size_t i) { return data_[i]; }
+  char operator[](std::size_t i) const { return data_[i]; }
+  std::string_view view(std::size_t pos, std::size_t n) const { return {data_.get() + pos, n}; }
+  void resize(std::size_t n);          // bytes past the old size are left as they are
+  void erase_front(std::size_t n);     // drops the first n bytes, moving the rest down
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0, cap_ = 0;
+};
+
 struct EventBatch {
-  std::string text;                  // "[" + events + "]", followed by simdjson padding
+  ByteBuffer text;                   // "[" + events + "]", followed by simdjson padding
   std::size_t text_size = 0;         // bytes of JSON in `text` (excluding padding)
   std::vector<std::uint32_t> starts; // offset in `text` of each event's opening brace
   std::uint64_t stream_offset = 0;   // uncompressed byte offset of text[1] in the input
@@ -67,7 +89,7 @@ class JsonChunker {
   ByteSource& src_;
   std::string name_;
   std::size_t block_size_;
-  std::string buf_;
+  ByteBuffer buf_;
   std::uint64_t base_offset_ = 0;  // stream offset of buf_[0]
   std::size_t pos_ = 0;            // next byte to scan
   bool eof_ = false;
