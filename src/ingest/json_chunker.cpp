@@ -145,19 +145,32 @@ bool JsonChunker::fill() {
   return got > 0;
 }
 
-// Drops bytes no pending state refers to, so the buffer holds one block plus a partial event.
-void JsonChunker::compact() {
+// Where the bytes some pending state still refers to begin: an unfinished event, top-level value
+// or key, else the scan position.
+std::size_t JsonChunker::pending_from() const {
   std::size_t keep = pos_;
   if (in_event_) keep = std::min(keep, event_start_);
   if (in_top_value_) keep = std::min(keep, top_value_start_);
   if (in_string_ && in_key_) keep = std::min(keep, key_start_);
-  if (keep == 0) return;
-  buf_.erase_front(keep);
-  base_offset_ += keep;
-  pos_ -= keep;
-  event_start_ -= in_event_ ? keep : 0;
-  top_value_start_ -= in_top_value_ ? keep : 0;
-  key_start_ -= (in_string_ && in_key_) ? keep : 0;
+  return keep;
+}
+
+// Moves the buffer's origin `by` bytes on: every position held drops by it.
+void JsonChunker::shift_positions(std::size_t by) {
+  base_offset_ += by;
+  pos_ -= by;
+  event_start_ -= in_event_ ? by : 0;
+  top_value_start_ -= in_top_value_ ? by : 0;
+  key_start_ -= (in_string_ && in_key_) ? by : 0;
+}
+
+// Drops bytes no pending state refers to, so the buffer holds one block plus a partial event,
+// and one byte before it: the room emit() needs to open the next batch with '['.
+void JsonChunker::compact() {
+  const std::size_t keep = pending_from();
+  if (keep <= 1) return;
+  buf_.erase_front(keep - 1);
+  shift_positions(keep - 1);
 }
 
 // What compact() keeps is one unfinished event, top-level value or key. Profilers write events
@@ -190,18 +203,17 @@ ChunkState JsonChunker::next(EventBatch& out) {
   }
 }
 
-namespace {
-constexpr std::size_t kReadableSlack = 64;
+void ByteBuffer::reserve(std::size_t n) {
+  if (n <= cap_ && data_) return;
+  auto grown = std::make_unique_for_overwrite<char[]>(n + 1 + kSlack);
+  if (size_) std::memcpy(grown.get(), data_.get(), size_);
+  data_ = std::move(grown);
+  cap_ = n;
+  data_[size_] = '\0';
 }
 
 void ByteBuffer::resize(std::size_t n) {
-  if (n > cap_ || !data_) {
-    const std::size_t cap = std::max(n, 2 * cap_);
-    auto grown = std::make_unique_for_overwrite<char[]>(cap + 1 + kReadableSlack);
-    if (size_) std::memcpy(grown.get(), data_.get(), size_);
-    data_ = std::move(grown);
-    cap_ = cap;
-  }
+  if (n > cap_ || !data_) reserve(std::max(n, 2 * cap_));
   size_ = n;
   data_[size_] = '\0';
 }
@@ -214,8 +226,33 @@ void ByteBuffer::erase_front(std::size_t n) {
   data_[size_] = '\0';
 }
 
+// Hands the read block over as the batch (see EventBatch) and carries what is still pending into
+// a fresh buffer, one spare byte in front; the block the batch held before is reused for it.
 void JsonChunker::emit(EventBatch& out) {
+  if (batch_begin_ == 0) return emit_copy(out);  // no byte before the first event to hold '['
+  const std::size_t tail = pending_from();
+  ByteBuffer next = std::move(out.text);
+  next.reserve(1 + (buf_.size() - tail) + block_size_);
+  next.resize(1 + (buf_.size() - tail));
+  std::memcpy(next.data() + 1, buf_.data() + tail, buf_.size() - tail);
+  buf_[batch_begin_ - 1] = '[';
+  buf_[batch_end_] = ']';  // at most size(): the '\0' slot
+  out.text = std::move(buf_);
+  out.text_begin = batch_begin_ - 1;
+  out.text_size = batch_end_ - batch_begin_ + 2;
+  out.starts.clear();
+  for (auto s : batch_starts_) out.starts.push_back(s + 1);
+  out.stream_offset = base_offset_ + batch_begin_;
+  out.first_index = emitted_;
+  emitted_ += batch_starts_.size();
+  batch_starts_.clear();
+  buf_ = std::move(next);
+  shift_positions(tail - 1);
+}
+
+void JsonChunker::emit_copy(EventBatch& out) {
   std::size_t len = batch_end_ - batch_begin_;
+  out.text_begin = 0;
   out.text_size = len + 2;
   out.text.resize(out.text_size + simdjson::SIMDJSON_PADDING);
   out.text[0] = '[';

@@ -31,21 +31,34 @@ class ByteBuffer {
   char& operator[](std::size_t i) { return data_[i]; }
   char operator[](std::size_t i) const { return data_[i]; }
   std::string_view view(std::size_t pos, std::size_t n) const { return {data_.get() + pos, n}; }
+  std::size_t capacity() const { return cap_; }
+  void reserve(std::size_t n);         // room for n bytes without reallocating
   void resize(std::size_t n);          // bytes past the old size are left as they are
   void erase_front(std::size_t n);     // drops the first n bytes, moving the rest down
+  // Bytes readable from data(): past capacity() come the '\0' and the 64 bytes of slack.
+  std::size_t readable() const { return data_ ? cap_ + 1 + kSlack : 0; }
 
  private:
+  static constexpr std::size_t kSlack = 64;
   std::unique_ptr<char[]> data_;
   std::size_t size_ = 0, cap_ = 0;
 };
 
+// The JSON of a batch sits in `text` from `text_begin`: the chunker hands over the read block
+// itself, with its byte before the first event turned into '[' and its byte after the last into
+// ']', so that the megabytes of events are never copied; the block's later bytes and its slack
+// are the padding simdjson reads past the end.
 struct EventBatch {
-  ByteBuffer text;                   // "[" + events + "]", followed by simdjson padding
-  std::size_t text_size = 0;         // bytes of JSON in `text` (excluding padding)
-  std::vector<std::uint32_t> starts; // offset in `text` of each event's opening brace
+  ByteBuffer text;
+  std::size_t text_begin = 0;        // where "[" + events + "]" starts in `text`
+  std::size_t text_size = 0;         // bytes of that JSON
+  std::vector<std::uint32_t> starts; // offset from text_begin of each event's opening brace
   std::uint64_t stream_offset = 0;   // uncompressed byte offset of text[1] in the input
   std::uint64_t first_index = 0;     // index of the first event within the whole trace
   std::size_t count() const { return starts.size(); }
+  const char* json() const { return text.data() + text_begin; }
+  std::size_t json_capacity() const { return text.readable() - text_begin; }  // text_size + padding at least
+  std::string_view json_view(std::size_t pos, std::size_t n) const { return {json() + pos, n}; }
 };
 
 enum class ChunkState { Found, End };
@@ -70,6 +83,7 @@ class JsonChunker {
  private:
   bool fill();
   void compact();
+  void shift_positions(std::size_t by);
   void check_pending_size() const;  // InputError once an unfinished item outgrows the bound
   void scan();
   void structural(char c, std::size_t at);
@@ -83,6 +97,8 @@ class JsonChunker {
   void pop(char c, std::size_t at);
   void finish_top_value(std::size_t end);
   void emit(EventBatch& out);
+  void emit_copy(EventBatch& out);
+  std::size_t pending_from() const;
   void finish_at_eof();
   [[noreturn]] void fail(std::size_t at, const std::string& what) const;
 

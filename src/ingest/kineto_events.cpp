@@ -425,7 +425,7 @@ namespace {
 void parse_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout, const std::string& name,
                  RankTrace& out, BatchStats& stats) {
   Where where{name, batch, 0};
-  auto doc = parser.iterate(batch.text.data(), batch.text_size, batch.text.size());
+  auto doc = parser.iterate(batch.json(), batch.text_size, batch.json_capacity());
   if (doc.error()) where.fail(simdjson::error_message(doc.error()));
   auto arr = doc.get_array();
   if (arr.error()) where.fail(simdjson::error_message(arr.error()));

@@ -45,7 +45,7 @@ std::vector<std::string> chunked(const std::string& json, std::size_t block) {
     for (std::size_t i = 0; i < batch.count(); ++i) {
       const std::size_t start = batch.starts[i];
       const std::size_t end = i + 1 < batch.count() ? batch.starts[i + 1] : batch.text_size - 1;
-      std::string text(batch.text.view(start, end - start));
+      std::string text(batch.json_view(start, end - start));
       while (!text.empty() && text.back() != '}') text.pop_back();  // the comma and spaces between
       out.push_back(text);
     }
