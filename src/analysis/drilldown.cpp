@@ -81,6 +81,7 @@ OpFigures op_figures(const RankTrace& rank, const CallTree& tree) {
   const std::size_t n = ev.size();
   OpFigures f;
   f.slot.assign(n, OpFigures::kNoSlot);
+  f.ops.reserve(static_cast<std::size_t>(std::count_if(ev.kind.begin(), ev.kind.end(), [](Kind k) { return k == Kind::CpuOp; })));
   for (std::uint32_t i = 0; i < n; ++i)
     if (tree.in_tree(i) && ev.kind[i] == Kind::CpuOp) f.slot[i] = static_cast<std::uint32_t>(f.ops.size()), f.ops.emplace_back();
   for (std::uint32_t i = 0; i < n; ++i) {

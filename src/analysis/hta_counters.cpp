@@ -3,6 +3,7 @@
 // time rounding, see hta_view.hpp).
 #include <algorithm>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -53,7 +54,7 @@ std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
   return out;
 }
 
-StreamQueue stream_queue(std::int64_t stream, const std::vector<QueueRow>& rows, std::size_t max_points) {
+StreamQueue stream_queue(std::int64_t stream, std::span<const QueueRow> rows, std::size_t max_points) {
   StreamQueue q;
   q.stream = stream;
   std::vector<QueuePoint> series;
@@ -129,7 +130,7 @@ QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std
   for (std::size_t k = 0; k < rows.size();) {
     std::size_t end = k;
     while (end < rows.size() && rows[end].stream == rows[k].stream) ++end;
-    out.streams.push_back(stream_queue(rows[k].stream, {rows.begin() + static_cast<std::ptrdiff_t>(k), rows.begin() + static_cast<std::ptrdiff_t>(end)}, max_points));
+    out.streams.push_back(stream_queue(rows[k].stream, std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
     k = end;
   }
   out.available = true;

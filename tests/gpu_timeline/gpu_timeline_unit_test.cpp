@@ -2,7 +2,9 @@
 // above it from the event list, independently of the code under test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "analysis/hta_view.hpp"
 #include "report/gpu_timeline_json.hpp"
@@ -477,6 +479,28 @@ TEST(GpuTimelineReport, InvalidUtf8NamesStillDump) {
   std::string dumped;
   ASSERT_NO_THROW(dumped = to_json(t).dump());
   EXPECT_NE(dumped.find("bad\xEF\xBF\xBD\xEF\xBF\xBD" "kernel\xEF\xBF\xBD"), std::string::npos) << dumped;
+}
+
+// describe() on samples large enough for its radix sort (negatives, zeros, repeats, a wide range)
+// gives what a comparison sort gives: the order statistics and the std summed in sorted order.
+TEST(Describe, LargeSamplesMatchAComparisonSort) {
+  std::mt19937_64 rng(5);
+  std::vector<double> v;
+  for (int k = 0; k < 50000; ++k) {
+    const double x = static_cast<double>(rng() % 2000000) / 7.0 - 1000.0;
+    v.push_back(k % 11 == 0 ? 0.0 : k % 13 == 0 ? 1e15 * x : x);
+  }
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const SampleStats got = hta::describe(v);
+  EXPECT_EQ(got.min, sorted.front());
+  EXPECT_EQ(got.max, sorted.back());
+  EXPECT_EQ(got.median, hta::quantile_linear(sorted, 0.5));
+  EXPECT_EQ(got.p25, hta::quantile_linear(sorted, 0.25));
+  EXPECT_EQ(got.p95, hta::quantile_linear(sorted, 0.95));
+  double ss = 0;
+  for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
+  EXPECT_EQ(got.std, std::sqrt(ss / static_cast<double>(sorted.size() - 1)));
 }
 
 }  // namespace
