@@ -65,8 +65,7 @@ inline std::int64_t wait_on_record_corr_of(const RankTrace& t, const CpRow& r) {
 }
 
 struct Rows {
-  std::vector<CpRow> rows;  // the full (filtered) trace, in event order
-  std::vector<std::int32_t> row_of_event;  // EventTable index → row, or -1
+  std::vector<CpRow> rows;  // the (filtered) trace in event order, but plain host rows outside the window
   bool has_gpu = false;
 };
 

@@ -119,6 +119,50 @@ void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
 
 }  // namespace
 
+namespace {
+
+// Where plain host rows (no stream, no correlation: most cpu_ops) can matter. They only enter
+// the graph through clip_rows, as rows starting inside the window, and the window lies within the
+// rows naming the annotation; every other row takes part in the whole-trace steps (partner links,
+// the last-step filter, queue lengths, launch order). Rows outside the span are left out, which
+// halves the rows of a long trace.
+struct PlainRowSpan {
+  bool everything = true;
+  ns_t lo = 0, hi = 0;
+  bool holds(ns_t ts) const { return everything || (ts >= lo && ts <= hi); }
+};
+
+void hta_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end) {
+  if (rounded) {
+    hta::round_like_hta(ev.ts[i], ev.dur[i], ts, end);
+  } else {
+    ts = ev.ts[i];
+    end = ev.ts[i] + ev.dur[i];
+  }
+}
+
+PlainRowSpan plain_row_span(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
+  PlainRowSpan span;
+  if (opts.annotation.empty()) return span;
+  const EventTable& ev = rank.events;
+  std::vector<std::int8_t> names(rank.strings.size(), -1);  // per StrId: contains the annotation?
+  bool any = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    std::int8_t& named = names[ev.name[i]];
+    if (named < 0) named = rank.name_of(i).find(opts.annotation) != std::string_view::npos;
+    if (!named || !hta::is_hta_row(rank, i)) continue;
+    ns_t ts = 0, end = 0;
+    hta_times(ev, i, load.rounded_to_us, ts, end);
+    span.lo = any ? std::min(span.lo, ts) : ts;
+    span.hi = any ? std::max(span.hi, end) : end;
+    any = true;
+  }
+  span.everything = !any;  // no instance: pick_window reports it
+  return span;
+}
+
+}  // namespace
+
 Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
   const EventTable& ev = rank.events;
 
@@ -126,35 +170,39 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
   for (const std::string& p : opts.data_load_patterns) data_load.push_back(std::make_unique<RE2>(p, RE2::Quiet));
   FlagCache flags(rank, data_load);
 
+  // _filter_irrelevant_gpu_kernels (below): with two or more step names, host rows from the last
+  // step on go, and so do GPU rows whose correlation no kept host row has.
+  const bool filter = load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2);
+  auto host_row_kept = [&](ns_t ts) { return opts.include_last_profiler_step ? ts <= load.cutoff_ts : ts < load.cutoff_ts; };
+  const PlainRowSpan span = plain_row_span(rank, opts, load);
+  bool left_out_plain_kept = false;  // a plain row left out that the filter keeps: its correlation -1 counts
+
   std::vector<CpRow> all;
-  all.reserve(ev.size());
+  all.reserve(ev.size());  // pages past the rows kept are never touched
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!hta::is_hta_row(rank, i)) continue;
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
-    if (load.rounded_to_us) {
-      hta::round_like_hta(ev.ts[i], ev.dur[i], row.ts, row.end);
-    } else {
-      row.ts = ev.ts[i];
-      row.end = ev.ts[i] + ev.dur[i];
-    }
+    hta_times(ev, i, load.rounded_to_us, row.ts, row.end);
     row.stream = hta::hta_stream(ev, i);
     row.has_corr = ev.correlation[i] >= 0;
     row.flags = flags.of(ev.name[i], ev.category[i]);
     row.gpu_for_filter = (row.stream >= 0 && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
+    if (row.stream == -1 && !row.has_corr && !row.gpu_for_filter && !span.holds(row.ts)) {
+      left_out_plain_kept = left_out_plain_kept || (filter && host_row_kept(row.ts));
+      continue;
+    }
     all.push_back(row);
   }
   link_correlations(rank, all);
 
-  // _filter_irrelevant_gpu_kernels: with two or more step names, host rows from the last step
-  // on go, and so do GPU rows whose correlation no kept host row has.
   std::vector<char> keep(all.size(), 1);
-  if (load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2)) {
-    const ns_t cut = load.cutoff_ts;
+  if (filter) {
     IdMap<char> host_corr;
+    if (left_out_plain_kept) host_corr[-1] = 1;
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
-      keep[k] = opts.include_last_profiler_step ? all[k].ts <= cut : all[k].ts < cut;
+      keep[k] = host_row_kept(all[k].ts);
       if (keep[k]) host_corr[correlation_of(rank, all[k])] = 1;
     }
     for (std::size_t k = 0; k < all.size(); ++k)
@@ -163,13 +211,11 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 
   // The kept rows moved down in place (a trace has millions).
   Rows out;
-  out.row_of_event.assign(ev.size(), -1);
   std::vector<std::int32_t> new_index(all.size(), -1);
   std::size_t kept = 0;
   for (std::size_t k = 0; k < all.size(); ++k) {
     if (!keep[k]) continue;
     new_index[k] = static_cast<std::int32_t>(kept);
-    out.row_of_event[all[k].event] = new_index[k];
     all[kept++] = all[k];
   }
   all.resize(kept);
