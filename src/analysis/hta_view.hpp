@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <string>
 #include <span>
@@ -80,7 +79,7 @@ double quantile_linear(const std::vector<double>& sorted, double q);
 namespace stepscope::hta {
 
 // Correlation id → value. Kineto numbers correlations with a counter, so ids are dense and a
-// flat array indexed by (id - min) beats hashing; a sparse id set falls back to a hash map.
+// flat array indexed by (id - min) beats hashing; a sparse id set falls back to an IdMap.
 template <class T>
 class CorrelationMap {
  public:
@@ -100,6 +99,7 @@ class CorrelationMap {
         if (!present_[k]) values_[k] = v, present_[k] = 1;
       }
     } else {
+      sparse_.reserve(entries.size());
       for (const auto& [id, v] : entries) sparse_.emplace(id, v);
     }
   }
@@ -110,8 +110,7 @@ class CorrelationMap {
       auto k = static_cast<std::size_t>(id - min_);
       return present_[k] ? &values_[k] : nullptr;
     }
-    auto it = sparse_.find(id);
-    return it == sparse_.end() ? nullptr : &it->second;
+    return sparse_.find(id);
   }
 
  private:
@@ -119,7 +118,7 @@ class CorrelationMap {
   std::int64_t min_ = 0;
   std::vector<T> values_;
   std::vector<std::uint8_t> present_;
-  std::unordered_map<std::int64_t, T> sparse_;
+  IdMap<T> sparse_;
 };
 
 // HTA's GPU rows (stream != -1) with a correlation id, grouped by it in row order: the partner
