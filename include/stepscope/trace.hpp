@@ -153,6 +153,35 @@ struct EventRow {
   std::int32_t extra = -1;        // from RankTrace::add_extra
 };
 
+// The (pid, tid) pairs a table's events name, each stored once: a rank has a few dozen threads
+// and streams and millions of events, so a row keeps a 4-byte index instead of two 8-byte ids.
+//   intern(7, 100) -> 0, intern(7, 101) -> 1, intern(7, 100) -> 0;  at(1) == {7, 101}
+struct TrackKey {
+  std::int64_t pid = 0, tid = 0;
+  bool operator==(const TrackKey&) const = default;
+};
+
+class TrackKeys {
+ public:
+  std::uint32_t intern(std::int64_t pid, std::int64_t tid);
+  const TrackKey& at(std::uint32_t k) const { return keys_[k]; }
+  std::size_t size() const { return keys_.size(); }
+  const std::vector<TrackKey>& keys() const { return keys_; }
+  // Rewrites every key through f (which must keep distinct keys distinct), as when a part's
+  // interned string ids change tables.
+  template <class F>
+  void rewrite(F&& f) {
+    for (TrackKey& k : keys_) k = f(k);
+    rebuild_index();
+  }
+
+ private:
+  void rebuild_index();
+  std::vector<TrackKey> keys_;
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_tid_;  // tid -> keys with it
+  std::uint32_t last_ = 0;                                               // the last key asked for
+};
+
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
 // indexes of RankTrace give time order per track. New rows come through `append`, which keeps
 // every column the same length; cells of existing rows may be changed in place.
@@ -165,8 +194,7 @@ struct EventTable {
   std::vector<Phase> phase;
   std::vector<CopyKind> copy_kind;  // memcpy direction, from the name
   std::vector<HostMem> host_mem;    // memcpy host side, from the name
-  std::vector<std::int64_t> pid;    // string pids are interned: see string_track_id
-  std::vector<std::int64_t> tid;
+  std::vector<std::uint32_t> track;  // the event's (pid, tid), an index into `keys`
   std::vector<std::int64_t> correlation;   // args.correlation (flows: their id), or kNone
   std::vector<std::int64_t> external_id;   // args["External id"], or kNone
   std::vector<std::int64_t> stream;        // args.stream, or -1 (old traces write 4294967295)
@@ -174,12 +202,16 @@ struct EventTable {
   std::vector<std::int32_t> kernel_args;   // index into RankTrace::kernel_args, or -1
   std::vector<std::int32_t> extra;         // index into RankTrace::extras, or -1
 
+  TrackKeys keys;                     // not a column: one entry per distinct (pid, tid)
+
   std::size_t size() const { return ts.size(); }
   ns_t end(std::size_t i) const { return ts[i] + dur[i]; }
+  // String pids and tids are interned: see string_track_id.
+  std::int64_t pid(std::size_t i) const { return keys.at(track[i]).pid; }
+  std::int64_t tid(std::size_t i) const { return keys.at(track[i]).tid; }
   std::uint32_t append(const EventRow& row);  // the new row's index
   void append(const EventTable& rows);         // every row of `rows`, in order, as they are
   void reserve(std::size_t n);
-  void resize(std::size_t n);
 };
 
 // In the header so that the readers' per-event loops inline it. A new column goes here, in
@@ -194,8 +226,7 @@ inline std::uint32_t EventTable::append(const EventRow& r) {
   phase.push_back(r.phase);
   copy_kind.push_back(r.copy_kind);
   host_mem.push_back(r.host_mem);
-  pid.push_back(r.pid);
-  tid.push_back(r.tid);
+  track.push_back(keys.intern(r.pid, r.tid));
   correlation.push_back(r.correlation);
   external_id.push_back(r.external_id);
   stream.push_back(r.stream);

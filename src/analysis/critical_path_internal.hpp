@@ -51,8 +51,8 @@ inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {
   const std::int64_t c = t.events.correlation[r.event];
   return c < 0 ? -1 : c;
 }
-inline std::int64_t pid_of(const RankTrace& t, const CpRow& r) { return t.events.pid[r.event]; }
-inline std::int64_t tid_of(const RankTrace& t, const CpRow& r) { return t.events.tid[r.event]; }
+inline std::int64_t pid_of(const RankTrace& t, const CpRow& r) { return t.events.pid(r.event); }
+inline std::int64_t tid_of(const RankTrace& t, const CpRow& r) { return t.events.tid(r.event); }
 inline StrId name_of(const RankTrace& t, const CpRow& r) { return t.events.name[r.event]; }
 // A cuda_sync row's args.wait_on_stream and args.wait_on_cuda_event_record_corr_id, or -1.
 inline std::int64_t wait_on_stream_of(const RankTrace& t, const CpRow& r) {

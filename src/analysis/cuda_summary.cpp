@@ -176,7 +176,7 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     Kind k = ev.kind[i];
-    if (is_gpu_work(k)) by_device[ev.device[i] >= 0 ? ev.device[i] : ev.pid[i]].emplace_back(ev.ts[i], ev.end(i));
+    if (is_gpu_work(k)) by_device[ev.device[i] >= 0 ? ev.device[i] : ev.pid(i)].emplace_back(ev.ts[i], ev.end(i));
     if (k == Kind::Kernel) {
       add(kernels, t.name_of(i), ev.dur[i]);
       if (const EventExtra* x = t.extra_of(i); x && x->alt_name != kNoStr) add(short_names, t.str(x->alt_name), ev.dur[i]);

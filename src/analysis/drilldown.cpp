@@ -288,7 +288,7 @@ DeviceMemoryTimeline device_timeline(const RankTrace& rank, std::int32_t type, s
     if (!peak || e.sample.allocated > peak->sample.allocated) peak = &e;
     d.peak_reserved = std::max(d.peak_reserved, e.sample.reserved);
   }
-  auto op_of = [&](const MemoryEvent& e) { return op_at(rank, rank.events.pid[e.event], rank.events.tid[e.event], e.sample.ts); };
+  auto op_of = [&](const MemoryEvent& e) { return op_at(rank, rank.events.pid(e.event), rank.events.tid(e.event), e.sample.ts); };
   if (peak) d.peak_allocated = peak->sample.allocated, d.peak_ts = peak->sample.ts, d.peak_op = op_of(*peak);
   for (const StepWindow& w : steps) {
     const MemoryEvent* top = nullptr;

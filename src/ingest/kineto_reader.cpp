@@ -45,7 +45,7 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return e.ts[a] < e.ts[b]; });
   for (auto i : order) {
-    auto& stack = open[{e.pid[i], e.tid[i]}];
+    auto& stack = open[{e.pid(i), e.tid(i)}];
     if (e.phase[i] == Phase::Begin) {
       stack.push_back(i);
     } else if (!stack.empty()) {

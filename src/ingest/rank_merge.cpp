@@ -23,12 +23,11 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
   auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
   auto extra_off = static_cast<std::int32_t>(into.extras.size());
   std::size_t base = d.size();
+  part.events.keys.rewrite([&](TrackKey k) { return TrackKey{remap_track(k.pid, map), remap_track(k.tid, map)}; });
   d.append(part.events);
   for (std::size_t i = base; i < d.size(); ++i) {
     d.name[i] = map[d.name[i]];
     d.category[i] = map[d.category[i]];
-    d.pid[i] = remap_track(d.pid[i], map);
-    d.tid[i] = remap_track(d.tid[i], map);
     if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
     if (d.extra[i] >= 0) d.extra[i] += extra_off;
   }

@@ -107,7 +107,8 @@ std::string json_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, n
 
 // A pid no event of the rank uses, so stepscope's tracks form a process of their own.
 std::int64_t free_pid(const RankTrace& t) {
-  std::unordered_set<std::int64_t> used(t.events.pid.begin(), t.events.pid.end());
+  std::unordered_set<std::int64_t> used;
+  for (const TrackKey& k : t.events.keys.keys()) used.insert(k.pid);
   for (const auto& [pid, name] : t.process_names) used.insert(pid);
   std::int64_t pid = 5'735'000;  // "stepscope"-ish and far above the GPU pids (device numbers)
   while (used.count(pid)) ++pid;
@@ -251,7 +252,7 @@ std::string chrome_event(const RankTrace& t, std::size_t i) {
   if (ev.category[i] != kNoStr && (!cat || t.str(ev.category[i]) != cat)) args["nsys_category"] = t.str(ev.category[i]);
   return fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",
                      json_text(cat ? std::string(cat) : std::string(t.str(ev.category[i]))), json_text(t.name_of(i)),
-                     ev.pid[i], ev.tid[i], us(ev.ts[i]), us(ev.dur[i]), json_text(args));
+                     ev.pid(i), ev.tid(i), us(ev.ts[i]), us(ev.dur[i]), json_text(args));
 }
 
 std::string name_event(const char* what, std::int64_t pid, std::int64_t tid, const std::string& name) {

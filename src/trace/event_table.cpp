@@ -62,11 +62,11 @@ namespace {
 // and in EventTable::append(const EventRow&) (trace.hpp).
 template <class Table>
 auto columns(Table& t) {
-  return std::tie(t.ts, t.dur, t.name, t.category, t.kind, t.phase, t.copy_kind, t.host_mem, t.pid,
-                  t.tid, t.correlation, t.external_id, t.stream, t.device, t.kernel_args, t.extra);
+  return std::tie(t.ts, t.dur, t.name, t.category, t.kind, t.phase, t.copy_kind, t.host_mem, t.track,
+                  t.correlation, t.external_id, t.stream, t.device, t.kernel_args, t.extra);
 }
 static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
-                                        sizeof(std::vector<char>),
+                                            sizeof(std::vector<char>) + sizeof(TrackKeys),
               "a column of EventTable is missing from columns()");
 
 template <class F>
@@ -94,15 +94,32 @@ bool is_host_kind(Kind k) {
 }  // namespace
 
 void EventTable::append(const EventTable& rows) {
+  const std::size_t base = size();
   for_each_column_pair(*this, rows,
                        [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); });
+  std::vector<std::uint32_t> key_of(rows.keys.size());
+  for (std::uint32_t k = 0; k < key_of.size(); ++k) key_of[k] = keys.intern(rows.keys.at(k).pid, rows.keys.at(k).tid);
+  for (std::size_t i = base; i < size(); ++i) track[i] = key_of[track[i]];
+}
+
+std::uint32_t TrackKeys::intern(std::int64_t pid, std::int64_t tid) {
+  if (last_ < keys_.size() && keys_[last_].pid == pid && keys_[last_].tid == tid) return last_;
+  std::vector<std::uint32_t>& same_tid = by_tid_[tid];
+  for (std::uint32_t k : same_tid)
+    if (keys_[k].pid == pid) return last_ = k;
+  keys_.push_back({pid, tid});
+  same_tid.push_back(static_cast<std::uint32_t>(keys_.size() - 1));
+  return last_ = static_cast<std::uint32_t>(keys_.size() - 1);
+}
+
+void TrackKeys::rebuild_index() {
+  by_tid_.clear();
+  for (std::uint32_t k = 0; k < keys_.size(); ++k) by_tid_[keys_[k].tid].push_back(k);
+  last_ = 0;
 }
 
 void EventTable::reserve(std::size_t n) {
   for_each_column(*this, [n](auto& col) { col.reserve(n); });
-}
-void EventTable::resize(std::size_t n) {
-  for_each_column(*this, [n](auto& col) { col.resize(n); });
 }
 
 ns_t RankTrace::first_ts() const {
@@ -158,13 +175,13 @@ void RankTrace::build_indexes() {
     if (is_gpu_kind(k)) {
       // GPU rows: pid is the device and tid the stream, but args say it better (sync rows may
       // sit on tid = stream + 1,000,000).
-      std::int64_t dev = events.device[i] >= 0 ? events.device[i] : events.pid[i];
-      std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid[i];
+      std::int64_t dev = events.device[i] >= 0 ? events.device[i] : events.pid(i);
+      std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid(i);
       gpu_ix.at(dev, stream).events.push_back(i);
       if (events.correlation[i] != kNone && k != Kind::GpuAnnotation)
         gpu_records.emplace_back(events.correlation[i], i);
     } else if (is_host_kind(k)) {
-      host_ix.at(events.pid[i], events.tid[i]).events.push_back(i);
+      host_ix.at(events.pid(i), events.tid(i)).events.push_back(i);
       if ((k == Kind::Runtime || k == Kind::Driver) && events.correlation[i] != kNone)
         launches.emplace_back(events.correlation[i], i);
     }

@@ -25,7 +25,7 @@ Added added_events(const RankTrace& t) {
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.str(t.events.category[i]) != "stepscope") continue;
     a.events.push_back(i);
-    auto name = t.thread_names.find(t.events.tid[i]);
+    auto name = t.thread_names.find(t.events.tid(i));
     std::string track = name == t.thread_names.end() ? "?" : name->second;
     // Extra lanes of a track are named "track (2)", "track (3)", ...
     if (auto p = track.find(" ("); p != std::string::npos && track.back() == ')') track.resize(p);
@@ -41,8 +41,8 @@ void expect_original_events_kept(const RankTrace& orig, const RankTrace& back, c
     ASSERT_EQ(back.events.ts[i], orig.events.ts[i]) << i;
     ASSERT_EQ(back.events.dur[i], orig.events.dur[i]) << i;
     ASSERT_EQ(back.name_of(i), orig.name_of(i)) << i;
-    ASSERT_EQ(back.events.pid[i], orig.events.pid[i]) << i;
-    ASSERT_EQ(back.events.tid[i], orig.events.tid[i]) << i;
+    ASSERT_EQ(back.events.pid(i), orig.events.pid(i)) << i;
+    ASSERT_EQ(back.events.tid(i), orig.events.tid(i)) << i;
     ASSERT_EQ(back.events.correlation[i], orig.events.correlation[i]) << i;
   }
   EXPECT_EQ(back.launch_flow_counts.size(), orig.launch_flow_counts.size());
@@ -60,7 +60,7 @@ void expect_verbatim_copy(const std::string& original_bytes, const AnnotatedFile
 // Slices on one thread must nest (Perfetto and chrome://tracing drop ones that cross).
 void expect_tracks_nest(const RankTrace& back, const Added& a) {
   std::map<std::int64_t, std::vector<std::pair<ns_t, ns_t>>> by_tid;
-  for (auto i : a.events) by_tid[back.events.tid[i]].emplace_back(back.events.ts[i], back.events.end(i));
+  for (auto i : a.events) by_tid[back.events.tid(i)].emplace_back(back.events.ts[i], back.events.end(i));
   for (auto& [tid, v] : by_tid) {
     std::sort(v.begin(), v.end(), [](auto x, auto y) { return x.first != y.first ? x.first < y.first : x.second > y.second; });
     std::vector<ns_t> open;
@@ -78,7 +78,7 @@ void expect_tracks_nest(const RankTrace& back, const Added& a) {
 void expect_partition_tiles_steps(const RankTrace& back, const RankPartition& p, const Added& a) {
   ASSERT_TRUE(a.by_track.count("step partition"));
   std::map<std::int64_t, std::map<ns_t, std::size_t>> lanes;  // tid -> start -> event
-  for (auto i : a.by_track.at("step partition")) lanes[back.events.tid[i]][back.events.ts[i]] = i;
+  for (auto i : a.by_track.at("step partition")) lanes[back.events.tid(i)][back.events.ts[i]] = i;
   std::size_t used = 0;
   for (const auto& s : p.steps) {
     bool found = false;
@@ -136,8 +136,8 @@ TEST(AnnotatedTrace, GpuTraceReadsBackWithTheOriginalEventsAndTheAddedTracks) {
   ASSERT_TRUE(added.by_track.count("finding: diagnosis"));
   EXPECT_EQ(added.by_track.at("finding: diagnosis").size(), 1 + a.result.diagnosis.findings.size());
   // stepscope's process is one the trace did not use.
-  const std::int64_t pid = back.events.pid[added.events.front()];
-  for (std::size_t i = 0; i < a.trace.ranks[0].events.size(); ++i) ASSERT_NE(a.trace.ranks[0].events.pid[i], pid);
+  const std::int64_t pid = back.events.pid(added.events.front());
+  for (std::size_t i = 0; i < a.trace.ranks[0].events.size(); ++i) ASSERT_NE(a.trace.ranks[0].events.pid(i), pid);
   EXPECT_EQ(back.process_names.at(pid), "stepscope (rank 0)");
 }
 

@@ -28,8 +28,7 @@ class TraceBuilder {
     ev.copy_kind.push_back(CopyKind::None);
     ev.host_mem.push_back(HostMem::Unknown);
     bool gpu = kind == Kind::Kernel || kind == Kind::Memcpy || kind == Kind::Memset || kind == Kind::GpuSync;
-    ev.pid.push_back(gpu ? 0 : 100);
-    ev.tid.push_back(gpu ? stream : 100);
+    ev.track.push_back(ev.keys.intern(gpu ? 0 : 100, gpu ? stream : 100));
     ev.correlation.push_back(correlation);
     ev.external_id.push_back(kNone);
     ev.stream.push_back(stream);

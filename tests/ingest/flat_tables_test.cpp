@@ -1,5 +1,5 @@
-// The flat tables of the trace model and the analyses (the correlation index, IdMap) against
-// the standard containers over the same entries.
+// The flat tables of the trace model and the analyses (the correlation index, IdMap, the track
+// keys) against the standard containers over the same entries.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -118,6 +118,31 @@ TEST(IdMap, MatchesAnUnorderedMap) {
   EXPECT_TRUE(empty.empty());
   EXPECT_EQ(empty.find(0), nullptr);
   EXPECT_EQ(empty.find(INT64_MIN), nullptr);
+}
+
+// Rows keep an index into the table's (pid, tid) keys; appending a table maps its keys onto
+// the receiving table's, and rewriting keys (a part's string ids changing tables) keeps lookups.
+TEST(TrackKeys, RowsKeepTheirPidAndTid) {
+  std::mt19937_64 rng(3);
+  EventTable a, b;
+  std::vector<TrackKey> expected;
+  for (int k = 0; k < 3000; ++k) {
+    EventRow r;
+    r.pid = static_cast<std::int64_t>(rng() % 5) - 1;
+    r.tid = k % 7 == 0 ? string_track_id(static_cast<StrId>(rng() % 3)) : static_cast<std::int64_t>(rng() % 40) << 40;
+    (k < 1500 ? a : b).append(r);
+    expected.push_back({r.pid, r.tid});
+  }
+  EXPECT_LE(a.keys.size(), 5u * 43u);
+  b.keys.rewrite([](TrackKey key) { return TrackKey{key.pid + 100, key.tid}; });
+  for (std::size_t k = 1500; k < expected.size(); ++k) expected[k].pid += 100;
+  a.append(b);
+  ASSERT_EQ(a.size(), expected.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a.pid(i), expected[i].pid) << i;
+    EXPECT_EQ(a.tid(i), expected[i].tid) << i;
+  }
+  EXPECT_EQ(a.keys.intern(expected[0].pid, expected[0].tid), a.track[0]);
 }
 
 }  // namespace

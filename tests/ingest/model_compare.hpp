@@ -23,8 +23,8 @@ inline void expect_same_model(const RankTrace& a, const RankTrace& b) {
     ASSERT_EQ(a.str(a.events.category[i]), b.str(b.events.category[i])) << "event " << i;
     ASSERT_EQ(a.events.kind[i], b.events.kind[i]) << "event " << i;
     ASSERT_EQ(a.events.phase[i], b.events.phase[i]) << "event " << i;
-    ASSERT_EQ(track(a, a.events.pid[i]), track(b, b.events.pid[i])) << "event " << i;
-    ASSERT_EQ(track(a, a.events.tid[i]), track(b, b.events.tid[i])) << "event " << i;
+    ASSERT_EQ(track(a, a.events.pid(i)), track(b, b.events.pid(i))) << "event " << i;
+    ASSERT_EQ(track(a, a.events.tid(i)), track(b, b.events.tid(i))) << "event " << i;
     ASSERT_EQ(a.events.correlation[i], b.events.correlation[i]) << "event " << i;
     ASSERT_EQ(a.events.external_id[i], b.events.external_id[i]) << "event " << i;
     ASSERT_EQ(a.events.stream[i], b.events.stream[i]) << "event " << i;

@@ -108,8 +108,8 @@ TEST(EventTable, AppendPutsEachFieldInItsColumn) {
   EXPECT_EQ(t.phase[1], Phase::Instant);
   EXPECT_EQ(t.copy_kind[1], CopyKind::HtoD);
   EXPECT_EQ(t.host_mem[1], HostMem::Pageable);
-  EXPECT_EQ(t.pid[1], 5);
-  EXPECT_EQ(t.tid[1], 6);
+  EXPECT_EQ(t.pid(1), 5);
+  EXPECT_EQ(t.tid(1), 6);
   EXPECT_EQ(t.correlation[1], 7);
   EXPECT_EQ(t.external_id[1], 8);
   EXPECT_EQ(t.stream[1], 9);
@@ -143,9 +143,10 @@ TEST(EventTable, AppendTableKeepsEveryColumnAligned) {
   EXPECT_EQ(a.ts[2], 2);
   EXPECT_EQ(a.stream[2], 12);
   EXPECT_EQ(a.extra.size(), 3u);
-  a.resize(5);
-  EXPECT_EQ(a.kind.size(), 5u);
-  EXPECT_EQ(a.external_id.size(), 5u);
+  EXPECT_EQ(a.track.size(), 3u);
+  a.reserve(5);
+  EXPECT_GE(a.kind.capacity(), 5u);
+  EXPECT_GE(a.external_id.capacity(), 5u);
 }
 
 TEST(RankTrace, SideRecordsAreIndexedInOrder) {

@@ -87,8 +87,8 @@ TEST(Reader, LegacyArrayWithStringPid) {
   EXPECT_EQ(t.layout, TraceLayout::LegacyArray);
   ASSERT_EQ(t.events.size(), 2u);
   EXPECT_EQ(t.events.kind[0], Kind::CpuOp);
-  ASSERT_TRUE(is_string_track_id(t.events.pid[0]));
-  EXPECT_EQ(t.str(track_string(t.events.pid[0])), "CPU functions");
+  ASSERT_TRUE(is_string_track_id(t.events.pid(0)));
+  EXPECT_EQ(t.str(track_string(t.events.pid(0))), "CPU functions");
   ASSERT_EQ(t.host_tracks.size(), 1u);
   EXPECT_EQ(t.host_tracks[0].events.size(), 2u);
 }
@@ -108,8 +108,8 @@ TEST(Reader, BeginEndPairsBecomeOneEvent) {
 
 TEST(Reader, NegativeThreadIdsStayNumbers) {
   RankTrace t = read_kineto_buffer(kineto(x_event("a", "1", "1", "cpu_op", 5, -1029147072)), "neg");
-  EXPECT_FALSE(is_string_track_id(t.events.tid[0]));
-  EXPECT_EQ(t.events.tid[0], -1029147072);
+  EXPECT_FALSE(is_string_track_id(t.events.tid(0)));
+  EXPECT_EQ(t.events.tid(0), -1029147072);
 }
 
 TEST(BadInput, EachCaseGivesOneClearError) {

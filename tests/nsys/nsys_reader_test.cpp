@@ -468,7 +468,7 @@ void expect_only_process(const RankTrace& t, const MpiProcess& p) {
     if (t.events.kind[i] != Kind::Kernel) continue;
     const auto launch = t.correlations.launch(t.events.correlation[i]);
     ASSERT_NE(launch, CorrelationIndex::kNoEvent);
-    EXPECT_EQ(t.events.pid[launch], p.pid);
+    EXPECT_EQ(t.events.pid(launch), p.pid);
     EXPECT_LT(t.events.ts[launch], t.events.ts[i]);
   }
   EXPECT_EQ(t.process_names.size(), 1u);

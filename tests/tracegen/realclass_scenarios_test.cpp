@@ -80,7 +80,7 @@ std::vector<std::size_t> profiler_steps(const RankTrace& t) {
 }
 
 bool inside(const RankTrace& t, std::size_t inner, std::size_t outer) {
-  return t.events.tid[inner] == t.events.tid[outer] && t.events.ts[outer] <= t.events.ts[inner] &&
+  return t.events.tid(inner) == t.events.tid(outer) && t.events.ts[outer] <= t.events.ts[inner] &&
          t.events.end(inner) <= t.events.end(outer);
 }
 
@@ -268,16 +268,16 @@ TEST(RealClass, OldCategoriesWithBackwardOnTheAutogradThread) {
     const auto evs = named(t, n);
     ASSERT_FALSE(evs.empty()) << n;
     for (auto i : evs) {
-      EXPECT_EQ(t.events.pid[i], pid);
-      backward_tids.insert(t.events.tid[i]);
+      EXPECT_EQ(t.events.pid(i), pid);
+      backward_tids.insert(t.events.tid(i));
     }
   }
   ASSERT_EQ(backward_tids.size(), 1u);
   EXPECT_NE(*backward_tids.begin(), pid);
-  for (auto i : named(t, "aten::linear")) EXPECT_EQ(t.events.tid[i], pid);
+  for (auto i : named(t, "aten::linear")) EXPECT_EQ(t.events.tid(i), pid);
   const auto opt = named(t, "Optimizer.step#Adam.step");
   ASSERT_EQ(opt.size(), static_cast<std::size_t>(r->p.steps));
-  for (auto i : opt) EXPECT_EQ(t.events.tid[i], pid);
+  for (auto i : opt) EXPECT_EQ(t.events.tid(i), pid);
   // The backward node's kernels run on the GPU like any other.
   std::size_t backward_kernels = 0;
   for (auto node : named(t, "MmBackward"))

@@ -76,7 +76,7 @@ std::vector<std::size_t> profiler_steps(const RankTrace& t) {
 }
 
 bool inside(const RankTrace& t, std::size_t inner, std::size_t outer) {
-  return t.events.tid[inner] == t.events.tid[outer] && t.events.ts[outer] <= t.events.ts[inner] &&
+  return t.events.tid(inner) == t.events.tid(outer) && t.events.ts[outer] <= t.events.ts[inner] &&
          t.events.end(inner) <= t.events.end(outer);
 }
 std::vector<std::size_t> within(const RankTrace& t, const std::vector<std::size_t>& evs, std::size_t outer) {
@@ -329,12 +329,12 @@ TEST(RunKind, ServingFrontendIsPythonOnly) {
   EXPECT_FALSE(j.contains("distributedInfo"));
   // A main thread and 4 parked workers, all in one process, for ~24 s.
   const auto frames = of_kind(t, Kind::PythonFunction);
-  const std::int64_t pid = t.events.pid[frames[0]];
+  const std::int64_t pid = t.events.pid(frames[0]);
   ns_t first = INT64_MAX, last = 0;
   std::map<std::int64_t, std::vector<std::size_t>> by_tid;
   for (auto i : frames) {
-    EXPECT_EQ(t.events.pid[i], pid);
-    by_tid[t.events.tid[i]].push_back(i);
+    EXPECT_EQ(t.events.pid(i), pid);
+    by_tid[t.events.tid(i)].push_back(i);
     first = std::min(first, t.events.ts[i]);
     last = std::max(last, t.events.end(i));
   }
@@ -471,7 +471,7 @@ TEST(RunKind, ReadbackLoopSyncsAfterEveryOp) {
       // The few bytes copied back just before, on the same thread.
       std::size_t copy = SIZE_MAX;
       for (auto c : copies)
-        if (t.events.tid[c] == t.events.tid[sync] && t.events.end(c) <= t.events.ts[sync] &&
+        if (t.events.tid(c) == t.events.tid(sync) && t.events.end(c) <= t.events.ts[sync] &&
             (copy == SIZE_MAX || t.events.ts[c] > t.events.ts[copy]))
           copy = c;
       ASSERT_NE(copy, SIZE_MAX);
@@ -482,7 +482,7 @@ TEST(RunKind, ReadbackLoopSyncsAfterEveryOp) {
       EXPECT_GE(t.events.end(sync), t.events.end(m[0]));
       // ~15 us of host work before the next launch on that thread.
       for (auto l : launches)
-        if (t.events.tid[l] == t.events.tid[sync] && t.events.ts[l] >= t.events.end(sync)) {
+        if (t.events.tid(l) == t.events.tid(sync) && t.events.ts[l] >= t.events.end(sync)) {
           host_gaps += t.events.ts[l] - t.events.end(sync) >= 12'000;
           break;
         }
