@@ -165,15 +165,19 @@ void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const hta::V
 
 RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   RankAnalysis a;
-  a.facts = compute_facts(rank);
-  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
-  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, view); };
   const int threads = threads_for(opts.rank_threads);
   if (threads < 2) {
-    analyze_gpu(rank, opts, view, path_now, a);
+    a.facts = compute_facts(rank);
+    const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+    analyze_gpu(rank, opts, view, [&] { return drilldown_critical_path(rank, opts.drilldown, view); }, a);
     analyze_steps(rank, opts, a);
     return a;
   }
+  // The facts and HTA's view read only the trace: built side by side.
+  auto facts = std::async(std::launch::async, [&] { return compute_facts(rank); });
+  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  a.facts = facts.get();
+  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, view); };
   // Each part reads the trace and the facts and writes fields of its own. The GPU timeline and
   // the drill-down (about half the work) run here; the critical path, then the step analyses,
   // on a second thread, or the step analyses on a third when there is one.
