@@ -48,25 +48,15 @@ std::vector<HtaLaunch> worst(const std::vector<HtaLaunch>& all, std::size_t n, n
 
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   auto corrs = launch_correlations(v, opts.include_memory_events);
-  // GPU rows of those correlations as (correlation, row) pairs sorted by correlation; the pairs
-  // are contiguous so the lookups below do not chase pointers into the row table.
-  std::vector<std::pair<std::int64_t, std::uint32_t>> gpu;
-  for (std::size_t k = 0; k < v.rows.size(); ++k) {
-    const Row& r = v.rows[k];
-    if (r.stream != -1 && r.correlation >= 0 && corrs.find(r.correlation))
-      gpu.emplace_back(r.correlation, static_cast<std::uint32_t>(k));
-  }
-  std::stable_sort(gpu.begin(), gpu.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const GpuRowsByCorrelation gpu(v.rows);  // every GPU row with a correlation, in row order
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
     if (c.stream != -1 || c.correlation < 0 || !corrs.find(c.correlation)) continue;
-    auto it = std::lower_bound(gpu.begin(), gpu.end(), c.correlation,
-                               [](const auto& p, std::int64_t x) { return p.first < x; });
-    for (; it != gpu.end() && it->first == c.correlation; ++it) {
-      const Row& g = v.rows[it->second];
+    for (const Row* gpu_row : gpu.find(c.correlation)) {
+      const Row& g = *gpu_row;
       HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
                   std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
       ++out.events;
