@@ -226,6 +226,16 @@ void ByteBuffer::erase_front(std::size_t n) {
   data_[size_] = '\0';
 }
 
+// The batch's event offsets and its place in the input; the run of events starts anew.
+void JsonChunker::number_batch(EventBatch& out) {
+  out.starts.clear();
+  for (auto s : batch_starts_) out.starts.push_back(s + 1);
+  out.stream_offset = base_offset_ + batch_begin_;
+  out.first_index = emitted_;
+  emitted_ += batch_starts_.size();
+  batch_starts_.clear();
+}
+
 // Hands the read block over as the batch (see EventBatch) and carries what is still pending into
 // a fresh buffer, one spare byte in front; the block the batch held before is reused for it.
 void JsonChunker::emit(EventBatch& out) {
@@ -240,12 +250,7 @@ void JsonChunker::emit(EventBatch& out) {
   out.text = std::move(buf_);
   out.text_begin = batch_begin_ - 1;
   out.text_size = batch_end_ - batch_begin_ + 2;
-  out.starts.clear();
-  for (auto s : batch_starts_) out.starts.push_back(s + 1);
-  out.stream_offset = base_offset_ + batch_begin_;
-  out.first_index = emitted_;
-  emitted_ += batch_starts_.size();
-  batch_starts_.clear();
+  number_batch(out);
   buf_ = std::move(next);
   shift_positions(tail - 1);
 }
@@ -259,12 +264,7 @@ void JsonChunker::emit_copy(EventBatch& out) {
   std::memcpy(out.text.data() + 1, buf_.data() + batch_begin_, len);
   out.text[len + 1] = ']';
   std::memset(out.text.data() + len + 2, ' ', simdjson::SIMDJSON_PADDING);
-  out.starts.clear();
-  for (auto s : batch_starts_) out.starts.push_back(s + 1);
-  out.stream_offset = base_offset_ + batch_begin_;
-  out.first_index = emitted_;
-  emitted_ += batch_starts_.size();
-  batch_starts_.clear();
+  number_batch(out);
 }
 
 void JsonChunker::finish_at_eof() {

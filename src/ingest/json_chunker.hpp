@@ -98,6 +98,7 @@ class JsonChunker {
   void finish_top_value(std::size_t end);
   void emit(EventBatch& out);
   void emit_copy(EventBatch& out);
+  void number_batch(EventBatch& out);
   std::size_t pending_from() const;
   void finish_at_eof();
   [[noreturn]] void fail(std::size_t at, const std::string& what) const;
