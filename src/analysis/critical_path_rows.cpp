@@ -117,10 +117,6 @@ void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Where plain host rows (no stream, no correlation: most cpu_ops) can matter. They only enter
 // the graph through clip_rows, as rows starting inside the window, and the window lies within the
 // rows naming the annotation; every other row takes part in the whole-trace steps (partner links,
