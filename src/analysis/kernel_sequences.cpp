@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
-#include <unordered_map>
 
 #include "analysis/call_tree.hpp"
 #include "analysis/drilldown_internal.hpp"
@@ -151,22 +150,23 @@ std::string pick_op(const SequenceInput& in, int min_len) {
     std::int32_t depth = 0;
   };
   std::map<std::string_view, Score> scores;
-  std::unordered_map<StrId, std::int32_t> min_depth;
+  constexpr std::int32_t kUnseen = -1;
+  std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id
   const EventTable& ev = in.rank.events;
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
     ns_t ts, end;
     if (ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
-    auto [it, fresh] = min_depth.emplace(ev.name[i], in.tree.depth[i]);
-    if (!fresh) it->second = std::min(it->second, in.tree.depth[i]);
+    std::int32_t& d = min_depth[ev.name[i]];
+    d = d == kUnseen ? in.tree.depth[i] : std::min(d, in.tree.depth[i]);
   }
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
-    auto it = min_depth.find(ev.name[i]);
+    const std::int32_t d = min_depth[ev.name[i]];
     ns_t ts, end;
-    if (it == min_depth.end() || in.tree.depth[i] != it->second || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
+    if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
     if (!launches_at_least(in, i, min_len)) continue;
     Score& s = scores[in.rank.str(ev.name[i])];
     ++s.roots;
-    s.depth = it->second;
+    s.depth = d;
   }
   std::string best;
   Score top;
