@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -78,11 +79,20 @@ IngestSummary summarize_ingest(const RankTrace& t) {
   s.world_size = t.distributed.world_size;
   s.backend = t.distributed.backend;
   s.events = t.events.size();
+  // Counted per category id and kind first: a map lookup per event cost more than the rest.
+  std::vector<std::uint64_t> by_category(t.strings.size(), 0);
+  std::array<std::uint64_t, static_cast<std::size_t>(Kind::Other) + 1> by_kind{};
   for (std::size_t i = 0; i < t.events.size(); ++i) {
-    std::string_view cat = t.str(t.events.category[i]);
-    ++s.events_by_category[cat.empty() ? std::string("(none)") : std::string(cat)];
-    ++s.events_by_kind[kind_name(t.events.kind[i])];
+    ++by_category[t.events.category[i]];
+    ++by_kind[static_cast<std::size_t>(t.events.kind[i])];
   }
+  for (StrId c = 0; c < by_category.size(); ++c) {
+    if (by_category[c] == 0) continue;
+    std::string_view cat = t.str(c);
+    s.events_by_category[cat.empty() ? std::string("(none)") : std::string(cat)] += by_category[c];
+  }
+  for (std::size_t k = 0; k < by_kind.size(); ++k)
+    if (by_kind[k]) s.events_by_kind[kind_name(static_cast<Kind>(k))] += by_kind[k];
   for (auto [cat, n] : t.launch_flow_counts) {
     s.events += n;
     s.events_by_category[std::string(t.str(cat))] += n;
