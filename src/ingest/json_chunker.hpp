@@ -65,7 +65,7 @@ enum class ChunkState { Found, End };
 
 class JsonChunker {
  public:
-  JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 1 << 19);
+  JsonChunker(ByteSource& src, std::string name, std::size_t block_size = 1 << 18);
 
   // Fills `out` with the next run of complete events (Found) or reports the end of the input.
   // Throws InputError for text that cannot be a trace, naming the byte offset, and for one event,
