@@ -204,6 +204,8 @@ void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
   end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
 }
 
+ns_t rounded_start(ns_t ts_ns) { return static_cast<ns_t>(std::ceil(python_us(ts_ns))) * kUs; }
+
 // Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
 // "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
 bool is_hta_row(const RankTrace& r, std::size_t i) {

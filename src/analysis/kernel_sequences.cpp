@@ -32,15 +32,30 @@ struct SequenceInput {
 };
 
 // A host call HTA keeps: complete, not the profiler's span, and before the dropped last step.
-bool kept_host_call(const SequenceInput& in, std::size_t i, ns_t& ts, ns_t& end) {
+// The times are HTA's (rounded when the trace has sub-µs times).
+bool is_candidate_call(const SequenceInput& in, std::size_t i) {
   const EventTable& ev = in.rank.events;
   const bool runtime = ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver;
   // A host row with a numeric stream (Triton's launching cpu_op) is a GPU row for HTA.
-  if (!in.tree.in_tree(i) || ev.kind[i] == Kind::TraceSpan || (ev.stream[i] >= 0 && !runtime)) return false;
+  return in.tree.in_tree(i) && ev.kind[i] != Kind::TraceSpan && (ev.stream[i] < 0 || runtime);
+}
+
+bool kept_host_call(const SequenceInput& in, std::size_t i, ns_t& ts, ns_t& end) {
+  if (!is_candidate_call(in, i)) return false;
+  const EventTable& ev = in.rank.events;
   ts = ev.ts[i];
   end = ev.end(i);
   if (in.view.load.rounded_to_us) hta::round_like_hta(ev.ts[i], ev.dur[i], ts, end);
   return !in.view.load.last_step_dropped || ts < in.view.load.cutoff_ts;
+}
+
+// The same test without the times: the start is rounded only when the last step was dropped,
+// the one case that reads it (the searches below ask it of every op).
+bool kept_host_call(const SequenceInput& in, std::size_t i) {
+  if (!is_candidate_call(in, i)) return false;
+  if (!in.view.load.last_step_dropped) return true;
+  const ns_t ts = in.view.load.rounded_to_us ? hta::rounded_start(in.rank.events.ts[i]) : in.rank.events.ts[i];
+  return ts < in.view.load.cutoff_ts;
 }
 
 // The GPU rows launched by the leaf calls of `root`'s subtree, in ts order.
@@ -81,8 +96,7 @@ std::vector<std::uint32_t> roots_of(const SequenceInput& in, Match matches) {
   std::vector<std::uint32_t> found;
   std::int32_t min_depth = -1;
   for (std::uint32_t i = 0; i < in.rank.events.size(); ++i) {
-    ns_t ts, end;
-    if (!matches(in.rank.events.name[i]) || !kept_host_call(in, i, ts, end)) continue;
+    if (!matches(in.rank.events.name[i]) || !kept_host_call(in, i)) continue;
     const std::int32_t d = in.tree.depth[i];
     if (min_depth < 0 || d < min_depth) found.clear(), min_depth = d;
     if (d == min_depth) found.push_back(i);
@@ -129,11 +143,14 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
 // HTA's call-stack sort fails on a row of negative duration (sub-µs rows rounded) and on string
 // thread ids: say so, as our own answer is still computed.
 bool hta_would_fail(const RankTrace& rank, const hta::View& view) {
+  constexpr ns_t kOneUs = 1000;
   for (const Track& t : rank.host_tracks)
     if (is_string_track_id(t.tid) || is_string_track_id(t.pid)) return true;
   if (!view.load.rounded_to_us) return false;
   for (std::size_t i = 0; i < rank.events.size(); ++i) {
-    if (rank.events.phase[i] != Phase::Complete) continue;
+    // From 1 µs up the rounded end cannot fall before the rounded start (µs times are far below
+    // 2^53, so ts + dur rounds to at least ts + 1).
+    if (rank.events.phase[i] != Phase::Complete || rank.events.dur[i] >= kOneUs) continue;
     ns_t ts, end;
     hta::round_like_hta(rank.events.ts[i], rank.events.dur[i], ts, end);
     if (end < ts) return true;
@@ -154,15 +171,13 @@ std::string pick_op(const SequenceInput& in, int min_len) {
   std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id
   const EventTable& ev = in.rank.events;
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
-    ns_t ts, end;
-    if (ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
+    if (ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
     std::int32_t& d = min_depth[ev.name[i]];
     d = d == kUnseen ? in.tree.depth[i] : std::min(d, in.tree.depth[i]);
   }
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
     const std::int32_t d = min_depth[ev.name[i]];
-    ns_t ts, end;
-    if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i, ts, end)) continue;
+    if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
     if (!launches_at_least(in, i, min_len)) continue;
     Score& s = scores[in.rank.str(ev.name[i])];
     ++s.roots;
