@@ -5,6 +5,7 @@
 // Iteration order is unspecified; the users only look ids up.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -89,6 +90,62 @@ class IdMap {
   int shift_ = 64;
   bool has_empty_key_ = false;
   V empty_key_value_{};
+};
+
+// Ids numbered by dense slots, for per-id tables kept as flat arrays. Profilers number
+// correlations with a counter, so a rank's ids are usually dense: a slot is then (id - lowest),
+// and an id in the range that was never given still has one (unused). A sparse id set (ids far
+// apart: traces joined from several runs) is numbered in first-seen order through an IdMap.
+//   build over 7, 9, 7  ->  dense: slot(7) == 0, slot(8) == 1, slot(9) == 2, slot(3) == kNoSlot
+class IdSlots {
+ public:
+  static constexpr std::size_t kNoSlot = SIZE_MAX;
+
+  // `for_each_id(f)` calls f(id) for every id, repeats allowed, the same way on each call;
+  // `distinct` guesses how many different ids there are (it sizes the sparse table).
+  template <class ForEachId>
+  void build(ForEachId&& for_each_id, std::size_t distinct) {
+    *this = IdSlots{};
+    std::int64_t lo = 0, hi = 0;
+    std::size_t count = 0;
+    for_each_id([&](std::int64_t id) {
+      lo = count ? std::min(lo, id) : id;
+      hi = count ? std::max(hi, id) : id;
+      ++count;
+    });
+    if (count == 0) return;
+    // hi - lo as an unsigned count is exact for any two int64 values (one more may not be).
+    const std::uint64_t gap = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+    dense_ = gap < kDenseSpread * count + kDenseFloor;
+    lowest_ = lo;
+    if (dense_) {
+      slots_ = static_cast<std::size_t>(gap + 1);
+      return;
+    }
+    sparse_.reserve(distinct);
+    for_each_id([&](std::int64_t id) {
+      if (sparse_.emplace(id, static_cast<std::uint32_t>(slots_))) ++slots_;
+    });
+  }
+  std::size_t slot(std::int64_t id) const {
+    if (dense_) {
+      const std::uint64_t k = static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lowest_);
+      return id < lowest_ || k >= slots_ ? kNoSlot : static_cast<std::size_t>(k);
+    }
+    const std::uint32_t* s = sparse_.find(id);
+    return s ? *s : kNoSlot;
+  }
+  std::size_t size() const { return slots_; }
+
+ private:
+  // A range at most this many times the ids given (plus a floor for small traces) is laid out
+  // flat; wider, and the unused slots would cost more than the hash map.
+  static constexpr std::uint64_t kDenseSpread = 4;
+  static constexpr std::uint64_t kDenseFloor = 4096;
+  bool dense_ = true;
+  std::int64_t lowest_ = 0;
+  std::size_t slots_ = 0;
+  IdMap<std::uint32_t> sparse_;
 };
 
 }  // namespace stepscope

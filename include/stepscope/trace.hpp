@@ -328,12 +328,10 @@ class CorrelationIndex {
   std::size_t gpu_count() const { return gpu_events_.size(); }
 
  private:
-  static constexpr std::size_t kNoSlot = SIZE_MAX;
-  std::size_t slot(std::int64_t corr) const;
-  bool dense_ = true;
-  std::int64_t lowest_ = 0;
+  static constexpr std::size_t kNoSlot = IdSlots::kNoSlot;
+  std::size_t slot(std::int64_t corr) const { return slots_.slot(corr); }
+  IdSlots slots_;
   std::size_t launches_ = 0;
-  IdMap<std::uint32_t> sparse_slot_;       // sparse only: id -> slot
   std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent
   std::vector<std::uint32_t> gpu_start_;    // per slot + 1: where its records start in gpu_events_
   std::vector<std::uint32_t> gpu_events_;

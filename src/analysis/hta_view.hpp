@@ -79,47 +79,32 @@ double quantile_linear(const std::vector<double>& sorted, double q);
 
 namespace stepscope::hta {
 
-// Correlation id → value. Kineto numbers correlations with a counter, so ids are dense and a
-// flat array indexed by (id - min) beats hashing; a sparse id set falls back to an IdMap.
+// Correlation id → value, in flat arrays over the ids' slots (see IdSlots).
 template <class T>
 class CorrelationMap {
  public:
   // `entries` in file order; for a repeated id the first entry wins.
   explicit CorrelationMap(const std::vector<std::pair<std::int64_t, T>>& entries) {
-    if (entries.empty()) return;
-    auto [lo, hi] = std::minmax_element(entries.begin(), entries.end(),
-                                        [](const auto& a, const auto& b) { return a.first < b.first; });
-    min_ = lo->first;
-    auto range = static_cast<std::uint64_t>(hi->first - lo->first) + 1;
-    dense_ = range <= 4 * entries.size() + 4096;
-    if (dense_) {
-      values_.resize(range);
-      present_.assign(range, 0);
-      for (const auto& [id, v] : entries) {
-        auto k = static_cast<std::size_t>(id - min_);
-        if (!present_[k]) values_[k] = v, present_[k] = 1;
-      }
-    } else {
-      sparse_.reserve(entries.size());
-      for (const auto& [id, v] : entries) sparse_.emplace(id, v);
+    slots_.build([&](auto&& f) {
+      for (const auto& e : entries) f(e.first);
+    }, entries.size());
+    values_.resize(slots_.size());
+    present_.assign(slots_.size(), 0);
+    for (const auto& [id, v] : entries) {
+      const std::size_t k = slots_.slot(id);
+      if (!present_[k]) values_[k] = v, present_[k] = 1;
     }
   }
 
   const T* find(std::int64_t id) const {
-    if (dense_) {
-      if (id < min_ || static_cast<std::uint64_t>(id - min_) >= present_.size()) return nullptr;
-      auto k = static_cast<std::size_t>(id - min_);
-      return present_[k] ? &values_[k] : nullptr;
-    }
-    return sparse_.find(id);
+    const std::size_t k = slots_.slot(id);
+    return k == IdSlots::kNoSlot || !present_[k] ? nullptr : &values_[k];
   }
 
  private:
-  bool dense_ = true;
-  std::int64_t min_ = 0;
+  IdSlots slots_;
   std::vector<T> values_;
   std::vector<std::uint8_t> present_;
-  IdMap<T> sparse_;
 };
 
 // HTA's GPU rows (stream != -1) with a correlation id, grouped by it in row order: the partner

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <map>
 #include <tuple>
 #include <utility>
 
@@ -144,30 +143,34 @@ ns_t RankTrace::last_end() const {
   return best;
 }
 
-// The (pid, tid) -> track map with the last hit remembered: events of one thread come in runs.
-class TrackIndex {
+namespace {
+
+// Host tracks, numbered by the events' own (pid, tid) key index, created on first use.
+class HostTracks {
  public:
-  TrackIndex(std::vector<Track>& tracks, bool gpu) : tracks_(tracks), gpu_(gpu) {}
-  Track& at(std::int64_t pid, std::int64_t tid) {
-    if (last_ != kNoTrack && pid == tracks_[last_].pid && tid == tracks_[last_].tid) return tracks_[last_];
-    auto [it, fresh] = index_.emplace(std::make_pair(pid, tid), tracks_.size());
-    if (fresh) tracks_.push_back(Track{pid, tid, gpu_, {}, {}});
-    last_ = it->second;
-    return tracks_[last_];
+  explicit HostTracks(std::vector<Track>& tracks) : tracks_(tracks) {}
+  Track& at(std::uint32_t key, const TrackKey& k) {
+    if (key >= slot_.size()) slot_.resize(key + 1, kNoTrack);
+    if (slot_[key] == kNoTrack) {
+      slot_[key] = static_cast<std::uint32_t>(tracks_.size());
+      tracks_.push_back(Track{k.pid, k.tid, false, {}, {}});
+    }
+    return tracks_[slot_[key]];
   }
 
  private:
-  static constexpr std::size_t kNoTrack = SIZE_MAX;
+  static constexpr std::uint32_t kNoTrack = UINT32_MAX;
   std::vector<Track>& tracks_;
-  bool gpu_;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> index_;
-  std::size_t last_ = kNoTrack;
+  std::vector<std::uint32_t> slot_;
 };
+
+}  // namespace
 
 void RankTrace::build_indexes() {
   host_tracks.clear();
   gpu_tracks.clear();
-  TrackIndex host_ix(host_tracks, false), gpu_ix(gpu_tracks, true);
+  HostTracks host_ix(host_tracks);
+  TrackKeys gpu_keys;  // (device, stream): its index is the GPU track's, both numbered in first-seen order
   std::vector<CorrelationIndex::Entry> launches, gpu_records;
   for (std::uint32_t i = 0; i < events.size(); ++i) {
     Kind k = events.kind[i];
@@ -175,13 +178,15 @@ void RankTrace::build_indexes() {
     if (is_gpu_kind(k)) {
       // GPU rows: pid is the device and tid the stream, but args say it better (sync rows may
       // sit on tid = stream + 1,000,000).
-      std::int64_t dev = events.device[i] >= 0 ? events.device[i] : events.pid(i);
-      std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid(i);
-      gpu_ix.at(dev, stream).events.push_back(i);
+      const std::int64_t device = events.device[i] >= 0 ? events.device[i] : events.pid(i);
+      const std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid(i);
+      const std::uint32_t track = gpu_keys.intern(device, stream);
+      if (track == gpu_tracks.size()) gpu_tracks.push_back(Track{device, stream, true, {}, {}});
+      gpu_tracks[track].events.push_back(i);
       if (events.correlation[i] != kNone && k != Kind::GpuAnnotation)
         gpu_records.emplace_back(events.correlation[i], i);
     } else if (is_host_kind(k)) {
-      host_ix.at(events.pid(i), events.tid(i)).events.push_back(i);
+      host_ix.at(events.track[i], events.keys.at(events.track[i])).events.push_back(i);
       if ((k == Kind::Runtime || k == Kind::Driver) && events.correlation[i] != kNone)
         launches.emplace_back(events.correlation[i], i);
     }
