@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "stepscope/error.hpp"
 
@@ -226,22 +227,15 @@ void ByteBuffer::erase_front(std::size_t n) {
   data_[size_] = '\0';
 }
 
-// The batch's event offsets and its place in the input; the run of events starts anew.
-void JsonChunker::number_batch(EventBatch& out) {
-  out.starts.clear();
-  for (auto s : batch_starts_) out.starts.push_back(s + 1);
-  out.stream_offset = base_offset_ + batch_begin_;
-  out.first_index = emitted_;
-  emitted_ += batch_starts_.size();
-  batch_starts_.clear();
-}
-
 // Hands the read block over as the batch (see EventBatch) and carries what is still pending into
 // a fresh buffer, one spare byte in front; the block the batch held before is reused for it.
+// Stream byte 0 opens the document, and compact() and this keep a byte before anything pending,
+// so the first event always has a byte before it to become '['.
 void JsonChunker::emit(EventBatch& out) {
-  if (batch_begin_ == 0) return emit_copy(out);  // no byte before the first event to hold '['
+  if (batch_begin_ == 0) throw std::logic_error("json chunker: no byte before the batch for '['");
   const std::size_t tail = pending_from();
   ByteBuffer next = std::move(out.text);
+  next.resize(0);  // the old batch's bytes are not kept
   next.reserve(1 + (buf_.size() - tail) + block_size_);
   next.resize(1 + (buf_.size() - tail));
   std::memcpy(next.data() + 1, buf_.data() + tail, buf_.size() - tail);
@@ -250,21 +244,14 @@ void JsonChunker::emit(EventBatch& out) {
   out.text = std::move(buf_);
   out.text_begin = batch_begin_ - 1;
   out.text_size = batch_end_ - batch_begin_ + 2;
-  number_batch(out);
+  out.starts.clear();
+  for (auto s : batch_starts_) out.starts.push_back(s + 1);
+  out.stream_offset = base_offset_ + batch_begin_;
+  out.first_index = emitted_;
+  emitted_ += batch_starts_.size();
+  batch_starts_.clear();
   buf_ = std::move(next);
   shift_positions(tail - 1);
-}
-
-void JsonChunker::emit_copy(EventBatch& out) {
-  std::size_t len = batch_end_ - batch_begin_;
-  out.text_begin = 0;
-  out.text_size = len + 2;
-  out.text.resize(out.text_size + simdjson::SIMDJSON_PADDING);
-  out.text[0] = '[';
-  std::memcpy(out.text.data() + 1, buf_.data() + batch_begin_, len);
-  out.text[len + 1] = ']';
-  std::memset(out.text.data() + len + 2, ' ', simdjson::SIMDJSON_PADDING);
-  number_batch(out);
 }
 
 void JsonChunker::finish_at_eof() {

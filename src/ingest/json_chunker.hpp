@@ -25,6 +25,16 @@ namespace stepscope::ingest {
 // 64 bytes past it stay readable for vector loads.
 class ByteBuffer {
  public:
+  ByteBuffer() = default;
+  // A moved-from buffer is empty, so it can be grown again (the chunker reuses batches' blocks).
+  ByteBuffer(ByteBuffer&& o) noexcept
+      : data_(std::move(o.data_)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+  ByteBuffer& operator=(ByteBuffer&& o) noexcept {
+    data_ = std::move(o.data_);
+    size_ = std::exchange(o.size_, 0);
+    cap_ = std::exchange(o.cap_, 0);
+    return *this;
+  }
   char* data() { return data_.get(); }
   const char* data() const { return data_.get(); }
   std::size_t size() const { return size_; }
@@ -97,8 +107,6 @@ class JsonChunker {
   void pop(char c, std::size_t at);
   void finish_top_value(std::size_t end);
   void emit(EventBatch& out);
-  void emit_copy(EventBatch& out);
-  void number_batch(EventBatch& out);
   std::size_t pending_from() const;
   void finish_at_eof();
   [[noreturn]] void fail(std::size_t at, const std::string& what) const;

@@ -41,7 +41,12 @@ std::vector<std::string> chunked(const std::string& json, std::size_t block) {
   JsonChunker chunker(*src, "tricky.json", block);
   std::vector<std::string> out;
   EventBatch batch;
-  while (chunker.next(batch) == ChunkState::Found)
+  while (chunker.next(batch) == ChunkState::Found) {
+    // The batch is one JSON array of exactly its events, framed in place in the read block.
+    EXPECT_EQ(batch.json()[0], '[');
+    EXPECT_EQ(batch.json()[batch.text_size - 1], ']');
+    EXPECT_EQ(nlohmann::json::parse(batch.json_view(0, batch.text_size)).size(), batch.count());
+    EXPECT_GE(batch.json_capacity(), batch.text_size + 64);  // simdjson's padding
     for (std::size_t i = 0; i < batch.count(); ++i) {
       const std::size_t start = batch.starts[i];
       const std::size_t end = i + 1 < batch.count() ? batch.starts[i + 1] : batch.text_size - 1;
@@ -49,6 +54,9 @@ std::vector<std::string> chunked(const std::string& json, std::size_t block) {
       while (!text.empty() && text.back() != '}') text.pop_back();  // the comma and spaces between
       out.push_back(text);
     }
+    // A batch moved away leaves an empty one that the chunker fills again.
+    if (batch.first_index % 2 == 1) EventBatch gone = std::move(batch);
+  }
   return out;
 }
 
