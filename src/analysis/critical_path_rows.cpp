@@ -128,15 +128,6 @@ struct PlainRowSpan {
   bool holds(ns_t ts) const { return everything || (ts >= lo && ts <= hi); }
 };
 
-void hta_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end) {
-  if (rounded) {
-    hta::round_like_hta(ev.ts[i], ev.dur[i], ts, end);
-  } else {
-    ts = ev.ts[i];
-    end = ev.ts[i] + ev.dur[i];
-  }
-}
-
 PlainRowSpan plain_row_span(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
   PlainRowSpan span;
   if (opts.annotation.empty()) return span;
@@ -148,7 +139,7 @@ PlainRowSpan plain_row_span(const RankTrace& rank, const CriticalPathOptions& op
     if (named < 0) named = rank.name_of(i).find(opts.annotation) != std::string_view::npos;
     if (!named || !hta::is_hta_row(rank, i)) continue;
     ns_t ts = 0, end = 0;
-    hta_times(ev, i, load.rounded_to_us, ts, end);
+    hta::row_times(ev, i, load.rounded_to_us, ts, end);
     span.lo = any ? std::min(span.lo, ts) : ts;
     span.hi = any ? std::max(span.hi, end) : end;
     any = true;
@@ -179,7 +170,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
     if (!hta::is_hta_row(rank, i)) continue;
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
-    hta_times(ev, i, load.rounded_to_us, row.ts, row.end);
+    hta::row_times(ev, i, load.rounded_to_us, row.ts, row.end);
     row.stream = hta::hta_stream(ev, i);
     row.has_corr = ev.correlation[i] >= 0;
     row.flags = flags.of(ev.name[i], ev.category[i]);

@@ -13,15 +13,6 @@ namespace stepscope::detail {
 
 namespace {
 
-// Start of the host runtime/driver call of every correlation id: which call launched a kernel.
-hta::CorrelationMap<ns_t> launch_call_ts(const EventTable& ev) {
-  std::vector<std::pair<std::int64_t, ns_t>> calls;
-  for (std::size_t i = 0; i < ev.size(); ++i)
-    if ((ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver) && ev.correlation[i] >= 0)
-      calls.emplace_back(ev.correlation[i], ev.ts[i]);
-  return hta::CorrelationMap<ns_t>(calls);
-}
-
 // A kernel as the gap computation needs it; sorting these contiguous records by (device,
 // stream, start) puts each stream's kernels in time order.
 struct KernelSlot {
@@ -48,7 +39,6 @@ std::vector<double> stream_gaps(std::vector<KernelSlot> ks) {
 LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                                const GpuTimelineOptions& opts) {
   const EventTable& ev = rank.events;
-  auto calls = launch_call_ts(ev);
   LaunchOverhead out;
   out.short_kernel = opts.short_kernel;
   out.kernels_per_step.assign(steps.size(), 0);
@@ -66,8 +56,8 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
     durs.push_back(static_cast<double>(ev.dur[i]));
     if (ev.dur[i] < opts.short_kernel) ++short_count;
     // A kernel belongs to the step whose host range launched it (it may run after the step).
-    const ns_t* call = ev.correlation[i] >= 0 ? calls.find(ev.correlation[i]) : nullptr;
-    ns_t when = call ? *call : ev.ts[i];
+    const std::uint32_t call = ev.correlation[i] >= 0 ? rank.correlations.launch(ev.correlation[i]) : CorrelationIndex::kNoEvent;
+    const ns_t when = call != CorrelationIndex::kNoEvent ? ev.ts[call] : ev.ts[i];
     if (int s = step_index(steps, when); s >= 0) ++out.kernels_per_step[static_cast<std::size_t>(s)];
   }
   out.kernels = static_cast<std::int64_t>(kernels.size());

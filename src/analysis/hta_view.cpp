@@ -206,6 +206,15 @@ void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
 
 ns_t rounded_start(ns_t ts_ns) { return static_cast<ns_t>(std::ceil(python_us(ts_ns))) * kUs; }
 
+void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end) {
+  if (rounded) {
+    round_like_hta(ev.ts[i], ev.dur[i], ts, end);
+  } else {
+    ts = ev.ts[i];
+    end = ev.ts[i] + ev.dur[i];
+  }
+}
+
 // Rows HTA keeps after parsing: complete events with a category, minus the profiler's own
 // "Trace" span (_compress_df drops rows with null dur or cat, and cat == "Trace").
 bool is_hta_row(const RankTrace& r, std::size_t i) {
@@ -239,12 +248,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     if (!is_hta_row(r, i)) continue;
     Row row;
     row.event = static_cast<std::uint32_t>(i);
-    if (v.load.rounded_to_us) {
-      round_like_hta(ev.ts[i], ev.dur[i], row.ts, row.end);
-    } else {
-      row.ts = ev.ts[i];
-      row.end = ev.ts[i] + ev.dur[i];
-    }
+    row_times(ev, i, v.load.rounded_to_us, row.ts, row.end);
     row.stream = hta_stream(ev, i);
     row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
     row.name = ev.name[i];

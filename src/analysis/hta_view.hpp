@@ -63,6 +63,8 @@ View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
 bool is_hta_row(const RankTrace& rank, std::size_t i);
 void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out);
 ns_t rounded_start(ns_t ts_ns);  // ts_out of round_like_hta alone
+// Event i's times in HTA's rows: rounded as above when `rounded`, else as recorded.
+void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end);
 std::int64_t hta_stream(const EventTable& ev, std::size_t i);
 
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts

@@ -31,8 +31,7 @@ struct SequenceInput {
   hta::GpuRowsByCorrelation gpu_by_corr;  // HTA's GPU rows
 };
 
-// A host call HTA keeps: complete, not the profiler's span, and before the dropped last step.
-// The times are HTA's (rounded when the trace has sub-µs times).
+// A host call HTA may keep: in the call tree (complete), not the profiler's span, not a GPU row.
 bool is_candidate_call(const SequenceInput& in, std::size_t i) {
   const EventTable& ev = in.rank.events;
   const bool runtime = ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver;
@@ -40,17 +39,8 @@ bool is_candidate_call(const SequenceInput& in, std::size_t i) {
   return in.tree.in_tree(i) && ev.kind[i] != Kind::TraceSpan && (ev.stream[i] < 0 || runtime);
 }
 
-bool kept_host_call(const SequenceInput& in, std::size_t i, ns_t& ts, ns_t& end) {
-  if (!is_candidate_call(in, i)) return false;
-  const EventTable& ev = in.rank.events;
-  ts = ev.ts[i];
-  end = ev.end(i);
-  if (in.view.load.rounded_to_us) hta::round_like_hta(ev.ts[i], ev.dur[i], ts, end);
-  return !in.view.load.last_step_dropped || ts < in.view.load.cutoff_ts;
-}
-
-// The same test without the times: the start is rounded only when the last step was dropped,
-// the one case that reads it (the searches below ask it of every op).
+// Whether HTA keeps host call i: a candidate that starts before the dropped last step (its start
+// rounded as HTA rounds it; the searches below ask this of every op, so only the start).
 bool kept_host_call(const SequenceInput& in, std::size_t i) {
   if (!is_candidate_call(in, i)) return false;
   if (!in.view.load.last_step_dropped) return true;
@@ -118,7 +108,7 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
     ns_t gpu = 0;
     for (const hta::Row* r : records) key.push_back(r->name), gpu += r->dur();
     ns_t ts, end;
-    kept_host_call(in, root, ts, end);
+    hta::row_times(in.rank.events, root, in.view.load.rounded_to_us, ts, end);
     KernelSequence& s = by_pattern[key];
     ++s.count;
     s.gpu_time += gpu;

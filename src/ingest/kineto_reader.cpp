@@ -36,7 +36,7 @@ namespace {
 // B/E pairs become one complete event on the B row; E rows stay, marked End.
 void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
   EventTable& e = t.events;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint32_t>> open;
+  std::vector<std::vector<std::uint32_t>> open(e.keys.size());  // per (pid, tid) key: the open B rows
   std::size_t unpaired = 0;
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < e.size(); ++i)
@@ -45,7 +45,7 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return e.ts[a] < e.ts[b]; });
   for (auto i : order) {
-    auto& stack = open[{e.pid(i), e.tid(i)}];
+    auto& stack = open[e.track[i]];
     if (e.phase[i] == Phase::Begin) {
       stack.push_back(i);
     } else if (!stack.empty()) {
@@ -57,7 +57,7 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
       ++unpaired;
     }
   }
-  for (auto& [k, stack] : open) unpaired += stack.size();
+  for (const auto& stack : open) unpaired += stack.size();
   if (unpaired)
     warnings.push_back(fmt::format("{} begin/end events without a partner were kept with zero duration",
                                    unpaired));
