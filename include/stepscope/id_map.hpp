@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,31 @@ class IdSlots {
   std::int64_t lowest_ = 0;
   std::size_t slots_ = 0;
   IdMap<std::uint32_t> sparse_;
+};
+
+// Values grouped by slot, each group in the order the values came: a counting sort into one
+// flat array (no vector per slot).
+//   build(3, f) where f gives (2, 10), (0, 11), (2, 12)  ->  of(2) == {10, 12}, of(0) == {11}, of(1) == {}
+class SlotGroups {
+ public:
+  // `for_each(f)` calls f(slot, value) for every value, the same way on each call.
+  template <class ForEach>
+  void build(std::size_t slots, ForEach&& for_each) {
+    start_.assign(slots + 1, 0);
+    for_each([&](std::size_t slot, std::uint32_t) { ++start_[slot + 1]; });
+    for (std::size_t k = 0; k < slots; ++k) start_[k + 1] += start_[k];
+    values_.resize(start_[slots]);
+    std::vector<std::uint32_t> next(start_.begin(), start_.end() - 1);
+    for_each([&](std::size_t slot, std::uint32_t v) { values_[next[slot]++] = v; });
+  }
+  std::span<const std::uint32_t> of(std::size_t slot) const {
+    return {values_.data() + start_[slot], values_.data() + start_[slot + 1]};
+  }
+  std::size_t size() const { return values_.size(); }
+
+ private:
+  std::vector<std::uint32_t> start_;  // per slot + 1: where its values start
+  std::vector<std::uint32_t> values_;
 };
 
 }  // namespace stepscope

@@ -321,11 +321,11 @@ class CorrelationIndex {
   std::span<const std::uint32_t> gpu(std::int64_t corr) const {
     std::size_t s = slot(corr);
     if (s == kNoSlot) return {};
-    return {gpu_events_.data() + gpu_start_[s], gpu_events_.data() + gpu_start_[s + 1]};
+    return gpu_.of(s);
   }
   bool has_gpu(std::int64_t corr) const { return !gpu(corr).empty(); }
   std::size_t launch_count() const { return launches_; }
-  std::size_t gpu_count() const { return gpu_events_.size(); }
+  std::size_t gpu_count() const { return gpu_.size(); }
 
  private:
   static constexpr std::size_t kNoSlot = IdSlots::kNoSlot;
@@ -333,8 +333,7 @@ class CorrelationIndex {
   IdSlots slots_;
   std::size_t launches_ = 0;
   std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent
-  std::vector<std::uint32_t> gpu_start_;    // per slot + 1: where its records start in gpu_events_
-  std::vector<std::uint32_t> gpu_events_;
+  SlotGroups gpu_;                          // per slot: the GPU records
 };
 
 // Everything read from one trace file.

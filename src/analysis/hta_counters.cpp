@@ -37,16 +37,15 @@ struct QueueRow {
 // Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
 // kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
 std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
-  const hta::GpuRowsByCorrelation gpu_by_corr(v.rows);
   std::vector<QueueRow> out;
   IdMap<char> launched;
   for (const hta::Row& row : v.rows) {
     if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name))) continue;
-    const auto partners = gpu_by_corr.find(row.correlation);
+    const auto partners = v.gpu_by_correlation.find(row.correlation);
     if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
     launched[row.correlation] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (const hta::Row* g : partners) out.push_back({g->stream, row.ts, +1, out.size()});
+    for (std::uint32_t g : partners) out.push_back({v.rows[g].stream, row.ts, +1, out.size()});
   }
   for (const hta::Row& row : v.rows)
     if (row.gpu() && row.correlation >= 0 && launched.contains(row.correlation))

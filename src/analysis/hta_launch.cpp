@@ -48,15 +48,14 @@ std::vector<HtaLaunch> worst(const std::vector<HtaLaunch>& all, std::size_t n, n
 
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   auto corrs = launch_correlations(v, opts.include_memory_events);
-  const GpuRowsByCorrelation gpu(v.rows);  // every GPU row with a correlation, in row order
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
     if (c.stream != -1 || c.correlation < 0 || !corrs.find(c.correlation)) continue;
-    for (const Row* gpu_row : gpu.find(c.correlation)) {
-      const Row& g = *gpu_row;
+    for (std::uint32_t k : v.gpu_by_correlation.find(c.correlation)) {
+      const Row& g = v.rows[k];
       HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
                   std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
       ++out.events;

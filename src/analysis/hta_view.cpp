@@ -269,6 +269,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
   v.rows = std::move(rows);
   merge_gpu_rows(v);
+  v.gpu_by_correlation = GpuRowsByCorrelation(v.rows);
   return v;
 }
 
@@ -372,19 +373,14 @@ SampleStats describe(std::vector<double> values) {
 }
 
 GpuRowsByCorrelation::GpuRowsByCorrelation(const std::vector<Row>& rows) {
-  std::vector<std::uint32_t> count;  // per slot
-  for (const Row& row : rows) {
-    if (!row.gpu() || row.correlation < 0) continue;
-    std::uint32_t& s = slot_[row.correlation];
-    if (s == 0) count.push_back(0), s = static_cast<std::uint32_t>(count.size());
-    ++count[s - 1];
-  }
-  start_.assign(count.size() + 1, 0);
-  for (std::size_t s = 0; s < count.size(); ++s) start_[s + 1] = start_[s] + count[s];
-  rows_.resize(start_.back());
-  std::vector<std::uint32_t> fill(start_.begin(), start_.end() - 1);
-  for (const Row& row : rows)
-    if (row.gpu() && row.correlation >= 0) rows_[fill[*slot_.find(row.correlation) - 1]++] = &row;
+  auto for_each_gpu_row = [&](auto&& f) {
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      if (rows[k].gpu() && rows[k].correlation >= 0) f(k, rows[k].correlation);
+  };
+  slots_.build([&](auto&& f) { for_each_gpu_row([&](std::size_t, std::int64_t corr) { f(corr); }); }, rows.size() / 4);
+  rows_.build(slots_.size(), [&](auto&& f) {
+    for_each_gpu_row([&](std::size_t k, std::int64_t corr) { f(slots_.slot(corr), static_cast<std::uint32_t>(k)); });
+  });
 }
 
 }  // namespace stepscope::hta

@@ -44,6 +44,23 @@ struct Interval {
   ns_t ts, end;
 };
 
+// HTA's GPU rows (stream != -1) with a correlation id, grouped by it in row order: the partner
+// lookup of the launch stats, queue length and kernel sequences, built once with the view.
+//   rows [gpu corr 5, host corr 5, gpu corr 5, gpu corr 9]  ->  find(5) == {0, 2} (row indexes)
+class GpuRowsByCorrelation {
+ public:
+  GpuRowsByCorrelation() = default;
+  explicit GpuRowsByCorrelation(const std::vector<Row>& rows);
+  std::span<const std::uint32_t> find(std::int64_t corr) const {
+    const std::size_t s = slots_.slot(corr);
+    return s == IdSlots::kNoSlot ? std::span<const std::uint32_t>{} : rows_.of(s);
+  }
+
+ private:
+  IdSlots slots_;
+  SlotGroups rows_;
+};
+
 struct View {
   HtaLoad load;
   // Kept rows in file order, except host rows with neither stream nor correlation (plain host
@@ -52,6 +69,7 @@ struct View {
   // merge_intervals of the GPU rows: all of them, and per HtaKernelType (indexed by its value).
   std::vector<Interval> merged_all;
   std::array<std::vector<Interval>, 4> merged_by_type;
+  GpuRowsByCorrelation gpu_by_correlation;  // over `rows`
 };
 
 View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
@@ -107,24 +125,6 @@ class CorrelationMap {
   IdSlots slots_;
   std::vector<T> values_;
   std::vector<std::uint8_t> present_;
-};
-
-// HTA's GPU rows (stream != -1) with a correlation id, grouped by it in row order: the partner
-// lookup of the queue length and kernel sequence figures. Flat: one slot per id, no vector each.
-//   rows [gpu corr 5, host corr 5, gpu corr 5, gpu corr 9]  ->  find(5) = {&rows[0], &rows[2]}
-class GpuRowsByCorrelation {
- public:
-  explicit GpuRowsByCorrelation(const std::vector<Row>& rows);
-  std::span<const Row* const> find(std::int64_t corr) const {
-    const std::uint32_t* s = slot_.find(corr);
-    if (!s) return {};
-    return {rows_.data() + start_[*s - 1], rows_.data() + start_[*s]};
-  }
-
- private:
-  IdMap<std::uint32_t> slot_;         // id -> slot + 1, slots numbered by first appearance
-  std::vector<std::uint32_t> start_;  // per slot + 1: where its rows start in rows_
-  std::vector<const Row*> rows_;
 };
 
 }  // namespace stepscope::hta

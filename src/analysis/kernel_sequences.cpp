@@ -28,7 +28,6 @@ struct SequenceInput {
   const RankTrace& rank;
   const CallTree& tree;
   const hta::View& view;
-  hta::GpuRowsByCorrelation gpu_by_corr;  // HTA's GPU rows
 };
 
 // A host call HTA may keep: in the call tree (complete), not the profiler's span, not a GPU row.
@@ -57,8 +56,7 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
     if (corr < 0) continue;
-    const auto launched = in.gpu_by_corr.find(corr);
-    out.insert(out.end(), launched.begin(), launched.end());
+    for (std::uint32_t k : in.view.gpu_by_correlation.find(corr)) out.push_back(&in.view.rows[k]);
   }
   std::stable_sort(out.begin(), out.end(), [](const hta::Row* a, const hta::Row* b) { return a->ts < b->ts; });
   return out;
@@ -74,7 +72,7 @@ bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
     if (corr < 0) continue;
-    count += in.gpu_by_corr.find(corr).size();
+    count += in.view.gpu_by_correlation.find(corr).size();
     if (count >= static_cast<std::size_t>(n)) return true;
   }
   return count >= static_cast<std::size_t>(std::max(n, 0));
@@ -189,7 +187,7 @@ std::string pick_op(const SequenceInput& in, int min_len) {
 
 KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const hta::View& view,
                                           const std::string& op, int min_len) {
-  SequenceInput in{rank, tree, view, hta::GpuRowsByCorrelation(view.rows)};
+  SequenceInput in{rank, tree, view};
   const bool chosen = op.empty();
   const std::string name = chosen ? pick_op(in, min_len) : op;
   KernelSequences out;

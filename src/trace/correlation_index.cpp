@@ -19,15 +19,10 @@ void CorrelationIndex::build(const std::vector<Entry>& launches, const std::vect
     std::uint32_t& cell = launch_[slot(id)];
     if (cell == kNoEvent) cell = event, ++launches_;
   }
-  // Counting sort of the GPU records by slot: counts, prefix sums, then a stable fill.
-  gpu_start_.assign(slots + 1, 0);
-  for (const auto& [id, _] : gpu)
-    if (id != kNone) ++gpu_start_[slot(id) + 1];
-  for (std::size_t s = 0; s < slots; ++s) gpu_start_[s + 1] += gpu_start_[s];
-  gpu_events_.resize(gpu_start_[slots]);
-  std::vector<std::uint32_t> fill(gpu_start_.begin(), gpu_start_.end() - 1);
-  for (const auto& [id, event] : gpu)
-    if (id != kNone) gpu_events_[fill[slot(id)]++] = event;
+  gpu_.build(slots, [&](auto&& f) {
+    for (const auto& [id, event] : gpu)
+      if (id != kNone) f(slot(id), event);
+  });
 }
 
 }  // namespace stepscope
