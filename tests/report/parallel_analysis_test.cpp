@@ -1,6 +1,8 @@
 // Ranks are analysed in parallel: the result must not depend on how many threads did it.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "partition/support.hpp"
 #include "stepscope/analysis.hpp"
 #include "stepscope/ingest.hpp"
@@ -25,6 +27,19 @@ TEST(ParallelAnalysis, SameReportOnOneThreadAndMany) {
   const std::string serial = report_with_jobs(t, 1);
   EXPECT_EQ(serial, report_with_jobs(t, 3));
   EXPECT_EQ(serial, report_with_jobs(t, 8));
+}
+
+// A lone rank shares the threads among its own analyses: on one thread everything runs in turn;
+// on two the critical path and then the step analyses run beside the GPU timeline and the
+// drill-down; on three the step analyses get a thread of their own. The report is the same.
+TEST(ParallelAnalysis, OneRankSameReportOnOneTwoAndThreeThreads) {
+  const Trace t = read_traces(
+      {std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"});
+  ASSERT_EQ(t.ranks.size(), 1u);
+  const std::string serial = report_with_jobs(t, 1);
+  EXPECT_NE(serial.find("\"critical_path\""), std::string::npos);
+  EXPECT_EQ(serial, report_with_jobs(t, 2));
+  EXPECT_EQ(serial, report_with_jobs(t, 3));
 }
 
 }  // namespace
