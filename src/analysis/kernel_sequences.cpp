@@ -65,6 +65,7 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
 // Whether `root`'s leaf calls launched at least `n` GPU rows: launched_records' count, without
 // collecting or sorting them, and stopping at n (pick_op asks it of every candidate instance).
 bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
+  if (n <= 0) return true;
   const auto& track = in.rank.host_tracks[in.tree.track[root]].events;
   std::size_t count = 0;
   for (std::uint32_t pos = in.tree.position[root]; pos < in.tree.subtree_end[root]; ++pos) {
@@ -75,7 +76,7 @@ bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
     count += in.view.gpu_by_correlation.find(corr).size();
     if (count >= static_cast<std::size_t>(n)) return true;
   }
-  return count >= static_cast<std::size_t>(std::max(n, 0));
+  return false;
 }
 
 // The roots for `matches(name)`: kept host calls at the smallest depth among the matching ones.
