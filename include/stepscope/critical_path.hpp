@@ -65,7 +65,7 @@ const char* cp_bound_by_name(CpBoundBy b);  // HTA's spelling ("" for None)
 enum class CpKind : std::uint8_t {
   Compute,        // GPU kernels that compute
   Communication,  // collective kernels
-  Copy,           // memcpy / memset on the GPU
+  Copy,           // memcpy / memset on the GPU, and copy calls that hold the host for their copy
   Launch,         // launch call → GPU start while the queue was empty
   Host,           // host ops and runtime calls
   Sync,           // blocking sync calls on the host (cudaDeviceSynchronize, ...)

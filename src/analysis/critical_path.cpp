@@ -564,10 +564,24 @@ bool validate(Graph& g, const std::vector<Node>& nodes, const std::vector<CpRow>
 
 bool is_copy_kind(Kind k) { return k == Kind::Memcpy || k == Kind::Memset; }
 
+// A copy call that holds the host while its own copy runs: a pageable cudaMemcpyAsync or a
+// plain cudaMemcpy. Its time on the path is the copy's, not host work; the copy must overlap at
+// least half of the call, or the wait was for earlier work queued on the stream (a sync). A
+// pageable copy's last staged chunk can end just after the call returns.
+// Example: cudaMemcpyAsync [0, 28.36 ms) whose HtoD copy runs [0.14, 28.37 ms) -> copy.
+bool waits_on_own_copy(const RankTrace& rank, const std::vector<CpRow>& rows, const CpRow& call) {
+  if (call.partner < 0) return false;
+  const CpRow& gpu = rows[static_cast<std::size_t>(call.partner)];
+  if (rank.events.kind[gpu.event] != Kind::Memcpy) return false;
+  const ns_t overlap = std::min(gpu.end, call.end) - std::max(gpu.ts, call.ts);
+  return 2 * overlap >= call.dur() && call.dur() > 0;
+}
+
 // bound_by (1563) and our kind. HTA classifies by edge type first, then by the attributed event:
 // host → data_loading (name matches a data_load_events regex) or cpu_bound; GPU →
 // gpu_communication_bound by HTA's COMMUNICATION regex, else gpu_compute_bound.
-// Our kinds split further: compute → copy for memcpy/memset; cpu_bound → sync for host calls that
+// Our kinds split further: compute → copy for memcpy/memset; cpu_bound → copy for a copy call that
+// waits on its own copy; cpu_bound → sync for host calls that
 // wait for the device (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
 // cudaEventQuery, blocking cudaMemcpy/cudaMemset and their HIP twins); data_loading → input;
 // kernel-kernel gaps → idle (the GPU stream waits); launch delays → launch.
@@ -601,7 +615,9 @@ void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::v
       pe.kind = CpKind::Input;
     } else {
       pe.bound_by = CpBoundBy::CpuBound;
-      pe.kind = (r.flags & cp::kHostSyncName) ? CpKind::Sync : CpKind::Host;
+      pe.kind = waits_on_own_copy(rank, rows, r) ? CpKind::Copy
+                : (r.flags & cp::kHostSyncName)   ? CpKind::Sync
+                                                  : CpKind::Host;
     }
     return;
   }

@@ -30,6 +30,7 @@ enum Channel : int {
   kGpuHtoD,
   kGpuDtoH,
   kGpuMemset,
+  kGpuSide,                             // GPU work launched inside side work (torch.save's copies)
   kMainRole0,                           // + Role on the main thread
   kMainStage0 = kMainRole0 + kRoleCount,  // + Stage of main-thread ops
   kAuxRole0 = kMainStage0 + kStageCount,  // the autograd thread(s)
@@ -57,6 +58,7 @@ void add_interval(std::vector<Edge>& edges, ns_t a, ns_t b, int channel) {
 struct SweepFacts {
   std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
   std::vector<std::int8_t> stage;  // per event: StageHint
+  std::vector<std::uint8_t> in_side;  // per event: a side-work op or inside one on its thread
   std::vector<int> aux_tracks;     // threads running backward besides the main thread
   bool gpu = false;
   bool has_forward_marker = false;
@@ -121,10 +123,24 @@ int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std:
   return r == kOp && launches ? kLaunch : r;
 }
 
+// Marks the events of one host track that are side-work ops or nested inside one. Events are in
+// start order, so an open stack of side-op ends answers for each event in one pass.
+// Example: checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
+void mark_side_spans(const RankTrace& t, const Track& track, SweepFacts& f) {
+  std::vector<ns_t> open;
+  for (auto i : track.events) {
+    while (!open.empty() && open.back() <= t.events.ts[i]) open.pop_back();
+    const bool side = f.role[i] == kSide;
+    if (side || !open.empty()) f.in_side[i] = 1;
+    if (side) open.push_back(t.events.end(i));
+  }
+}
+
 SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::vector<CompiledRule>& rules) {
   SweepFacts f;
   const std::size_t n = t.events.size();
   f.role.assign(n, -2);
+  f.in_side.assign(n, 0);
   f.stage.resize(n);
   for (std::size_t i = 0; i < n; ++i) f.stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
   f.gpu = facts.gpu_records;
@@ -135,6 +151,7 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
       f.role[i] = static_cast<std::int8_t>(host_role(t, facts, user, i));
     }
     if (!rules.empty()) apply_rule_stages(t, t.host_tracks[k], user, f);
+    mark_side_spans(t, t.host_tracks[k], f);
     for (auto i : t.host_tracks[k].events)
       if (f.role[i] != -2 && f.stage[i] == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
     if (facts.track_role[k] == ThreadRole::Autograd && static_cast<int>(k) != facts.main_track)
@@ -158,8 +175,9 @@ int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
   return kGpuStage0 + 3;  // other
 }
 
-// Channel of a GPU activity, or -1 for rows that are not work (sync markers).
-int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts, std::size_t i) {
+// The channel of a GPU activity by what it is and the stage that launched it; -1 for rows that
+// are not work (sync markers).
+int work_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts, std::size_t i) {
   switch (t.events.kind[i]) {
     case Kind::Memset: return kGpuMemset;
     case Kind::Memcpy:
@@ -178,6 +196,21 @@ int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts,
     case KernelClass::Memset: return kGpuMemset;
     default: return stage_channel(t, f, i);
   }
+}
+
+bool launched_in_side_work(const RankTrace& t, const SweepFacts& f, std::size_t i) {
+  const auto corr = t.events.correlation[i];
+  if (corr == kNone) return false;
+  const std::uint32_t call = t.correlations.launch(corr);
+  return call != CorrelationIndex::kNoEvent && f.in_side[call];
+}
+
+// The sweep channel of a GPU activity, or -1. Work launched from inside side work (a
+// checkpoint's device-to-host copies) is the side work's cost, not a copy or compute stage.
+int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts, std::size_t i) {
+  const int ch = work_channel(t, f, facts, i);
+  if (ch < 0 || ch == kGpuComm) return ch;
+  return launched_in_side_work(t, f, i) ? kGpuSide : ch;
 }
 
 std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f, const RankFacts& facts) {
@@ -267,6 +300,7 @@ struct Classifier {
       for (int s = 0; s < 4; ++s)
         if (any(c, kGpuStage0 + s)) return static_cast<Category>(static_cast<int>(Category::ComputeForward) + s);
       if (any(c, kGpuComm)) return Category::GradSyncExposed;
+      if (any(c, kGpuSide)) return Category::SideWork;
       if (any(c, kGpuHtoD)) return Category::H2DCopy;
       if (any(c, kGpuDtoH)) return Category::D2HCopy;
       if (any(c, kGpuMemset)) return Category::Memset;

@@ -593,6 +593,18 @@ double path_share(const CriticalPath& cp, const std::vector<CpKind>& kinds) {
   return static_cast<double>(t) / static_cast<double>(cp.length);
 }
 
+// HTA's path weighs only what ops record: a loader's Python between ops, or a sleep, is a gap no
+// edge weighs. A path summing to under half its step window leaves most of the step out, and a
+// share of it would credit a lever with time it never saw.
+// Example: a 58 ms step whose path sums to 3.6 ms (the batch wait unrecorded) -> no share.
+constexpr double kMinPathCover = 0.5;
+
+bool path_covers_window(const CriticalPath& cp) {
+  if (!cp.success || cp.length <= 0) return false;
+  if (cp.window_open_end || cp.window_end <= cp.window_start) return true;
+  return static_cast<double>(cp.length) >= kMinPathCover * static_cast<double>(cp.window_end - cp.window_start);
+}
+
 }  // namespace
 
 void diagnose_detail::add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& levers) {
@@ -601,7 +613,7 @@ void diagnose_detail::add_critical_path_shares(const AnalysisResult& r, std::vec
     double sum = 0;
     int ranks = 0;
     for (const DrillDown& d : r.drilldowns)
-      if (d.critical_path.success && d.critical_path.length > 0 && !kinds.empty()) sum += path_share(d.critical_path, kinds), ++ranks;
+      if (path_covers_window(d.critical_path) && !kinds.empty()) sum += path_share(d.critical_path, kinds), ++ranks;
     l.critical_path_share = ranks > 0 ? sum / ranks : -1;
   }
 }

@@ -312,7 +312,7 @@ const char* bound_id(Bound b, bool gpu) {
 
 const char* bound_label(Bound b, bool gpu) {
   if (!gpu && b == Bound::GpuCompute) return "compute (host CPU)";
-  static constexpr const char* kLabels[kBoundCount] = {"GPU compute", "input pipeline", "H2D copy",
+  static constexpr const char* kLabels[kBoundCount] = {"GPU compute", "input pipeline", "host/device copies",
                                                        "host/launch overhead", "sync stalls", "communication",
                                                        "side work", "straggler", "unattributed time",
                                                        "inconclusive"};

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 #include "facts/name_match.hpp"
@@ -47,6 +48,59 @@ std::vector<NameFact> name_facts(const RankTrace& t) {
     done[id] |= want;
   }
   return names;
+}
+
+// ---- GEMM precision from the launching ops ------------------------------------------------------
+
+// The element type of an op's first tensor input that names a narrow type, from its recorded
+// "Input type" list. fp32 inputs say nothing of the math (TF32 tensor cores or FFMA), so they
+// resolve nothing. Example: ["c10::BFloat16", "c10::BFloat16", "Scalar"] -> Bf16.
+DataType narrow_input_type(std::string_view types) {
+  struct Entry {
+    std::string_view spelling;
+    DataType type;
+  };
+  static constexpr Entry kTypes[] = {{"BFloat16", DataType::Bf16}, {"Half", DataType::Fp16},
+                                     {"Float8", DataType::Fp8},    {"c10::qint8", DataType::Int8},
+                                     {"\"signed char\"", DataType::Int8}};
+  std::size_t first = std::string_view::npos;
+  DataType found = DataType::Unknown;
+  for (const auto& e : kTypes)
+    if (const auto at = types.find(e.spelling); at < first) first = at, found = e.type;
+  return found;
+}
+
+// GEMM kernels whose names carry no element type (cuBLAS's nvjet kernels on Hopper and later)
+// take it from the ops that launched them: kernel -> launch call (correlation) -> the op with the
+// call's External id -> its input types. A name takes the type most of its launches agree on.
+void gemm_types_from_ops(const RankTrace& t, std::vector<NameFact>& names) {
+  std::vector<std::uint32_t> untyped_events;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::Kernel) continue;
+    const NameFact& n = names[t.events.name[i]];
+    const bool gemm = n.cls == KernelClass::Gemm || n.cls == KernelClass::GemmTensorCore;
+    if (gemm && n.dtype == DataType::Unknown) untyped_events.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (untyped_events.empty()) return;
+  IdMap<std::uint32_t> op_by_external;
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (t.events.kind[i] == Kind::CpuOp && t.events.external_id[i] != kNone && t.extra_of(i) &&
+        t.extra_of(i)->input_type != kNoStr)
+      op_by_external[t.events.external_id[i]] = static_cast<std::uint32_t>(i);
+  std::unordered_map<StrId, std::array<std::uint32_t, kDataTypeCount>> votes;
+  for (auto i : untyped_events) {
+    const auto corr = t.events.correlation[i];
+    const std::uint32_t call = corr == kNone ? CorrelationIndex::kNoEvent : t.correlations.launch(corr);
+    if (call == CorrelationIndex::kNoEvent || t.events.external_id[call] == kNone) continue;
+    const std::uint32_t* op = op_by_external.find(t.events.external_id[call]);
+    if (!op) continue;
+    const DataType d = narrow_input_type(t.str(t.extra_of(*op)->input_type));
+    ++votes[t.events.name[i]][static_cast<std::size_t>(d)];
+  }
+  for (const auto& [name, count] : votes) {
+    const auto best = std::max_element(count.begin() + 1, count.end());
+    if (*best > count[0]) names[name].dtype = static_cast<DataType>(best - count.begin());
+  }
 }
 
 // ---- threads ---------------------------------------------------------------------------------
@@ -471,6 +525,7 @@ RankFacts compute_facts(const RankTrace& t) {
   RankFacts f;
   f.rank = t.rank;
   f.names = name_facts(t);
+  gemm_types_from_ops(t, f.names);
   std::vector<TrackCounts> counts;
   for (const auto& tr : t.host_tracks) counts.push_back(count_track(t, tr, f.names));
   f.main_track = find_main_track(t, counts);

@@ -131,12 +131,13 @@ bool as_double(od::value v, double& out) {
 
 // A value's text as the file spells it. simdjson's raw token runs up to the next structural
 // character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
-std::string_view raw_text(od::value v) {
-  std::string_view s = v.raw_json_token();
+std::string_view without_trailing_space(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
 }
+
+std::string_view raw_text(od::value v) { return without_trailing_space(v.raw_json_token()); }
 
 // A pid or tid: a number, or a label such as "Spans" or "CPU functions". Labels are interned
 // and stored at 2^62 and above (string_track_id); a number that large, or beyond int64, is kept
@@ -155,6 +156,17 @@ bool as_track_id(od::value v, StringTable& strings, std::int64_t& out) {
   if (as_int64(v, out) && !is_string_track_id(out)) return true;
   out = string_track_id(strings.intern(raw_text(v)));
   return true;
+}
+
+// A value's whole text, arrays included: raw_json_token() of an array is its '[' alone.
+// Example: "Input Dims": [[8, 16], []] -> "[[8, 16], []]".
+std::string_view whole_text(od::value v) {
+  auto t = v.type();
+  if (t.error() || t.value_unsafe() != od::json_type::array) return raw_text(v);
+  auto arr = v.get_array();
+  if (arr.error()) return {};
+  auto raw = arr.value_unsafe().raw_json();
+  return raw.error() ? std::string_view{} : without_trailing_space(raw.value_unsafe());
 }
 
 bool as_time(od::value v, std::int64_t& out) {
@@ -241,10 +253,10 @@ void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrI
       auto pg = v.get_string();
       if (!pg.error()) a.extra.process_group = strings.intern(pg.value_unsafe()), a.has_extra = true;
     } else if (k == "Input Dims") {
-      a.extra.input_dims = strings.intern(raw_text(v));
+      a.extra.input_dims = strings.intern(whole_text(v));
       a.has_extra = true;
     } else if (k == "Input type") {
-      a.extra.input_type = strings.intern(raw_text(v));
+      a.extra.input_type = strings.intern(whole_text(v));
       a.has_extra = true;
     } else if (k == "grid") {
       read_int3(v, a.kernel.grid);

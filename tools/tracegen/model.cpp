@@ -958,7 +958,8 @@ class StepRecipe {
 
   void loss_item() { item(); }
 
-  // torch.save of the weights: copy them to host memory, then serialise (no ops recorded).
+  // torch.save of the weights: copy them to host memory, then serialise (no ops recorded). The
+  // copies are the save's cost: side work, not a copy stage of the step.
   void checkpoint() {
     open_annotation(kMainThread, "checkpoint", 20);
     if (gpu_ && p_.ckpt_mb > 0) {
@@ -969,8 +970,9 @@ class StepRecipe {
         open_op(kMainThread, "aten::_to_copy", 2);
         open_op(kMainThread, "aten::copy_", 2);
         const ns_t dur = rng_.vary(bytes / 12.0, p_.jitter / 2);
-        b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_pageable, static_cast<std::int64_t>(bytes),
-                dur, cs_, true, true, host_ns(8));
+        const std::size_t g = b_.copy(kMainThread, GpuClass::DtoH, k_.d2h_pageable,
+                                      static_cast<std::int64_t>(bytes), dur, cs_, true, true, host_ns(8));
+        out_[g].side_work = true;
         close(kMainThread);
         close(kMainThread);
         close(kMainThread);

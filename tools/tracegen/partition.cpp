@@ -13,11 +13,12 @@ enum Channel : int {
   kGpuHtoD,
   kGpuDtoH,
   kGpuMemset,
-  kMainRole0 = 8,     // + HostRole (Marker unused)
-  kMainStage0 = 14,   // + Stage (Forward..Optimizer): host ops inside a stage
-  kAutoRole0 = 17,
-  kAutoStage0 = 23,
-  kSyncTail = 26,
+  kGpuSide,           // GPU work launched inside side work
+  kMainRole0 = 9,     // + HostRole (Marker unused)
+  kMainStage0 = 15,   // + Stage (Forward..Optimizer): host ops inside a stage
+  kAutoRole0 = 18,
+  kAutoStage0 = 24,
+  kSyncTail = 27,
   kChannels
 };
 
@@ -34,6 +35,7 @@ void add_interval(std::vector<Edge>& edges, ns_t a, ns_t b, int channel) {
 }
 
 int gpu_channel(const Event& e) {
+  if (e.side_work && e.gclass != GpuClass::Comm && e.gclass != GpuClass::None) return kGpuSide;
   switch (e.gclass) {
     case GpuClass::Compute: return kGpuStage0 + static_cast<int>(e.stage);
     case GpuClass::Comm: return kGpuComm;
@@ -119,6 +121,7 @@ Category classify(const Counts& c, bool gpu) {
     for (int s = 0; s < 4; ++s)
       if (any(c, kGpuStage0 + s)) return static_cast<Category>(static_cast<int>(Category::ComputeForward) + s);
     if (any(c, kGpuComm)) return Category::GradSyncExposed;
+    if (any(c, kGpuSide)) return Category::SideWork;
     if (any(c, kGpuHtoD)) return Category::H2DCopy;
     if (any(c, kGpuDtoH)) return Category::D2HCopy;
     if (any(c, kGpuMemset)) return Category::Memset;

@@ -70,6 +70,7 @@ struct Event {
   std::int64_t flow_out = -1;  // fwdbwd flow starting at this op
   std::int64_t flow_in = -1;   // fwdbwd flow ending at this op
   bool pageable = false;
+  bool side_work = false;      // GPU work launched inside side work (a checkpoint's copies)
   bool driver = false;         // a driver API call (cuLaunchKernel): cat cuda_driver
   ns_t ext_ts = -1;            // start of the op the runtime call ran in (2021 "external ts")
   bool step_marker = false;    // the step's own host range (ProfilerStep#N or a custom marker)

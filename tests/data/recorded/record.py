@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Records small GPU training traces whose bottleneck is known by construction.
+
+Each scenario is a few-second PyTorch job on one CUDA device, profiled with torch.profiler
+(CPU + CUDA activities, shapes recorded) over a fixed schedule after a warm-up outside the
+profiler, so cold start-up (cuBLAS handles, allocator growth) is not in the window. The trace is
+written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
+
+  input_bound     the DataLoader's per-sample transform sleeps; the GPU step is short
+  sync_each_layer a NaN check (`bool(tensor)`) after every layer and `loss.item()` each step
+  sync_serialised the same check on 4096-wide layers whose GEMMs take about as long as their dispatch
+  checkpoint_every_2nd  torch.save of model and optimizer state every second step
+  pageable_copy   a 256 MB pageable host tensor copied to the device every step, little compute
+  launch_bound    a deep stack of tiny layers: thousands of microsecond kernels per step
+  fp32_no_amp     large fp32 GEMMs with TF32 off and no autocast: GPU-bound at fp32 rate
+  bf16_gpu_bound  the same GEMMs under bf16 autocast: the healthy control
+
+Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
+"""
+import gzip
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.utils.data import DataLoader, Dataset
+
+WAIT, WARMUP, ACTIVE = 1, 2, 4
+STEPS = WAIT + WARMUP + ACTIVE
+
+
+def mlp(width, depth, dtype=torch.float32):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers).cuda().to(dtype)
+
+
+def train_step(model, opt, x, y, amp):
+    with record_function("forward"):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            loss = nn.functional.mse_loss(model(x).float(), y)
+    with record_function("backward"):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+    with record_function("optimizer"):
+        opt.step()
+    return loss
+
+
+class SlowSamples(Dataset):
+    """Samples whose transform sleeps, as a heavy CPU augmentation would."""
+
+    def __init__(self, width, sleep_s):
+        self.width, self.sleep_s = width, sleep_s
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        time.sleep(self.sleep_s)
+        return torch.randn(self.width), torch.randn(self.width)
+
+
+def input_bound():
+    model = mlp(1024, 4)
+    opt = torch.optim.AdamW(model.parameters())
+    batches = iter(DataLoader(SlowSamples(1024, 0.0015), batch_size=32, num_workers=0, pin_memory=True))
+
+    def step(i):
+        x, y = next(batches)
+        train_step(model, opt, x.cuda(non_blocking=True), y.cuda(non_blocking=True), amp=True)
+    return step
+
+
+class CheckedMlp(nn.Module):
+    """An MLP that checks every activation for NaN on the host: one device sync per layer."""
+
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, h):
+        for layer in self.layers:
+            h = torch.relu(layer(h))
+            if torch.isnan(h).any():
+                raise FloatingPointError("NaN in activations")
+        return h
+
+
+def sync_each_layer():
+    model = CheckedMlp(512, 24).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
+
+    def step(i):
+        loss = train_step(model, opt, x, y, amp=True)
+        print(f"step {i} loss {loss.item():.4f}", file=sys.stderr)
+    return step
+
+
+def sync_serialised():
+    # Each layer's GEMM (~0.1 ms) is about as long as the host's dispatch of the next, so the
+    # per-layer sync stops either side from overlapping the other.
+    model = CheckedMlp(4096, 16).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(2048, 4096, device="cuda"), torch.randn(2048, 4096, device="cuda")
+
+    def step(i):
+        loss = train_step(model, opt, x, y, amp=True)
+        print(f"step {i} loss {loss.item():.4f}", file=sys.stderr)
+    return step
+
+
+def checkpoint_every_2nd():
+    model = mlp(4096, 2)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(1024, 4096, device="cuda"), torch.randn(1024, 4096, device="cuda")
+    path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+        if i % 2 == 0:
+            with record_function("checkpoint"):
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, path)
+    return step
+
+
+def pageable_copy():
+    model = mlp(1024, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    host_batch = torch.randn(65536, 1024)  # 256 MB of pageable host memory
+    y = torch.randn(1024, 1024, device="cuda")
+
+    def step(i):
+        big = host_batch.to("cuda")
+        train_step(model, opt, big[:1024], y, amp=True)
+    return step
+
+
+def launch_bound():
+    model = nn.Sequential(*[m for _ in range(16) for m in (nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU())]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), foreach=False)
+    x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=False)
+    return step
+
+
+def gemm_job(amp):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = mlp(8192, 4)
+    opt = torch.optim.AdamW(model.parameters())
+    x, y = torch.randn(8192, 8192, device="cuda"), torch.randn(8192, 8192, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=amp)
+    return step
+
+
+SCENARIOS = {
+    "input_bound": input_bound,
+    "sync_each_layer": sync_each_layer,
+    "sync_serialised": sync_serialised,
+    "checkpoint_every_2nd": checkpoint_every_2nd,
+    "pageable_copy": pageable_copy,
+    "launch_bound": launch_bound,
+    "fp32_no_amp": lambda: gemm_job(amp=False),
+    "bf16_gpu_bound": lambda: gemm_job(amp=True),
+}
+
+
+def record(name, out_dir):
+    torch.manual_seed(0)
+    step = SCENARIOS[name]()
+    for i in range(3):  # warm-up outside the profiler: handles, autotuning, allocator growth
+        step(-1 - i)
+    torch.cuda.synchronize()
+    tmp = tempfile.mkdtemp()
+    raw = os.path.join(tmp, "trace.json")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
+        for i in range(STEPS):
+            step(i)
+            prof.step()
+    torch.cuda.synchronize()
+    out = os.path.join(out_dir, f"{name}.pt.trace.json.gz")
+    with open(raw, "rb") as src, gzip.GzipFile(out, "wb", mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
+    shutil.rmtree(tmp)
+    print(f"{name}: {os.path.getsize(out)} bytes", flush=True)
+
+
+def main(argv):
+    if len(argv) < 2 or not torch.cuda.is_available():
+        sys.exit(__doc__)
+    out_dir = argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    for name in argv[2:] or SCENARIOS:
+        t0 = time.time()
+        record(name, out_dir)
+        print(f"  {time.time() - t0:.1f} s", flush=True)
+    print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,145 @@
+// GPU traces recorded from jobs built to have one known bottleneck (tests/data/recorded/, with
+// the script that recorded them): the verdict, the first lever and the figures behind them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "partition/support.hpp"
+#include "stepscope/drilldown.hpp"
+#include "stepscope/facts.hpp"
+
+namespace stepscope {
+namespace {
+
+std::string recorded_path(const std::string& name) {
+  return std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/" + name + ".pt.trace.json.gz";
+}
+
+AnalysisResult analyze_recorded(const std::string& name) { return test::analyze_files({recorded_path(name)}); }
+
+std::string verdict_id(const AnalysisResult& r) { return bound_id(r.diagnosis.verdict.bound, r.diagnosis.verdict.gpu); }
+
+const Lever* first_lever(const AnalysisResult& r) {
+  for (const auto& l : r.diagnosis.levers)
+    if (l.applies) return &l;
+  return nullptr;
+}
+
+bool has_finding(const AnalysisResult& r, const std::string& id) {
+  return std::any_of(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
+                     [&](const Finding& f) { return f.id == id; });
+}
+
+double step_share(const AnalysisResult& r, Category c) {
+  const RankPartition& p = r.partitions.at(0);
+  return p.steady_mean_category[static_cast<std::size_t>(c)] / p.steady_mean_ns;
+}
+
+double syncs_per_step(const AnalysisResult& r) {
+  const RankPartition& p = r.partitions.at(0);
+  return static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
+}
+
+TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
+  const AnalysisResult r = analyze_recorded("input_bound");
+  EXPECT_EQ(verdict_id(r), "input-bound") << r.diagnosis.verdict.headline;
+  ASSERT_NE(first_lever(r), nullptr);
+  EXPECT_EQ(first_lever(r)->id, "num_workers");
+  // 32 samples x 1.5 ms of sleep per step, beside well under a millisecond of GPU work.
+  EXPECT_GT(step_share(r, Category::BatchWait), 0.8);
+  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+}
+
+TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
+  const AnalysisResult r = analyze_recorded("pageable_copy");
+  EXPECT_EQ(verdict_id(r), "copy-bound") << r.diagnosis.verdict.headline;
+  EXPECT_TRUE(has_finding(r, "pageable_copy"));
+  const Lever* l = first_lever(r);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->id, "pin_memory");
+  // The blocking cudaMemcpyAsync holds the host for the copy: HTA calls that edge cpu_bound,
+  // but the time is the copy's, so the lever acts on most of the path.
+  EXPECT_GT(l->critical_path_share, 0.8);
+  EXPECT_GT(step_share(r, Category::H2DCopy), 0.8);
+}
+
+TEST(RecordedTraces, TinyLayersAreLaunchBound) {
+  const AnalysisResult r = analyze_recorded("launch_bound");
+  EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
+  ASSERT_NE(first_lever(r), nullptr);
+  EXPECT_EQ(first_lever(r)->id, "cuda_graphs");
+  EXPECT_TRUE(has_finding(r, "unfused_optimizer"));  // AdamW(foreach=False): per-parameter kernels
+}
+
+TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
+  const AnalysisResult r = analyze_recorded("fp32_no_amp");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  EXPECT_TRUE(has_finding(r, "fp32_no_tf32"));
+  ASSERT_NE(first_lever(r), nullptr);
+  EXPECT_EQ(first_lever(r)->id, "amp_bf16");  // an H200 runs bf16 tensor cores
+  const ComputeMix& m = r.partitions.at(0).mix;
+  EXPECT_GT(m.fp32_simt_gemm_ns, 0.9 * static_cast<double>(m.gemm_ns_by_dtype[static_cast<std::size_t>(DataType::Fp32)]));
+}
+
+TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
+  const AnalysisResult r = analyze_recorded("bf16_gpu_bound");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  for (const auto& l : r.diagnosis.levers)
+    if (l.id == "amp_bf16" || l.id == "amp_fp16" || l.id == "tf32") EXPECT_FALSE(l.applies) << l.id;
+  EXPECT_FALSE(has_finding(r, "fp32_no_tf32"));
+  // cuBLAS's nvjet kernels name no element type: it comes from the launching aten::addmm/mm,
+  // whose inputs autocast made BFloat16.
+  const auto& by_type = r.partitions.at(0).mix.gemm_ns_by_dtype;
+  const double bf16 = static_cast<double>(by_type[static_cast<std::size_t>(DataType::Bf16)]);
+  double all = 0;
+  for (auto v : by_type) all += static_cast<double>(v);
+  EXPECT_GT(all, 0);
+  EXPECT_GT(bf16, 0.9 * all);
+}
+
+TEST(RecordedTraces, SyncAfterEveryLayerOfATinyModelIsHostBoundWithTheSyncsNamed) {
+  // 24 NaN checks and a loss.item() a step. The model is so small that the host's dispatch, not
+  // the syncs, sets the step: removing them gains little, and the evidence says so.
+  const AnalysisResult r = analyze_recorded("sync_each_layer");
+  EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
+  EXPECT_DOUBLE_EQ(syncs_per_step(r), 25.0);
+  EXPECT_TRUE(has_finding(r, "host_sync_logging"));
+}
+
+TEST(RecordedTraces, SyncAfterEveryWideLayerCountsItsSyncs) {
+  // 16 checked 4096-wide layers and a loss.item(): 17 syncs a step. The profiled host takes
+  // longer to dispatch a step than the GPU to run it, so the host still bounds the step.
+  const AnalysisResult r = analyze_recorded("sync_serialised");
+  EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
+  EXPECT_DOUBLE_EQ(syncs_per_step(r), 17.0);
+  EXPECT_TRUE(has_finding(r, "host_sync_logging"));
+  EXPECT_EQ(r.diagnosis.verdict.runner_up, Bound::GpuCompute);
+}
+
+TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
+  const AnalysisResult r = analyze_recorded("checkpoint_every_2nd");
+  EXPECT_EQ(verdict_id(r), "side-work") << r.diagnosis.verdict.headline;
+  ASSERT_NE(first_lever(r), nullptr);
+  EXPECT_EQ(first_lever(r)->id, "async_checkpoint");
+  // torch.save's device-to-host copies are launched inside the save: side work, not a copy stage.
+  EXPECT_GT(step_share(r, Category::SideWork), 0.95);
+  EXPECT_LT(step_share(r, Category::D2HCopy), 0.01);
+  const Stability& s = r.stability.at(0);
+  EXPECT_EQ(s.period.kind, PeriodKind::Checkpoint);
+  EXPECT_EQ(s.period.every, 2);
+}
+
+TEST(RecordedTraces, OperatorsByShapeKeepWholeInputDims) {
+  IngestOptions io;
+  io.jobs = 1;
+  const Trace t = read_traces({recorded_path("pageable_copy")}, io);
+  const RankTrace& rank = t.ranks.at(0);
+  const auto rows = operator_rows(rank, compute_facts(rank), OperatorGrouping::NameAndShape);
+  const auto copy = std::find_if(rows.begin(), rows.end(), [](const OperatorRow& o) { return o.name == "aten::copy_"; });
+  ASSERT_NE(copy, rows.end());
+  EXPECT_EQ(copy->input_dims, "[[65536, 1024], [65536, 1024], []]");  // the 256 MB host batch
+}
+
+}  // namespace
+}  // namespace stepscope
