@@ -33,13 +33,21 @@ bool use_haswell() {
   return chosen;
 }
 
+// STEPSCOPE_EVENT_PATH=simdjson reads every event through simdjson, to compare the two paths on
+// one machine (or to step around a fast-path fault without a rebuild).
+EventPath chosen_path(EventPath asked) {
+  const char* forced = std::getenv("STEPSCOPE_EVENT_PATH");
+  return forced && std::string_view(forced) == "simdjson" ? EventPath::Simdjson : asked;
+}
+
 }  // namespace
 
-std::unique_ptr<EventParser> make_event_parser() {
+std::unique_ptr<EventParser> make_event_parser(EventPath asked) {
+  const EventPath path = chosen_path(asked);
 #ifdef STEPSCOPE_HASWELL_PARSER
-  if (use_haswell()) return kernel_haswell::make_parser();
+  if (use_haswell()) return kernel_haswell::make_parser(path);
 #endif
-  return kernel_baseline::make_parser();
+  return kernel_baseline::make_parser(path);
 }
 
 const char* event_parser_kernel() { return use_haswell() ? "haswell" : "baseline"; }

@@ -8,8 +8,12 @@
 #include <simdjson.h>
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "stepscope/error.hpp"
 #include "stepscope/parse.hpp"
@@ -422,6 +426,303 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
 
 namespace {
 
+#define STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
+#include "ingest/kineto_scan.hpp"
+#undef STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
+
+// ---- The fast path: one event read straight from its bytes -----------------------------------
+//
+// It fills EventFields from the same keys, with the same meanings, as parse_one_event and
+// parse_args do through simdjson; each reader answers false to leave the event to them.
+
+struct Cursor {
+  const char* p;
+  const char* end;
+  void ws() { p = scan::skip_ws(p, end); }
+  bool at(char c) const { return p < end && *p == c; }
+  bool starts_number() const { return p < end && (*p == '-' || scan::is_digit(*p)); }
+};
+
+// as_int64 on the value at the cursor: a number gives its value (`got`), or none when it is out
+// of int64's range; any other value is passed over with none, as a failed get_int64 leaves it.
+bool int_value(Cursor& c, std::int64_t& out, bool& got) {
+  got = false;
+  if (!c.starts_number()) return scan::skip_value(c.p, c.end, 0);
+  std::string_view text;
+  bool integer = false;
+  if (!scan::number(c.p, c.end, text, integer)) return false;
+  std::int64_t v = 0;
+  const scan::Read r = scan::int64_of(text, integer, v);
+  if (r == scan::Read::Value) out = v, got = true;
+  return r != scan::Read::GiveUp;
+}
+
+bool int_value(Cursor& c, std::int64_t& out) {
+  bool got = false;
+  return int_value(c, out, got);
+}
+
+// as_double on the value at the cursor, with the same reading of other values as int_value.
+bool double_value(Cursor& c, double& out, bool& got) {
+  got = false;
+  if (!c.starts_number()) return scan::skip_value(c.p, c.end, 0);
+  std::string_view text;
+  bool integer = false;
+  if (!scan::number(c.p, c.end, text, integer)) return false;
+  got = scan::double_of(text, out) == scan::Read::Value;
+  return got;
+}
+
+bool double_value(Cursor& c, double& out) {
+  bool got = false;
+  return double_value(c, out, got);
+}
+
+// An int32 column (registers, device ids) from as_int64, as parse_args casts it.
+bool int32_value(Cursor& c, std::int32_t& out, bool& got) {
+  std::int64_t v = 0;
+  if (!int_value(c, v, got)) return false;
+  if (got) out = static_cast<std::int32_t>(v);
+  return true;
+}
+
+// A string value interned; a value of another type is passed over with `got` false.
+bool interned_string(Cursor& c, StringTable& strings, StrId& out, bool& got) {
+  got = false;
+  if (!c.at('"')) return scan::skip_value(c.p, c.end, 0);
+  std::string_view s;
+  if (!scan::string(c.p, c.end, s)) return false;
+  out = strings.intern(s);
+  got = true;
+  return true;
+}
+
+// grid / block: up to three integers of an array (read_int3).
+bool int3_value(Cursor& c, std::int32_t (&dst)[3]) {
+  if (!c.at('[')) return scan::skip_value(c.p, c.end, 0);
+  ++c.p;
+  c.ws();
+  if (c.at(']')) return ++c.p, true;
+  for (int k = 0;; ++k) {
+    std::int64_t v = 0;
+    bool got = false;
+    if (!int_value(c, v, got)) return false;
+    if (got && k < 3) dst[k] = static_cast<std::int32_t>(v);
+    c.ws();
+    if (c.at(']')) return ++c.p, true;
+    if (!c.at(',')) return false;
+    ++c.p;
+    c.ws();
+  }
+}
+
+// One member of args, by parse_args's rules.
+bool arg_member(Cursor& c, std::string_view k, const EventFields& e, StringTable& strings, ArgValues& a,
+                std::vector<CounterSample>& counters) {
+  bool got = false;
+  if (e.phase == Phase::Counter) {
+    double d = 0;
+    if (!double_value(c, d, got)) return false;
+    if (got) counters.push_back({e.ts, e.name, strings.intern(k), d});
+    return true;
+  }
+  auto extra_int = [&](std::int64_t& dst) {
+    const bool ok = int_value(c, dst, got);
+    a.has_extra |= got;
+    return ok;
+  };
+  auto kernel_arg = [&](bool ok) {
+    a.has_kernel = true;
+    return ok;
+  };
+  if (k == "correlation") return int_value(c, a.correlation);
+  if (k == "External id" || k == "external id") return int_value(c, a.external_id);
+  if (k == "stream") return int_value(c, a.stream);
+  if (k == "device") return int_value(c, a.device);
+  if (k == "name" && e.phase == Phase::Metadata) {
+    StrId id = kNoStr;
+    if (!interned_string(c, strings, id, got)) return false;
+    if (got) a.meta_name = strings.view(id), a.meta_name_set = true;
+    return true;
+  }
+  if (k == "Sequence number") return extra_int(a.extra.sequence_number);
+  if (k == "Fwd thread id") return extra_int(a.extra.fwd_thread_id);
+  if (k == "bytes" || k == "Bytes") return extra_int(a.extra.bytes);
+  if (k == "Total Allocated") return extra_int(a.extra.total_allocated);
+  if (k == "Total Reserved") return extra_int(a.extra.total_reserved);
+  if (k == "wait_on_stream") return extra_int(a.extra.wait_on_stream);
+  if (k == "wait_on_cuda_event_record_corr_id") return extra_int(a.extra.wait_on_event_record_corr);
+  if (k == "Seq") return extra_int(a.extra.collective_seq);
+  if (k == "memory bandwidth (GB/s)") {
+    const bool ok = double_value(c, a.extra.bandwidth_gbps, got);
+    a.has_extra |= got;
+    return ok;
+  }
+  if (k == "Device Type" || k == "Device Id") {
+    const bool ok = int32_value(c, k == "Device Type" ? a.extra.device_type : a.extra.device_id, got);
+    a.has_extra |= got;
+    return ok;
+  }
+  if (k == "Process Group Name") {
+    const bool ok = interned_string(c, strings, a.extra.process_group, got);
+    a.has_extra |= got;
+    return ok;
+  }
+  if (k == "Input Dims" || k == "Input type") {
+    std::string_view text;
+    if (!scan::value_text(c.p, c.end, text)) return false;
+    (k == "Input Dims" ? a.extra.input_dims : a.extra.input_type) = strings.intern(text);
+    a.has_extra = true;
+    return true;
+  }
+  if (k == "grid") return kernel_arg(int3_value(c, a.kernel.grid));
+  if (k == "block") return kernel_arg(int3_value(c, a.kernel.block));
+  if (k == "registers per thread") return kernel_arg(int32_value(c, a.kernel.registers_per_thread, got));
+  if (k == "shared memory") return kernel_arg(int_value(c, a.kernel.shared_memory));
+  if (k == "warps per SM") return kernel_arg(double_value(c, a.kernel.warps_per_sm));
+  if (k == "blocks per SM") return kernel_arg(double_value(c, a.kernel.blocks_per_sm));
+  if (k == "est. achieved occupancy %") return kernel_arg(double_value(c, a.kernel.est_occupancy_pct));
+  return scan::skip_value(c.p, c.end, 0);
+}
+
+// The members of an object at the cursor, each handed to `member(key)` with the cursor on its
+// value. Example: `{"a": 1, "b": [2]}` -> member("a"), member("b").
+template <class Member>
+bool object_members(Cursor& c, Member&& member) {
+  if (!c.at('{')) return false;
+  ++c.p;
+  c.ws();
+  if (c.at('}')) return ++c.p, true;
+  for (;;) {
+    std::string_view key;
+    if (!scan::string(c.p, c.end, key)) return false;
+    c.ws();
+    if (!c.at(':')) return false;
+    ++c.p;
+    c.ws();
+    if (!member(key)) return false;
+    c.ws();
+    if (c.at('}')) return ++c.p, true;
+    if (!c.at(',')) return false;
+    ++c.p;
+    c.ws();
+  }
+}
+
+// "ts" or "dur": a number whose text parse_us_to_ns reads.
+bool time_value(Cursor& c, ns_t& out) {
+  std::string_view text;
+  bool integer = false;
+  if (!c.starts_number() || !scan::number(c.p, c.end, text, integer)) return false;
+  const auto ns = parse_us_to_ns(text);
+  if (ns) out = *ns;
+  return ns.has_value();
+}
+
+// "pid" or "tid" by as_track_id's rules: a label is interned; a number is kept unless it
+// cannot be told from a label, and then its text is interned.
+bool track_value(Cursor& c, StringTable& strings, std::int64_t& out) {
+  if (c.at('"')) {
+    std::string_view s;
+    if (!scan::string(c.p, c.end, s)) return false;
+    out = string_track_id(strings.intern(s));
+    return true;
+  }
+  std::string_view text;
+  bool integer = false;
+  if (!c.starts_number() || !scan::number(c.p, c.end, text, integer)) return false;
+  std::int64_t v = 0;
+  const scan::Read r = scan::int64_of(text, integer, v);
+  if (r == scan::Read::GiveUp) return false;
+  out = r == scan::Read::Value && !is_string_track_id(v) ? v : string_track_id(strings.intern(text));
+  return true;
+}
+
+bool event_member(Cursor& c, std::string_view k, RankTrace& out, EventFields& e) {
+  StrId id = kNoStr;
+  bool got = false;
+  switch (k.size()) {
+    case 2:
+      if (k == "ph") {
+        std::string_view ph;
+        if (!c.at('"') || !scan::string(c.p, c.end, ph)) return false;
+        e.phase = phase_from(ph);
+        e.has_ph = true;
+        return true;
+      }
+      if (k == "ts") {
+        if (!time_value(c, e.ts)) return false;
+        e.has_ts = true;
+        return true;
+      }
+      if (k == "id") {
+        std::int64_t x = 0;
+        if (!int_value(c, x, got)) return false;
+        if (got) e.flow_id = x;
+        return true;
+      }
+      break;
+    case 3:
+      if (k == "cat") {
+        if (!c.at('"') || !interned_string(c, out.strings, e.cat, got)) return false;
+        e.has_cat = true;
+        return true;
+      }
+      if (k == "pid") return track_value(c, out.strings, e.pid);
+      if (k == "tid") return track_value(c, out.strings, e.tid);
+      if (k == "dur") return time_value(c, e.dur);
+      break;
+    case 4:
+      if (k == "name") {
+        if (!c.at('"') || !interned_string(c, out.strings, id, got)) return false;
+        e.name = id;
+        return true;
+      }
+      if (k == "args")
+        return object_members(c, [&](std::string_view key) {
+          return arg_member(c, key, e, out.strings, e.args, out.counters);
+        });
+      break;
+    default:
+      break;
+  }
+  return scan::skip_value(c.p, c.end, 0);
+}
+
+// Where event i of a batch may end: the next event's opening brace, or the batch's closing ']'.
+const char* event_bound(const EventBatch& batch, std::size_t i) {
+  return batch.json() + (i + 1 < batch.count() ? batch.starts[i + 1] : batch.text_size - 1);
+}
+
+// The closing brace of event i, found back from its bound across the separator, which must be
+// whitespace around one ',' (none after the last event); null when it is anything else.
+const char* event_close(const EventBatch& batch, std::size_t i) {
+  const char* p = event_bound(batch, i);
+  const char* const begin = batch.json() + batch.starts[i];
+  auto back_over_ws = [&] {
+    while (p > begin && scan::is_ws(p[-1])) --p;
+  };
+  back_over_ws();
+  if (i + 1 < batch.count()) {
+    if (p == begin || p[-1] != ',') return nullptr;
+    --p;
+    back_over_ws();
+  }
+  return p > begin && p[-1] == '}' ? p - 1 : nullptr;
+}
+
+// Event i through the fast path: false leaves it (and its separator) to simdjson.
+bool fast_event(const EventBatch& batch, std::size_t i, RankTrace& out, EventFields& e) {
+  const char* const close = event_close(batch, i);
+  if (!close) return false;
+  Cursor c{batch.json() + batch.starts[i], close + 1};
+  return object_members(c, [&](std::string_view key) { return event_member(c, key, out, e); }) && c.p == close + 1;
+}
+
+}  // namespace
+
+namespace {
+
 // Times at or beyond 2^62 ns (146 years) are no profile's: skipped, so that end = ts + dur and
 // every difference of two times stays inside int64.
 constexpr std::int64_t kMaxTraceTimeNs = std::int64_t{1} << 62;
@@ -434,27 +735,45 @@ bool time_in_range(std::int64_t ts, std::int64_t dur) {
 
 namespace {
 
-void parse_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout, const std::string& name,
-                 RankTrace& out, BatchStats& stats) {
-  Where where{name, batch, 0};
-  auto doc = parser.iterate(batch.json(), batch.text_size, batch.json_capacity());
+// Event i through simdjson, for what the fast path leaves: the event's own text, alone.
+void simdjson_event(const EventBatch& batch, std::size_t i, od::parser& parser, const Where& where, RankTrace& out,
+                    EventFields& e) {
+  const char* const close = event_close(batch, i);
+  if (!close) where.fail("malformed JSON after this event");
+  const char* const begin = batch.json() + batch.starts[i];
+  auto doc = parser.iterate(begin, static_cast<std::size_t>(close + 1 - begin), batch.json_capacity() - batch.starts[i]);
   if (doc.error()) where.fail(simdjson::error_message(doc.error()));
-  auto arr = doc.get_array();
-  if (arr.error()) where.fail(simdjson::error_message(arr.error()));
-  std::size_t i = 0;
-  for (auto elem : arr.value_unsafe()) {
-    where.index = std::min(i, batch.count() - 1);
-    if (elem.error()) where.fail(simdjson::error_message(elem.error()));
-    auto obj = elem.get_object();
-    if (obj.error()) where.fail("not a JSON object");
+  auto obj = doc.get_object();
+  if (obj.error()) where.fail("not a JSON object");
+  parse_one_event(obj.value_unsafe(), where, out, e);
+}
+
+// The fields of event i: by the fast path, or, where it gives up, by simdjson from a clean
+// start (the counter samples the fast path stored for the event are taken back first).
+void read_event(const EventBatch& batch, std::size_t i, EventPath path, od::parser& parser, const Where& where,
+                RankTrace& out, EventFields& e) {
+  const std::size_t counters = out.counters.size();
+  if (path == EventPath::Fast && fast_event(batch, i, out, e)) {
+    if (!e.has_ph) where.fail("event has no \"ph\" (phase)");
+    return;
+  }
+  out.counters.resize(counters);
+  e = EventFields{};
+  simdjson_event(batch, i, parser, where, out, e);
+}
+
+void parse_batch(const EventBatch& batch, EventPath path, od::parser& parser, TraceLayout layout,
+                 const std::string& name, RankTrace& out, BatchStats& stats) {
+  Where where{name, batch, 0};
+  for (std::size_t i = 0; i < batch.count(); ++i) {
+    where.index = i;
     EventFields e;
-    parse_one_event(obj.value_unsafe(), where, out, e);
-    ++i;
+    read_event(batch, i, path, parser, where, out, e);
     if (e.phase == Phase::Metadata) {
       store_metadata(e, out);
       continue;
     }
-    if (e.phase == Phase::Counter) continue;  // samples already stored by parse_args
+    if (e.phase == Phase::Counter) continue;  // samples already stored with the args
     if (!e.has_ts) {
       ++stats.missing_ts;
       continue;
@@ -465,26 +784,24 @@ void parse_batch(const EventBatch& batch, od::parser& parser, TraceLayout layout
     }
     append_event(e, layout, out);
   }
-  if (i != batch.count()) {
-    where.index = std::min(i, batch.count() - 1);
-    where.fail("malformed JSON in this event");
-  }
 }
 
 // One thread's parser: simdjson's buffers grow to the largest run of events and are reused.
 class Parser final : public EventParser {
  public:
+  explicit Parser(EventPath path) : path_(path) {}
   void parse(const EventBatch& batch, TraceLayout layout, const std::string& name, RankTrace& out,
              BatchStats& stats) override {
-    parse_batch(batch, parser_, layout, name, out, stats);
+    parse_batch(batch, path_, parser_, layout, name, out, stats);
   }
 
  private:
+  EventPath path_;
   od::parser parser_;
 };
 
 }  // namespace
 
-std::unique_ptr<EventParser> make_parser() { return std::make_unique<Parser>(); }
+std::unique_ptr<EventParser> make_parser(EventPath path) { return std::make_unique<Parser>(path); }
 
 }  // namespace stepscope::ingest::STEPSCOPE_KERNEL_NS(STEPSCOPE_PARSER_KERNEL)

@@ -29,10 +29,16 @@ class EventParser {
                      BatchStats& stats) = 0;
 };
 
+// How a parser reads each event: straight from its bytes where it is in the JSON subset Kineto
+// writes, with simdjson for the rest (the default); or with simdjson for every event, the
+// reference the fast path is tested against. STEPSCOPE_EVENT_PATH=simdjson in the environment
+// makes every parser take the second.
+enum class EventPath { Fast, Simdjson };
+
 // A parser of the kernel this CPU runs best: "haswell" (AVX2, BMI, PCLMUL) where the CPU has it
 // and it was built, else "baseline". STEPSCOPE_PARSER_KERNEL=baseline in the environment forces
 // the baseline (to compare kernels on one machine); an unknown or unavailable name is ignored.
-std::unique_ptr<EventParser> make_event_parser();
+std::unique_ptr<EventParser> make_event_parser(EventPath path = EventPath::Fast);
 // The kernel make_event_parser() picks: "haswell" or "baseline".
 const char* event_parser_kernel();
 
@@ -41,10 +47,10 @@ void merge_rank_part(RankTrace& into, RankTrace&& part);
 
 // Each kernel's factory, defined by its build of kineto_events.cpp.
 namespace kernel_baseline {
-std::unique_ptr<EventParser> make_parser();
+std::unique_ptr<EventParser> make_parser(EventPath path);
 }
 namespace kernel_haswell {
-std::unique_ptr<EventParser> make_parser();
+std::unique_ptr<EventParser> make_parser(EventPath path);
 }
 
 }  // namespace stepscope::ingest
