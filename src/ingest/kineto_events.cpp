@@ -133,14 +133,14 @@ bool as_double(od::value v, double& out) {
   return true;
 }
 
-// A value's text as the file spells it. simdjson's raw token runs up to the next structural
-// character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
 std::string_view without_trailing_space(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
 }
 
+// A value's text as the file spells it. simdjson's raw token runs up to the next structural
+// character, so it carries the whitespace a pretty-printed file puts before the ',' or '}'.
 std::string_view raw_text(od::value v) { return without_trailing_space(v.raw_json_token()); }
 
 // A pid or tid: a number, or a label such as "Spans" or "CPU functions". Labels are interned

@@ -31,6 +31,13 @@ bool has_finding(const AnalysisResult& r, const std::string& id) {
                      [&](const Finding& f) { return f.id == id; });
 }
 
+void expect_verdict_and_first_lever(const AnalysisResult& r, const std::string& verdict, const std::string& lever) {
+  EXPECT_EQ(verdict_id(r), verdict) << r.diagnosis.verdict.headline;
+  const Lever* first = first_lever(r);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->id, lever);
+}
+
 double step_share(const AnalysisResult& r, Category c) {
   const RankPartition& p = r.partitions.at(0);
   return p.steady_mean_category[static_cast<std::size_t>(c)] / p.steady_mean_ns;
@@ -43,9 +50,7 @@ double syncs_per_step(const AnalysisResult& r) {
 
 TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
   const AnalysisResult r = analyze_recorded("input_bound");
-  EXPECT_EQ(verdict_id(r), "input-bound") << r.diagnosis.verdict.headline;
-  ASSERT_NE(first_lever(r), nullptr);
-  EXPECT_EQ(first_lever(r)->id, "num_workers");
+  expect_verdict_and_first_lever(r, "input-bound", "num_workers");
   // 32 samples x 1.5 ms of sleep per step, beside well under a millisecond of GPU work.
   EXPECT_GT(step_share(r, Category::BatchWait), 0.8);
   EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
@@ -53,11 +58,10 @@ TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
 
 TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
   const AnalysisResult r = analyze_recorded("pageable_copy");
-  EXPECT_EQ(verdict_id(r), "copy-bound") << r.diagnosis.verdict.headline;
+  expect_verdict_and_first_lever(r, "copy-bound", "pin_memory");
   EXPECT_TRUE(has_finding(r, "pageable_copy"));
   const Lever* l = first_lever(r);
   ASSERT_NE(l, nullptr);
-  EXPECT_EQ(l->id, "pin_memory");
   // The blocking cudaMemcpyAsync holds the host for the copy: HTA calls that edge cpu_bound,
   // but the time is the copy's, so the lever acts on most of the path.
   EXPECT_GT(l->critical_path_share, 0.8);
@@ -66,18 +70,14 @@ TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
 
 TEST(RecordedTraces, TinyLayersAreLaunchBound) {
   const AnalysisResult r = analyze_recorded("launch_bound");
-  EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
-  ASSERT_NE(first_lever(r), nullptr);
-  EXPECT_EQ(first_lever(r)->id, "cuda_graphs");
+  expect_verdict_and_first_lever(r, "host/launch-bound", "cuda_graphs");
   EXPECT_TRUE(has_finding(r, "unfused_optimizer"));  // AdamW(foreach=False): per-parameter kernels
 }
 
 TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
   const AnalysisResult r = analyze_recorded("fp32_no_amp");
-  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  expect_verdict_and_first_lever(r, "gpu-bound", "amp_bf16");  // an H200 runs bf16 tensor cores
   EXPECT_TRUE(has_finding(r, "fp32_no_tf32"));
-  ASSERT_NE(first_lever(r), nullptr);
-  EXPECT_EQ(first_lever(r)->id, "amp_bf16");  // an H200 runs bf16 tensor cores
   const ComputeMix& m = r.partitions.at(0).mix;
   EXPECT_GT(m.fp32_simt_gemm_ns, 0.9 * static_cast<double>(m.gemm_ns_by_dtype[static_cast<std::size_t>(DataType::Fp32)]));
 }
@@ -119,9 +119,7 @@ TEST(RecordedTraces, SyncAfterEveryWideLayerCountsItsSyncs) {
 
 TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
   const AnalysisResult r = analyze_recorded("checkpoint_every_2nd");
-  EXPECT_EQ(verdict_id(r), "side-work") << r.diagnosis.verdict.headline;
-  ASSERT_NE(first_lever(r), nullptr);
-  EXPECT_EQ(first_lever(r)->id, "async_checkpoint");
+  expect_verdict_and_first_lever(r, "side-work", "async_checkpoint");
   // torch.save's device-to-host copies are launched inside the save: side work, not a copy stage.
   EXPECT_GT(step_share(r, Category::SideWork), 0.95);
   EXPECT_LT(step_share(r, Category::D2HCopy), 0.01);

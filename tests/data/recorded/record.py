@@ -92,28 +92,25 @@ class CheckedMlp(nn.Module):
         return h
 
 
-def sync_each_layer():
-    model = CheckedMlp(512, 24).cuda()
-    opt = torch.optim.AdamW(model.parameters())
-    x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
+def checked_mlp_job(width, depth, batch, fused):
+    model = CheckedMlp(width, depth).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=fused)
+    x, y = torch.randn(batch, width, device="cuda"), torch.randn(batch, width, device="cuda")
 
     def step(i):
         loss = train_step(model, opt, x, y, amp=True)
         print(f"step {i} loss {loss.item():.4f}", file=sys.stderr)
     return step
+
+
+def sync_each_layer():
+    return checked_mlp_job(512, 24, 256, fused=None)
 
 
 def sync_serialised():
-    # Each layer's GEMM (~0.1 ms) is about as long as the host's dispatch of the next, so the
-    # per-layer sync stops either side from overlapping the other.
-    model = CheckedMlp(4096, 16).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(2048, 4096, device="cuda"), torch.randn(2048, 4096, device="cuda")
-
-    def step(i):
-        loss = train_step(model, opt, x, y, amp=True)
-        print(f"step {i} loss {loss.item():.4f}", file=sys.stderr)
-    return step
+    # Each layer's GEMM (~0.1 ms) is about as long as the host's dispatch of the next, meant to
+    # make the per-layer sync stop either side from overlapping the other.
+    return checked_mlp_job(4096, 16, 2048, fused=True)
 
 
 def checkpoint_every_2nd():
