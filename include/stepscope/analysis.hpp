@@ -97,7 +97,7 @@ struct AnalyzeOptions {
   int jobs = 0;                // ranks analysed at once; 0 = number of cores
   // Threads one rank's analyses share (0 = number of cores): the critical path, the GPU timeline
   // with the drill-down, and the step partition with what reads it run side by side. analyze_ranks
-  // gives a lone rank every job; many ranks get one thread each.
+  // shares `jobs` among its ranks (rank_threads_for): a lone rank gets every job.
   int rank_threads = 1;
   bool with_drilldown = true;  // false leaves AnalysisResult::drilldowns empty (cost comparisons)
   DrillDownOptions drilldown;

@@ -245,7 +245,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
 std::vector<RankAnalysis> analyze_ranks(const Trace& trace, const AnalyzeOptions& opts) {
   std::vector<RankAnalysis> ranks(trace.ranks.size());
   AnalyzeOptions each = opts;
-  if (ranks.size() == 1) each.rank_threads = opts.jobs;  // a lone rank gets every thread
+  each.rank_threads = rank_threads_for(opts.jobs, ranks.size());
   // Each rank's analyses read only that rank's trace and write only its own slot.
   for_each_rank_parallel(ranks.size(), opts.jobs, [&](std::size_t i) { ranks[i] = analyze_rank(trace.ranks[i], each); });
   return ranks;

@@ -122,9 +122,7 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   std::vector<std::vector<Taken>> per_file(listing.files.size());
   AnalyzeOptions one = opts.analyze;
   one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
-  const int jobs = threads_for(opts.ingest.jobs);
-  const auto files = static_cast<int>(std::max<std::size_t>(1, listing.files.size()));
-  one.rank_threads = std::max(1, jobs / std::min(jobs, files));
+  one.rank_threads = rank_threads_for(opts.ingest.jobs, listing.files.size());
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
     if (t.events.size() == 0)
       per_file[f].push_back({{}, std::move(t)});

@@ -141,6 +141,8 @@ std::vector<V> column_from(const nlohmann::json& j) {
   std::vector<V> out;
   if constexpr (std::is_same_v<V, std::string>) {
     const auto table = j.at("values").get<std::vector<std::string>>();
+    // Every index is checked, and the column's size summed, before any row is built.
+    std::vector<std::size_t> picks;
     std::size_t bytes = 0;
     for (const auto& i : j.at("index")) {
       const std::int64_t k = integer_of(i);
@@ -148,8 +150,10 @@ std::vector<V> column_from(const nlohmann::json& j) {
         throw nlohmann::json::other_error::create(501, "index past the table of values", &j);
       bytes += table[static_cast<std::size_t>(k)].size();
       if (bytes > kMaxColumnBytes) throw nlohmann::json::other_error::create(501, "a column of more than 1 GiB", &j);
-      out.push_back(table[static_cast<std::size_t>(k)]);
+      picks.push_back(static_cast<std::size_t>(k));
     }
+    out.reserve(picks.size());
+    for (std::size_t k : picks) out.push_back(table[k]);
   } else if constexpr (std::is_floating_point_v<V>) {
     j.get_to(out);
   } else {

@@ -7,6 +7,7 @@
 #include "stepscope/analysis.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/report.hpp"
+#include "stepscope/threads.hpp"
 
 namespace stepscope {
 namespace {
@@ -19,6 +20,19 @@ std::string report_with_jobs(const Trace& t, int jobs) {
   return to_json(r).dump();
 }
 
+// One rule shares the threads among ranks, whether they are analysed after reading (analyze) or
+// as each file is read (the pipeline).
+TEST(ParallelAnalysis, RankThreadsShareTheJobs) {
+  EXPECT_EQ(rank_threads_for(4, 1), 4);
+  EXPECT_EQ(rank_threads_for(4, 2), 2);
+  EXPECT_EQ(rank_threads_for(4, 3), 1);
+  EXPECT_EQ(rank_threads_for(8, 3), 2);
+  EXPECT_EQ(rank_threads_for(2, 64), 1);
+  EXPECT_EQ(rank_threads_for(4, 0), 4);
+  EXPECT_EQ(rank_threads_for(0, 1), threads_for(0));
+}
+
+// With 8 jobs the 4 ranks get 2 threads each: ranks side by side, and each rank's own analyses.
 TEST(ParallelAnalysis, SameReportOnOneThreadAndMany) {
   const auto dir = test::generate("straggler", "--ranks 4 --steps 5");
   ASSERT_FALSE(dir.empty());

@@ -2,6 +2,8 @@
 // arrival skew, and the keys that match a collective across ranks (sequence number or order).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -146,6 +148,20 @@ TEST(CollectiveMarks, SequenceNumbersOnTheLaunchingOpKeyTheKernelsAlikeOnEveryRa
   EXPECT_EQ(c.residual_p99_ns, 0);
   EXPECT_DOUBLE_EQ(c.arrival_skew_mean_ns, 30'000);
   EXPECT_EQ(c.last_rank, 1);
+}
+
+// A base time that puts the kernels past 2^61 ns, or past int64 itself, is no clock: their marks
+// are dropped (the fit takes differences of two marks, which must stay within int64).
+TEST(CollectiveMarks, KernelsOffAnyClockGiveNoMarks) {
+  constexpr std::int64_t kLimit = std::int64_t{1} << 61;
+  const auto marks_with_base = [](std::int64_t base) {
+    RankTrace t = read_kineto_buffer(seq_trace(0, 0, base), "rank0");
+    return analyze_rank(t).collectives.marks.size();
+  };
+  EXPECT_EQ(marks_with_base(kLimit - 2'000'000), 2u);  // kernels end about 1.16 ms later: on the clock
+  EXPECT_EQ(marks_with_base(kLimit - 1'000'000), 0u);  // they start 1.01 ms later: past 2^61
+  EXPECT_EQ(marks_with_base(-kLimit - 2'000'000), 0u);  // 0.99 ms before -2^61
+  EXPECT_EQ(marks_with_base(std::numeric_limits<std::int64_t>::max() - 1000), 0u);  // the sum overflows
 }
 
 // A generated job on hosts whose clocks disagree by up to 3 ms, odd ranks on the previous base

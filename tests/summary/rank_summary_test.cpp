@@ -297,5 +297,61 @@ TEST(RankSummaryRefuses, AMissingField) {
                  "field 'ranks[0].partition.mix.class_ns': array index 13 is out of range");
 }
 
+// ---- refused columns (critical-path edges and other long row lists are stored by column) -----
+
+// Where the critical path's edges sit in a summary of a GPU trace: the object holding one column
+// per field, integers as differences and names as a table of values with an index per row.
+json::json_pointer path_columns(const json& doc, const json::json_pointer& at = json::json_pointer{}) {
+  const json& here = doc.at(at);
+  if (here.is_object() && here.contains("begin_ts") && here.contains("name")) return at;
+  if (here.is_structured())
+    for (auto it = here.begin(); it != here.end(); ++it) {
+      const json::json_pointer child = here.is_array() ? at / static_cast<std::size_t>(it - here.begin()) : at / it.key();
+      if (auto found = path_columns(doc, child); !found.empty()) return found;
+    }
+  return json::json_pointer{};
+}
+
+const std::string& path_summary() {
+  static const std::string bytes = encode_summary(summarize("hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"));
+  return bytes;
+}
+
+// The GPU summary with one member of its path columns set.
+std::string path_edited(const std::string& member, const json& value) {
+  json doc = json::from_cbor(path_summary());
+  const json::json_pointer columns = path_columns(doc);
+  EXPECT_FALSE(columns.empty());
+  doc[columns / member] = value;
+  return cbor(doc);
+}
+
+TEST(RankSummaryRefuses, ColumnsWithBadIndexesOrValues) {
+  json doc = json::from_cbor(path_summary());
+  const json::json_pointer columns = path_columns(doc);
+  ASSERT_FALSE(columns.empty());
+  ASSERT_GT(doc[columns / "begin_ts"].size(), 1u);
+  json index = doc[columns / "name" / "index"];
+  index[0] = -1;
+  expect_refused(path_edited("name", {{"values", doc[columns / "name" / "values"]}, {"index", index}}),
+                 "index past the table of values");
+  index[0] = 0.5;
+  expect_refused(path_edited("name", {{"values", doc[columns / "name" / "values"]}, {"index", index}}),
+                 "an integer is expected");
+  json ts = doc[columns / "begin_ts"];
+  ts[1] = 2.5;  // a difference of times must be an integer
+  expect_refused(path_edited("begin_ts", ts), "an integer is expected");
+  ts = doc[columns / "begin_ts"];
+  ts.erase(ts.size() - 1);
+  expect_refused(path_edited("begin_ts", ts), "column end_ts has another length");  // begin_ts, read first, set it
+}
+
+TEST(RankSummaryRefuses, AStringColumnOfMoreThanAGibibyte) {
+  // 1,025 rows naming one 1 MiB value: a few MB of CBOR that would decode to over 1 GiB.
+  const json many(1025, 0);
+  expect_refused(path_edited("name", {{"values", {std::string(std::size_t{1} << 20, 'x')}}, {"index", many}}),
+                 "a column of more than 1 GiB");
+}
+
 }  // namespace
 }  // namespace stepscope
