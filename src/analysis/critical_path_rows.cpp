@@ -260,7 +260,7 @@ Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOp
   const auto& r = rows.rows;
   if (opts.annotation.empty()) {
     if (r.empty()) {
-      w.error = "the trace has no events";
+      w.error = "no event has a \"cat\" field, and HTA reads only events that do";
       return w;
     }
     w.start = std::numeric_limits<ns_t>::max();
