@@ -117,6 +117,20 @@ TEST(RecordedTraces, SyncAfterEveryWideLayerCountsItsSyncs) {
   EXPECT_EQ(r.diagnosis.verdict.runner_up, Bound::GpuCompute);
 }
 
+// loss.item() each step, then 4 ms of host work that records no op. The host (launches plus that
+// work, ~7 ms) outlasts the GPU's ~3.2 ms, so removing the read saves only the time the host
+// waited in it: the sync footgun's gain must stay that small. (The partition still counts the
+// whole GPU idle after the read as sync stall; see docs/partition.md, rule 6.)
+TEST(RecordedTraces, ReadThenOpFreeHostWorkGainsOnlyTheWaitFromRemovingTheRead) {
+  const AnalysisResult r = analyze_recorded("sync_then_host_work");
+  EXPECT_DOUBLE_EQ(syncs_per_step(r), 1.0);
+  const auto f = std::find_if(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
+                              [](const Finding& x) { return x.id == "host_sync_logging"; });
+  ASSERT_NE(f, r.diagnosis.findings.end());
+  EXPECT_GT(f->gain_ns, 0);
+  EXPECT_LT(f->gain_ns, 0.15 * f->step_ns);
+}
+
 TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
   const AnalysisResult r = analyze_recorded("checkpoint_every_2nd");
   expect_verdict_and_first_lever(r, "side-work", "async_checkpoint");

@@ -9,6 +9,7 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   input_bound     the DataLoader's per-sample transform sleeps; the GPU step is short
   sync_each_layer a NaN check (`bool(tensor)`) after every layer and `loss.item()` each step
   sync_serialised the same check on 4096-wide layers whose GEMMs take about as long as their dispatch
+  sync_then_host_work  loss.item() each step, then 4 ms of op-free host work while the GPU idles
   checkpoint_every_2nd  torch.save of model and optimizer state every second step
   pageable_copy   a 256 MB pageable host tensor copied to the device every step, little compute
   launch_bound    a deep stack of tiny layers: thousands of microsecond kernels per step
@@ -113,6 +114,22 @@ def sync_serialised():
     return checked_mlp_job(4096, 16, 2048, fused=True)
 
 
+def sync_then_host_work():
+    # loss.item() each step, then 4 ms of host work that records no op (metrics in plain
+    # Python): the GPU, drained by the read, idles through it. Without the read the host work
+    # would overlap the next step's GEMMs.
+    model = mlp(4096, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+
+    def step(i):
+        loss = train_step(model, opt, x, y, amp=True)
+        value = loss.item()
+        time.sleep(0.004)
+        print(f"step {i} loss {value:.4f}", file=sys.stderr)
+    return step
+
+
 def checkpoint_every_2nd():
     model = mlp(4096, 2)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
@@ -165,6 +182,7 @@ SCENARIOS = {
     "input_bound": input_bound,
     "sync_each_layer": sync_each_layer,
     "sync_serialised": sync_serialised,
+    "sync_then_host_work": sync_then_host_work,
     "checkpoint_every_2nd": checkpoint_every_2nd,
     "pageable_copy": pageable_copy,
     "launch_bound": launch_bound,
