@@ -23,13 +23,14 @@ std::string report_with_jobs(const Trace& t, int jobs) {
 // One rule shares the threads among ranks, whether they are analysed after reading (analyze) or
 // as each file is read (the pipeline).
 TEST(ParallelAnalysis, RankThreadsShareTheJobs) {
-  EXPECT_EQ(rank_threads_for(4, 1), 4);
-  EXPECT_EQ(rank_threads_for(4, 2), 2);
-  EXPECT_EQ(rank_threads_for(4, 3), 1);
-  EXPECT_EQ(rank_threads_for(8, 3), 2);
-  EXPECT_EQ(rank_threads_for(2, 64), 1);
-  EXPECT_EQ(rank_threads_for(4, 0), 4);
-  EXPECT_EQ(rank_threads_for(0, 1), threads_for(0));
+  struct Case {
+    int jobs;
+    std::size_t ranks;
+    int each;
+  };
+  for (const Case c : {Case{4, 1, 4}, Case{4, 2, 2}, Case{4, 3, 1}, Case{8, 3, 2}, Case{2, 64, 1}, Case{4, 0, 4},
+                       Case{0, 1, threads_for(0)}})
+    EXPECT_EQ(rank_threads_for(c.jobs, c.ranks), c.each) << c.jobs << " jobs, " << c.ranks << " ranks";
 }
 
 // With 8 jobs the 4 ranks get 2 threads each: ranks side by side, and each rank's own analyses.
