@@ -204,14 +204,16 @@ void step_table(const RankPartition& p, std::string& out) {
 
 }  // namespace
 
-// What limits the conclusions comes before them; info-level warnings only in verbose mode. Past
+// What limits the conclusions comes right after the verdict, before the figures: the report's first
+// line is always the verdict (`stepscope analyze t.json | head -1`). Info-level warnings only in
+// verbose mode. Past
 // `limit` warnings of one code, the rest are counted, not repeated.
 void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& out) {
   bool any = false;
   std::map<std::string, std::size_t> seen;
   for (const auto& w : t.warnings) {
     if (w.severity == TrustSeverity::Info && !verbose) continue;
-    if (!any) out += "trust (what limits this analysis):\n";
+    if (!any) out += "\ntrust (what limits this analysis):\n";
     any = true;
     if (limit != 0 && ++seen[w.code] > limit) continue;
     out += fmt::format("  ! [{}] rank {}: {}\n", w.code, w.rank, terminal_safe(w.text));
@@ -226,8 +228,8 @@ std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& op
   std::string out;
   if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
   const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
-  trust_lines(r.trust, opts.verbose, opts.ranks, out);
   verdict_lines(r.diagnosis, out);
+  trust_lines(r.trust, opts.verbose, opts.ranks, out);
   steps_line(r, listed, out);
   partition_table(job_step(r), r.partitions.size(), opts.verbose, out);
   stability_lines(r, opts.ranks, out);

@@ -15,6 +15,25 @@ AnalysisResult input_bound_cpu() {
   return test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"});
 }
 
+// A trace with warnings still leads with its verdict; what limits it follows at once, before the
+// figures. Each wild trace below has at least two warnings.
+TEST(TextReport, TheVerdictLeadsAndTheTrustWarningsFollowIt) {
+  for (const char* file : {"particle_transformer_cold_forward", "tutorial_transformer_launch_bound",
+                           "zoology_missing_gpu_records"}) {
+    SCOPED_TRACE(file);
+    const AnalysisResult r =
+        test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/wild/" + file + ".pt.trace.json.gz"});
+    ASSERT_GE(r.trust.warnings.size(), 2u);
+    const std::string text = render_text(r);
+    EXPECT_EQ(text.rfind("verdict: ", 0), 0u) << text.substr(0, 200);
+    const auto trust = text.find("\ntrust (what limits this analysis):\n");
+    const auto steps = text.find("\nrank 0: ");
+    ASSERT_NE(trust, std::string::npos);
+    ASSERT_NE(steps, std::string::npos);
+    EXPECT_LT(trust, steps);
+  }
+}
+
 TEST(TextReport, LeadsWithTheVerdictThenTheSections) {
   const std::string text = render_text(input_bound_cpu());
   EXPECT_EQ(text.rfind("verdict: input pipeline", 0), 0u) << text.substr(0, 200);
