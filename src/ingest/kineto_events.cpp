@@ -29,6 +29,11 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
+#define STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
+#include "ingest/kineto_scan.hpp"
+#undef STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
+
+
 // Context for error messages: which event, where.
 struct Where {
   const std::string& name;
@@ -134,8 +139,7 @@ bool as_double(od::value v, double& out) {
 }
 
 std::string_view without_trailing_space(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
-    s.remove_suffix(1);
+  while (!s.empty() && scan::is_ws(s.back())) s.remove_suffix(1);
   return s;
 }
 
@@ -425,10 +429,6 @@ void append_event(const EventFields& e, TraceLayout layout, RankTrace& out) {
 }  // namespace
 
 namespace {
-
-#define STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
-#include "ingest/kineto_scan.hpp"
-#undef STEPSCOPE_KINETO_SCAN_INSIDE_KERNEL
 
 // ---- The fast path: one event read straight from its bytes -----------------------------------
 //

@@ -3,6 +3,7 @@
 
 #include "gpu_timeline/trace_builder.hpp"
 #include "stepscope/critical_path.hpp"
+#include "stepscope/ingest.hpp"
 
 namespace stepscope {
 namespace {
@@ -22,6 +23,16 @@ const CpPathEdge* find_edge(const CriticalPath& cp, CpEdgeType t) {
   for (const CpPathEdge& e : cp.path)
     if (e.type == t) return &e;
   return nullptr;
+}
+
+// The legacy autograd-profiler array (the shipped example) writes no "cat": HTA reads no row of
+// it, and the path says so rather than calling the trace empty.
+TEST(CriticalPathUnit, ATraceWithoutCategoriesSaysWhyItHasNoPath) {
+  const Trace t = read_traces({std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz"});
+  ASSERT_GT(t.ranks.at(0).events.size(), 0u);
+  const CriticalPath cp = analyze_critical_path(t.ranks.at(0), whole_trace());
+  EXPECT_FALSE(cp.success);
+  EXPECT_NE(cp.error.find("no event has a \"cat\" field"), std::string::npos) << cp.error;
 }
 
 // An op launches a kernel on an idle stream: the wait from the launch call's start to the
