@@ -17,6 +17,7 @@
 #include <simdjson.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -128,11 +129,49 @@ std::size_t gzip_size(const std::string& raw) {
   return isize;
 }
 
+template <class T>
+std::size_t held(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+template <class W, class N>
+std::size_t held(const stepscope::NarrowColumn<W, N>& c) {
+  return c.bytes();
+}
+
+// What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.
+void print_model_bytes(const stepscope::RankTrace& t) {
+  const auto& e = t.events;
+  std::size_t tracks = 0;
+  for (const auto* side : {&t.host_tracks, &t.gpu_tracks})
+    for (const auto& k : *side) tracks += held(k.events);
+  const std::pair<const char*, std::size_t> parts[] = {
+      {"ts, dur", held(e.ts) + held(e.dur)},
+      {"name, category", held(e.name) + held(e.category)},
+      {"kind, phase, copy", held(e.kind) + held(e.phase) + held(e.copy_kind) + held(e.host_mem)},
+      {"track", held(e.track)},
+      {"correlation, ext id", held(e.correlation) + held(e.external_id)},
+      {"stream, device", held(e.stream) + held(e.device)},
+      {"side indexes", held(e.kernel_args) + held(e.extra)},
+      {"kernel args", held(t.kernel_args)},
+      {"extras", held(t.extras)},
+      {"track indexes", tracks},
+  };
+  std::size_t total = 0;
+  for (const auto& [name, bytes] : parts) total += bytes;
+  const double n = static_cast<double>(std::max<std::size_t>(1, e.size()));
+  fmt::print("  model of {} events: {:.1f} MB, {:.1f} B/event ({} extras, {} kernel args)\n", e.size(),
+             static_cast<double>(total) / 1e6, static_cast<double>(total) / n, t.extras.size(), t.kernel_args.size());
+  for (const auto& [name, bytes] : parts)
+    fmt::print("    {:<22} {:7.1f} MB {:6.1f} B/event\n", name, static_cast<double>(bytes) / 1e6,
+               static_cast<double>(bytes) / n);
+}
+
 // Each analysis of one rank timed on its own (best of three), in analyze_rank's order.
 int stages(const std::string& path) {
   stepscope::IngestOptions io;
   io.jobs = 1;
   const stepscope::RankTrace t = std::move(stepscope::read_traces({path}, io).ranks.at(0));
+  print_model_bytes(t);
   auto best = [](const char* name, auto&& fn) {
     double secs = 1e300;
     for (int k = 0; k < 3; ++k) {

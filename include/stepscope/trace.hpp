@@ -5,8 +5,10 @@
 // nanoseconds on the trace's own clock (Kineto's microsecond text is converted exactly, once).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -182,12 +184,77 @@ class TrackKeys {
   std::uint32_t last_ = 0;                                               // the last key asked for
 };
 
+// A column of integers stored narrow: each row takes sizeof(Narrow) bytes, and the rare value
+// that does not fit (an epoch-sized id, a step longer than 2.1 s, a corrupt stream number) is
+// kept exactly in a side list, its cell holding the marker kWide. Reads give the value as
+// stored; cells change through `set`, as a read returns a value, not a reference.
+//   push_back(7); push_back(int64_t{1} << 40)  ->  cells {7, kWide}, wide {{1, 1 << 40}}
+//   [0] == 7, [1] == 1 << 40;  set(1, 3)  ->  cells {7, 3}, wide {}
+template <class Wide, class Narrow>
+class NarrowColumn {
+ public:
+  static constexpr Narrow kWide = std::numeric_limits<Narrow>::min();
+  using value_type = Wide;
+
+  Wide operator[](std::size_t i) const {
+    const Narrow v = cells_[i];
+    return v != kWide ? static_cast<Wide>(v) : wide_at(i);
+  }
+  void push_back(Wide v) {
+    if (!fits(v)) wide_.push_back({cells_.size(), v});
+    cells_.push_back(fits(v) ? static_cast<Narrow>(v) : kWide);
+  }
+  void set(std::size_t i, Wide v) {
+    auto it = find_wide(i);
+    const bool was_wide = it != wide_.end() && it->first == i;
+    if (fits(v)) {
+      if (was_wide) wide_.erase(it);
+      cells_[i] = static_cast<Narrow>(v);
+    } else {
+      if (was_wide) it->second = v;
+      else wide_.insert(it, {i, v});
+      cells_[i] = kWide;
+    }
+  }
+  // Every row of `o` after this column's rows.
+  void append(const NarrowColumn& o) {
+    const std::size_t base = cells_.size();
+    cells_.insert(cells_.end(), o.cells_.begin(), o.cells_.end());
+    for (const auto& [i, v] : o.wide_) wide_.push_back({base + i, v});
+  }
+  std::size_t size() const { return cells_.size(); }
+  bool empty() const { return cells_.empty(); }
+  std::size_t capacity() const { return cells_.capacity(); }
+  void reserve(std::size_t n) { cells_.reserve(n); }
+  std::size_t wide_count() const { return wide_.size(); }
+  // Bytes held: the cells' capacity and the side list's.
+  std::size_t bytes() const { return cells_.capacity() * sizeof(Narrow) + wide_.capacity() * sizeof(wide_[0]); }
+
+ private:
+  static bool fits(Wide v) {
+    return v > static_cast<Wide>(kWide) && v <= static_cast<Wide>(std::numeric_limits<Narrow>::max());
+  }
+  using WideList = std::vector<std::pair<std::size_t, Wide>>;  // (row, value), rows ascending
+  typename WideList::iterator find_wide(std::size_t i) {
+    return std::lower_bound(wide_.begin(), wide_.end(), i, [](const auto& w, std::size_t r) { return w.first < r; });
+  }
+  Wide wide_at(std::size_t i) const {
+    auto it = std::lower_bound(wide_.begin(), wide_.end(), i, [](const auto& w, std::size_t r) { return w.first < r; });
+    return it->second;
+  }
+  std::vector<Narrow> cells_;
+  WideList wide_;
+};
+
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
 // indexes of RankTrace give time order per track. New rows come through `append`, which keeps
 // every column the same length; cells of existing rows may be changed in place.
+//
+// Columns whose values fit 32 bits (16 for devices) on real traces are NarrowColumns: together
+// they save 19 of the 68 bytes a row took as plain 64-bit columns.
 struct EventTable {
   std::vector<ns_t> ts;
-  std::vector<ns_t> dur;            // 0 for instants, flows, counters
+  NarrowColumn<ns_t, std::int32_t> dur;  // 0 for instants, flows, counters
   std::vector<StrId> name;
   std::vector<StrId> category;      // raw `cat` text (kNoStr when absent)
   std::vector<Kind> kind;
@@ -195,10 +262,10 @@ struct EventTable {
   std::vector<CopyKind> copy_kind;  // memcpy direction, from the name
   std::vector<HostMem> host_mem;    // memcpy host side, from the name
   std::vector<std::uint32_t> track;  // the event's (pid, tid), an index into `keys`
-  std::vector<std::int64_t> correlation;   // args.correlation (flows: their id), or kNone
-  std::vector<std::int64_t> external_id;   // args["External id"], or kNone
-  std::vector<std::int64_t> stream;        // args.stream, or -1 (old traces write 4294967295)
-  std::vector<std::int32_t> device;        // args.device, or -1
+  NarrowColumn<std::int64_t, std::int32_t> correlation;  // args.correlation (flows: their id), or kNone
+  NarrowColumn<std::int64_t, std::int32_t> external_id;  // args["External id"], or kNone
+  NarrowColumn<std::int64_t, std::int32_t> stream;       // args.stream, or -1 (old traces write 4294967295)
+  NarrowColumn<std::int32_t, std::int16_t> device;       // args.device, or -1
   std::vector<std::int32_t> kernel_args;   // index into RankTrace::kernel_args, or -1
   std::vector<std::int32_t> extra;         // index into RankTrace::extras, or -1
 

@@ -41,16 +41,70 @@ enum Channel : int {
 };
 using Counts = std::array<int, kChannelCount>;
 
+// The sweep reads every interval as two edges, an opening at its start and a closing at its
+// end. The intervals are produced twice through a sink (see partition_impl): once to learn
+// their count and time span, once to store them, packed when the span allows.
 struct Edge {
   ns_t t;
   int channel;
   int delta;
 };
 
-void add_interval(std::vector<Edge>& edges, ns_t a, ns_t b, int channel) {
+// First pass: how many edges, and the earliest and latest time.
+struct EdgeBounds {
+  std::size_t count = 0;
+  ns_t first = std::numeric_limits<ns_t>::max(), last = std::numeric_limits<ns_t>::min();
+  void add(ns_t a, ns_t b, int) {
+    count += 2;
+    first = std::min(first, a);
+    last = std::max(last, b);
+  }
+};
+
+// Second pass: each edge in 8 bytes, as (t - origin) << 7 | channel << 1 | opens, half the size
+// of an Edge and sorted as plain integers. Sorting by the packed value orders by time first,
+// and the sweep applies all edges of one instant before classifying it, so the order among
+// them does not matter. For a span of at most 2^56 ns (2.2 years); wider spans use WideEdges.
+//   origin 100: add(150, 170, 3) stores (50 << 7 | 3 << 1 | 1) and (70 << 7 | 3 << 1)
+struct PackedEdges {
+  static constexpr int kChannelBits = 6;
+  static_assert(kChannelCount <= (1 << kChannelBits));
+  static constexpr ns_t kMaxSpan = ns_t{1} << (63 - kChannelBits - 1);
+  ns_t origin = 0;
+  std::vector<std::uint64_t> edges;
+  static std::uint64_t pack(ns_t offset, int channel, bool opens) {
+    return static_cast<std::uint64_t>(offset) << (kChannelBits + 1) | static_cast<std::uint64_t>(channel) << 1 |
+           (opens ? 1u : 0u);
+  }
+  void add(ns_t a, ns_t b, int channel) {
+    edges.push_back(pack(a - origin, channel, true));
+    edges.push_back(pack(b - origin, channel, false));
+  }
+  void sort() { std::sort(edges.begin(), edges.end()); }
+  std::size_t size() const { return edges.size(); }
+  ns_t time(std::size_t i) const { return origin + static_cast<ns_t>(edges[i] >> (kChannelBits + 1)); }
+  int channel(std::size_t i) const { return static_cast<int>(edges[i] >> 1 & ((1u << kChannelBits) - 1)); }
+  int delta(std::size_t i) const { return (edges[i] & 1) ? +1 : -1; }
+};
+
+struct WideEdges {
+  std::vector<Edge> edges;
+  void add(ns_t a, ns_t b, int channel) {
+    edges.push_back({a, channel, +1});
+    edges.push_back({b, channel, -1});
+  }
+  void sort() { std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; }); }
+  std::size_t size() const { return edges.size(); }
+  ns_t time(std::size_t i) const { return edges[i].t; }
+  int channel(std::size_t i) const { return edges[i].channel; }
+  int delta(std::size_t i) const { return edges[i].delta; }
+};
+
+// An interval of `channel` over [a, b); an empty or reversed one adds nothing.
+template <class Sink>
+void add_interval(Sink& edges, ns_t a, ns_t b, int channel) {
   if (b <= a) return;
-  edges.push_back({a, channel, +1});
-  edges.push_back({b, channel, -1});
+  edges.add(a, b, channel);
 }
 
 // What the sweep needs of each event: the facts layer's role and stage, with the user's rules
@@ -227,7 +281,8 @@ std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f,
 
 // The idle tail of a synchronising call: from its end until the GPU next starts any activity
 // (possibly in a later step), or to the end of the last window when it never does.
-void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f,
+template <class Sink>
+void add_sync_tails(Sink& edges, const RankTrace& t, const SweepFacts& f,
                     const std::vector<int>& tracks, const std::vector<GpuActivity>& gpu, ns_t last) {
   for (int k : tracks)
     for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
@@ -241,7 +296,8 @@ void add_sync_tails(std::vector<Edge>& edges, const RankTrace& t, const SweepFac
 
 // Host-side collectives (gloo) often run on the backend's own threads: while the GPU idles and
 // the step's threads record nothing, the step waits on them.
-void add_host_comm(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f, const std::vector<int>& swept) {
+template <class Sink>
+void add_host_comm(Sink& edges, const RankTrace& t, const SweepFacts& f, const std::vector<int>& swept) {
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
     if (std::find(swept.begin(), swept.end(), static_cast<int>(k)) != swept.end()) continue;
     for (auto i : t.host_tracks[k].events)
@@ -251,7 +307,8 @@ void add_host_comm(std::vector<Edge>& edges, const RankTrace& t, const SweepFact
 
 // An op nested inside an op of the same role and stage changes no count that matters: its
 // edges are skipped (a large share of a trace's host ops), which keeps the sweep's sort small.
-void add_host_edges(std::vector<Edge>& edges, const RankTrace& t, const SweepFacts& f,
+template <class Sink>
+void add_host_edges(Sink& edges, const RankTrace& t, const SweepFacts& f,
                     const Track& track, int role0, int stage0) {
   struct Open {
     ns_t end;
@@ -319,18 +376,39 @@ struct Segment {
   Category cat;
 };
 
-std::vector<Segment> sweep(std::vector<Edge>& edges, const Classifier& cls) {
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+template <class Edges>
+std::vector<Segment> sweep(Edges& edges, const Classifier& cls) {
+  edges.sort();
   std::vector<Segment> segs;
   Counts counts{};
   for (std::size_t i = 0; i < edges.size();) {
-    const ns_t t = edges[i].t;
-    for (; i < edges.size() && edges[i].t == t; ++i)
-      counts[static_cast<std::size_t>(edges[i].channel)] += edges[i].delta;
+    const ns_t t = edges.time(i);
+    for (; i < edges.size() && edges.time(i) == t; ++i)
+      counts[static_cast<std::size_t>(edges.channel(i))] += edges.delta(i);
     Category c = cls.classify(counts);
     if (segs.empty() || segs.back().cat != c) segs.push_back({t, c});
   }
   return segs;
+}
+
+// The sweep over the intervals `add_intervals(sink)` produces, stored packed when their span
+// allows (the common case: a trace spans seconds to days).
+template <class AddIntervals>
+std::vector<Segment> sweep_intervals(const AddIntervals& add_intervals, const Classifier& cls) {
+  EdgeBounds bounds;
+  add_intervals(bounds);
+  ns_t span = 0;
+  if (bounds.count > 0 && !__builtin_sub_overflow(bounds.last, bounds.first, &span) && span < PackedEdges::kMaxSpan) {
+    PackedEdges packed;
+    packed.origin = bounds.first;
+    packed.edges.reserve(bounds.count);
+    add_intervals(packed);
+    return sweep(packed, cls);
+  }
+  WideEdges wide;
+  wide.edges.reserve(bounds.count);
+  add_intervals(wide);
+  return sweep(wide, cls);
 }
 
 // The category runs of [w0, w1); before the first segment nothing is recorded.
@@ -742,21 +820,21 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   ns_t last = 0;
   for (const auto& s : r.steps) last = std::max(last, s.end);
 
-  std::vector<Edge> edges;
-  for (const auto& a : gpu) add_interval(edges, a.start, a.end, a.channel);
   std::vector<int> host_tracks;
-  if (d.main_track >= 0) {
-    add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(d.main_track)], kMainRole0, kMainStage0);
-    host_tracks.push_back(d.main_track);
-  }
-  for (int k : f.aux_tracks) {
-    add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(k)], kAuxRole0, kAuxStage0);
-    host_tracks.push_back(k);
-  }
-  if (f.gpu) add_sync_tails(edges, t, f, host_tracks, gpu, last);
-  add_host_comm(edges, t, f, host_tracks);
+  if (d.main_track >= 0) host_tracks.push_back(d.main_track);
+  host_tracks.insert(host_tracks.end(), f.aux_tracks.begin(), f.aux_tracks.end());
+  const auto add_intervals = [&](auto& edges) {
+    for (const auto& a : gpu) add_interval(edges, a.start, a.end, a.channel);
+    for (std::size_t n = 0; n < host_tracks.size(); ++n) {
+      const bool main_thread = n == 0 && d.main_track >= 0;
+      add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(host_tracks[n])],
+                     main_thread ? kMainRole0 : kAuxRole0, main_thread ? kMainStage0 : kAuxStage0);
+    }
+    if (f.gpu) add_sync_tails(edges, t, f, host_tracks, gpu, last);
+    add_host_comm(edges, t, f, host_tracks);
+  };
   const Classifier cls{f.gpu, !f.gpu && !f.has_forward_marker};
-  const std::vector<Segment> segs = sweep(edges, cls);
+  const std::vector<Segment> segs = sweep_intervals(add_intervals, cls);
   for (auto& s : r.steps) s.ns = window_times(segs, s.start, s.end);
   if (keep) *keep = segs;
 

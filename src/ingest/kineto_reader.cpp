@@ -52,7 +52,7 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
       auto b = stack.back();
       stack.pop_back();
       e.phase[b] = Phase::Complete;
-      e.dur[b] = e.ts[i] - e.ts[b];
+      e.dur.set(b, e.ts[i] - e.ts[b]);
     } else {
       ++unpaired;
     }

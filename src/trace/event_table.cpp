@@ -64,9 +64,21 @@ auto columns(Table& t) {
   return std::tie(t.ts, t.dur, t.name, t.category, t.kind, t.phase, t.copy_kind, t.host_mem, t.track,
                   t.correlation, t.external_id, t.stream, t.device, t.kernel_args, t.extra);
 }
+constexpr std::size_t kNarrowColumns = 5;  // dur, correlation, external_id, stream, device
 static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
-                                            sizeof(std::vector<char>) + sizeof(TrackKeys),
+                                            sizeof(std::vector<char>) +
+                                        kNarrowColumns * (sizeof(NarrowColumn<ns_t, std::int32_t>) - sizeof(std::vector<char>)) +
+                                        sizeof(TrackKeys),
               "a column of EventTable is missing from columns()");
+
+template <class T>
+void append_column(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+template <class W, class N>
+void append_column(NarrowColumn<W, N>& to, const NarrowColumn<W, N>& from) {
+  to.append(from);
+}
 
 template <class F>
 void for_each_column(EventTable& t, F&& f) {
@@ -95,7 +107,7 @@ bool is_host_kind(Kind k) {
 void EventTable::append(const EventTable& rows) {
   const std::size_t base = size();
   for_each_column_pair(*this, rows,
-                       [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); });
+                       [](auto& to, const auto& from) { append_column(to, from); });
   std::vector<std::uint32_t> key_of(rows.keys.size());
   for (std::uint32_t k = 0; k < key_of.size(); ++k) key_of[k] = keys.intern(rows.keys.at(k).pid, rows.keys.at(k).tid);
   for (std::size_t i = base; i < size(); ++i) track[i] = key_of[track[i]];

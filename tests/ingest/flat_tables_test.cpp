@@ -2,6 +2,7 @@
 // keys) against the standard containers over the same entries.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -143,6 +144,72 @@ TEST(TrackKeys, RowsKeepTheirPidAndTid) {
     EXPECT_EQ(a.tid(i), expected[i].tid) << i;
   }
   EXPECT_EQ(a.keys.intern(expected[0].pid, expected[0].tid), a.track[0]);
+}
+
+}  // namespace
+}  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+// A narrow column against a plain vector under the same pushes, rewrites and appends: values at
+// and past the narrow type's limits, in any order, read back exactly.
+TEST(NarrowColumn, ReadsBackEveryValueAsAPlainVectorWould) {
+  using Column = NarrowColumn<std::int64_t, std::int32_t>;
+  const std::int64_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  const std::vector<std::int64_t> edge_values = {0, -1, lo, lo + 1, hi, hi + 1, lo - 1, std::int64_t{1} << 40,
+                                                 std::numeric_limits<std::int64_t>::min(), kNone};
+  std::mt19937_64 rng(7);
+  auto any_value = [&] {
+    return rng() % 3 == 0 ? edge_values[rng() % edge_values.size()] : static_cast<std::int64_t>(rng() % 1000) - 500;
+  };
+  Column col;
+  std::vector<std::int64_t> plain;
+  for (int k = 0; k < 2000; ++k) {
+    const std::int64_t v = any_value();
+    col.push_back(v);
+    plain.push_back(v);
+  }
+  for (int k = 0; k < 2000; ++k) {
+    const std::size_t i = rng() % plain.size();
+    const std::int64_t v = any_value();
+    col.set(i, v);
+    plain[i] = v;
+  }
+  Column tail;
+  std::vector<std::int64_t> plain_tail;
+  for (int k = 0; k < 300; ++k) {
+    const std::int64_t v = any_value();
+    tail.push_back(v);
+    plain_tail.push_back(v);
+  }
+  col.append(tail);
+  plain.insert(plain.end(), plain_tail.begin(), plain_tail.end());
+  ASSERT_EQ(col.size(), plain.size());
+  std::size_t wide = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(col[i], plain[i]) << i;
+    wide += plain[i] <= lo || plain[i] > hi;
+  }
+  EXPECT_EQ(col.wide_count(), wide);  // a cell rewritten narrow leaves no stale side entry
+}
+
+// The table's narrow columns keep what an importer hands them, past 32 bits included.
+TEST(NarrowColumn, EventTableKeepsWideIdsAndLongDurations) {
+  EventTable t;
+  EventRow r;
+  r.dur = std::int64_t{5} << 32;  // a 21 s step
+  r.correlation = std::int64_t{1} << 35;
+  r.external_id = -7;
+  r.stream = 4294967295;
+  r.device = 70000;
+  t.append(r);
+  EXPECT_EQ(t.dur[0], std::int64_t{5} << 32);
+  EXPECT_EQ(t.correlation[0], std::int64_t{1} << 35);
+  EXPECT_EQ(t.external_id[0], -7);
+  EXPECT_EQ(t.stream[0], 4294967295);
+  EXPECT_EQ(t.device[0], 70000);
+  EXPECT_EQ(t.end(0), (std::int64_t{5} << 32));
 }
 
 }  // namespace
