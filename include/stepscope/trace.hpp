@@ -111,10 +111,6 @@ struct EventExtra {
   StrId input_dims = kNoStr;             // raw JSON text of args["Input Dims"]
   StrId input_type = kNoStr;             // raw JSON text of args["Input type"]
   double bandwidth_gbps = -1;            // copies, memsets: args["memory bandwidth (GB/s)"]
-  // The source's other spelling, where it has one: an nsys kernel's shortName, an nsys runtime
-  // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc"), a PyTorch
-  // NVTX range's full text ("aten::mm, seq = 3, op_id = 7, sizes = [...]").
-  StrId alt_name = kNoStr;
   // CUDA event synchronisation (cuda_sync "Event Sync" / "Stream Wait Event"): the stream the
   // awaited event was recorded on and the correlation id of its cudaEventRecord call.
   std::int64_t wait_on_stream = kNone;                 // args.wait_on_stream
@@ -123,7 +119,13 @@ struct EventExtra {
   // op and on its NCCL kernel (newer releases): the same (group, seq) on every rank of the group.
   std::int64_t collective_seq = kNone;  // args.Seq
   StrId process_group = kNoStr;         // args["Process Group Name"] ("0" is the default group)
+  // The source's other spelling, where it has one: an nsys kernel's shortName, an nsys runtime
+  // call's versioned name ("cudaMalloc_v3020", the model's name being "cudaMalloc"), a PyTorch
+  // NVTX range's full text ("aten::mm, seq = 3, op_id = 7, sizes = [...]"). Beside the other
+  // 4-byte field, so that neither is padded.
+  StrId alt_name = kNoStr;
 };
+static_assert(sizeof(EventExtra) == 96, "a new field of EventExtra: place it where it leaves no padding");
 
 // One event as an importer hands it to EventTable::append: the fields of one row of every
 // column, with the defaults an event has when its source says nothing. The Kineto event

@@ -1,5 +1,7 @@
 #include "analysis/call_tree.hpp"
 
+#include <algorithm>
+
 namespace stepscope {
 namespace {
 
@@ -26,8 +28,7 @@ void walk_track(const RankTrace& rank, std::uint32_t t, CallTree& tree) {
     while (!stack.empty() && !encloses(stack.back(), ts, end)) close(pos);
     tree.parent[i] = stack.empty() ? kNoParent : stack.back().event;
     tree.depth[i] = static_cast<std::int32_t>(stack.size());
-    tree.track[i] = t;
-    tree.position[i] = pos;
+    tree.host_track[ev.track[i]] = t;
     if (!stack.empty()) tree.has_children[stack.back().event] = 1;
     stack.push_back({i, end});
   }
@@ -41,12 +42,26 @@ CallTree build_call_tree(const RankTrace& rank) {
   CallTree tree;
   tree.parent.assign(n, kNoParent);
   tree.depth.assign(n, -1);
-  tree.track.assign(n, 0);
-  tree.position.assign(n, 0);
+  tree.host_track.assign(rank.events.keys.size(), 0);
   tree.subtree_end.assign(n, 0);
   tree.has_children.assign(n, 0);
   for (std::uint32_t t = 0; t < rank.host_tracks.size(); ++t) walk_track(rank, t, tree);
   return tree;
+}
+
+const std::vector<std::uint32_t>& CallTree::track_events(const RankTrace& rank, std::uint32_t i) const {
+  return rank.host_tracks[host_track[rank.events.track[i]]].events;
+}
+
+// The track is in start order, so the search lands on the first call starting with i; i is
+// among those that start at the same time.
+std::uint32_t CallTree::position(const RankTrace& rank, std::uint32_t i) const {
+  const std::vector<std::uint32_t>& events = track_events(rank, i);
+  const ns_t ts = rank.events.ts[i];
+  auto it = std::lower_bound(events.begin(), events.end(), ts,
+                             [&](std::uint32_t e, ns_t v) { return rank.events.ts[e] < v; });
+  while (*it != i) ++it;
+  return static_cast<std::uint32_t>(it - events.begin());
 }
 
 }  // namespace stepscope

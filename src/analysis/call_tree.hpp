@@ -17,14 +17,19 @@ inline constexpr std::uint32_t kNoParent = 0xffffffffu;
 //   ProfilerStep#1 [0, 100)   aten::linear [10, 50)   aten::addmm [12, 48)   cudaLaunchKernel [20, 25)
 // gives depth 0, 1, 2, 3, each the parent of the next; `last_descendant` of aten::linear is the
 // launch's position in the thread's track, so its subtree is a contiguous run of the track.
+// A call's track and its position there are looked up, not stored: few calls are asked for
+// them (the roots of kernel sequences), and two more words per event of the table would be a
+// fifth of the model's size.
 struct CallTree {
   std::vector<std::uint32_t> parent;       // event index of the enclosing call, kNoParent at the top
   std::vector<std::int32_t> depth;         // 0 at the top, -1 outside the tree
-  std::vector<std::uint32_t> track;        // index into RankTrace::host_tracks
-  std::vector<std::uint32_t> position;     // position in its track's events
   std::vector<std::uint32_t> subtree_end;  // track position one past the call's last descendant
   std::vector<char> has_children;
+  std::vector<std::uint32_t> host_track;   // per EventTable track key: its index in host_tracks
   bool in_tree(std::size_t i) const { return depth[i] >= 0; }
+  // The events of call i's track, and its position among them (i in the tree).
+  const std::vector<std::uint32_t>& track_events(const RankTrace& rank, std::uint32_t i) const;
+  std::uint32_t position(const RankTrace& rank, std::uint32_t i) const;
 };
 
 CallTree build_call_tree(const RankTrace& rank);

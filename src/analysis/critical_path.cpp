@@ -431,7 +431,7 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
 // (1370), else a kernel-kernel gap on its stream (below the threshold); plus the sync edges that
 // the cuda_sync events imply.
 bool Builder::construct_from_kernels(std::string& error) {
-  const std::vector<std::int64_t> q = cp::queue_length_at_rows(rank_, rows_);
+  const std::vector<std::int32_t> q = cp::queue_length_at_rows(rank_, rows_);
   const std::vector<Launch> launches = launches_in_ts_order(rank_, rows_);
   const auto record_launch = previous_launch_of_records(rank_, rows_, launches);
   const auto wait_next_launch = next_launch_of_stream_waits(rank_, rows_, launches);

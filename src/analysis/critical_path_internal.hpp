@@ -76,7 +76,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 
 // The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
 // entry (HTA's NaN).
-std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& rows);
+std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& rows);
 
 // critical_path_analysis.py:1838-1892: the window, and the clipped rows (ascending row index).
 struct Window {

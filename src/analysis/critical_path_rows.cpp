@@ -218,7 +218,7 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 // has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
 // is a launch's; sorted by ts, grouped by stream, cumulated. HTA's sort is not stable; ties keep
 // launches first here.
-std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
+std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
   struct Change {
     ns_t ts;
     std::int64_t stream;
@@ -242,8 +242,8 @@ std::vector<std::int64_t> queue_length_at_rows(const RankTrace& rank, const std:
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
   });
-  std::vector<std::int64_t> q(r.size(), -1);
-  std::int64_t running = 0;
+  std::vector<std::int32_t> q(r.size(), -1);  // a length is at most the row count, below 2^31
+  std::int32_t running = 0;
   for (std::size_t k = 0; k < changes.size(); ++k) {
     if (k == 0 || changes[k].stream != changes[k - 1].stream) running = 0;
     running += changes[k].delta;

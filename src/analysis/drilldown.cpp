@@ -370,13 +370,16 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
-  const OpFigures figures = op_figures(rank, tree);
-  for (OperatorGrouping g : opts.groupings) {
-    OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
-    // A module table needs module ranges; without them every row would say "no module".
-    const bool empty_modules = g == OperatorGrouping::Module &&
-                               std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });
-    if (!v.rows.empty() && !empty_modules) d.operators.push_back(std::move(v));
+  {
+    // Freed before the series and the path: it is a word per event and four per op.
+    const OpFigures figures = op_figures(rank, tree);
+    for (OperatorGrouping g : opts.groupings) {
+      OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
+      // A module table needs module ranges; without them every row would say "no module".
+      const bool empty_modules = g == OperatorGrouping::Module &&
+                                 std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });
+      if (!v.rows.empty() && !empty_modules) d.operators.push_back(std::move(v));
+    }
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
   d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);

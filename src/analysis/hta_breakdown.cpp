@@ -87,10 +87,10 @@ std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKe
   std::map<StrId, NameGroup> by_id;
   for (const Row& r : v.rows) {
     if (r.stream == -1 || r.type != t) continue;
-    NameGroup& g = by_id[r.name];
+    NameGroup& g = by_id[r.name(rank.events)];
     ns_t d = r.dur();
     if (g.count == 0) {
-      g.name = r.name;
+      g.name = r.name(rank.events);
       g.max = g.min = d;
     }
     g.gpu_named = g.gpu_named || is_gpu_kind(rank.events.kind[r.event]);

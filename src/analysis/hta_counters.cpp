@@ -25,13 +25,13 @@ bool is_queue_launch(std::string_view n) {
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
-// One +1 / -1 row of a stream's queue. `order` is the row's place in HTA's concatenation
-// (launches first, then GPU records, each in row order), which decides ties on ts.
+// One +1 / -1 row of a stream's queue. Its place in the vector is its place in HTA's
+// concatenation (launches first, then GPU records, each in row order), which the stable sort
+// keeps on ties of ts.
 struct QueueRow {
   std::int64_t stream;
   ns_t ts;
   int delta;
-  std::size_t order;
 };
 
 // Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
@@ -40,16 +40,16 @@ std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
   std::vector<QueueRow> out;
   IdMap<char> launched;
   for (const hta::Row& row : v.rows) {
-    if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name))) continue;
+    if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
     const auto partners = v.gpu_by_correlation.find(row.correlation);
     if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
     launched[row.correlation] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (std::uint32_t g : partners) out.push_back({v.rows[g].stream, row.ts, +1, out.size()});
+    for (std::uint32_t g : partners) out.push_back({v.rows[g].stream, row.ts, +1});
   }
   for (const hta::Row& row : v.rows)
     if (row.gpu() && row.correlation >= 0 && launched.contains(row.correlation))
-      out.push_back({row.stream, row.ts, -1, out.size()});
+      out.push_back({row.stream, row.ts, -1});
   return out;
 }
 
@@ -80,10 +80,10 @@ std::string copy_type(std::string_view name) {
   return "Memcpy Unknown";
 }
 
+// As QueueRow: ties of ts keep the rows' order of insertion.
 struct BandwidthRow {
   ns_t ts;
   double delta;
-  std::size_t order;
 };
 
 CopyBandwidth copy_bandwidth(std::string name, std::vector<BandwidthRow> rows, std::size_t max_points) {
@@ -147,15 +147,14 @@ MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View
   std::map<std::string, std::vector<BandwidthRow>> by_type;
   std::vector<std::pair<const hta::Row*, std::string>> copies;
   for (const hta::Row& row : v.rows)
-    if (row.gpu() && row.type == HtaKernelType::Memory) copies.emplace_back(&row, copy_type(rank.str(row.name)));
+    if (row.gpu() && row.type == HtaKernelType::Memory) copies.emplace_back(&row, copy_type(rank.str(row.name(rank.events))));
   // Starts first, then ends, as HTA concatenates them before sorting.
-  std::size_t order = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (const auto& [row, type] : copies) {
       const EventExtra* x = rank.extra_of(row->event);
       const double bw = x && x->bandwidth_gbps >= 0 ? x->bandwidth_gbps : 0.0;  // a missing arg is 0
       const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // as HTA does (its GitHub issue 20): a 0 µs copy lasts 1 µs
-      by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw, order++} : BandwidthRow{row->ts + dur, -bw, order++});
+      by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw} : BandwidthRow{row->ts + dur, -bw});
     }
   if (by_type.empty()) {
     out.note = "no memcpy or memset on the GPU";

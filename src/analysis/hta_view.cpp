@@ -68,11 +68,11 @@ class NameInfo {
  public:
   explicit NameInfo(const RankTrace& r) : rank_(r), known_(r.strings.size(), 0), type_(r.strings.size()), flags_(r.strings.size()) {}
 
-  void fill(Row& row, StrId category) {
-    learn(row.name);
+  void fill(Row& row, StrId name, StrId category) {
+    learn(name);
     learn(category);
-    row.type = type_[row.name];
-    row.flags = static_cast<std::uint8_t>((flags_[row.name] & ~kIdleCategory) | (flags_[category] & kIdleCategory));
+    row.type = type_[name];
+    row.flags = static_cast<std::uint8_t>((flags_[name] & ~kIdleCategory) | (flags_[category] & kIdleCategory));
   }
 
  private:
@@ -118,10 +118,10 @@ std::int64_t step_number(std::string_view n) {
   return step ? step->value : -1;
 }
 
-int count_step_names(const std::vector<Row>& rows) {
+int count_step_names(const EventTable& ev, const std::vector<Row>& rows) {
   std::unordered_set<StrId> names;
   for (const Row& row : rows)
-    if (row.flags & kStepName) names.insert(row.name);
+    if (row.flags & kStepName) names.insert(row.name(ev));
   return static_cast<int>(names.size());
 }
 
@@ -172,7 +172,7 @@ std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<
   std::vector<std::int64_t> its;
   for (const Row& row : rows) {
     if (!(row.flags & kStepName) || is_gpu_for_filter(row)) continue;
-    if (auto v = step_number(r.str(row.name)); v >= 0) its.push_back(v);
+    if (auto v = step_number(r.str(row.name(r.events))); v >= 0) its.push_back(v);
   }
   std::sort(its.begin(), its.end());
   its.erase(std::unique(its.begin(), its.end()), its.end());
@@ -242,6 +242,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   View v;
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
+  rows.reserve(ev.size());  // no copy as it grows; pages past the rows kept are never touched
   std::vector<ns_t> silent;  // starts of the silent rows (see is_silent)
   NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -251,14 +252,13 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     row_times(ev, i, v.load.rounded_to_us, row.ts, row.end);
     row.stream = hta_stream(ev, i);
     row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
-    row.name = ev.name[i];
-    names.fill(row, ev.category[i]);
+    names.fill(row, ev.name[i], ev.category[i]);
     if (is_silent(row))
       silent.push_back(row.ts);
     else
       rows.push_back(row);
   }
-  v.load.profiler_step_names = count_step_names(rows);
+  v.load.profiler_step_names = count_step_names(ev, rows);
   auto silent_kept = static_cast<std::int64_t>(silent.size());
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;

@@ -27,17 +27,19 @@ enum RowFlag : std::uint8_t {
 };
 
 // One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
+// 40 bytes: a trace has millions. The name is read from the event table through `event`.
 struct Row {
-  std::uint32_t event = 0;  // index into the rank's EventTable
-  ns_t ts = 0, end = 0;     // rounded when View::rounded
-  std::int64_t stream = -1;
-  std::int64_t correlation = -1;
-  StrId name = kNoStr;
+  std::uint32_t event = 0;                    // index into the rank's EventTable
   HtaKernelType type = HtaKernelType::Other;  // of the name
   std::uint8_t flags = 0;                     // RowFlag bits
+  ns_t ts = 0, end = 0;                       // rounded when View::rounded
+  std::int64_t stream = -1;
+  std::int64_t correlation = -1;
   ns_t dur() const { return end - ts; }
   bool gpu() const { return stream != -1; }
+  StrId name(const EventTable& ev) const { return ev.name[event]; }
 };
+static_assert(sizeof(Row) == 40);
 
 // [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
 struct Interval {

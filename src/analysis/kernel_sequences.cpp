@@ -49,9 +49,9 @@ bool kept_host_call(const SequenceInput& in, std::size_t i) {
 
 // The GPU rows launched by the leaf calls of `root`'s subtree, in ts order.
 std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint32_t root) {
-  const auto& track = in.rank.host_tracks[in.tree.track[root]].events;
+  const auto& track = in.tree.track_events(in.rank, root);
   std::vector<const hta::Row*> out;
-  for (std::uint32_t pos = in.tree.position[root]; pos < in.tree.subtree_end[root]; ++pos) {
+  for (std::uint32_t pos = in.tree.position(in.rank, root); pos < in.tree.subtree_end[root]; ++pos) {
     const std::uint32_t i = track[pos];
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
@@ -66,9 +66,9 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
 // collecting or sorting them, and stopping at n (pick_op asks it of every candidate instance).
 bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
   if (n <= 0) return true;
-  const auto& track = in.rank.host_tracks[in.tree.track[root]].events;
+  const auto& track = in.tree.track_events(in.rank, root);
   std::size_t count = 0;
-  for (std::uint32_t pos = in.tree.position[root]; pos < in.tree.subtree_end[root]; ++pos) {
+  for (std::uint32_t pos = in.tree.position(in.rank, root); pos < in.tree.subtree_end[root]; ++pos) {
     const std::uint32_t i = track[pos];
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
@@ -105,7 +105,7 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
     if (static_cast<int>(records.size()) < min_len) continue;
     std::vector<StrId> key{in.rank.events.name[root]};
     ns_t gpu = 0;
-    for (const hta::Row* r : records) key.push_back(r->name), gpu += r->dur();
+    for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += r->dur();
     ns_t ts, end;
     hta::row_times(in.rank.events, root, in.view.load.rounded_to_us, ts, end);
     KernelSequence& s = by_pattern[key];

@@ -217,7 +217,7 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
 struct GpuActivity {
   ns_t start, end;
   int channel;
-  std::size_t event;
+  std::uint32_t event;  // event indexes are 32-bit throughout the model (Track::events)
 };
 
 int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
