@@ -253,7 +253,7 @@ class NarrowColumn {
 // every column the same length; cells of existing rows may be changed in place.
 //
 // Columns whose values fit 32 bits (16 for devices) on real traces are NarrowColumns: together
-// they save 19 of the 68 bytes a row took as plain 64-bit columns.
+// they save 18 of the 68 bytes a row took as plain 64-bit columns.
 struct EventTable {
   std::vector<ns_t> ts;
   NarrowColumn<ns_t, std::int32_t> dur;  // 0 for instants, flows, counters

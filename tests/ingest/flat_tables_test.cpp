@@ -163,13 +163,16 @@ TEST(NarrowColumn, ReadsBackEveryValueAsAPlainVectorWould) {
   auto any_value = [&] {
     return rng() % 3 == 0 ? edge_values[rng() % edge_values.size()] : static_cast<std::int64_t>(rng() % 1000) - 500;
   };
+  auto push_both = [&](Column& c, std::vector<std::int64_t>& p, int n) {
+    for (int k = 0; k < n; ++k) {
+      const std::int64_t v = any_value();
+      c.push_back(v);
+      p.push_back(v);
+    }
+  };
   Column col;
   std::vector<std::int64_t> plain;
-  for (int k = 0; k < 2000; ++k) {
-    const std::int64_t v = any_value();
-    col.push_back(v);
-    plain.push_back(v);
-  }
+  push_both(col, plain, 2000);
   for (int k = 0; k < 2000; ++k) {
     const std::size_t i = rng() % plain.size();
     const std::int64_t v = any_value();
@@ -178,11 +181,7 @@ TEST(NarrowColumn, ReadsBackEveryValueAsAPlainVectorWould) {
   }
   Column tail;
   std::vector<std::int64_t> plain_tail;
-  for (int k = 0; k < 300; ++k) {
-    const std::int64_t v = any_value();
-    tail.push_back(v);
-    plain_tail.push_back(v);
-  }
+  push_both(tail, plain_tail, 300);
   col.append(tail);
   plain.insert(plain.end(), plain_tail.begin(), plain_tail.end());
   ASSERT_EQ(col.size(), plain.size());
