@@ -76,6 +76,10 @@ struct ComputeMix {
   ns_t fp32_simt_gemm_ns = 0, fp32_simt_conv_ns = 0;
   // Communication kernel time by kind (CommKind order): NCCL, expert-parallel, NVSHMEM, custom.
   std::array<ns_t, 5> comm_ns_by_kind{};
+  // Compute kernels launched from inside torch.compile'd regions (on the launching thread, a call
+  // nested in "Torch-Compiled Region", CompiledFunction or a CompiledFxGraph call), and the
+  // elementwise/norm part of them: what compiling has already fused.
+  ns_t compiled_ns = 0, compiled_eltwise_norm_ns = 0;
   bool recompute_seen = false;       // activation checkpointing recomputes forward in backward
   bool fused_optimizer_seen = false; // the optimizer already runs a fused (single-kernel) step
   ns_t kernel_ns() const;

@@ -113,6 +113,7 @@ struct SweepFacts {
   std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
   std::vector<std::int8_t> stage;  // per event: StageHint
   std::vector<std::uint8_t> in_side;  // per event: a side-work op or inside one on its thread
+  std::vector<std::uint8_t> in_compiled;  // per event: a torch.compile'd region or inside one
   std::vector<int> aux_tracks;     // threads running backward besides the main thread
   bool gpu = false;
   bool has_forward_marker = false;
@@ -177,16 +178,17 @@ int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std:
   return r == kOp && launches ? kLaunch : r;
 }
 
-// Marks the events of one host track that are side-work ops or nested inside one. Events are in
-// start order, so an open stack of side-op ends answers for each event in one pass.
-// Example: checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
-void mark_side_spans(const RankTrace& t, const Track& track, SweepFacts& f) {
+// Marks the events of one host track that `is_span(i)` holds for or that are nested inside such
+// an event. Events are in start order, so an open stack of span ends answers for each event in
+// one pass. Example, side work: checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
+template <class IsSpan>
+void mark_spans(const RankTrace& t, const Track& track, IsSpan is_span, std::vector<std::uint8_t>& marked) {
   std::vector<ns_t> open;
   for (auto i : track.events) {
     while (!open.empty() && open.back() <= t.events.ts[i]) open.pop_back();
-    const bool side = f.role[i] == kSide;
-    if (side || !open.empty()) f.in_side[i] = 1;
-    if (side) open.push_back(t.events.end(i));
+    const bool span = is_span(i);
+    if (span || !open.empty()) marked[i] = 1;
+    if (span) open.push_back(t.events.end(i));
   }
 }
 
@@ -195,6 +197,7 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
   const std::size_t n = t.events.size();
   f.role.assign(n, -2);
   f.in_side.assign(n, 0);
+  f.in_compiled.assign(n, 0);
   f.stage.resize(n);
   for (std::size_t i = 0; i < n; ++i) f.stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
   f.gpu = facts.gpu_records;
@@ -205,7 +208,10 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
       f.role[i] = static_cast<std::int8_t>(host_role(t, facts, user, i));
     }
     if (!rules.empty()) apply_rule_stages(t, t.host_tracks[k], user, f);
-    mark_side_spans(t, t.host_tracks[k], f);
+    mark_spans(t, t.host_tracks[k], [&](std::uint32_t i) { return f.role[i] == kSide; }, f.in_side);
+    mark_spans(t, t.host_tracks[k],
+               [&](std::uint32_t i) { return f.role[i] != -2 && facts.of_event(t, i).has(kNameCompiledRegion); },
+               f.in_compiled);
     for (auto i : t.host_tracks[k].events)
       if (f.role[i] != -2 && f.stage[i] == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
     if (facts.track_role[k] == ThreadRole::Autograd && static_cast<int>(k) != facts.main_track)
@@ -252,11 +258,12 @@ int work_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts
   }
 }
 
-bool launched_in_side_work(const RankTrace& t, const SweepFacts& f, std::size_t i) {
+// Whether GPU record i was launched by a host call that `marked` holds (in_side, in_compiled).
+bool launched_from(const RankTrace& t, const std::vector<std::uint8_t>& marked, std::size_t i) {
   const auto corr = t.events.correlation[i];
   if (corr == kNone) return false;
   const std::uint32_t call = t.correlations.launch(corr);
-  return call != CorrelationIndex::kNoEvent && f.in_side[call];
+  return call != CorrelationIndex::kNoEvent && marked[call];
 }
 
 // The sweep channel of a GPU activity, or -1. Work launched from inside side work (a
@@ -264,7 +271,7 @@ bool launched_in_side_work(const RankTrace& t, const SweepFacts& f, std::size_t 
 int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts, std::size_t i) {
   const int ch = work_channel(t, f, facts, i);
   if (ch < 0 || ch == kGpuComm) return ch;
-  return launched_in_side_work(t, f, i) ? kGpuSide : ch;
+  return launched_from(t, f.in_side, i) ? kGpuSide : ch;
 }
 
 std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f, const RankFacts& facts) {
@@ -527,7 +534,8 @@ bool has_score_matmuls(const RankFacts& facts) {
   return std::any_of(facts.names.begin(), facts.names.end(), [](const NameFact& n) { return n.has(kNameBmm); });
 }
 
-void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
+void compute_mix(const RankTrace& t, const RankFacts& facts, const SweepFacts& f, const std::vector<GpuActivity>& gpu,
+                 RankPartition& r) {
   const bool scores = has_score_matmuls(facts);
   for (const auto& a : gpu) {
     if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, a.start)) continue;
@@ -544,6 +552,10 @@ void compute_mix(const RankTrace& t, const RankFacts& facts, const std::vector<G
       r.mix.fp32_simt_gemm_ns += d;
     if (n.cls == KernelClass::Convolution && n.dtype == DataType::Fp32 && n.engine != Engine::TensorCore)
       r.mix.fp32_simt_conv_ns += d;
+    if (launched_from(t, f.in_compiled, a.event)) {
+      r.mix.compiled_ns += d;
+      if (n.cls == KernelClass::Elementwise || n.cls == KernelClass::ReductionNorm) r.mix.compiled_eltwise_norm_ns += d;
+    }
   }
 }
 
@@ -841,7 +853,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
   mark_warmup(t, facts, r.steps, main);
   steady_state(r);
-  compute_mix(t, facts, gpu, r);
+  compute_mix(t, facts, f, gpu, r);
   count_syncs(t, facts, gpu, r);
   scan_flags(t, facts, f, host_tracks, r);
   profiler_overhead(t, r);

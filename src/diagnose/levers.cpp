@@ -101,6 +101,7 @@ constexpr double kMinApplyShare = 0.01;
 struct Mix {
   double total = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
   double fp32_gemm_simt = 0, fp32_conv = 0;  // fp32 GEMMs (not GEMVs) / convolutions on SIMT units
+  double compiled = 0, compiled_eltwise_norm = 0;  // launched from torch.compile'd regions
   bool recompute = false, fused_optimizer = false;
   double share(double v) const { return total > 0 ? v / total : 0; }
 };
@@ -144,6 +145,8 @@ Mix job_mix(const AnalysisResult& r) {
     m.fp32_gemm_simt += static_cast<double>(p.mix.fp32_simt_gemm_ns);
     m.fp32_conv += static_cast<double>(p.mix.fp32_simt_conv_ns);
     m.eltwise_norm += at(KernelClass::Elementwise) + at(KernelClass::ReductionNorm);
+    m.compiled += static_cast<double>(p.mix.compiled_ns);
+    m.compiled_eltwise_norm += static_cast<double>(p.mix.compiled_eltwise_norm_ns);
     m.attention += at(KernelClass::Attention);
     m.softmax += static_cast<double>(p.mix.softmax_ns);
     m.recompute = m.recompute || p.mix.recompute_seen;
@@ -184,7 +187,8 @@ Bound lever_bound(std::string_view id) {
   static const std::pair<std::string_view, Bound> kBounds[] = {
       {"num_workers", Bound::InputPipeline}, {"preprocess_cache", Bound::InputPipeline},
       {"persistent_workers", Bound::InputPipeline}, {"prefetch_factor", Bound::InputPipeline},
-      {"pin_memory", Bound::Copy},           {"remove_item", Bound::SyncStall},
+      {"pin_memory", Bound::Copy},           {"d2h_readback", Bound::Copy},
+      {"remove_item", Bound::SyncStall},
       {"sync_once_per_step", Bound::SyncStall}, {"micro_batch", Bound::HostLaunch},
       {"cuda_graphs", Bound::HostLaunch},    {"ddp_buckets", Bound::Communication},
       {"accumulate_allreduce", Bound::Communication}, {"fsdp_prefetch", Bound::Communication},
@@ -318,6 +322,31 @@ JobKind job_kind(const AnalysisResult& r) {
   return k;
 }
 
+// torch.compile acts on the pointwise chains it can fuse and the launches it saves. A run that
+// already compiles its model has had that for the kernels its compiled regions launch: what is
+// left is the elementwise/norm work outside them (the loss, the optimizer, graph breaks).
+void add_compile_lever(std::vector<Lever>& out, const JobStep& j, const Mix& m, double cmp, bool gpu, double step) {
+  constexpr const char* risk =
+      "compile time on the first steps; varying shapes recompile and past the cache limit fall back to eager "
+      "(pad/bucket shapes or dynamic=True)";
+  if (m.compiled <= 0) {
+    out.push_back(make({"torch_compile", "torch.compile the model", "model = torch.compile(model)", risk, kNumericsLink,
+                        "exclude compile warm-up steps when comparing"},
+                       "elementwise/norm kernels + launch overhead",
+                       gpu ? cmp * m.share(m.eltwise_norm) + cat(j, Category::LaunchOverhead) : 0, kFusionCut,
+                       "fused pointwise chains and fewer launches", step));
+    return;
+  }
+  out.push_back(make({"torch_compile", "compile what runs outside the compiled regions",
+                      "torch.compile the loss and the optimizer step too; find graph breaks with TORCH_LOGS=graph_breaks",
+                      risk, kNumericsLink, "exclude compile warm-up steps when comparing"},
+                     "elementwise/norm kernels outside the compiled regions",
+                     gpu ? cmp * m.share(std::max(0.0, m.eltwise_norm - m.compiled_eltwise_norm)) : 0, kFusionCut,
+                     fmt::format("the run already compiles: {} of compute-kernel time comes from its compiled regions",
+                                 pct(m.share(m.compiled))),
+                     step));
+}
+
 }  // namespace
 
 namespace diagnose_detail {
@@ -357,6 +386,14 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"pin_memory", "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
        "pinned pages cannot be swapped: large pinned pools pressure host RAM", "", ""},
       "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides, "the copy overlaps compute on a copy stream");
+  // Device-to-host copies are the job reading results back (metrics, predictions, a tensor's
+  // .cpu()): pinning the loader does nothing for them.
+  add({"d2h_readback", "read less back from the device, and not in the step's way",
+       "keep metrics on the device and read them every N steps; what must come back: .to('cpu', non_blocking=True) "
+       "into a pinned buffer, synchronised once",
+       "coarser logging; pinned buffers pressure host RAM", "", ""},
+      "D2H copy", gpu ? cat(j, Category::D2HCopy) : 0, kAsyncCopyHides,
+      "the copy leaves the step or overlaps compute on a copy stream");
   add({"remove_item", "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
        "log every N steps; keep metrics on the device; no blocking copy or synchronize inside the step",
        "less frequent loss logging", "", ""},
@@ -381,7 +418,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "fp32 SIMT GEMM + convolution kernels",
       dev.bf16 == Capability::No && dev.tensor_cores == Capability::Yes ? fp32_math : 0, kLowPrecisionCut,
       "fp16 tensor-core math replaces fp32 kernels");
-  add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high')",
+  add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high'); torch.backends.cudnn.allow_tf32 = True for convolutions",
        "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
       "fp32 SIMT GEMM kernels", gpu && dev.tf32 != Capability::No ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut,
       "fp32 GEMMs move to tensor cores");
@@ -389,12 +426,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"channels_last", "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
        "no benefit for transformers; some custom ops expect NCHW", "", ""},
       "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");
-  add({"torch_compile", "torch.compile the model", "model = torch.compile(model)",
-       "compile time on the first steps; varying shapes recompile and past the cache limit fall back to eager "
-       "(pad/bucket shapes or dynamic=True)", kNumericsLink, "exclude compile warm-up steps when comparing"},
-      "elementwise/norm kernels + launch overhead",
-      gpu ? cmp * m.share(m.eltwise_norm) + cat(j, Category::LaunchOverhead) : 0, kFusionCut,
-      "fused pointwise chains and fewer launches");
+  add_compile_lever(out, j, m, cmp, gpu, step);
   add({"cuda_graphs", "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
        "static shapes and addresses required; extra memory for graph pools", "", ""},
       "launch overhead + host compute", gpu ? host : 0, kGraphsCut, "the step's launches replay without the host");

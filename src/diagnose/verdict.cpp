@@ -81,8 +81,7 @@ std::string gemm_types(const ComputeMix& m) {
   return "; GEMM time by type: " + out;
 }
 
-std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
-  if (!job.gpu) return "CPU compute: the model's own ops run on the host";
+std::string kernel_mix_kind(const AnalysisResult& r) {
   ComputeMix m;
   for (const auto& p : r.partitions) {
     for (int c = 0; c < kKernelClassCount; ++c) m.class_ns[static_cast<std::size_t>(c)] += p.mix.class_ns[static_cast<std::size_t>(c)];
@@ -116,6 +115,21 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   return fmt::format("dense math: GEMM {} (tensor cores {}{}), convolution {}, attention {}", pct(gemm),
                      pct(share(KernelClass::GemmTensorCore)), gemm_types(m), pct(share(KernelClass::Convolution)),
                      pct(share(KernelClass::Attention)));
+}
+
+// The kernel mix, and how much of it a torch.compile'd model's regions launch: a compiled run's
+// remaining fusion is outside them.
+std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
+  if (!job.gpu) return "CPU compute: the model's own ops run on the host";
+  std::string kind = kernel_mix_kind(r);
+  double compiled = 0, total = 0;
+  for (const auto& p : r.partitions) {
+    compiled += static_cast<double>(p.mix.compiled_ns);
+    total += static_cast<double>(p.mix.kernel_ns());
+  }
+  if (!kind.empty() && compiled > 0 && total > 0)
+    kind += fmt::format("; torch.compile'd regions launch {} of kernel time", pct(compiled / total));
+  return kind;
 }
 
 // Below this share of the host/launch time, the GPU's refill after syncs does not make a

@@ -291,7 +291,8 @@ void from_json(const nlohmann::json& j, RankFacts& f) {
 // partition.hpp, stability.hpp
 STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_end, warmup, warmup_reason, ns)
 STEPSCOPE_SUMMARY_FIELDS(ComputeMix, class_ns, kernels, softmax_ns, gemm_ns_by_dtype, fp32_simt_gemm_ns,
-                         fp32_simt_conv_ns, comm_ns_by_kind, recompute_seen, fused_optimizer_seen)
+                         fp32_simt_conv_ns, comm_ns_by_kind, compiled_ns, compiled_eltwise_norm_ns, recompute_seen,
+                         fused_optimizer_seen)
 STEPSCOPE_SUMMARY_FIELDS(RankPartition, rank, gpu, source, source_detail, main_thread, steps, steady_steps,
                          steady_mean_ns, steady_mean_category, mix, sync_calls, item_calls, model_syncs,
                          sync_refill_ns, sync_wait_ns, profiler_overhead_ns, host_runs_ahead, startup_skipped_ns,

@@ -148,6 +148,58 @@ TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
   EXPECT_EQ(s.period.every, 2);
 }
 
+const Lever& lever_of(const AnalysisResult& r, const std::string& id) {
+  const auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(),
+                               [&](const Lever& l) { return l.id == id; });
+  EXPECT_NE(it, r.diagnosis.levers.end()) << id;
+  return *it;
+}
+
+// cuDNN's convolutions (FFT and implicit-GEMM kernels) in fp32 with TF32 off: mixed precision
+// first, and the TF32 lever names cuDNN's own switch beside the matmul one.
+TEST(RecordedTraces, Fp32ConvolutionsAreGpuBoundWithMixedPrecisionFirst) {
+  const AnalysisResult r = analyze_recorded("conv_fp32_no_amp");
+  expect_verdict_and_first_lever(r, "gpu-bound", "amp_bf16");
+  EXPECT_GT(step_share(r, Category::ComputeForward) + step_share(r, Category::ComputeBackward), 0.95);
+  EXPECT_NE(lever_of(r, "tf32").knob.find("cudnn.allow_tf32"), std::string::npos);
+}
+
+// Transformer layers in bf16 with fused attention: compute-bound with no precision or attention
+// lever left to give.
+TEST(RecordedTraces, Bf16TransformerIsGpuBoundWithAttentionFused) {
+  const AnalysisResult r = analyze_recorded("sdpa_bf16");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  for (const char* id : {"amp_bf16", "amp_fp16", "tf32", "sdpa"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
+  const ComputeMix& m = r.partitions.at(0).mix;
+  EXPECT_GT(m.class_ns[static_cast<std::size_t>(KernelClass::Attention)], 0.1 * static_cast<double>(m.kernel_ns()));
+  EXPECT_EQ(m.compiled_ns, 0);
+}
+
+// A torch.compile'd model: its Triton kernels and GEMMs run from the compiled regions, so the
+// compile lever may only count what they leave out (the loss, the optimizer), and says so.
+TEST(RecordedTraces, CompiledModelIsNotToldToCompileItsModel) {
+  const AnalysisResult r = analyze_recorded("compiled_bf16");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  const ComputeMix& m = r.partitions.at(0).mix;
+  EXPECT_GT(m.compiled_ns, 0.7 * static_cast<double>(m.kernel_ns()));
+  EXPECT_GT(m.compiled_eltwise_norm_ns, 0);
+  const Lever& compile = lever_of(r, "torch_compile");
+  EXPECT_EQ(compile.title, "compile what runs outside the compiled regions");
+  EXPECT_NE(compile.basis.find("already compiles"), std::string::npos) << compile.basis;
+  const double eltwise = static_cast<double>(m.class_ns[static_cast<std::size_t>(KernelClass::Elementwise)] +
+                                             m.class_ns[static_cast<std::size_t>(KernelClass::ReductionNorm)]);
+  EXPECT_LT(compile.target_ns, eltwise - static_cast<double>(m.compiled_eltwise_norm_ns) + 1);
+}
+
+// The whole output read back to pageable memory every step: a copy bound of device-to-host
+// copies, whose lever is reading back less, not pinning the loader's batches.
+TEST(RecordedTraces, ReadingTheOutputBackEveryStepIsCopyBoundByD2H) {
+  const AnalysisResult r = analyze_recorded("d2h_each_step");
+  expect_verdict_and_first_lever(r, "copy-bound", "d2h_readback");
+  EXPECT_GT(step_share(r, Category::D2HCopy), 0.7);
+  EXPECT_FALSE(lever_of(r, "pin_memory").applies);
+}
+
 TEST(RecordedTraces, OperatorsByShapeKeepWholeInputDims) {
   IngestOptions io;
   io.jobs = 1;

@@ -193,7 +193,7 @@ TEST(Levers, CatalogueCoversEveryRequiredLever) {
   diagnose(r);
   std::set<std::string> ids;
   for (const auto& l : r.diagnosis.levers) ids.insert(l.id);
-  for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "prefetch_factor", "preprocess_cache",
+  for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "d2h_readback", "prefetch_factor", "preprocess_cache",
                          "remove_item", "micro_batch", "amp_bf16", "tf32", "channels_last", "torch_compile",
                          "cuda_graphs", "fused_optimizer", "sdpa", "ddp_buckets", "accumulate_allreduce",
                          "fsdp_prefetch", "async_checkpoint", "fix_straggler", "no_activation_checkpointing"})

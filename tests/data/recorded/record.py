@@ -15,6 +15,10 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   launch_bound    a deep stack of tiny layers: thousands of microsecond kernels per step
   fp32_no_amp     large fp32 GEMMs with TF32 off and no autocast: GPU-bound at fp32 rate
   bf16_gpu_bound  the same GEMMs under bf16 autocast: the healthy control
+  conv_fp32_no_amp  a stack of 3x3 convolutions in fp32 with TF32 off: GPU-bound at fp32 rate
+  sdpa_bf16       transformer encoder layers (scaled dot-product attention) under bf16 autocast
+  compiled_bf16   the bf16 MLP under torch.compile: fused Triton kernels, already compiled
+  d2h_each_step   the full output copied to pageable host memory every step (metrics on the host)
 
 Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
 """
@@ -178,6 +182,57 @@ def gemm_job(amp):
     return step
 
 
+def conv_fp32_no_amp():
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    layers = []
+    for _ in range(6):
+        layers += [nn.Conv2d(128, 128, 3, padding=1), nn.ReLU()]
+    model = nn.Sequential(*layers).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(64, 128, 64, 64, device="cuda"), torch.randn(64, 128, 64, 64, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=False)
+    return step
+
+
+def sdpa_bf16():
+    layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, norm_first=True)
+    model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(16, 1024, 1024, device="cuda"), torch.randn(16, 1024, 1024, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
+def compiled_bf16():
+    model = torch.compile(mlp(4096, 4))
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
+def d2h_each_step():
+    # The whole output (256 MB of fp32) read back to pageable host memory every step, as a job
+    # computing its metrics on the host would; the model's own GPU work is a few ms.
+    model = mlp(4096, 2)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(16384, 4096, device="cuda"), torch.randn(16384, 4096, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+        with torch.no_grad():
+            out = model(x).float().cpu()
+        print(f"step {i} mean {out.mean().item():.4f}", file=sys.stderr)
+    return step
+
+
 SCENARIOS = {
     "input_bound": input_bound,
     "sync_each_layer": sync_each_layer,
@@ -188,6 +243,10 @@ SCENARIOS = {
     "launch_bound": launch_bound,
     "fp32_no_amp": lambda: gemm_job(amp=False),
     "bf16_gpu_bound": lambda: gemm_job(amp=True),
+    "conv_fp32_no_amp": conv_fp32_no_amp,
+    "sdpa_bf16": sdpa_bf16,
+    "compiled_bf16": compiled_bf16,
+    "d2h_each_step": d2h_each_step,
 }
 
 
@@ -218,11 +277,17 @@ def main(argv):
         sys.exit(__doc__)
     out_dir = argv[1]
     os.makedirs(out_dir, exist_ok=True)
+    failed = []
     for name in argv[2:] or SCENARIOS:
         t0 = time.time()
-        record(name, out_dir)
+        try:
+            record(name, out_dir)
+        except Exception as e:  # one scenario's failure (no Triton, ...) leaves the others
+            failed.append(name)
+            print(f"{name}: failed: {e!r}", flush=True)
         print(f"  {time.time() - t0:.1f} s", flush=True)
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
