@@ -129,13 +129,15 @@ std::size_t gzip_size(const std::string& raw) {
   return isize;
 }
 
+// Bytes in use, not reserved: the reader reserves its columns from an estimate of the event
+// count, and pages past the rows written are never touched, so they cost no resident memory.
 template <class T>
 std::size_t held(const std::vector<T>& v) {
-  return v.capacity() * sizeof(T);
+  return v.size() * sizeof(T);
 }
 template <class W, class N>
 std::size_t held(const stepscope::NarrowColumn<W, N>& c) {
-  return c.bytes();
+  return c.size() * sizeof(N) + c.wide_count() * sizeof(std::pair<std::size_t, W>);
 }
 
 // What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.
