@@ -62,13 +62,14 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
   return out;
 }
 
-// Whether `root`'s leaf calls launched at least `n` GPU rows: launched_records' count, without
-// collecting or sorting them, and stopping at n (pick_op asks it of every candidate instance).
-bool launches_at_least(const SequenceInput& in, std::uint32_t root, int n) {
+// Whether `root`, at `root_pos` of `track`, has leaf calls that launched at least `n` GPU rows:
+// launched_records' count, without collecting or sorting them, and stopping at n (pick_op asks
+// it of every candidate instance, walking the tracks, so it knows where each one is).
+bool launches_at_least(const SequenceInput& in, const std::vector<std::uint32_t>& track, std::uint32_t root_pos, int n) {
   if (n <= 0) return true;
-  const auto& track = in.tree.track_events(in.rank, root);
+  const std::uint32_t root = track[root_pos];
   std::size_t count = 0;
-  for (std::uint32_t pos = in.tree.position(in.rank, root); pos < in.tree.subtree_end[root]; ++pos) {
+  for (std::uint32_t pos = root_pos; pos < in.tree.subtree_end[root]; ++pos) {
     const std::uint32_t i = track[pos];
     if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
     const std::int64_t corr = in.rank.events.correlation[i];
@@ -164,14 +165,16 @@ std::string pick_op(const SequenceInput& in, int min_len) {
     std::int32_t& d = min_depth[ev.name[i]];
     d = d == kUnseen ? in.tree.depth[i] : std::min(d, in.tree.depth[i]);
   }
-  for (std::uint32_t i = 0; i < ev.size(); ++i) {
-    const std::int32_t d = min_depth[ev.name[i]];
-    if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
-    if (!launches_at_least(in, i, min_len)) continue;
-    Score& s = scores[in.rank.str(ev.name[i])];
-    ++s.roots;
-    s.depth = d;
-  }
+  for (const Track& track : in.rank.host_tracks)
+    for (std::uint32_t pos = 0; pos < track.events.size(); ++pos) {
+      const std::uint32_t i = track.events[pos];
+      const std::int32_t d = min_depth[ev.name[i]];
+      if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
+      if (!launches_at_least(in, track.events, pos, min_len)) continue;
+      Score& s = scores[in.rank.str(ev.name[i])];
+      ++s.roots;
+      s.depth = d;
+    }
   std::string best;
   Score top;
   bool best_aten = false;
