@@ -366,12 +366,19 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
                             const hta::View& view) {
   DrillDown d;
   d.rank = rank.rank;
+  d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
+  d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
+  d.memory = memory_timeline(rank, steps, opts.max_series_points);
+  // The path before the call tree: a caller computing it on another thread has had the series'
+  // time to do it, and its rows and graph are freed before the tree and the op figures take
+  // their words per event, so the two never hold memory at once.
+  d.critical_path = critical_path();
   const CallTree tree = build_call_tree(rank);
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
   {
-    // Freed before the series and the path: it is a word per event and four per op.
+    // Freed before the kernel tables and sequences: a word per event and four per op.
     const OpFigures figures = op_figures(rank, tree);
     for (OperatorGrouping g : opts.groupings) {
       OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
@@ -382,12 +389,7 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     }
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
-  d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
   d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
-  d.memory = memory_timeline(rank, steps, opts.max_series_points);
-  // Last, so that a caller computing the path on another thread has had the longest to do it.
-  d.critical_path = critical_path();
   const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
   for (OperatorView& v : d.operators)
     for (OperatorRow& r : v.rows)
