@@ -418,7 +418,9 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "fp32 SIMT GEMM + convolution kernels",
       dev.bf16 == Capability::No && dev.tensor_cores == Capability::Yes ? fp32_math : 0, kLowPrecisionCut,
       "fp16 tensor-core math replaces fp32 kernels");
-  add({"tf32", "allow TF32 matmuls", "torch.set_float32_matmul_precision('high'); torch.backends.cudnn.allow_tf32 = True for convolutions",
+  // cuDNN has its own switch: set_float32_matmul_precision does not reach convolutions.
+  add({"tf32", "allow TF32 matmuls",
+       "torch.set_float32_matmul_precision('high'); torch.backends.cudnn.allow_tf32 = True for convolutions",
        "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
       "fp32 SIMT GEMM kernels", gpu && dev.tf32 != Capability::No ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut,
       "fp32 GEMMs move to tensor cores");
