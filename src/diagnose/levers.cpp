@@ -389,8 +389,8 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   // Device-to-host copies are the job reading results back (metrics, predictions, a tensor's
   // .cpu()): pinning the loader does nothing for them.
   add({"d2h_readback", "read less back from the device, and not in the step's way",
-       "keep metrics on the device and read them every N steps; what must come back: .to('cpu', non_blocking=True) "
-       "into a pinned buffer, synchronised once",
+       "reduce on the device before reading back (metrics, argmax, a sample) and read every N steps; what must "
+       "come back: .to('cpu', non_blocking=True) into a pinned buffer, synchronised once",
        "coarser logging; pinned buffers pressure host RAM", "", ""},
       "D2H copy", gpu ? cat(j, Category::D2HCopy) : 0, kAsyncCopyHides,
       "the copy leaves the step or overlaps compute on a copy stream");
