@@ -137,7 +137,7 @@ std::size_t held(const std::vector<T>& v) {
 }
 template <class W, class N>
 std::size_t held(const stepscope::NarrowColumn<W, N>& c) {
-  return c.size() * sizeof(N) + c.wide_count() * sizeof(std::pair<std::size_t, W>);
+  return c.bytes_used();
 }
 
 // What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.

@@ -196,19 +196,22 @@ template <class Wide, class Narrow>
 class NarrowColumn {
  public:
   static constexpr Narrow kWide = std::numeric_limits<Narrow>::min();
-  using value_type = Wide;
 
   Wide operator[](std::size_t i) const {
     const Narrow v = cells_[i];
-    return v != kWide ? static_cast<Wide>(v) : wide_at(i);
+    return v != kWide ? static_cast<Wide>(v) : wide_[wide_slot(i)].second;
   }
   void push_back(Wide v) {
-    if (!fits(v)) wide_.push_back({cells_.size(), v});
-    cells_.push_back(fits(v) ? static_cast<Narrow>(v) : kWide);
+    if (fits(v)) {
+      cells_.push_back(static_cast<Narrow>(v));
+    } else {
+      wide_.push_back({cells_.size(), v});
+      cells_.push_back(kWide);
+    }
   }
   void set(std::size_t i, Wide v) {
-    auto it = find_wide(i);
-    const bool was_wide = it != wide_.end() && it->first == i;
+    const auto it = wide_.begin() + static_cast<std::ptrdiff_t>(wide_slot(i));
+    const bool was_wide = cells_[i] == kWide;
     if (fits(v)) {
       if (was_wide) wide_.erase(it);
       cells_[i] = static_cast<Narrow>(v);
@@ -225,27 +228,24 @@ class NarrowColumn {
     for (const auto& [i, v] : o.wide_) wide_.push_back({base + i, v});
   }
   std::size_t size() const { return cells_.size(); }
-  bool empty() const { return cells_.empty(); }
   std::size_t capacity() const { return cells_.capacity(); }
   void reserve(std::size_t n) { cells_.reserve(n); }
   std::size_t wide_count() const { return wide_.size(); }
-  // Bytes held: the cells' capacity and the side list's.
-  std::size_t bytes() const { return cells_.capacity() * sizeof(Narrow) + wide_.capacity() * sizeof(wide_[0]); }
+  // Bytes in use: the cells written and the side list's entries.
+  std::size_t bytes_used() const { return cells_.size() * sizeof(Narrow) + wide_.size() * sizeof(wide_[0]); }
 
  private:
   static bool fits(Wide v) {
     return v > static_cast<Wide>(kWide) && v <= static_cast<Wide>(std::numeric_limits<Narrow>::max());
   }
-  using WideList = std::vector<std::pair<std::size_t, Wide>>;  // (row, value), rows ascending
-  typename WideList::iterator find_wide(std::size_t i) {
-    return std::lower_bound(wide_.begin(), wide_.end(), i, [](const auto& w, std::size_t r) { return w.first < r; });
-  }
-  Wide wide_at(std::size_t i) const {
-    auto it = std::lower_bound(wide_.begin(), wide_.end(), i, [](const auto& w, std::size_t r) { return w.first < r; });
-    return it->second;
+  // Where row i's entry is, or would go, in the side list (rows ascending).
+  std::size_t wide_slot(std::size_t i) const {
+    const auto it = std::lower_bound(wide_.begin(), wide_.end(), i,
+                                     [](const std::pair<std::size_t, Wide>& w, std::size_t r) { return w.first < r; });
+    return static_cast<std::size_t>(it - wide_.begin());
   }
   std::vector<Narrow> cells_;
-  WideList wide_;
+  std::vector<std::pair<std::size_t, Wide>> wide_;  // (row, value) of the cells marked kWide
 };
 
 // Columnar event store. Row i of every column describes event i. Events keep file order; the

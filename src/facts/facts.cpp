@@ -83,10 +83,11 @@ void gemm_types_from_ops(const RankTrace& t, std::vector<NameFact>& names) {
   }
   if (untyped_events.empty()) return;
   IdMap<std::uint32_t> op_by_external;
-  for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (t.events.kind[i] == Kind::CpuOp && t.events.external_id[i] != kNone && t.extra_of(i) &&
-        t.extra_of(i)->input_type != kNoStr)
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    if (t.events.kind[i] != Kind::CpuOp || t.events.external_id[i] == kNone) continue;
+    if (const EventExtra* x = t.extra_of(i); x && x->input_type != kNoStr)
       op_by_external[t.events.external_id[i]] = static_cast<std::uint32_t>(i);
+  }
   std::unordered_map<StrId, std::array<std::uint32_t, kDataTypeCount>> votes;
   for (auto i : untyped_events) {
     const auto corr = t.events.correlation[i];

@@ -441,6 +441,8 @@ struct Cursor {
   void ws() { p = scan::skip_ws(p, end); }
   bool at(char c) const { return p < end && *p == c; }
   bool starts_number() const { return p < end && (*p == '-' || scan::is_digit(*p)); }
+  // A number at the cursor: its text, and whether it is an integer; false for anything else.
+  bool number(std::string_view& text, bool& integer) { return starts_number() && scan::number(p, end, text, integer); }
 };
 
 // as_int64 on the value at the cursor: a number gives its value (`got`), or none when it is out
@@ -450,7 +452,7 @@ bool int_value(Cursor& c, std::int64_t& out, bool& got) {
   if (!c.starts_number()) return scan::skip_value(c.p, c.end, 0);
   std::string_view text;
   bool integer = false;
-  if (!scan::number(c.p, c.end, text, integer)) return false;
+  if (!c.number(text, integer)) return false;
   std::int64_t v = 0;
   const scan::Read r = scan::int64_of(text, integer, v);
   if (r == scan::Read::Value) out = v, got = true;
@@ -468,7 +470,7 @@ bool double_value(Cursor& c, double& out, bool& got) {
   if (!c.starts_number()) return scan::skip_value(c.p, c.end, 0);
   std::string_view text;
   bool integer = false;
-  if (!scan::number(c.p, c.end, text, integer)) return false;
+  if (!c.number(text, integer)) return false;
   got = scan::double_of(text, out) == scan::Read::Value;
   return got;
 }
@@ -613,7 +615,7 @@ bool object_members(Cursor& c, Member&& member) {
 bool time_value(Cursor& c, ns_t& out) {
   std::string_view text;
   bool integer = false;
-  if (!c.starts_number() || !scan::number(c.p, c.end, text, integer)) return false;
+  if (!c.number(text, integer)) return false;
   const auto ns = parse_us_to_ns(text);
   if (ns) out = *ns;
   return ns.has_value();
@@ -630,7 +632,7 @@ bool track_value(Cursor& c, StringTable& strings, std::int64_t& out) {
   }
   std::string_view text;
   bool integer = false;
-  if (!c.starts_number() || !scan::number(c.p, c.end, text, integer)) return false;
+  if (!c.number(text, integer)) return false;
   std::int64_t v = 0;
   const scan::Read r = scan::int64_of(text, integer, v);
   if (r == scan::Read::GiveUp) return false;
@@ -711,10 +713,8 @@ const char* event_close(const EventBatch& batch, std::size_t i) {
   return p > begin && p[-1] == '}' ? p - 1 : nullptr;
 }
 
-// Event i through the fast path: false leaves it (and its separator) to simdjson.
-bool fast_event(const EventBatch& batch, std::size_t i, RankTrace& out, EventFields& e) {
-  const char* const close = event_close(batch, i);
-  if (!close) return false;
+// Event i, ending at `close`, through the fast path: false leaves it to simdjson.
+bool fast_event(const EventBatch& batch, std::size_t i, const char* close, RankTrace& out, EventFields& e) {
   Cursor c{batch.json() + batch.starts[i], close + 1};
   return object_members(c, [&](std::string_view key) { return event_member(c, key, out, e); }) && c.p == close + 1;
 }
@@ -735,11 +735,10 @@ bool time_in_range(std::int64_t ts, std::int64_t dur) {
 
 namespace {
 
-// Event i through simdjson, for what the fast path leaves: the event's own text, alone.
-void simdjson_event(const EventBatch& batch, std::size_t i, od::parser& parser, const Where& where, RankTrace& out,
-                    EventFields& e) {
-  const char* const close = event_close(batch, i);
-  if (!close) where.fail("malformed JSON after this event");
+// Event i, ending at `close`, through simdjson, for what the fast path leaves: the event's own
+// text, alone.
+void simdjson_event(const EventBatch& batch, std::size_t i, const char* close, od::parser& parser, const Where& where,
+                    RankTrace& out, EventFields& e) {
   const char* const begin = batch.json() + batch.starts[i];
   auto doc = parser.iterate(begin, static_cast<std::size_t>(close + 1 - begin), batch.json_capacity() - batch.starts[i]);
   if (doc.error()) where.fail(simdjson::error_message(doc.error()));
@@ -749,17 +748,21 @@ void simdjson_event(const EventBatch& batch, std::size_t i, od::parser& parser, 
 }
 
 // The fields of event i: by the fast path, or, where it gives up, by simdjson from a clean
-// start (the counter samples the fast path stored for the event are taken back first).
-void read_event(const EventBatch& batch, std::size_t i, EventPath path, od::parser& parser, const Where& where,
+// start (the counter samples the fast path stored for the event are taken back first). True
+// when the fast path read it.
+bool read_event(const EventBatch& batch, std::size_t i, EventPath path, od::parser& parser, const Where& where,
                 RankTrace& out, EventFields& e) {
+  const char* const close = event_close(batch, i);
+  if (!close) where.fail("malformed JSON after this event");
   const std::size_t counters = out.counters.size();
-  if (path == EventPath::Fast && fast_event(batch, i, out, e)) {
+  if (path == EventPath::Fast && fast_event(batch, i, close, out, e)) {
     if (!e.has_ph) where.fail("event has no \"ph\" (phase)");
-    return;
+    return true;
   }
   out.counters.resize(counters);
   e = EventFields{};
-  simdjson_event(batch, i, parser, where, out, e);
+  simdjson_event(batch, i, close, parser, where, out, e);
+  return false;
 }
 
 void parse_batch(const EventBatch& batch, EventPath path, od::parser& parser, TraceLayout layout,
@@ -768,7 +771,7 @@ void parse_batch(const EventBatch& batch, EventPath path, od::parser& parser, Tr
   for (std::size_t i = 0; i < batch.count(); ++i) {
     where.index = i;
     EventFields e;
-    read_event(batch, i, path, parser, where, out, e);
+    stats.fast_events += read_event(batch, i, path, parser, where, out, e);
     if (e.phase == Phase::Metadata) {
       store_metadata(e, out);
       continue;

@@ -17,6 +17,7 @@ namespace stepscope::ingest {
 struct BatchStats {
   std::uint64_t missing_ts = 0;  // non-metadata events without "ts" (skipped)
   std::uint64_t time_out_of_range = 0;  // "ts" or "dur" beyond kMaxTraceTimeNs (skipped)
+  std::uint64_t fast_events = 0;  // events the fast path read (the others went to simdjson)
 };
 
 // One thread's event parser (not thread-safe; keep one per thread).

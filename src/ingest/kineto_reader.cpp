@@ -124,6 +124,7 @@ struct FileReader {
       inflight.pop_front();
       stats.missing_ts += d.stats.missing_ts;
       stats.time_out_of_range += d.stats.time_out_of_range;
+      stats.fast_events += d.stats.fast_events;
       bool first = out.events.size() == 0;
       std::size_t kept = d.part.events.size();
       if (first) reserve_after_first_batch(d.text_size, kept, out);

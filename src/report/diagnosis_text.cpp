@@ -206,8 +206,7 @@ void step_table(const RankPartition& p, std::string& out) {
 
 // What limits the conclusions comes right after the verdict, before the figures: the report's first
 // line is always the verdict (`stepscope analyze t.json | head -1`). Info-level warnings only in
-// verbose mode. Past
-// `limit` warnings of one code, the rest are counted, not repeated.
+// verbose mode. Past `limit` warnings of one code, the rest are counted, not repeated.
 void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& out) {
   bool any = false;
   std::map<std::string, std::size_t> seen;

@@ -183,6 +183,8 @@ TEST(RecordedTraces, CompiledModelIsNotToldToCompileItsModel) {
   const ComputeMix& m = r.partitions.at(0).mix;
   EXPECT_GT(m.compiled_ns, 0.7 * static_cast<double>(m.kernel_ns()));
   EXPECT_GT(m.compiled_eltwise_norm_ns, 0);
+  const std::string& kind = r.diagnosis.verdict.compute_kind;
+  EXPECT_NE(kind.find("torch.compile'd regions launch "), std::string::npos) << kind;
   const Lever& compile = lever_of(r, "torch_compile");
   EXPECT_EQ(compile.title, "compile what runs outside the compiled regions");
   EXPECT_NE(compile.basis.find("already compiles"), std::string::npos) << compile.basis;
