@@ -117,101 +117,162 @@ void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
   }
 }
 
-// Where plain host rows (no stream, no correlation: most cpu_ops) can matter. They only enter
-// the graph through clip_rows, as rows starting inside the window, and the window lies within the
-// rows naming the annotation; every other row takes part in the whole-trace steps (partner links,
-// the last-step filter, queue lengths, launch order). Rows outside the span are left out, which
-// halves the rows of a long trace.
-struct PlainRowSpan {
-  bool everything = true;
-  ns_t lo = 0, hi = 0;
-  bool holds(ns_t ts) const { return everything || (ts >= lo && ts <= hi); }
+// Whether a row's name contains the window's annotation, looked up once per distinct name.
+class AnnotationNames {
+ public:
+  AnnotationNames(const RankTrace& rank, std::string_view annotation)
+      : rank_(rank), annotation_(annotation), named_(annotation.empty() ? 0 : rank.strings.size(), -1) {}
+  bool operator()(StrId name) {
+    std::int8_t& n = named_[name];
+    if (n < 0) n = rank_.str(name).find(annotation_) != std::string_view::npos;
+    return n != 0;
+  }
+
+ private:
+  const RankTrace& rank_;
+  std::string_view annotation_;
+  std::vector<std::int8_t> named_;
 };
 
-PlainRowSpan plain_row_span(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
-  PlainRowSpan span;
-  if (opts.annotation.empty()) return span;
-  const EventTable& ev = rank.events;
-  std::vector<std::int8_t> names(rank.strings.size(), -1);  // per StrId: contains the annotation?
-  bool any = false;
-  for (std::size_t i = 0; i < ev.size(); ++i) {
-    std::int8_t& named = names[ev.name[i]];
-    if (named < 0) named = rank.name_of(i).find(opts.annotation) != std::string_view::npos;
-    if (!named || !hta::is_hta_row(rank, i)) continue;
-    ns_t ts = 0, end = 0;
-    hta::row_times(ev, i, load.rounded_to_us, ts, end);
-    span.lo = any ? std::min(span.lo, ts) : ts;
-    span.hi = any ? std::max(span.hi, end) : end;
-    any = true;
+// A row with neither stream nor correlation nor a sync name: most cpu_ops. Such rows enter the
+// graph only through clip_rows, as rows starting inside the window; every other row takes part
+// in the whole-trace steps (partner links, the last-step filter, queue lengths, launch order).
+bool is_plain(const CpRow& r) { return r.stream == -1 && !r.has_corr && !r.gpu_for_filter; }
+
+// Builds the rows in two passes so that plain rows are kept only inside the window: the first
+// keeps every other row and the plain rows naming the annotation (they place the window), the
+// second adds the plain rows that start inside it. A long trace has most of its rows plain.
+//   100 steps, annotation "ProfilerStep#50": pass 1 keeps launches, GPU rows and the step rows;
+//   pass 2 adds step 50's cpu_ops, not the other 99 steps' ones.
+class RowBuilder {
+ public:
+  RowBuilder(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load)
+      : rank_(rank), opts_(opts), load_(load), named_(rank, opts.annotation) {
+    for (const std::string& p : opts.data_load_patterns) data_load_.push_back(std::make_unique<RE2>(p, RE2::Quiet));
+    flags_ = std::make_unique<FlagCache>(rank, data_load_);
+    // _filter_irrelevant_gpu_kernels (below): with two or more step names, host rows from the
+    // last step on go, and so do GPU rows whose correlation no kept host row has.
+    filter_ = load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2);
   }
-  span.everything = !any;  // no instance: pick_window reports it
-  return span;
-}
+
+  Rows build() {
+    Rows out;
+    out.rows = first_pass();
+    link_correlations(rank_, out.rows);
+    apply_filter(out.rows);
+    if (!opts_.annotation.empty()) {
+      const Window w = pick_window(out, rank_, opts_);
+      if (w.ok) add_plain_rows(out.rows, w);
+    }
+    for (const CpRow& r : out.rows)
+      if (r.stream != -1) out.has_gpu = true;
+    return out;
+  }
+
+ private:
+  bool host_row_kept(ns_t ts) const {
+    return !filter_ || (opts_.include_last_profiler_step ? ts <= load_.cutoff_ts : ts < load_.cutoff_ts);
+  }
+
+  CpRow row_of(std::size_t i) {
+    const EventTable& ev = rank_.events;
+    CpRow row;
+    row.event = static_cast<std::uint32_t>(i);
+    hta::row_times(ev, i, load_.rounded_to_us, row.ts, row.end);
+    row.stream = hta::hta_stream(ev, i);
+    row.has_corr = ev.correlation[i] >= 0;
+    row.flags = flags_->of(ev.name[i], ev.category[i]);
+    row.gpu_for_filter = (row.stream >= 0 && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
+    return row;
+  }
+
+  // Without an annotation the window is the whole trace: every row is kept at once.
+  std::vector<CpRow> first_pass() {
+    const EventTable& ev = rank_.events;
+    std::vector<CpRow> all;
+    all.reserve(ev.size());  // pages past the rows kept are never touched
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      if (!hta::is_hta_row(rank_, i)) continue;
+      const CpRow row = row_of(i);
+      if (is_plain(row) && !opts_.annotation.empty() && !named_(ev.name[i])) {
+        plain_left_out_kept_ = plain_left_out_kept_ || host_row_kept(row.ts);
+        continue;
+      }
+      all.push_back(row);
+    }
+    return all;
+  }
+
+  // The filter's rows dropped, the kept ones moved down in place (a trace has millions). A plain
+  // row left out that the filter keeps still counts: its correlation -1 keeps the GPU rows
+  // without one.
+  void apply_filter(std::vector<CpRow>& all) const {
+    if (!filter_) return;
+    std::vector<char> keep(all.size(), 1);
+    IdMap<char> host_corr;
+    if (plain_left_out_kept_) host_corr[-1] = 1;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (all[k].gpu_for_filter) continue;
+      keep[k] = host_row_kept(all[k].ts);
+      if (keep[k]) host_corr[correlation_of(rank_, all[k])] = 1;
+    }
+    for (std::size_t k = 0; k < all.size(); ++k)
+      if (all[k].gpu_for_filter) keep[k] = host_corr.contains(correlation_of(rank_, all[k])) ? 1 : 0;
+    std::vector<std::int32_t> new_index(all.size(), -1);
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (!keep[k]) continue;
+      new_index[k] = static_cast<std::int32_t>(kept);
+      all[kept++] = all[k];
+    }
+    all.resize(kept);
+    for (CpRow& r : all)
+      if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
+  }
+
+  // The plain rows starting inside the window that the filter keeps (those naming the
+  // annotation are in already), merged into `rows` in event order.
+  void add_plain_rows(std::vector<CpRow>& rows, const Window& w) {
+    const EventTable& ev = rank_.events;
+    std::vector<CpRow> added;
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      if (!hta::is_hta_row(rank_, i) || named_(ev.name[i])) continue;
+      ns_t ts = 0, end = 0;
+      hta::row_times(ev, i, load_.rounded_to_us, ts, end);
+      if (ts < w.start || (!w.open_end && ts > w.end) || !host_row_kept(ts)) continue;
+      const CpRow row = row_of(i);
+      if (is_plain(row)) added.push_back(row);
+    }
+    if (added.empty()) return;
+    std::vector<CpRow> merged;
+    merged.reserve(rows.size() + added.size());
+    std::vector<std::int32_t> new_index(rows.size());
+    std::size_t a = 0;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      while (a < added.size() && added[a].event < rows[k].event) merged.push_back(added[a++]);
+      new_index[k] = static_cast<std::int32_t>(merged.size());
+      merged.push_back(rows[k]);
+    }
+    merged.insert(merged.end(), added.begin() + static_cast<std::ptrdiff_t>(a), added.end());
+    for (CpRow& r : merged)
+      if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
+    rows = std::move(merged);
+  }
+
+  const RankTrace& rank_;
+  const CriticalPathOptions& opts_;
+  const HtaLoad& load_;
+  std::vector<std::unique_ptr<RE2>> data_load_;
+  std::unique_ptr<FlagCache> flags_;
+  AnnotationNames named_;
+  bool filter_ = false;
+  bool plain_left_out_kept_ = false;
+};
 
 }  // namespace
 
 Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load) {
-  const EventTable& ev = rank.events;
-
-  std::vector<std::unique_ptr<RE2>> data_load;
-  for (const std::string& p : opts.data_load_patterns) data_load.push_back(std::make_unique<RE2>(p, RE2::Quiet));
-  FlagCache flags(rank, data_load);
-
-  // _filter_irrelevant_gpu_kernels (below): with two or more step names, host rows from the last
-  // step on go, and so do GPU rows whose correlation no kept host row has.
-  const bool filter = load.last_step_dropped || (opts.include_last_profiler_step && load.profiler_step_names >= 2);
-  auto host_row_kept = [&](ns_t ts) { return opts.include_last_profiler_step ? ts <= load.cutoff_ts : ts < load.cutoff_ts; };
-  const PlainRowSpan span = plain_row_span(rank, opts, load);
-  bool left_out_plain_kept = false;  // a plain row left out that the filter keeps: its correlation -1 counts
-
-  std::vector<CpRow> all;
-  all.reserve(ev.size());  // pages past the rows kept are never touched
-  for (std::size_t i = 0; i < ev.size(); ++i) {
-    if (!hta::is_hta_row(rank, i)) continue;
-    CpRow row;
-    row.event = static_cast<std::uint32_t>(i);
-    hta::row_times(ev, i, load.rounded_to_us, row.ts, row.end);
-    row.stream = hta::hta_stream(ev, i);
-    row.has_corr = ev.correlation[i] >= 0;
-    row.flags = flags.of(ev.name[i], ev.category[i]);
-    row.gpu_for_filter = (row.stream >= 0 && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
-    if (row.stream == -1 && !row.has_corr && !row.gpu_for_filter && !span.holds(row.ts)) {
-      left_out_plain_kept = left_out_plain_kept || (filter && host_row_kept(row.ts));
-      continue;
-    }
-    all.push_back(row);
-  }
-  link_correlations(rank, all);
-
-  std::vector<char> keep(all.size(), 1);
-  if (filter) {
-    IdMap<char> host_corr;
-    if (left_out_plain_kept) host_corr[-1] = 1;
-    for (std::size_t k = 0; k < all.size(); ++k) {
-      if (all[k].gpu_for_filter) continue;
-      keep[k] = host_row_kept(all[k].ts);
-      if (keep[k]) host_corr[correlation_of(rank, all[k])] = 1;
-    }
-    for (std::size_t k = 0; k < all.size(); ++k)
-      if (all[k].gpu_for_filter) keep[k] = host_corr.contains(correlation_of(rank, all[k])) ? 1 : 0;
-  }
-
-  // The kept rows moved down in place (a trace has millions).
-  Rows out;
-  std::vector<std::int32_t> new_index(all.size(), -1);
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < all.size(); ++k) {
-    if (!keep[k]) continue;
-    new_index[k] = static_cast<std::int32_t>(kept);
-    all[kept++] = all[k];
-  }
-  all.resize(kept);
-  for (CpRow& r : all) {
-    if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
-    if (r.stream != -1) out.has_gpu = true;
-  }
-  out.rows = std::move(all);
-  return out;
+  return RowBuilder(rank, opts, load).build();
 }
 
 // trace_counters.py:18-95 (_get_queue_length_time_series_for_rank): +1 at each launch call that
