@@ -139,6 +139,10 @@ template <class W, class N>
 std::size_t held(const stepscope::NarrowColumn<W, N>& c) {
   return c.bytes_used();
 }
+template <class T, class C>
+std::size_t held(const stepscope::DictColumn<T, C>& c) {
+  return c.bytes_used();
+}
 
 // What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.
 void print_model_bytes(const stepscope::RankTrace& t) {

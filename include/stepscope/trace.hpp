@@ -14,7 +14,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "stepscope/id_map.hpp"
@@ -195,7 +197,10 @@ class TrackKeys {
 template <class Wide, class Narrow>
 class NarrowColumn {
  public:
-  static constexpr Narrow kWide = std::numeric_limits<Narrow>::min();
+  // The value a cell never holds: the lowest of a signed type, the highest of an unsigned one
+  // (so that 0, an unsigned column's most common value, stays narrow).
+  static constexpr Narrow kWide =
+      std::is_signed_v<Narrow> ? std::numeric_limits<Narrow>::min() : std::numeric_limits<Narrow>::max();
 
   Wide operator[](std::size_t i) const {
     const Narrow v = cells_[i];
@@ -235,9 +240,7 @@ class NarrowColumn {
   std::size_t bytes_used() const { return cells_.size() * sizeof(Narrow) + wide_.size() * sizeof(wide_[0]); }
 
  private:
-  static bool fits(Wide v) {
-    return v > static_cast<Wide>(kWide) && v <= static_cast<Wide>(std::numeric_limits<Narrow>::max());
-  }
+  static bool fits(Wide v) { return std::in_range<Narrow>(v) && static_cast<Narrow>(v) != kWide; }
   // Where row i's entry is, or would go, in the side list (rows ascending).
   std::size_t wide_slot(std::size_t i) const {
     const auto it = std::lower_bound(wide_.begin(), wide_.end(), i,
@@ -248,26 +251,71 @@ class NarrowColumn {
   std::vector<std::pair<std::size_t, Wide>> wide_;  // (row, value) of the cells marked kWide
 };
 
+// A column of values drawn from a few distinct ones (a trace's categories): each row holds the
+// value's number in a dictionary, one byte while there are fewer than 255 of them; a value
+// numbered past that is kept whole by the NarrowColumn of numbers. Reads give the value.
+//   push_back(40); push_back(9); push_back(40)  ->  dictionary {40, 9}, numbers {0, 1, 0}
+//   rewrite(f) maps the dictionary's values: a whole column renamed at the dictionary's size
+template <class T, class Code>
+class DictColumn {
+ public:
+  T operator[](std::size_t i) const { return values_[codes_[i]]; }
+  void push_back(T v) { codes_.push_back(code_of(v)); }
+  void set(std::size_t i, T v) { codes_.set(i, code_of(v)); }
+  // Every row of `o` after this column's rows.
+  void append(const DictColumn& o) {
+    std::vector<std::uint32_t> code(o.values_.size());
+    for (std::size_t k = 0; k < code.size(); ++k) code[k] = code_of(o.values_[k]);
+    codes_.reserve(codes_.size() + o.size());
+    for (std::size_t i = 0; i < o.size(); ++i) codes_.push_back(code[o.codes_[i]]);
+  }
+  template <class F>
+  void rewrite(F&& f) {
+    for (T& v : values_) v = f(v);
+    index_.clear();
+    for (std::size_t k = values_.size(); k-- > 0;) index_[values_[k]] = static_cast<std::uint32_t>(k);
+    last_ = 0;
+  }
+  std::size_t size() const { return codes_.size(); }
+  std::size_t capacity() const { return codes_.capacity(); }
+  void reserve(std::size_t n) { codes_.reserve(n); }
+  std::size_t bytes_used() const { return codes_.bytes_used() + values_.size() * sizeof(T); }
+
+ private:
+  std::uint32_t code_of(T v) {
+    if (last_ < values_.size() && values_[last_] == v) return last_;
+    return last_ = look_up(v);
+  }
+  // Out of line, in event_table.cpp: the event parser built for AVX2 inlines the rest of this
+  // class, and a hash map instantiated there could be the copy that every caller links to.
+  std::uint32_t look_up(T v);
+  NarrowColumn<std::uint32_t, Code> codes_;
+  std::vector<T> values_;
+  std::unordered_map<T, std::uint32_t> index_;  // value -> its first number
+  std::uint32_t last_ = 0;                       // the number last asked for
+};
+
 // Columnar event store. Row i of every column describes event i. Events keep file order; the
 // indexes of RankTrace give time order per track. New rows come through `append`, which keeps
 // every column the same length; cells of existing rows may be changed in place.
 //
-// Columns whose values fit 32 bits (16 for devices) on real traces are NarrowColumns: together
-// they save 18 of the 68 bytes a row took as plain 64-bit columns.
+// Columns whose values fit 32 bits or fewer on real traces are NarrowColumns (8 bits for devices,
+// 16 for streams and tracks), and the category a DictColumn of one byte: together they save 26
+// of the 68 bytes a row took as plain columns of 64-bit values and 32-bit ids.
 struct EventTable {
   std::vector<ns_t> ts;
   NarrowColumn<ns_t, std::int32_t> dur;  // 0 for instants, flows, counters
   std::vector<StrId> name;
-  std::vector<StrId> category;      // raw `cat` text (kNoStr when absent)
+  DictColumn<StrId, std::uint8_t> category;  // raw `cat` text (kNoStr when absent)
   std::vector<Kind> kind;
   std::vector<Phase> phase;
   std::vector<CopyKind> copy_kind;  // memcpy direction, from the name
   std::vector<HostMem> host_mem;    // memcpy host side, from the name
-  std::vector<std::uint32_t> track;  // the event's (pid, tid), an index into `keys`
+  NarrowColumn<std::uint32_t, std::uint16_t> track;  // the event's (pid, tid), an index into `keys`
   NarrowColumn<std::int64_t, std::int32_t> correlation;  // args.correlation (flows: their id), or kNone
   NarrowColumn<std::int64_t, std::int32_t> external_id;  // args["External id"], or kNone
-  NarrowColumn<std::int64_t, std::int32_t> stream;       // args.stream, or -1 (old traces write 4294967295)
-  NarrowColumn<std::int32_t, std::int16_t> device;       // args.device, or -1
+  NarrowColumn<std::int64_t, std::int16_t> stream;       // args.stream, or -1 (old traces write 4294967295)
+  NarrowColumn<std::int32_t, std::int8_t> device;        // args.device, or -1
   std::vector<std::int32_t> kernel_args;   // index into RankTrace::kernel_args, or -1
   std::vector<std::int32_t> extra;         // index into RankTrace::extras, or -1
 
@@ -285,7 +333,9 @@ struct EventTable {
 
 // In the header so that the readers' per-event loops inline it. A new column goes here, in
 // EventRow, and in `columns` of event_table.cpp.
-inline std::uint32_t EventTable::append(const EventRow& r) {
+// Always inlined: the event parser built for AVX2 calls it per event, and an out-of-line copy
+// made there would carry AVX2 code under this class's name.
+[[gnu::always_inline]] inline std::uint32_t EventTable::append(const EventRow& r) {
   const auto index = static_cast<std::uint32_t>(size());
   ts.push_back(r.ts);
   dur.push_back(r.dur);

@@ -350,24 +350,23 @@ bool Builder::add_launch_edge(std::int32_t runtime_row, std::int32_t kernel_star
   return true;
 }
 
-// Launch calls with a GPU partner, in ts order, numbered (_get_cuda_runtime_calls_df).
-struct Launch {
-  std::int32_t row;
-  std::int64_t stream, gpu;  // of the GPU partner
-};
+// Launch calls with a GPU partner, as rows in ts order (_get_cuda_runtime_calls_df); the stream
+// and GPU are the partner's, read through the row.
+using Launches = std::vector<std::int32_t>;
 
-std::vector<Launch> launches_in_ts_order(const RankTrace& rank, const std::vector<CpRow>& rows) {
-  std::vector<Launch> out;
+const CpRow& launched(const std::vector<CpRow>& rows, std::int32_t launch) {
+  return rows[static_cast<std::size_t>(rows[static_cast<std::size_t>(launch)].partner)];
+}
+
+Launches launches_in_ts_order(const std::vector<CpRow>& rows) {
+  Launches out;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!(r.flags & cp::kLaunchName) || r.partner < 0) continue;
-    const CpRow& g = rows[static_cast<std::size_t>(r.partner)];
-    if (g.stream == -1) continue;
-    out.push_back({static_cast<std::int32_t>(k), g.stream, cp::pid_of(rank, g)});
+    if (rows[static_cast<std::size_t>(r.partner)].stream == -1) continue;
+    out.push_back(static_cast<std::int32_t>(k));
   }
-  std::stable_sort(out.begin(), out.end(), [&](const Launch& a, const Launch& b) {
-    return rows[static_cast<std::size_t>(a.row)].ts < rows[static_cast<std::size_t>(b.row)].ts;
-  });
+  cp::stable_sort_rows_by_ts(out, rows);
   return out;
 }
 
@@ -375,15 +374,18 @@ std::vector<Launch> launches_in_ts_order(const RankTrace& rank, const std::vecto
 // launch (any thread) on the recorded stream and GPU at or before it. Keyed by the record's
 // correlation id; the value is the launch row.
 std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const RankTrace& rank, const std::vector<CpRow>& rows,
-                                                                         const std::vector<Launch>& launches) {
+                                                                         const Launches& launches) {
   std::unordered_map<std::int64_t, std::pair<std::int64_t, std::int64_t>> recorded_on;  // corr → (stream, gpu)
   for (const CpRow& r : rows)
     if (const std::int64_t stream = cp::wait_on_stream_of(rank, r); stream > -1)
       recorded_on.emplace(cp::wait_on_record_corr_of(rank, r), std::make_pair(stream, cp::pid_of(rank, r)));
   std::unordered_map<std::int64_t, std::int32_t> out;
   if (recorded_on.empty()) return out;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<const Launch*>> by_stream;
-  for (const Launch& l : launches) by_stream[{l.gpu, l.stream}].push_back(&l);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> by_stream;
+  for (std::int32_t l : launches) {
+    const CpRow& g = launched(rows, l);
+    by_stream[{cp::pid_of(rank, g), g.stream}].push_back(l);
+  }
   for (const CpRow& r : rows) {
     if (!(r.flags & cp::kEventRecordName)) continue;
     const std::int64_t corr = cp::correlation_of(rank, r);
@@ -392,10 +394,10 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
     auto ls = by_stream.find({it->second.second, it->second.first});
     if (ls == by_stream.end()) continue;
     const auto& v = ls->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, const Launch* l) {
-      return ts < rows[static_cast<std::size_t>(l->row)].ts;
+    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, std::int32_t l) {
+      return ts < rows[static_cast<std::size_t>(l)].ts;
     });
-    if (pos != v.begin()) out[corr] = (*(pos - 1))->row;
+    if (pos != v.begin()) out[corr] = *(pos - 1);
   }
   return out;
 }
@@ -403,12 +405,14 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
 // _get_cuda_stream_wait_event_df: for each cudaStreamWaitEvent (with its "Stream Wait Event"
 // partner), the next launch by the same thread on the waiting stream. Keyed by the call's row.
 std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const RankTrace& rank, const std::vector<CpRow>& rows,
-                                                                          const std::vector<Launch>& launches) {
+                                                                          const Launches& launches) {
   std::unordered_map<std::int32_t, std::int32_t> out;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<const Launch*>> by_thread;
-  for (const Launch& l : launches) {
-    const CpRow& r = rows[static_cast<std::size_t>(l.row)];
-    by_thread[{cp::pid_of(rank, r), cp::tid_of(rank, r), l.stream}].push_back(&l);
+  const bool any_wait = std::any_of(rows.begin(), rows.end(), [](const CpRow& r) { return r.flags & cp::kStreamWaitCall; });
+  if (!any_wait) return out;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int32_t>> by_thread;
+  for (std::int32_t l : launches) {
+    const CpRow& r = rows[static_cast<std::size_t>(l)];
+    by_thread[{cp::pid_of(rank, r), cp::tid_of(rank, r), launched(rows, l).stream}].push_back(l);
   }
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
@@ -418,10 +422,10 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
     auto it = by_thread.find({cp::pid_of(rank, r), cp::tid_of(rank, r), g.stream});
     if (it == by_thread.end()) continue;
     const auto& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, const Launch* l) {
-      return ts < rows[static_cast<std::size_t>(l->row)].ts;
+    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, std::int32_t l) {
+      return ts < rows[static_cast<std::size_t>(l)].ts;
     });
-    if (pos != v.end()) out[static_cast<std::int32_t>(k)] = (*pos)->row;
+    if (pos != v.end()) out[static_cast<std::int32_t>(k)] = *pos;
   }
   return out;
 }
@@ -432,7 +436,7 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
 // the cuda_sync events imply.
 bool Builder::construct_from_kernels(std::string& error) {
   const std::vector<std::int32_t> q = cp::queue_length_at_rows(rank_, rows_);
-  const std::vector<Launch> launches = launches_in_ts_order(rank_, rows_);
+  const Launches launches = launches_in_ts_order(rows_);
   const auto record_launch = previous_launch_of_records(rank_, rows_, launches);
   const auto wait_next_launch = next_launch_of_stream_waits(rank_, rows_, launches);
 

@@ -78,6 +78,10 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 // entry (HTA's NaN).
 std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& rows);
 
+// Row numbers ordered by their rows' ts, ties in the order given; already ordered lists (the
+// common case: rows in file order) are left as they are.
+void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const std::vector<CpRow>& rows);
+
 // critical_path_analysis.py:1838-1892: the window, and the clipped rows (ascending row index).
 struct Window {
   bool ok = false;

@@ -2,6 +2,7 @@
 // (shared with the GPU-timeline figures through build_view), index_correlation, the queue
 // length series, and the window.
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <string_view>
@@ -275,40 +276,72 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
   return RowBuilder(rank, opts, load).build();
 }
 
+void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const std::vector<CpRow>& rows) {
+  const auto earlier = [&](std::int32_t a, std::int32_t b) {
+    return rows[static_cast<std::size_t>(a)].ts < rows[static_cast<std::size_t>(b)].ts;
+  };
+  if (!std::is_sorted(order.begin(), order.end(), earlier)) std::stable_sort(order.begin(), order.end(), earlier);
+}
+
+namespace {
+
+// Where a stream's rows of the series go: streams are few, so a short list is searched.
+class StreamLists {
+ public:
+  std::vector<std::int32_t>& of(std::int64_t stream) {
+    for (std::size_t k = 0; k < ids_.size(); ++k)
+      if (ids_[k] == stream) return lists_[k];
+    ids_.push_back(stream);
+    return lists_.emplace_back();
+  }
+  std::size_t size() const { return ids_.size(); }
+  std::int64_t id(std::size_t k) const { return ids_[k]; }
+  std::vector<std::int32_t>& list(std::size_t k) { return lists_[k]; }
+
+ private:
+  std::vector<std::int64_t> ids_;
+  std::deque<std::vector<std::int32_t>> lists_;  // a deque: references stay valid as it grows
+};
+
+}  // namespace
+
 // trace_counters.py:18-95 (_get_queue_length_time_series_for_rank): +1 at each launch call that
 // has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
 // is a launch's; sorted by ts, grouped by stream, cumulated. HTA's sort is not stable; ties keep
-// launches first here.
+// launches first here. Each stream's launches and GPU rows are kept apart as row numbers, each
+// list in ts order (stably, so ties keep row order), and merged with launches first on a tie:
+// the order of one stable sort of all changes by (stream, ts), at 4 bytes a change.
+//   stream 7: launches at ts 1, 3; GPU rows at 2, 3  ->  +1 (1), -1 (0), +1 (1), -1 (0)
 std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
-  struct Change {
-    ns_t ts;
-    std::int64_t stream;
-    std::int32_t row;
-    int delta;
-  };
-  std::vector<Change> changes;
+  StreamLists launches, gpu;
   IdMap<char> launch_corr;
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
     if (x.stream != -1 || !(x.flags & kLaunchName) || x.partner < 0) continue;
-    const CpRow& g = r[static_cast<std::size_t>(x.partner)];
-    changes.push_back({x.ts, g.stream, static_cast<std::int32_t>(k), +1});
+    launches.of(r[static_cast<std::size_t>(x.partner)].stream).push_back(static_cast<std::int32_t>(k));
     launch_corr[correlation_of(rank, x)] = 1;
   }
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
     if (x.stream == -1 || !launch_corr.contains(correlation_of(rank, x))) continue;
-    changes.push_back({x.ts, x.stream, static_cast<std::int32_t>(k), -1});
+    gpu.of(x.stream).push_back(static_cast<std::int32_t>(k));
   }
-  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
-  });
   std::vector<std::int32_t> q(r.size(), -1);  // a length is at most the row count, below 2^31
-  std::int32_t running = 0;
-  for (std::size_t k = 0; k < changes.size(); ++k) {
-    if (k == 0 || changes[k].stream != changes[k - 1].stream) running = 0;
-    running += changes[k].delta;
-    q[static_cast<std::size_t>(changes[k].row)] = running;
+  for (std::size_t s = 0; s < gpu.size(); ++s) launches.of(gpu.id(s));  // a stream with GPU rows only
+  for (std::size_t s = 0; s < launches.size(); ++s) {
+    std::vector<std::int32_t>& up = launches.list(s);
+    std::vector<std::int32_t>& down = gpu.of(launches.id(s));
+    stable_sort_rows_by_ts(up, r);
+    stable_sort_rows_by_ts(down, r);
+    std::int32_t running = 0;
+    std::size_t u = 0, d = 0;
+    while (u < up.size() || d < down.size()) {
+      const bool launch_next = d == down.size() ||
+                               (u < up.size() && r[static_cast<std::size_t>(up[u])].ts <= r[static_cast<std::size_t>(down[d])].ts);
+      const std::int32_t row = launch_next ? up[u++] : down[d++];
+      running += launch_next ? 1 : -1;
+      q[static_cast<std::size_t>(row)] = running;
+    }
   }
   return q;
 }

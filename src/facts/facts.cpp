@@ -146,8 +146,8 @@ int find_main_track(const RankTrace& t, const std::vector<TrackCounts>& counts) 
       if (score(k) > 0 && (best < 0 || score(k) > score(static_cast<std::size_t>(best)))) best = static_cast<int>(k);
     return best;
   };
-  if (int k = best_by([&](std::size_t k) { return counts[k].steps; }); k >= 0) return k;
-  if (int k = best_by([&](std::size_t k) { return counts[k].loop_markers; }); k >= 0) return k;
+  if (int k = best_by([&](std::size_t c) { return counts[c].steps; }); k >= 0) return k;
+  if (int k = best_by([&](std::size_t c) { return counts[c].loop_markers; }); k >= 0) return k;
   auto is_autograd = [&](std::size_t k) {
     return autograd_named(t.host_tracks[k]) || (counts[k].backward > 0 && counts[k].forward == 0 &&
                                                  t.host_tracks[k].tid != t.host_tracks[k].pid);

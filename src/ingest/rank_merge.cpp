@@ -24,10 +24,10 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
   auto extra_off = static_cast<std::int32_t>(into.extras.size());
   std::size_t base = d.size();
   part.events.keys.rewrite([&](TrackKey k) { return TrackKey{remap_track(k.pid, map), remap_track(k.tid, map)}; });
+  part.events.category.rewrite([&](StrId s) { return map[s]; });
   d.append(part.events);
   for (std::size_t i = base; i < d.size(); ++i) {
     d.name[i] = map[d.name[i]];
-    d.category[i] = map[d.category[i]];
     if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
     if (d.extra[i] >= 0) d.extra[i] += extra_off;
   }

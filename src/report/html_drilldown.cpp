@@ -3,14 +3,13 @@
 // timeline. Sorting and search are the page's one inline script (html_script below), allowed
 // by its hash in the Content-Security-Policy; every trace string stays escaped text.
 #include <fmt/core.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "report/html_common.hpp"
 #include "report/html_sections.hpp"
+#include "report/sha256.hpp"
 
 namespace stepscope::html {
 namespace {
@@ -243,11 +242,8 @@ const std::string& html_script() {
 
 // CSP source for the script: 'sha256-' + base64 of the SHA-256 of its exact text.
 std::string html_script_hash() {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(html_script().data()), html_script().size(), digest);
-  unsigned char b64[4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1];
-  EVP_EncodeBlock(b64, digest, SHA256_DIGEST_LENGTH);
-  return "sha256-" + std::string(reinterpret_cast<const char*>(b64));
+  const std::array<std::uint8_t, 32> digest = sha256(html_script());
+  return "sha256-" + base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {

@@ -64,10 +64,12 @@ auto columns(Table& t) {
   return std::tie(t.ts, t.dur, t.name, t.category, t.kind, t.phase, t.copy_kind, t.host_mem, t.track,
                   t.correlation, t.external_id, t.stream, t.device, t.kernel_args, t.extra);
 }
-constexpr std::size_t kNarrowColumns = 5;  // dur, correlation, external_id, stream, device
+constexpr std::size_t kNarrowColumns = 6;  // dur, track, correlation, external_id, stream, device
+constexpr std::size_t kDictColumns = 1;    // category
 static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
                                             sizeof(std::vector<char>) +
                                         kNarrowColumns * (sizeof(NarrowColumn<ns_t, std::int32_t>) - sizeof(std::vector<char>)) +
+                                        kDictColumns * (sizeof(DictColumn<StrId, std::uint8_t>) - sizeof(std::vector<char>)) +
                                         sizeof(TrackKeys),
               "a column of EventTable is missing from columns()");
 
@@ -75,8 +77,8 @@ template <class T>
 void append_column(std::vector<T>& to, const std::vector<T>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
-template <class W, class N>
-void append_column(NarrowColumn<W, N>& to, const NarrowColumn<W, N>& from) {
+template <class Column>
+void append_column(Column& to, const Column& from) {
   to.append(from);
 }
 
@@ -110,8 +112,16 @@ void EventTable::append(const EventTable& rows) {
                        [](auto& to, const auto& from) { append_column(to, from); });
   std::vector<std::uint32_t> key_of(rows.keys.size());
   for (std::uint32_t k = 0; k < key_of.size(); ++k) key_of[k] = keys.intern(rows.keys.at(k).pid, rows.keys.at(k).tid);
-  for (std::size_t i = base; i < size(); ++i) track[i] = key_of[track[i]];
+  for (std::size_t i = base; i < size(); ++i) track.set(i, key_of[track[i]]);
 }
+
+template <class T, class Code>
+std::uint32_t DictColumn<T, Code>::look_up(T v) {
+  auto [it, added] = index_.try_emplace(v, static_cast<std::uint32_t>(values_.size()));
+  if (added) values_.push_back(v);
+  return it->second;
+}
+template class DictColumn<StrId, std::uint8_t>;
 
 std::uint32_t TrackKeys::intern(std::int64_t pid, std::int64_t tid) {
   if (last_ < keys_.size() && keys_[last_].pid == pid && keys_[last_].tid == tid) return last_;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "analysis/critical_path_internal.hpp"
 #include "analysis/hta_view.hpp"
@@ -41,6 +42,60 @@ TEST(CriticalPathRows, APlainRowLeftOutOfTheSpanStillKeepsSyncRowsWithoutCorrela
   const cp::Rows rows = cp::build_rows(t, o, view.load);
   EXPECT_TRUE(has_row_of(rows, sync));
   EXPECT_FALSE(has_row_of(rows, window));  // in the last step: the filter drops it
+}
+
+// HTA's series as first written here: every +1 and -1 in one list, stably sorted by (stream, ts)
+// with the launches pushed first, then cumulated per stream.
+std::vector<std::int32_t> queue_lengths_by_one_sort(const RankTrace& t, const std::vector<cp::CpRow>& r) {
+  struct Change {
+    ns_t ts;
+    std::int64_t stream;
+    std::int32_t row, delta;
+  };
+  std::vector<Change> changes;
+  std::vector<std::int64_t> launch_corr;
+  for (std::size_t k = 0; k < r.size(); ++k)
+    if (r[k].stream == -1 && (r[k].flags & cp::kLaunchName) && r[k].partner >= 0) {
+      changes.push_back({r[k].ts, r[static_cast<std::size_t>(r[k].partner)].stream, static_cast<std::int32_t>(k), 1});
+      launch_corr.push_back(cp::correlation_of(t, r[k]));
+    }
+  for (std::size_t k = 0; k < r.size(); ++k)
+    if (r[k].stream != -1 && std::count(launch_corr.begin(), launch_corr.end(), cp::correlation_of(t, r[k])))
+      changes.push_back({r[k].ts, r[k].stream, static_cast<std::int32_t>(k), -1});
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
+  });
+  std::vector<std::int32_t> q(r.size(), -1);
+  std::int32_t running = 0;
+  for (std::size_t k = 0; k < changes.size(); ++k) {
+    if (k == 0 || changes[k].stream != changes[k - 1].stream) running = 0;
+    running += changes[k].delta;
+    q[static_cast<std::size_t>(changes[k].row)] = running;
+  }
+  return q;
+}
+
+// The per-stream merge gives what one stable sort of all changes gives, ties included: launch
+// calls and kernels drawn on three streams from a handful of times, so that many coincide, with
+// kernels whose correlation no launch has and launches out of time order.
+TEST(CriticalPathRows, QueueLengthsMatchOneStableSortOfEveryChange) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    TraceBuilder b;
+    std::uniform_int_distribution<int> when(0, 12), stream(7, 9), kind(0, 9);
+    for (std::int64_t corr = 1; corr <= 200; ++corr) {
+      const double call = when(rng), start = when(rng);
+      const int k = kind(rng);
+      if (k == 0) b.kernel("orphan", start, 1, stream(rng), corr + 100000);
+      else if (k == 1) b.runtime("cudaLaunchKernel", call, 1, corr);  // no kernel
+      else b.launch("k", call, 1, start, 1, stream(rng), corr);
+    }
+    RankTrace& t = b.trace();
+    t.build_indexes();
+    const hta::View view = hta::build_view(t, GpuTimelineOptions{});
+    const cp::Rows rows = cp::build_rows(t, CriticalPathOptions{}, view.load);
+    ASSERT_EQ(cp::queue_length_at_rows(t, rows.rows), queue_lengths_by_one_sort(t, rows.rows)) << "round " << round;
+  }
 }
 
 }  // namespace
