@@ -5,6 +5,8 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <type_traits>
+#include <utility>
 
 #include "stepscope/id_map.hpp"
 #include "stepscope/trace.hpp"
@@ -153,34 +155,45 @@ namespace stepscope {
 namespace {
 
 // A narrow column against a plain vector under the same pushes, rewrites and appends: values at
-// and past the narrow type's limits, in any order, read back exactly.
-TEST(NarrowColumn, ReadsBackEveryValueAsAPlainVectorWould) {
-  using Column = NarrowColumn<std::int64_t, std::int32_t>;
-  const std::int64_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
-  const std::vector<std::int64_t> edge_values = {0, -1, lo, lo + 1, hi, hi + 1, lo - 1, std::int64_t{1} << 40,
-                                                 std::numeric_limits<std::int64_t>::min(), kNone};
+// and past the narrow type's limits, in any order, read back exactly. For each pair of types the
+// table uses; an unsigned column's marker is its highest value, so that 0 stays narrow.
+template <class Pair>
+class NarrowColumnTyped : public ::testing::Test {};
+using NarrowPairs = ::testing::Types<std::pair<std::int64_t, std::int32_t>, std::pair<std::int64_t, std::int16_t>,
+                                     std::pair<std::int32_t, std::int8_t>, std::pair<std::uint32_t, std::uint16_t>>;
+TYPED_TEST_SUITE(NarrowColumnTyped, NarrowPairs);
+
+TYPED_TEST(NarrowColumnTyped, ReadsBackEveryValueAsAPlainVectorWould) {
+  using Wide = typename TypeParam::first_type;
+  using Narrow = typename TypeParam::second_type;
+  using Column = NarrowColumn<Wide, Narrow>;
+  const Wide lo = std::numeric_limits<Narrow>::min(), hi = std::numeric_limits<Narrow>::max();
+  std::vector<Wide> edge_values = {0, lo, static_cast<Wide>(lo + 1), hi, static_cast<Wide>(hi - 1),
+                                   static_cast<Wide>(hi + 1), std::numeric_limits<Wide>::max(),
+                                   std::numeric_limits<Wide>::min()};
+  if (std::is_signed_v<Wide>) edge_values.insert(edge_values.end(), {Wide(-1), static_cast<Wide>(lo - 1)});
   std::mt19937_64 rng(7);
   auto any_value = [&] {
-    return rng() % 3 == 0 ? edge_values[rng() % edge_values.size()] : static_cast<std::int64_t>(rng() % 1000) - 500;
+    return rng() % 3 == 0 ? edge_values[rng() % edge_values.size()] : static_cast<Wide>(rng() % 100);
   };
-  auto push_both = [&](Column& c, std::vector<std::int64_t>& p, int n) {
+  auto push_both = [&](Column& c, std::vector<Wide>& p, int n) {
     for (int k = 0; k < n; ++k) {
-      const std::int64_t v = any_value();
+      const Wide v = any_value();
       c.push_back(v);
       p.push_back(v);
     }
   };
   Column col;
-  std::vector<std::int64_t> plain;
+  std::vector<Wide> plain;
   push_both(col, plain, 2000);
   for (int k = 0; k < 2000; ++k) {
     const std::size_t i = rng() % plain.size();
-    const std::int64_t v = any_value();
+    const Wide v = any_value();
     col.set(i, v);
     plain[i] = v;
   }
   Column tail;
-  std::vector<std::int64_t> plain_tail;
+  std::vector<Wide> plain_tail;
   push_both(tail, plain_tail, 300);
   col.append(tail);
   plain.insert(plain.end(), plain_tail.begin(), plain_tail.end());
@@ -188,9 +201,47 @@ TEST(NarrowColumn, ReadsBackEveryValueAsAPlainVectorWould) {
   std::size_t wide = 0;
   for (std::size_t i = 0; i < plain.size(); ++i) {
     EXPECT_EQ(col[i], plain[i]) << i;
-    wide += plain[i] <= lo || plain[i] > hi;
+    wide += !std::in_range<Narrow>(plain[i]) || static_cast<Narrow>(plain[i]) == Column::kWide;
   }
   EXPECT_EQ(col.wide_count(), wide);  // a cell rewritten narrow leaves no stale side entry
+  EXPECT_NE(Column::kWide, Narrow{0});
+}
+
+// A dictionary column against a plain vector: more distinct values than a byte numbers (those
+// past 255 kept aside), rewrites, an appended column whose dictionary is in another order, and a
+// renaming of every value through the dictionary.
+TEST(DictColumn, ReadsBackEveryValueAsAPlainVectorWould) {
+  using Column = DictColumn<StrId, std::uint8_t>;
+  std::mt19937_64 rng(11);
+  auto any_value = [&] { return static_cast<StrId>(rng() % 7 == 0 ? 1000 + rng() % 300 : rng() % 5); };
+  Column col, tail;
+  std::vector<StrId> plain, plain_tail;
+  for (int k = 0; k < 3000; ++k) {
+    const StrId v = any_value();
+    col.push_back(v);
+    plain.push_back(v);
+  }
+  for (int k = 0; k < 1000; ++k) {
+    const std::size_t i = rng() % plain.size();
+    const StrId v = any_value();
+    col.set(i, v);
+    plain[i] = v;
+  }
+  for (int k = 0; k < 500; ++k) {
+    const StrId v = any_value();
+    tail.push_back(v);
+    plain_tail.push_back(v);
+  }
+  col.append(tail);
+  plain.insert(plain.end(), plain_tail.begin(), plain_tail.end());
+  auto rename = [](StrId v) { return static_cast<StrId>(v * 3 + 1); };
+  col.rewrite(rename);
+  for (StrId& v : plain) v = rename(v);
+  ASSERT_EQ(col.size(), plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(col[i], plain[i]) << i;
+  col.push_back(rename(2));  // a renamed value is found again, not numbered anew
+  EXPECT_EQ(col[col.size() - 1], rename(2));
+  EXPECT_LT(col.bytes_used(), col.size() * 2 + 310 * sizeof(StrId) + 64 * 16);
 }
 
 // The table's narrow columns keep what an importer hands them, past 32 bits included.
