@@ -159,7 +159,7 @@ void print_model_bytes(const stepscope::RankTrace& t) {
       {"stream, device", held(e.stream) + held(e.device)},
       {"side indexes", held(e.kernel_args) + held(e.extra)},
       {"kernel args", held(t.kernel_args)},
-      {"extras", held(t.extras)},
+      {"extras", t.extras.bytes_used()},
       {"track indexes", tracks},
   };
   std::size_t total = 0;

@@ -129,6 +129,51 @@ struct EventExtra {
 };
 static_assert(sizeof(EventExtra) == 96, "a new field of EventExtra: place it where it leaves no padding");
 
+// The events' EventExtra records, each stored in the narrowest shape that holds what it sets:
+// an autograd op's sequence number, forward thread and input shapes and types take 24 bytes, a
+// copy's bytes and bandwidth 16, any other record the whole 96. A reference names the shape in
+// its two low bits and the record above them.
+//   add({.sequence_number = 5})  ->  0 << 2 | kOp;  get(1) == that record, every other field unset
+//   add({.bytes = 64, .bandwidth_gbps = 2})  ->  0 << 2 | kCopy
+class ExtraStore {
+ public:
+  std::int32_t add(const EventExtra& x);
+  EventExtra get(std::int32_t ref) const;
+  // Every record of `o` after this store's; `rebase` then turns one of o's references into the
+  // reference of the same record here.
+  struct Bases {
+    std::int32_t op = 0, copy = 0, whole = 0;
+  };
+  Bases append(const ExtraStore& o);
+  static std::int32_t rebase(std::int32_t ref, const Bases& b);
+  // Applies f to every StrId field (shapes, types, names), as when strings are renumbered.
+  template <class F>
+  void rewrite_strings(F&& f) {
+    for (OpRecord& r : ops_) r.input_dims = f(r.input_dims), r.input_type = f(r.input_type);
+    for (EventExtra& x : whole_)
+      x.input_dims = f(x.input_dims), x.input_type = f(x.input_type), x.alt_name = f(x.alt_name),
+      x.process_group = f(x.process_group);
+  }
+  std::size_t size() const { return ops_.size() + copies_.size() + whole_.size(); }
+  std::size_t bytes_used() const {
+    return ops_.size() * sizeof(OpRecord) + copies_.size() * sizeof(CopyRecord) + whole_.size() * sizeof(EventExtra);
+  }
+
+ private:
+  enum Shape : std::int32_t { kWhole = 0, kOp = 1, kCopy = 2 };
+  struct OpRecord {
+    std::int64_t sequence_number, fwd_thread_id;
+    StrId input_dims, input_type;
+  };
+  struct CopyRecord {
+    std::int64_t bytes;
+    double bandwidth_gbps;
+  };
+  std::vector<OpRecord> ops_;
+  std::vector<CopyRecord> copies_;
+  std::vector<EventExtra> whole_;
+};
+
 // One event as an importer hands it to EventTable::append: the fields of one row of every
 // column, with the defaults an event has when its source says nothing. The Kineto event
 //   {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0,
@@ -474,7 +519,7 @@ struct RankTrace {
   StringTable strings;
   EventTable events;
   std::vector<KernelArgs> kernel_args;
-  std::vector<EventExtra> extras;
+  ExtraStore extras;
   std::vector<CounterSample> counters;
   // Launch flows (ac2g, older async_cpu_to_gpu) are counted per category, not stored: their id
   // is the correlation id that the launch and its GPU activity already carry, and they are a
@@ -495,8 +540,9 @@ struct RankTrace {
 
   std::string_view str(StrId id) const { return strings.view(id); }
   std::string_view name_of(std::size_t i) const { return strings.view(events.name[i]); }
-  const EventExtra* extra_of(std::size_t i) const {
-    return events.extra[i] < 0 ? nullptr : &extras[static_cast<std::size_t>(events.extra[i])];
+  std::optional<EventExtra> extra_of(std::size_t i) const {
+    const std::int32_t ref = events.extra[i];
+    return ref < 0 ? std::nullopt : std::optional<EventExtra>(extras.get(ref));
   }
   const KernelArgs* kernel_args_of(std::size_t i) const {
     auto k = events.kernel_args[i];
@@ -507,12 +553,9 @@ struct RankTrace {
     kernel_args.push_back(a);
     return static_cast<std::int32_t>(kernel_args.size() - 1);
   }
-  std::int32_t add_extra(const EventExtra& x) {
-    extras.push_back(x);
-    return static_cast<std::int32_t>(extras.size() - 1);
-  }
+  std::int32_t add_extra(const EventExtra& x) { return extras.add(x); }
   std::int64_t bytes_of(std::size_t i) const {
-    const EventExtra* e = extra_of(i);
+    const std::optional<EventExtra> e = extra_of(i);
     return e ? e->bytes : kNone;
   }
   ns_t first_ts() const;  // earliest start over timed events, or 0

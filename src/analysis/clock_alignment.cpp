@@ -48,7 +48,7 @@ std::unordered_map<std::int64_t, CollectiveId> host_collective_ids(const RankTra
   const EventTable& ev = t.events;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (is_gpu_kind(ev.kind[i]) || ev.external_id[i] == kNone) continue;
-    const EventExtra* x = t.extra_of(i);
+    const std::optional<EventExtra> x = t.extra_of(i);
     if (x && x->collective_seq != kNone) out[ev.external_id[i]] = {x->process_group, x->collective_seq};
   }
   return out;
@@ -57,7 +57,7 @@ std::unordered_map<std::int64_t, CollectiveId> host_collective_ids(const RankTra
 CollectiveId collective_id(const RankTrace& t, std::size_t i,
                            const std::unordered_map<std::int64_t, CollectiveId>& host) {
   CollectiveId id;
-  if (const EventExtra* x = t.extra_of(i)) id = {x->process_group, x->collective_seq};
+  if (const std::optional<EventExtra> x = t.extra_of(i)) id = {x->process_group, x->collective_seq};
   if (id.seq == kNone && t.events.external_id[i] != kNone)
     if (auto h = host.find(t.events.external_id[i]); h != host.end()) {
       id.seq = h->second.seq;

@@ -56,11 +56,11 @@ inline std::int64_t tid_of(const RankTrace& t, const CpRow& r) { return t.events
 inline StrId name_of(const RankTrace& t, const CpRow& r) { return t.events.name[r.event]; }
 // A cuda_sync row's args.wait_on_stream and args.wait_on_cuda_event_record_corr_id, or -1.
 inline std::int64_t wait_on_stream_of(const RankTrace& t, const CpRow& r) {
-  const EventExtra* x = t.extra_of(r.event);
+  const std::optional<EventExtra> x = t.extra_of(r.event);
   return x ? x->wait_on_stream : -1;
 }
 inline std::int64_t wait_on_record_corr_of(const RankTrace& t, const CpRow& r) {
-  const EventExtra* x = t.extra_of(r.event);
+  const std::optional<EventExtra> x = t.extra_of(r.event);
   return x ? x->wait_on_event_record_corr : -1;
 }
 

@@ -24,7 +24,7 @@ bool is_api_row(const RankTrace& t, std::size_t i) {
 bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
 std::string_view recorded_name(const RankTrace& t, std::size_t i) {
-  const EventExtra* x = t.extra_of(i);
+  const std::optional<EventExtra> x = t.extra_of(i);
   return x && x->alt_name != kNoStr ? t.str(x->alt_name) : t.name_of(i);
 }
 
@@ -179,7 +179,7 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
     if (is_gpu_work(k)) by_device[ev.device[i] >= 0 ? ev.device[i] : ev.pid(i)].emplace_back(ev.ts[i], ev.end(i));
     if (k == Kind::Kernel) {
       add(kernels, t.name_of(i), ev.dur[i]);
-      if (const EventExtra* x = t.extra_of(i); x && x->alt_name != kNoStr) add(short_names, t.str(x->alt_name), ev.dur[i]);
+      if (const std::optional<EventExtra> x = t.extra_of(i); x && x->alt_name != kNoStr) add(short_names, t.str(x->alt_name), ev.dur[i]);
       ++out.kernel_count;
       out.kernel_total += ev.dur[i];
     } else if (k == Kind::Memcpy) {

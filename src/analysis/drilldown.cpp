@@ -105,7 +105,7 @@ OpFigures op_figures(const RankTrace& rank, const CallTree& tree) {
 std::pair<StrId, StrId> group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g) {
   StrId second = kNoStr;
   if (g == OperatorGrouping::NameAndShape) {
-    const EventExtra* x = rank.extra_of(i);
+    const std::optional<EventExtra> x = rank.extra_of(i);
     second = x ? x->input_dims : kNoStr;
   } else if (g == OperatorGrouping::Module) {
     second = module_range_of(rank, tree, i);
@@ -308,7 +308,7 @@ MemoryTimeline memory_timeline(const RankTrace& rank, const std::vector<StepWind
   const EventTable& ev = rank.events;
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
     if (ev.kind[i] != Kind::CpuInstant) continue;
-    const EventExtra* x = rank.extra_of(i);
+    const std::optional<EventExtra> x = rank.extra_of(i);
     if (!x || x->total_allocated == kNone) continue;
     by_device[{x->device_type, x->device_id}].push_back(
         {i, {ev.ts[i], x->total_allocated, x->total_reserved == kNone ? 0 : x->total_reserved}});

@@ -82,7 +82,7 @@ MemoryPeaks memory_peaks(const RankTrace& rank, const std::vector<StepWindow>& s
   const EventTable& ev = rank.events;
   std::map<std::pair<int, int>, DeviceMemoryPeak> devices;
   for (std::size_t i = 0; i < ev.size(); ++i) {
-    const EventExtra* x = rank.extra_of(i);
+    const std::optional<EventExtra> x = rank.extra_of(i);
     if (!x || (x->total_allocated == kNone && x->total_reserved == kNone)) continue;
     DeviceMemoryPeak& d = devices[{x->device_type, x->device_id}];
     d.device_type = x->device_type;

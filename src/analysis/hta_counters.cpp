@@ -151,7 +151,7 @@ MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View
   // Starts first, then ends, as HTA concatenates them before sorting.
   for (int pass = 0; pass < 2; ++pass)
     for (const auto& [row, type] : copies) {
-      const EventExtra* x = rank.extra_of(row->event);
+      const std::optional<EventExtra> x = rank.extra_of(row->event);
       const double bw = x && x->bandwidth_gbps >= 0 ? x->bandwidth_gbps : 0.0;  // a missing arg is 0
       const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // as HTA does (its GitHub issue 20): a 0 µs copy lasts 1 µs
       by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw} : BandwidthRow{row->ts + dur, -bw});

@@ -767,7 +767,7 @@ void profiler_overhead(const RankTrace& t, RankPartition& r) {
       else if (k == Kind::CpuInstant) ++memory;
       else if (is_host_op_kind(k)) {
         ++ops;
-        if (const EventExtra* x = t.extra_of(i); x && x->input_dims != kNoStr) ++shapes;
+        if (const std::optional<EventExtra> x = t.extra_of(i); x && x->input_dims != kNoStr) ++shapes;
       }
     }
   const double per_step =

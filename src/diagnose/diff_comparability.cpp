@@ -43,7 +43,7 @@ const RankTrace* first_rank(const Analysis& a) {
 }
 
 bool recorded_dims(const RankTrace& t, std::size_t i) {
-  const EventExtra* e = t.extra_of(i);
+  const std::optional<EventExtra> e = t.extra_of(i);
   if (!e || e->input_dims == kNoStr) return false;
   const std::string_view d = t.str(e->input_dims);
   return !d.empty() && d != "[]";

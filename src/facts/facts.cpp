@@ -85,7 +85,7 @@ void gemm_types_from_ops(const RankTrace& t, std::vector<NameFact>& names) {
   IdMap<std::uint32_t> op_by_external;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     if (t.events.kind[i] != Kind::CpuOp || t.events.external_id[i] == kNone) continue;
-    if (const EventExtra* x = t.extra_of(i); x && x->input_type != kNoStr)
+    if (const std::optional<EventExtra> x = t.extra_of(i); x && x->input_type != kNoStr)
       op_by_external[t.events.external_id[i]] = static_cast<std::uint32_t>(i);
   }
   std::unordered_map<StrId, std::array<std::uint32_t, kDataTypeCount>> votes;

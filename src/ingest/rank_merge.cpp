@@ -21,24 +21,18 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
   auto map = remap_strings(part.strings, into.strings);
   EventTable& d = into.events;
   auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
-  auto extra_off = static_cast<std::int32_t>(into.extras.size());
   std::size_t base = d.size();
   part.events.keys.rewrite([&](TrackKey k) { return TrackKey{remap_track(k.pid, map), remap_track(k.tid, map)}; });
   part.events.category.rewrite([&](StrId s) { return map[s]; });
+  part.extras.rewrite_strings([&](StrId s) { return map[s]; });
+  const ExtraStore::Bases extra_bases = into.extras.append(part.extras);
   d.append(part.events);
   for (std::size_t i = base; i < d.size(); ++i) {
     d.name[i] = map[d.name[i]];
     if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
-    if (d.extra[i] >= 0) d.extra[i] += extra_off;
+    if (d.extra[i] >= 0) d.extra[i] = ExtraStore::rebase(d.extra[i], extra_bases);
   }
   into.kernel_args.insert(into.kernel_args.end(), part.kernel_args.begin(), part.kernel_args.end());
-  for (auto& x : part.extras) {
-    x.input_dims = map[x.input_dims];
-    x.input_type = map[x.input_type];
-    x.alt_name = map[x.alt_name];
-    x.process_group = map[x.process_group];
-    into.extras.push_back(x);
-  }
   for (auto& c : part.counters) {
     c.name = map[c.name];
     c.series = map[c.series];

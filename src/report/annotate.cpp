@@ -246,8 +246,7 @@ std::string chrome_event(const RankTrace& t, std::size_t i) {
     args["device"] = ev.device[i];
     args["stream"] = ev.stream[i];
   }
-  if (ev.extra[i] >= 0 && t.extras[static_cast<std::size_t>(ev.extra[i])].bytes != kNone)
-    args["bytes"] = t.extras[static_cast<std::size_t>(ev.extra[i])].bytes;
+  if (const std::int64_t bytes = t.bytes_of(i); bytes != kNone) args["bytes"] = bytes;
   const char* cat = kineto_category(ev.kind[i]);
   if (ev.category[i] != kNoStr && (!cat || t.str(ev.category[i]) != cat)) args["nsys_category"] = t.str(ev.category[i]);
   return fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{}}})",

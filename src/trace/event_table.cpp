@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -122,6 +123,72 @@ std::uint32_t DictColumn<T, Code>::look_up(T v) {
   return it->second;
 }
 template class DictColumn<StrId, std::uint8_t>;
+
+namespace {
+
+// Whether `x` sets only the fields of `keep` (every other one at its default).
+bool sets_only(const EventExtra& x, EventExtra keep) {
+  keep.sequence_number = x.sequence_number;
+  keep.fwd_thread_id = x.fwd_thread_id;
+  keep.input_dims = x.input_dims;
+  keep.input_type = x.input_type;
+  keep.bytes = x.bytes;
+  keep.bandwidth_gbps = x.bandwidth_gbps;
+  return std::memcmp(&keep, &x, sizeof x) == 0;
+}
+
+}  // namespace
+
+std::int32_t ExtraStore::add(const EventExtra& x) {
+  const EventExtra unset;
+  const bool op_fields_unset = x.sequence_number == unset.sequence_number && x.fwd_thread_id == unset.fwd_thread_id &&
+                               x.input_dims == unset.input_dims && x.input_type == unset.input_type;
+  const bool copy_fields_unset = x.bytes == unset.bytes && x.bandwidth_gbps == unset.bandwidth_gbps;
+  if (sets_only(x, unset) && copy_fields_unset) {
+    ops_.push_back({x.sequence_number, x.fwd_thread_id, x.input_dims, x.input_type});
+    return static_cast<std::int32_t>((ops_.size() - 1) << 2 | kOp);
+  }
+  if (sets_only(x, unset) && op_fields_unset) {
+    copies_.push_back({x.bytes, x.bandwidth_gbps});
+    return static_cast<std::int32_t>((copies_.size() - 1) << 2 | kCopy);
+  }
+  whole_.push_back(x);
+  return static_cast<std::int32_t>((whole_.size() - 1) << 2 | kWhole);
+}
+
+EventExtra ExtraStore::get(std::int32_t ref) const {
+  const auto at = static_cast<std::size_t>(ref >> 2);
+  switch (ref & 3) {
+    case kOp: {
+      EventExtra x;
+      const OpRecord& r = ops_[at];
+      x.sequence_number = r.sequence_number, x.fwd_thread_id = r.fwd_thread_id;
+      x.input_dims = r.input_dims, x.input_type = r.input_type;
+      return x;
+    }
+    case kCopy: {
+      EventExtra x;
+      x.bytes = copies_[at].bytes, x.bandwidth_gbps = copies_[at].bandwidth_gbps;
+      return x;
+    }
+    default: return whole_[at];
+  }
+}
+
+ExtraStore::Bases ExtraStore::append(const ExtraStore& o) {
+  const Bases b{static_cast<std::int32_t>(ops_.size()), static_cast<std::int32_t>(copies_.size()),
+                static_cast<std::int32_t>(whole_.size())};
+  ops_.insert(ops_.end(), o.ops_.begin(), o.ops_.end());
+  copies_.insert(copies_.end(), o.copies_.begin(), o.copies_.end());
+  whole_.insert(whole_.end(), o.whole_.begin(), o.whole_.end());
+  return b;
+}
+
+std::int32_t ExtraStore::rebase(std::int32_t ref, const Bases& b) {
+  const std::int32_t shape = ref & 3;
+  const std::int32_t base = shape == kOp ? b.op : shape == kCopy ? b.copy : b.whole;
+  return ((ref >> 2) + base) << 2 | shape;
+}
 
 std::uint32_t TrackKeys::intern(std::int64_t pid, std::int64_t tid) {
   if (last_ < keys_.size() && keys_[last_].pid == pid && keys_[last_].tid == tid) return last_;

@@ -79,8 +79,7 @@ class TraceBuilder {
     t_.kernel_args.push_back(a);
   }
   void set_extra(std::uint32_t i, const EventExtra& x) {
-    t_.events.extra[i] = static_cast<std::int32_t>(t_.extras.size());
-    t_.extras.push_back(x);
+    t_.events.extra[i] = t_.add_extra(x);
   }
 
   RankTrace& trace() { return t_; }

@@ -44,9 +44,9 @@ Parsed parse_all(const std::string& json, EventPath path, std::size_t block = st
 std::string text_of(const RankTrace& t, StrId id) { return id == kNoStr ? "<none>" : std::string(t.str(id)); }
 
 void expect_same_extras(const RankTrace& a, const RankTrace& b, std::size_t i) {
-  const EventExtra* x = a.extra_of(i);
-  const EventExtra* y = b.extra_of(i);
-  ASSERT_EQ(x != nullptr, y != nullptr) << "event " << i;
+  const std::optional<EventExtra> x = a.extra_of(i);
+  const std::optional<EventExtra> y = b.extra_of(i);
+  ASSERT_EQ(x.has_value(), y.has_value()) << "event " << i;
   if (!x) return;
   EXPECT_EQ(x->sequence_number, y->sequence_number) << i;
   EXPECT_EQ(x->fwd_thread_id, y->fwd_thread_id) << i;

@@ -2,6 +2,7 @@
 // keys) against the standard containers over the same entries.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -242,6 +243,33 @@ TEST(DictColumn, ReadsBackEveryValueAsAPlainVectorWould) {
   col.push_back(rename(2));  // a renamed value is found again, not numbered anew
   EXPECT_EQ(col[col.size() - 1], rename(2));
   EXPECT_LT(col.bytes_used(), col.size() * 2 + 310 * sizeof(StrId) + 64 * 16);
+}
+
+bool same_record(const EventExtra& a, const EventExtra& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Each shape of record reads back whole, across an append into a store that already holds
+// records of every shape, and a renumbering of strings reaches the fields that hold them.
+TEST(ExtraStore, RecordsReadBackWholeInEveryShapeAcrossAppends) {
+  EventExtra op, copy, memory, op_and_copy;
+  op.sequence_number = 5, op.fwd_thread_id = 2, op.input_dims = 7, op.input_type = 8;
+  copy.bytes = 1 << 20, copy.bandwidth_gbps = 12.5;
+  memory.bytes = 64, memory.total_allocated = 1 << 30, memory.device_id = 0, memory.alt_name = 9;
+  op_and_copy.sequence_number = 3, op_and_copy.bytes = 4;  // fits neither narrow shape
+  ExtraStore first, part;
+  std::vector<std::int32_t> first_refs, part_refs;
+  for (const EventExtra& x : {op, copy, memory, op_and_copy}) first_refs.push_back(first.add(x));
+  for (const EventExtra& x : {op_and_copy, memory, copy, op}) part_refs.push_back(part.add(x));
+  EXPECT_EQ(first.bytes_used(), 24u + 16u + 2 * sizeof(EventExtra));
+  part.rewrite_strings([](StrId s) { return s == kNoStr ? s : s + 100; });
+  const ExtraStore::Bases bases = first.append(part);
+  const std::vector<EventExtra> want = {op, copy, memory, op_and_copy};
+  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(same_record(first.get(first_refs[k]), want[k])) << k;
+  EventExtra op_renamed = op, memory_renamed = memory;
+  op_renamed.input_dims += 100, op_renamed.input_type += 100, memory_renamed.alt_name += 100;
+  const std::vector<EventExtra> want_part = {op_and_copy, memory_renamed, copy, op_renamed};
+  for (std::size_t k = 0; k < want_part.size(); ++k)
+    EXPECT_TRUE(same_record(first.get(ExtraStore::rebase(part_refs[k], bases)), want_part[k])) << k;
+  EXPECT_EQ(first.size(), 8u);
 }
 
 // The table's narrow columns keep what an importer hands them, past 32 bits included.

@@ -149,17 +149,26 @@ TEST(EventTable, AppendTableKeepsEveryColumnAligned) {
   EXPECT_GE(a.external_id.capacity(), 5u);
 }
 
-TEST(RankTrace, SideRecordsAreIndexedInOrder) {
+// Kernel args are numbered in order; an extra record's reference (which also names the shape it
+// is stored in) reads back the record it was given, for the row that holds it.
+TEST(RankTrace, SideRecordsAreFoundFromTheirRows) {
   RankTrace t;
-  EventExtra x;
+  EventExtra x, y;
   x.bytes = 64;
-  EXPECT_EQ(t.add_extra(x), 0);
-  EXPECT_EQ(t.add_extra(x), 1);
+  y.bytes = 128;
+  y.total_allocated = 1 << 20;
+  const std::int32_t rx = t.add_extra(x), ry = t.add_extra(y);
+  EXPECT_NE(rx, ry);
   EXPECT_EQ(t.add_kernel_args(KernelArgs{}), 0);
+  EXPECT_EQ(t.add_kernel_args(KernelArgs{}), 1);
   EventRow r;
-  r.extra = 1;
+  r.extra = ry;
   t.events.append(r);
-  EXPECT_EQ(t.bytes_of(0), 64);
+  r.extra = rx;
+  t.events.append(r);
+  EXPECT_EQ(t.bytes_of(0), 128);
+  EXPECT_EQ(t.extra_of(0)->total_allocated, 1 << 20);
+  EXPECT_EQ(t.bytes_of(1), 64);
 }
 
 }  // namespace

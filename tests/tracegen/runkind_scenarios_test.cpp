@@ -562,7 +562,7 @@ TEST(RunKind, ProfilerHeavyRecordsAThousandEventsPerStep) {
   std::size_t shaped = 0, ops = 0;
   for (auto i : of_kind(t, Kind::CpuOp)) {
     ++ops;
-    const auto* x = t.extra_of(i);
+    const auto x = t.extra_of(i);
     shaped += x && x->input_dims != stepscope::kNoStr && x->input_type != stepscope::kNoStr;
   }
   EXPECT_EQ(shaped, ops);
@@ -571,8 +571,8 @@ TEST(RunKind, ProfilerHeavyRecordsAThousandEventsPerStep) {
   ASSERT_GE(memory.size(), 100u * steps.size());
   for (auto m : memory) {
     EXPECT_EQ(t.name_of(m), "[memory]");
-    const auto* x = t.extra_of(m);
-    ASSERT_NE(x, nullptr);
+    const auto x = t.extra_of(m);
+    ASSERT_TRUE(x.has_value());
     EXPECT_NE(x->bytes, 0);
     EXPECT_GT(x->total_allocated, 0);
   }
