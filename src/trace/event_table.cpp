@@ -126,29 +126,29 @@ template class DictColumn<StrId, std::uint8_t>;
 
 namespace {
 
-// Whether `x` sets only the fields of `keep` (every other one at its default).
-bool sets_only(const EventExtra& x, EventExtra keep) {
-  keep.sequence_number = x.sequence_number;
-  keep.fwd_thread_id = x.fwd_thread_id;
-  keep.input_dims = x.input_dims;
-  keep.input_type = x.input_type;
-  keep.bytes = x.bytes;
-  keep.bandwidth_gbps = x.bandwidth_gbps;
-  return std::memcmp(&keep, &x, sizeof x) == 0;
+// Whether `x` sets no field outside those of the narrow shapes (an op's and a copy's).
+bool only_narrow_fields(const EventExtra& x) {
+  const EventExtra unset;
+  EventExtra rest = x;
+  rest.sequence_number = unset.sequence_number, rest.fwd_thread_id = unset.fwd_thread_id;
+  rest.input_dims = unset.input_dims, rest.input_type = unset.input_type;
+  rest.bytes = unset.bytes, rest.bandwidth_gbps = unset.bandwidth_gbps;
+  return std::memcmp(&rest, &unset, sizeof rest) == 0;
 }
 
 }  // namespace
 
 std::int32_t ExtraStore::add(const EventExtra& x) {
   const EventExtra unset;
-  const bool op_fields_unset = x.sequence_number == unset.sequence_number && x.fwd_thread_id == unset.fwd_thread_id &&
-                               x.input_dims == unset.input_dims && x.input_type == unset.input_type;
-  const bool copy_fields_unset = x.bytes == unset.bytes && x.bandwidth_gbps == unset.bandwidth_gbps;
-  if (sets_only(x, unset) && copy_fields_unset) {
+  const bool op_set = x.sequence_number != unset.sequence_number || x.fwd_thread_id != unset.fwd_thread_id ||
+                      x.input_dims != unset.input_dims || x.input_type != unset.input_type;
+  const bool copy_set = x.bytes != unset.bytes || x.bandwidth_gbps != unset.bandwidth_gbps;
+  const bool narrow = only_narrow_fields(x);
+  if (narrow && !copy_set) {
     ops_.push_back({x.sequence_number, x.fwd_thread_id, x.input_dims, x.input_type});
     return static_cast<std::int32_t>((ops_.size() - 1) << 2 | kOp);
   }
-  if (sets_only(x, unset) && op_fields_unset) {
+  if (narrow && !op_set) {
     copies_.push_back({x.bytes, x.bandwidth_gbps});
     return static_cast<std::int32_t>((copies_.size() - 1) << 2 | kCopy);
   }
