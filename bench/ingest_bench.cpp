@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "stepscope/analysis.hpp"
@@ -42,6 +43,30 @@ double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Resident and peak resident size now, from /proc/self/status (VmRSS, VmHWM), in MB.
+std::pair<double, double> rss_now_and_peak_mb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return {0, 0};
+  char line[256];
+  double now = 0, peak = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    long kb = 0;
+    if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) now = static_cast<double>(kb) / 1024.0;
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) peak = static_cast<double>(kb) / 1024.0;
+  }
+  std::fclose(f);
+  return {now, peak};
+}
+
+// Sets the peak resident size back to the current one (Linux 4.0+), so that the next reading of
+// VmHWM is the peak of the stage that follows alone, not of the whole run.
+void reset_peak_rss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
 }
 
 std::string read_all(const std::string& path) {
@@ -178,14 +203,20 @@ int stages(const std::string& path) {
   io.jobs = 1;
   const stepscope::RankTrace t = std::move(stepscope::read_traces({path}, io).ranks.at(0));
   print_model_bytes(t);
+  // The memory columns: resident before the stage's first run, and the most any run of it held
+  // above that (its transients, and what it keeps).
   auto best = [](const char* name, auto&& fn) {
     double secs = 1e300;
+    const double before = rss_now_and_peak_mb().first;
+    reset_peak_rss();
     for (int k = 0; k < 3; ++k) {
       auto t0 = Clock::now();
       fn();
       secs = std::min(secs, seconds_since(t0));
     }
-    fmt::print("  {:<22} {:8.1f} ms   peak RSS so far {:6.1f} MB\n", name, 1e3 * secs, peak_rss_mb());
+    const double peak = rss_now_and_peak_mb().second;
+    fmt::print("  {:<22} {:8.1f} ms   resident before {:6.1f} MB, peak during +{:6.1f} MB\n", name,
+               1e3 * secs, before, std::max(0.0, peak - before));
     return secs;
   };
   stepscope::RankFacts facts;

@@ -709,16 +709,16 @@ const char* cp_kind_name(CpKind k) {
 
 // The middle kept ProfilerStep, as HTA's oracle driver picks it; the whole trace without steps.
 CriticalPathOptions primary_critical_path_options(const RankTrace& rank) {
-  return primary_critical_path_options(hta::build_view(rank, GpuTimelineOptions{}));
+  return primary_critical_path_options(hta::build_view(rank, GpuTimelineOptions{}).load);
 }
 
-CriticalPathOptions primary_critical_path_options(const hta::View& v) {
+CriticalPathOptions primary_critical_path_options(const HtaLoad& load) {
   CriticalPathOptions o;
-  if (v.load.iterations.empty()) {
+  if (load.iterations.empty()) {
     o.annotation = "";
     return o;
   }
-  o.annotation = "ProfilerStep#" + std::to_string(v.load.iterations[v.load.iterations.size() / 2]);
+  o.annotation = "ProfilerStep#" + std::to_string(load.iterations[load.iterations.size() / 2]);
   return o;
 }
 

@@ -245,19 +245,30 @@ class RowBuilder {
       if (is_plain(row)) added.push_back(row);
     }
     if (added.empty()) return;
-    std::vector<CpRow> merged;
-    merged.reserve(rows.size() + added.size());
-    std::vector<std::int32_t> new_index(rows.size());
-    std::size_t a = 0;
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      while (a < added.size() && added[a].event < rows[k].event) merged.push_back(added[a++]);
-      new_index[k] = static_cast<std::int32_t>(merged.size());
-      merged.push_back(rows[k]);
+    merge_in_place(rows, added);
+  }
+
+  // Merges `added` (plain rows, no partners) into `rows` by event, both ascending, from the back
+  // of `rows` grown in place: a second copy of every row would double the rows' peak, and
+  // first_pass reserved room for all events. Partners are renumbered to the rows' new places.
+  //   rows [e2 (partner 1), e7 (partner 0)] + added [e5]  ->  [e2 (partner 2), e5, e7 (partner 0)]
+  static void merge_in_place(std::vector<CpRow>& rows, const std::vector<CpRow>& added) {
+    const std::size_t old_size = rows.size();
+    std::vector<std::int32_t> new_index(old_size);
+    rows.resize(old_size + added.size());
+    std::size_t k = old_size, a = added.size(), out = rows.size();
+    while (a > 0) {
+      if (k > 0 && rows[k - 1].event > added[a - 1].event) {
+        --k;
+        new_index[k] = static_cast<std::int32_t>(--out);
+        rows[out] = rows[k];
+      } else {
+        rows[--out] = added[--a];
+      }
     }
-    merged.insert(merged.end(), added.begin() + static_cast<std::ptrdiff_t>(a), added.end());
-    for (CpRow& r : merged)
+    for (std::size_t r = 0; r < k; ++r) new_index[r] = static_cast<std::int32_t>(r);  // rows before every added one stay
+    for (CpRow& r : rows)
       if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
-    rows = std::move(merged);
   }
 
   const RankTrace& rank_;

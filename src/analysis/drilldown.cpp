@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "analysis/drilldown_internal.hpp"
 #include "analysis/shared_view.hpp"
@@ -343,13 +344,13 @@ std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const
 
 }  // namespace
 
-CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const hta::View& view) {
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const HtaLoad& load) {
   CriticalPath cp;
   if (!opts.critical_path) {
     cp.error = "not computed";
     return cp;
   }
-  cp = analyze_critical_path(rank, primary_critical_path_options(view), view.load);
+  cp = analyze_critical_path(rank, primary_critical_path_options(load), load);
   for (CpPathEdge& e : cp.path)
     if (e.event >= 0) e.name = std::string(rank.name_of(static_cast<std::size_t>(e.event)));
   return cp;
@@ -357,23 +358,30 @@ CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptio
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts) {
-  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
-  return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts, view); }, view);
+  hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  const HtaLoad load = view.load;
+  return analyze_drilldown(rank, facts, steps, opts, [&] { return drilldown_critical_path(rank, opts, load); },
+                           std::move(view));
 }
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
-                            const hta::View& view) {
+                            hta::View&& view_in) {
   DrillDown d;
   d.rank = rank.rank;
-  d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
-  d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
+  CallTree tree;
+  {
+    // The view's readers first: its rows (40 bytes a launch or GPU record) are freed before the
+    // critical path and the op figures take their own rows and words per event.
+    const hta::View view = std::move(view_in);
+    d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
+    d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
+    tree = build_call_tree(rank);
+    d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
+  }
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
-  // The path before the call tree: a caller computing it on another thread has had the series'
-  // time to do it, and its rows and graph are freed before the tree and the op figures take
-  // their words per event, so the two never hold memory at once.
+  // A caller computing the path on another thread has had the series' time to do it.
   d.critical_path = critical_path();
-  const CallTree tree = build_call_tree(rank);
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
@@ -389,7 +397,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     }
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
   const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
   for (OperatorView& v : d.operators)
     for (OperatorRow& r : v.rows)

@@ -16,16 +16,18 @@ namespace stepscope {
 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
                                  const hta::View& view);
-CriticalPathOptions primary_critical_path_options(const hta::View& view);
+CriticalPathOptions primary_critical_path_options(const HtaLoad& load);
 // `load` as build_rows needs it (critical_path_internal.hpp).
 CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load);
 // The drill-down's critical path: HTA's, of the rank's primary window, its edges named; or "not
 // computed" when DrillDownOptions::critical_path is off.
-CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const hta::View& view);
-// analyze_drilldown with the critical path asked of `critical_path` once every other table is
-// done, so that a caller may compute it on another thread meanwhile.
+// `load` is the view's (View::load): the path needs no more of it.
+CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const HtaLoad& load);
+// analyze_drilldown with the critical path asked of `critical_path` once the view's readers are
+// done, so that a caller may compute it on another thread meanwhile. The view is taken, and freed
+// as soon as its last reader is done.
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
-                            const hta::View& view);
+                            hta::View&& view);
 
 }  // namespace stepscope

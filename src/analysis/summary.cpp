@@ -6,6 +6,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -163,12 +164,13 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 
-// The GPU timeline, then the drill-down, which reads its steps; the critical path from `path`.
-void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, const hta::View& view,
+// The GPU timeline, then the drill-down, which reads its steps and frees the view; the critical
+// path from `path`.
+void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
                  const std::function<CriticalPath()>& path, RankAnalysis& a) {
   a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
   if (opts.with_drilldown)
-    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, view);
+    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view));
 }
 
 }  // namespace
@@ -178,16 +180,18 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   const int threads = threads_for(opts.rank_threads);
   if (threads < 2) {
     a.facts = compute_facts(rank);
-    const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
-    analyze_gpu(rank, opts, view, [&] { return drilldown_critical_path(rank, opts.drilldown, view); }, a);
+    hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+    const HtaLoad load = view.load;
+    analyze_gpu(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
     analyze_steps(rank, opts, a);
     return a;
   }
   // The facts and HTA's view read only the trace: built side by side.
   auto facts = std::async(std::launch::async, [&] { return compute_facts(rank); });
-  const hta::View view = hta::build_view(rank, GpuTimelineOptions{});
+  hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   a.facts = facts.get();
-  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, view); };
+  const HtaLoad load = view.load;  // the path's part of the view, which the drill-down frees
+  const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, load); };
   // Each part reads the trace and the facts and writes fields of its own. The GPU timeline and
   // the drill-down (about half the work) run here; the critical path, then the step analyses,
   // on a second thread, or the step analyses on a third when there is one.
@@ -206,7 +210,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     if (threads < 3) analyze_steps(rank, opts, a);
   });
   if (threads >= 3) steps_apart = std::async(std::launch::async, [&] { analyze_steps(rank, opts, a); });
-  analyze_gpu(rank, opts, view, path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
+  analyze_gpu(rank, opts, std::move(view), path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
   side.get();
   if (steps_apart.valid()) steps_apart.get();
   return a;
