@@ -490,10 +490,14 @@ class CorrelationIndex {
   bool has_gpu(std::int64_t corr) const { return !gpu(corr).empty(); }
   std::size_t launch_count() const { return launches_; }
   std::size_t gpu_count() const { return gpu_.size(); }
-
- private:
+  // The dense number of an indexed id (one a launch or GPU record carries), or kNoSlot; slots are
+  // below slot_count(). Per-correlation tables of the analyses are flat arrays over them
+  // (CorrelationTable).
   static constexpr std::size_t kNoSlot = IdSlots::kNoSlot;
   std::size_t slot(std::int64_t corr) const { return slots_.slot(corr); }
+  std::size_t slot_count() const { return slots_.size(); }
+
+ private:
   IdSlots slots_;
   std::size_t launches_ = 0;
   std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent

@@ -92,8 +92,8 @@ class Builder {
 void Builder::create_event_nodes() {
   for (std::int32_t k : clipped_) {
     const CpRow& r = row(k);
-    bool host_node = r.stream == -1 && (r.flags & (cp::kNodeCategory | cp::kDataLoad));
-    bool gpu_node = r.stream != -1 && r.has_corr;
+    bool host_node = !r.on_stream() && (r.flags & (cp::kNodeCategory | cp::kDataLoad));
+    bool gpu_node = r.on_stream() && r.has_corr;
     if (!host_node && !gpu_node && !(r.flags & cp::kNodeCategory)) continue;
     nodes_.push_back({k, r.ts, true});
     nodes_.push_back({k, r.end, false});
@@ -252,7 +252,7 @@ void Builder::construct_from_call_stacks() {
     bool cpu = true;
     while (j < order.size() && cp::pid_of(rank_, row(order[j])) == cp::pid_of(rank_, row(order[i])) &&
            stack_tid(row(order[j])) == stack_tid(row(order[i]))) {
-      if (row(order[j]).stream >= 0) cpu = false;
+      if (row(order[j]).on_stream()) cpu = false;
       ++j;
     }
     if (cpu) construct_from_call_stack(std::vector<std::int32_t>(order.begin() + static_cast<std::ptrdiff_t>(i),
@@ -363,7 +363,7 @@ Launches launches_in_ts_order(const std::vector<CpRow>& rows) {
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!(r.flags & cp::kLaunchName) || r.partner < 0) continue;
-    if (rows[static_cast<std::size_t>(r.partner)].stream == -1) continue;
+    if (!rows[static_cast<std::size_t>(r.partner)].on_stream()) continue;
     out.push_back(static_cast<std::int32_t>(k));
   }
   cp::stable_sort_rows_by_ts(out, rows);
@@ -384,7 +384,7 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> by_stream;
   for (std::int32_t l : launches) {
     const CpRow& g = launched(rows, l);
-    by_stream[{cp::pid_of(rank, g), g.stream}].push_back(l);
+    by_stream[{cp::pid_of(rank, g), cp::stream_of(rank, g)}].push_back(l);
   }
   for (const CpRow& r : rows) {
     if (!(r.flags & cp::kEventRecordName)) continue;
@@ -412,14 +412,14 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int32_t>> by_thread;
   for (std::int32_t l : launches) {
     const CpRow& r = rows[static_cast<std::size_t>(l)];
-    by_thread[{cp::pid_of(rank, r), cp::tid_of(rank, r), launched(rows, l).stream}].push_back(l);
+    by_thread[{cp::pid_of(rank, r), cp::tid_of(rank, r), cp::stream_of(rank, launched(rows, l))}].push_back(l);
   }
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!(r.flags & cp::kStreamWaitCall) || r.partner < 0) continue;
     const CpRow& g = rows[static_cast<std::size_t>(r.partner)];
-    if (g.stream == -1) continue;
-    auto it = by_thread.find({cp::pid_of(rank, r), cp::tid_of(rank, r), g.stream});
+    if (!g.on_stream()) continue;
+    auto it = by_thread.find({cp::pid_of(rank, r), cp::tid_of(rank, r), cp::stream_of(rank, g)});
     if (it == by_thread.end()) continue;
     const auto& v = it->second;
     auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, std::int32_t l) {
@@ -448,7 +448,7 @@ bool Builder::construct_from_kernels(std::string& error) {
   for (std::int32_t k : clipped_) {
     const CpRow& r = row(k);
     if (!r.has_corr) continue;
-    if (r.stream == -1 && !(r.flags & (cp::kEventSyncName | cp::kContextSyncName))) continue;
+    if (!r.on_stream() && !(r.flags & (cp::kEventSyncName | cp::kContextSyncName))) continue;
     items.push_back({k, (r.flags & cp::kSyncCategory) ? r.end : r.ts});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
@@ -495,7 +495,7 @@ bool Builder::construct_from_kernels(std::string& error) {
         for (std::int64_t s : last_node_order)
           if (r.partner >= 0) sync_to_host(last_node[s], r.partner);
       } else if (r.flags & cp::kStreamSyncName) {
-        auto ln = last_node.find(r.stream);
+        auto ln = last_node.find(cp::stream_of(rank_, r));
         if (ln != last_node.end() && r.partner >= 0) sync_to_host(ln->second, r.partner);
       }
       continue;
@@ -516,7 +516,8 @@ bool Builder::construct_from_kernels(std::string& error) {
     }
 
     const std::int32_t runtime = r.partner;
-    const auto ln = last_node.find(r.stream);
+    const std::int64_t stream = cp::stream_of(rank_, r);
+    const auto ln = last_node.find(stream);
     const bool has_last = ln != last_node.end();
     const ns_t runtime_ts = runtime >= 0 ? row(runtime).ts : std::numeric_limits<ns_t>::min();
     const std::int64_t q_runtime = runtime >= 0 ? q[static_cast<std::size_t>(runtime)] : -1;
@@ -536,8 +537,8 @@ bool Builder::construct_from_kernels(std::string& error) {
     }
     if (opts_.zero_weight_launch_edges && !launch_added && runtime >= 0) add_launch_edge(runtime, start, true);
 
-    if (!has_last) last_node_order.push_back(r.stream);
-    last_node[r.stream] = end;
+    if (!has_last) last_node_order.push_back(stream);
+    last_node[stream] = end;
   }
   return true;
 }
@@ -551,12 +552,13 @@ bool Builder::build(std::string& error) {
 
 // _validate_graph (1491): weights <= -1 become 0 in the graph (the edge keeps its value); a
 // sync edge between two events of one stream makes the graph invalid.
-bool validate(Graph& g, const std::vector<Node>& nodes, const std::vector<CpRow>& rows, std::string& error) {
+bool validate(Graph& g, const std::vector<Node>& nodes, const RankTrace& rank, const std::vector<CpRow>& rows,
+              std::string& error) {
   for (Edge& e : g.edges()) {
     if (e.weight < 0) e.graph_weight = 0;
     if (e.type == CpEdgeType::SyncDependency) {
-      std::int64_t s = rows[static_cast<std::size_t>(nodes[e.u].row)].stream;
-      std::int64_t d = rows[static_cast<std::size_t>(nodes[e.v].row)].stream;
+      std::int64_t s = cp::stream_of(rank, rows[static_cast<std::size_t>(nodes[e.u].row)]);
+      std::int64_t d = cp::stream_of(rank, rows[static_cast<std::size_t>(nodes[e.v].row)]);
       if (s != -1 && s == d) {
         error = "a sync edge joins two events of one stream (HTA: graph is not valid)";
         return false;
@@ -613,7 +615,7 @@ void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::v
     return;
   }
   const CpRow& r = rows[static_cast<std::size_t>(e.attributed_row)];
-  if (r.stream < 0) {
+  if (!r.on_stream()) {
     if (r.flags & cp::kDataLoad) {
       pe.bound_by = CpBoundBy::DataLoading;
       pe.kind = CpKind::Input;
@@ -646,7 +648,7 @@ void fill_path(CriticalPath& out, const std::vector<std::uint32_t>& path, const 
     if (e.attributed && e.attributed_row >= 0) {
       const CpRow& r = rows[static_cast<std::size_t>(e.attributed_row)];
       pe.event = r.event;
-      pe.stream = r.stream;
+      pe.stream = cp::stream_of(rank, r);
     }
     classify(pe, e, rank, rows);
     out.length += e.graph_weight;
@@ -753,7 +755,7 @@ CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOpti
   out.nodes = static_cast<std::int64_t>(g.node_order().size());
   out.edges = static_cast<std::int64_t>(g.edges().size());
   for (const Edge& e : g.edges()) ++out.edges_by_type[static_cast<std::size_t>(e.type)];
-  if (!validate(g, b.nodes(), rows.rows, out.error)) return out;
+  if (!validate(g, b.nodes(), rank, rows.rows, out.error)) return out;
   bool cycle = false;
   const std::vector<std::uint32_t> path = cp::dag_longest_path(g, cycle);
   if (cycle) {

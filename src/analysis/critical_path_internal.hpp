@@ -27,24 +27,26 @@ enum RowFlag : std::uint16_t {
   kStreamWaitCall = 512,  // cudaStreamWaitEvent
   kDataLoad = 1024,       // matches a data_load_patterns regex
   kHostSyncName = 2048,   // a host call that waits for the device (our Sync kind)
+  kOnStream = 4096,       // the row's own: HTA's stream column is not -1 (a GPU row)
 };
 
 // One row of HTA's trace dataframe for the rank, after its loader's filtering. Only the columns
-// HTA computes live here; those it takes as they are (pid, tid, name, correlation, the cuda_sync
-// args) are read from the event table through `event` (the functions below), which keeps a row
-// at 40 bytes: a trace has millions.
+// HTA computes live here; those it takes as they are (pid, tid, name, stream, correlation, the
+// cuda_sync args) are read from the event table through `event` (the functions below), which
+// keeps a row at 32 bytes: a trace has millions.
 struct CpRow {
   std::uint32_t event = 0;  // index into the rank's EventTable (HTA's `index`, in file order)
   // HTA's index_correlation: `partner` is the row it names when > 0, -1 otherwise; `has_corr`
   // is index_correlation >= 0 (the row has a correlation id, matched or not).
   std::int32_t partner = -1;
   ns_t ts = 0, end = 0;     // HTA's (rounded) times; end - ts can be negative
-  std::int64_t stream = -1; // HTA's stream column
-  std::uint16_t flags = 0;
+  std::uint16_t flags = 0;  // RowFlag bits
   bool has_corr = false;
   bool gpu_for_filter = false;  // stream >= 0 with a correlation, or Event/Context Sync
   ns_t dur() const { return end - ts; }
+  bool on_stream() const { return flags & kOnStream; }
 };
+static_assert(sizeof(CpRow) == 32);
 
 // HTA's correlation column: the id, or -1 for none (negative ids read as none).
 inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {
@@ -54,6 +56,10 @@ inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {
 inline std::int64_t pid_of(const RankTrace& t, const CpRow& r) { return t.events.pid(r.event); }
 inline std::int64_t tid_of(const RankTrace& t, const CpRow& r) { return t.events.tid(r.event); }
 inline StrId name_of(const RankTrace& t, const CpRow& r) { return t.events.name[r.event]; }
+// HTA's stream column (hta::hta_stream): -1, or the stream of a row on_stream().
+inline std::int64_t stream_of(const RankTrace& t, const CpRow& r) {
+  return r.on_stream() ? t.events.stream[r.event] : -1;
+}
 // A cuda_sync row's args.wait_on_stream and args.wait_on_cuda_event_record_corr_id, or -1.
 inline std::int64_t wait_on_stream_of(const RankTrace& t, const CpRow& r) {
   const std::optional<EventExtra> x = t.extra_of(r.event);

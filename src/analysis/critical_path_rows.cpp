@@ -11,7 +11,7 @@
 
 #include "analysis/critical_path_internal.hpp"
 #include "analysis/hta_view.hpp"
-#include "stepscope/id_map.hpp"
+#include "stepscope/correlation_table.hpp"
 
 namespace stepscope::cp {
 
@@ -102,10 +102,7 @@ class FlagCache {
 // assignment wins: a host row names the last GPU row (file order) of its correlation, a GPU row
 // the last host row.
 void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
-  // Sized once from the row counts: growing a table twice its final size is what costs.
-  std::size_t gpu_rows = 0, host_rows = 0;
-  for (const CpRow& r : rows) (r.gpu_for_filter ? gpu_rows : host_rows) += r.has_corr;
-  IdMap<std::int32_t> last_gpu(gpu_rows), last_host(host_rows);
+  CorrelationTable<std::int32_t> last_gpu(rank.correlations, -1), last_host(rank.correlations, -1);
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
     if (!r.has_corr) continue;
@@ -138,7 +135,7 @@ class AnnotationNames {
 // A row with neither stream nor correlation nor a sync name: most cpu_ops. Such rows enter the
 // graph only through clip_rows, as rows starting inside the window; every other row takes part
 // in the whole-trace steps (partner links, the last-step filter, queue lengths, launch order).
-bool is_plain(const CpRow& r) { return r.stream == -1 && !r.has_corr && !r.gpu_for_filter; }
+bool is_plain(const CpRow& r) { return !r.on_stream() && !r.has_corr && !r.gpu_for_filter; }
 
 // Builds the rows in two passes so that plain rows are kept only inside the window: the first
 // keeps every other row and the plain rows naming the annotation (they place the window), the
@@ -166,7 +163,7 @@ class RowBuilder {
       if (w.ok) add_plain_rows(out.rows, w);
     }
     for (const CpRow& r : out.rows)
-      if (r.stream != -1) out.has_gpu = true;
+      if (r.on_stream()) out.has_gpu = true;
     return out;
   }
 
@@ -180,10 +177,10 @@ class RowBuilder {
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
     hta::row_times(ev, i, load_.rounded_to_us, row.ts, row.end);
-    row.stream = hta::hta_stream(ev, i);
     row.has_corr = ev.correlation[i] >= 0;
     row.flags = flags_->of(ev.name[i], ev.category[i]);
-    row.gpu_for_filter = (row.stream >= 0 && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
+    if (hta::hta_stream(ev, i) != -1) row.flags |= kOnStream;
+    row.gpu_for_filter = (row.on_stream() && row.has_corr) || (row.flags & (kEventSyncName | kContextSyncName));
     return row;
   }
 
@@ -210,7 +207,7 @@ class RowBuilder {
   void apply_filter(std::vector<CpRow>& all) const {
     if (!filter_) return;
     std::vector<char> keep(all.size(), 1);
-    IdMap<char> host_corr;
+    CorrelationTable<char> host_corr(rank_.correlations, 0);
     if (plain_left_out_kept_) host_corr[-1] = 1;
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
@@ -325,17 +322,17 @@ class StreamLists {
 //   stream 7: launches at ts 1, 3; GPU rows at 2, 3  ->  +1 (1), -1 (0), +1 (1), -1 (0)
 std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
   StreamLists launches, gpu;
-  IdMap<char> launch_corr;
+  CorrelationTable<char> launch_corr(rank.correlations, 0);
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
-    if (x.stream != -1 || !(x.flags & kLaunchName) || x.partner < 0) continue;
-    launches.of(r[static_cast<std::size_t>(x.partner)].stream).push_back(static_cast<std::int32_t>(k));
+    if (x.on_stream() || !(x.flags & kLaunchName) || x.partner < 0) continue;
+    launches.of(stream_of(rank, r[static_cast<std::size_t>(x.partner)])).push_back(static_cast<std::int32_t>(k));
     launch_corr[correlation_of(rank, x)] = 1;
   }
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
-    if (x.stream == -1 || !launch_corr.contains(correlation_of(rank, x))) continue;
-    gpu.of(x.stream).push_back(static_cast<std::int32_t>(k));
+    if (!x.on_stream() || !launch_corr.contains(correlation_of(rank, x))) continue;
+    gpu.of(stream_of(rank, x)).push_back(static_cast<std::int32_t>(k));
   }
   std::vector<std::int32_t> q(r.size(), -1);  // a length is at most the row count, below 2^31
   for (std::size_t s = 0; s < gpu.size(); ++s) launches.of(gpu.id(s));  // a stream with GPU rows only
@@ -409,9 +406,9 @@ std::vector<std::int32_t> clip_rows(const Rows& rows, const Window& w) {
   auto in_window = [&](const CpRow& x) { return x.ts >= w.start && (w.open_end || x.ts <= w.end) && x.dur() > 0; };
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
-    if (x.stream == -1) {
+    if (!x.on_stream()) {
       if (in_window(x)) keep[k] = 1;
-      if (x.partner >= 0 && r[static_cast<std::size_t>(x.partner)].stream != -1 && in_window(x))
+      if (x.partner >= 0 && r[static_cast<std::size_t>(x.partner)].on_stream() && in_window(x))
         keep[static_cast<std::size_t>(x.partner)] = 1;
     } else if (x.flags & kStreamWaitName) {
       keep[k] = 1;

@@ -9,6 +9,7 @@
 
 #include "analysis/drilldown_internal.hpp"
 #include "analysis/hta_view.hpp"
+#include "stepscope/correlation_table.hpp"
 #include "stepscope/drilldown.hpp"
 
 namespace stepscope {
@@ -38,17 +39,18 @@ struct QueueRow {
 // kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
 std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
   std::vector<QueueRow> out;
-  IdMap<char> launched;
+  CorrelationTable<char> launched(rank.correlations, 0);
   for (const hta::Row& row : v.rows) {
-    if (row.gpu() || row.correlation < 0 || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
-    const auto partners = v.gpu_by_correlation.find(row.correlation);
+    if (row.gpu() || !row.correlated() || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
+    const std::int64_t corr = row.correlation(rank.events);
+    const auto partners = v.gpu_by_correlation.find(corr);
     if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
-    launched[row.correlation] = 1;
+    launched[corr] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
     for (std::uint32_t g : partners) out.push_back({v.rows[g].stream, row.ts, +1});
   }
   for (const hta::Row& row : v.rows)
-    if (row.gpu() && row.correlation >= 0 && launched.contains(row.correlation))
+    if (row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events)))
       out.push_back({row.stream, row.ts, -1});
   return out;
 }

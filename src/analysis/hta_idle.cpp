@@ -12,21 +12,29 @@
 // ratio = category sum / sum over the stream's categories. Streams are not merged, so these do
 // not add up to the temporal breakdown's idle time.
 #include <algorithm>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 
 #include "hta_breakdown.hpp"
+#include "stepscope/correlation_table.hpp"
 
 namespace stepscope::hta {
 
 namespace {
 
+// No launch: no row starts at the lowest time there is.
+constexpr ns_t kNoLaunch = std::numeric_limits<ns_t>::min();
+
 // ts of the host row that launched each correlation (the runtime call), first in file order.
-CorrelationMap<ns_t> launch_ts_by_correlation(const View& v) {
-  std::vector<std::pair<std::int64_t, ns_t>> calls;
-  for (const Row& r : v.rows)
-    if (r.stream == -1 && r.correlation >= 0) calls.emplace_back(r.correlation, r.ts);
-  return CorrelationMap<ns_t>(calls);
+CorrelationTable<ns_t> launch_ts_by_correlation(const RankTrace& rank, const View& v) {
+  CorrelationTable<ns_t> calls(rank.correlations, kNoLaunch);
+  for (const Row& r : v.rows) {
+    if (r.stream != -1 || !r.correlated()) continue;
+    ns_t& ts = calls[r.correlation(rank.events)];
+    if (ts == kNoLaunch) ts = r.ts;
+  }
+  return calls;
 }
 
 // The fields of a row the breakdown needs, kept contiguous per stream (sorting pointers into
@@ -41,19 +49,19 @@ struct StreamRows {
   std::vector<Slot> rows;
 };
 
-std::vector<StreamRows> rows_per_stream(const View& v) {
+std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
   for (const Row& r : v.rows) {
     if (r.stream == -1 || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
     auto [it, fresh] = slot.emplace(r.stream, out.size());
     if (fresh) out.push_back({r.stream, {}});
-    out[it->second].rows.push_back({r.ts, r.end, r.correlation});
+    out[it->second].rows.push_back({r.ts, r.end, r.correlation(rank.events)});
   }
   return out;
 }
 
-HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationMap<ns_t>& launch_ts,
+HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationTable<ns_t>& launch_ts,
                              ns_t kernel_delay) {
   std::stable_sort(s.rows.begin(), s.rows.end(), [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
   HtaStreamIdle out;
@@ -88,8 +96,8 @@ HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationMap<ns_t>& launch_t
 
 HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   HtaIdleBreakdown out;
-  auto launch_ts = launch_ts_by_correlation(v);
-  for (StreamRows& s : rows_per_stream(v)) {
+  const auto launch_ts = launch_ts_by_correlation(rank, v);
+  for (StreamRows& s : rows_per_stream(rank, v)) {
     out.streams.push_back(analyze_stream(s, launch_ts, opts.consecutive_kernel_delay));
     for (int c = 0; c < kIdleCategoryCount; ++c) out.total[c] += out.streams.back().category[c].idle;
   }

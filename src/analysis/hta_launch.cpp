@@ -16,18 +16,19 @@
 #include <unordered_set>
 
 #include "hta_breakdown.hpp"
+#include "stepscope/correlation_table.hpp"
 
 namespace stepscope::hta {
 
 namespace {
 
 // Correlation ids of the launch calls.
-CorrelationMap<char> launch_correlations(const View& v, bool memory) {
+CorrelationTable<char> launch_correlations(const RankTrace& rank, const View& v, bool memory) {
   std::uint8_t want = memory ? (kLaunchKernel | kLaunchMemory) : kLaunchKernel;
-  std::vector<std::pair<std::int64_t, char>> ids;
+  CorrelationTable<char> ids(rank.correlations, 0);
   for (const Row& r : v.rows)
-    if (r.correlation >= 0 && (r.flags & want)) ids.emplace_back(r.correlation, 1);
-  return CorrelationMap<char>(ids);
+    if (r.correlated() && (r.flags & want)) ids[r.correlation(rank.events)] = 1;
+  return ids;
 }
 
 // The n largest by `key` (ties keep file order), without sorting the whole join.
@@ -47,16 +48,18 @@ std::vector<HtaLaunch> worst(const std::vector<HtaLaunch>& all, std::size_t n, n
 }  // namespace
 
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
-  auto corrs = launch_correlations(v, opts.include_memory_events);
+  const auto corrs = launch_correlations(rank, v, opts.include_memory_events);
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
   std::vector<HtaLaunch> joined;
   for (const Row& c : v.rows) {
-    if (c.stream != -1 || c.correlation < 0 || !corrs.find(c.correlation)) continue;
-    for (std::uint32_t k : v.gpu_by_correlation.find(c.correlation)) {
+    if (c.stream != -1 || !c.correlated()) continue;
+    const std::int64_t corr = c.correlation(rank.events);
+    if (!corrs.find(corr)) continue;
+    for (std::uint32_t k : v.gpu_by_correlation.find(corr)) {
       const Row& g = v.rows[k];
-      HtaLaunch l{c.event, g.event, c.correlation, c.dur(), g.dur(),
+      HtaLaunch l{c.event, g.event, corr, c.dur(), g.dur(),
                   std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
       ++out.events;
       if (l.cpu_duration <= opts.runtime_cutoff && l.gpu_duration < l.cpu_duration) ++out.short_gpu_kernels;

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "stepscope/id_map.hpp"
+#include "stepscope/correlation_table.hpp"
 #include "stepscope/parse.hpp"
 
 namespace stepscope::hta {
@@ -100,14 +100,14 @@ class NameInfo {
 // trace_filter._filter_gpu_kernels_with_cuda_sync: a GPU row for the CPU/GPU split is one with
 // a stream and a correlation, plus the stream-less Event Sync / Context Sync rows.
 bool is_gpu_for_filter(const Row& row) {
-  return (row.stream >= 0 && row.correlation >= 0) || (row.flags & kSyncName);
+  return (row.stream >= 0 && row.correlated()) || (row.flags & kSyncName);
 }
 
 // Most rows are host ops with no stream and no correlation (cpu_op, python_function, ...): no
 // figure reads them beyond counting them and, for the last-step filter, their start. They are
 // kept as start times only, which keeps the row table small.
 bool is_silent(const Row& row) {
-  return row.stream == -1 && row.correlation < 0 && !(row.flags & (kStepName | kSyncName));
+  return row.stream == -1 && !row.correlated() && !(row.flags & (kStepName | kSyncName));
 }
 
 std::int64_t step_number(std::string_view n) {
@@ -132,14 +132,12 @@ int count_step_names(const EventTable& ev, const std::vector<Row>& rows) {
 // host row with its correlation; we reproduce that multiplicity.
 // Filters `rows` in place: only the kept GPU rows are copied aside, since a host row never moves
 // up past where it was read.
-void drop_last_step(std::vector<Row>& rows, const std::vector<ns_t>& silent, bool include_last, HtaLoad& load,
-                    std::int64_t& silent_kept) {
+void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const std::vector<ns_t>& silent,
+                    bool include_last, HtaLoad& load, std::int64_t& silent_kept) {
   std::vector<char> gpu(rows.size());
-  std::size_t host_rows = 0;
   ns_t last_start = std::numeric_limits<ns_t>::min(), last_end = last_start;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     gpu[k] = is_gpu_for_filter(rows[k]);
-    host_rows += !gpu[k];
     if (!gpu[k] && (rows[k].flags & kStepName)) {
       last_start = std::max(last_start, rows[k].ts);
       last_end = std::max(last_end, rows[k].end);
@@ -147,17 +145,17 @@ void drop_last_step(std::vector<Row>& rows, const std::vector<ns_t>& silent, boo
   }
   load.cutoff_ts = include_last ? last_end : last_start;
   auto kept_host = [&](std::size_t k) { return !gpu[k] && (include_last ? rows[k].ts <= last_end : rows[k].ts < last_start); };
-  IdMap<std::int64_t> host_corr(host_rows + 1);
+  CorrelationTable<std::int64_t> host_corr(r.correlations, 0);
   silent_kept = 0;
   for (ns_t ts : silent)
     if (include_last ? ts <= last_end : ts < last_start) ++silent_kept;
   if (silent_kept > 0) host_corr[-1] += silent_kept;  // silent rows have no correlation
   for (std::size_t k = 0; k < rows.size(); ++k)
-    if (kept_host(k)) ++host_corr[rows[k].correlation];
+    if (kept_host(k)) ++host_corr[rows[k].correlation(r.events)];
   std::vector<Row> gpu_kept;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (!gpu[k]) continue;
-    const std::int64_t* copies = host_corr.find(rows[k].correlation);
+    const std::int64_t* copies = host_corr.find(rows[k].correlation(r.events));
     if (!copies) continue;
     for (std::int64_t c = 0; c < *copies; ++c) gpu_kept.push_back(rows[k]);
   }
@@ -251,8 +249,8 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     row.event = static_cast<std::uint32_t>(i);
     row_times(ev, i, v.load.rounded_to_us, row.ts, row.end);
     row.stream = hta_stream(ev, i);
-    row.correlation = ev.correlation[i] < 0 ? -1 : ev.correlation[i];
     names.fill(row, ev.name[i], ev.category[i]);
+    if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
     if (is_silent(row))
       silent.push_back(row.ts);
     else
@@ -262,14 +260,14 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   auto silent_kept = static_cast<std::int64_t>(silent.size());
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
-    drop_last_step(rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
+    drop_last_step(r, rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
   }
   v.load.iterations = kept_iterations(r, rows);
   v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept;
   v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
   v.rows = std::move(rows);
   merge_gpu_rows(v);
-  v.gpu_by_correlation = GpuRowsByCorrelation(v.rows);
+  v.gpu_by_correlation = GpuRowsByCorrelation(ev, v.rows);
   return v;
 }
 
@@ -372,10 +370,10 @@ SampleStats describe(std::vector<double> values) {
   return s;
 }
 
-GpuRowsByCorrelation::GpuRowsByCorrelation(const std::vector<Row>& rows) {
+GpuRowsByCorrelation::GpuRowsByCorrelation(const EventTable& ev, const std::vector<Row>& rows) {
   auto for_each_gpu_row = [&](auto&& f) {
     for (std::size_t k = 0; k < rows.size(); ++k)
-      if (rows[k].gpu() && rows[k].correlation >= 0) f(k, rows[k].correlation);
+      if (rows[k].gpu() && rows[k].correlated()) f(k, rows[k].correlation(ev));
   };
   slots_.build([&](auto&& f) { for_each_gpu_row([&](std::size_t, std::int64_t corr) { f(corr); }); }, rows.size() / 4);
   rows_.build(slots_.size(), [&](auto&& f) {

@@ -24,22 +24,26 @@ enum RowFlag : std::uint8_t {
   kLaunchMemory = 4,   // name is cudaMemcpyAsync / cudaMemsetAsync
   kStepName = 8,       // name contains "ProfilerStep"
   kSyncName = 16,      // name is "Event Sync" or "Context Sync" (GPU rows without a stream)
+  kCorrelated = 32,    // the row has a correlation id (>= 0)
 };
 
 // One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
-// 40 bytes: a trace has millions. The name is read from the event table through `event`.
+// 32 bytes: a trace has millions. The name and correlation are read from the event table through
+// `event`.
 struct Row {
   std::uint32_t event = 0;                    // index into the rank's EventTable
   HtaKernelType type = HtaKernelType::Other;  // of the name
   std::uint8_t flags = 0;                     // RowFlag bits
   ns_t ts = 0, end = 0;                       // rounded when View::rounded
   std::int64_t stream = -1;
-  std::int64_t correlation = -1;
   ns_t dur() const { return end - ts; }
   bool gpu() const { return stream != -1; }
+  bool correlated() const { return flags & kCorrelated; }
   StrId name(const EventTable& ev) const { return ev.name[event]; }
+  // HTA's correlation column: the event's id, -1 for none (negative ids read as none).
+  std::int64_t correlation(const EventTable& ev) const { return correlated() ? ev.correlation[event] : -1; }
 };
-static_assert(sizeof(Row) == 40);
+static_assert(sizeof(Row) == 32);
 
 // [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
 struct Interval {
@@ -52,7 +56,7 @@ struct Interval {
 class GpuRowsByCorrelation {
  public:
   GpuRowsByCorrelation() = default;
-  explicit GpuRowsByCorrelation(const std::vector<Row>& rows);
+  GpuRowsByCorrelation(const EventTable& ev, const std::vector<Row>& rows);
   std::span<const std::uint32_t> find(std::int64_t corr) const {
     const std::size_t s = slots_.slot(corr);
     return s == IdSlots::kNoSlot ? std::span<const std::uint32_t>{} : rows_.of(s);
@@ -99,34 +103,3 @@ double quantile_linear(const std::vector<double>& sorted, double q);
 
 }  // namespace stepscope::hta
 
-namespace stepscope::hta {
-
-// Correlation id → value, in flat arrays over the ids' slots (see IdSlots).
-template <class T>
-class CorrelationMap {
- public:
-  // `entries` in file order; for a repeated id the first entry wins.
-  explicit CorrelationMap(const std::vector<std::pair<std::int64_t, T>>& entries) {
-    slots_.build([&](auto&& f) {
-      for (const auto& e : entries) f(e.first);
-    }, entries.size());
-    values_.resize(slots_.size());
-    present_.assign(slots_.size(), 0);
-    for (const auto& [id, v] : entries) {
-      const std::size_t k = slots_.slot(id);
-      if (!present_[k]) values_[k] = v, present_[k] = 1;
-    }
-  }
-
-  const T* find(std::int64_t id) const {
-    const std::size_t k = slots_.slot(id);
-    return k == IdSlots::kNoSlot || !present_[k] ? nullptr : &values_[k];
-  }
-
- private:
-  IdSlots slots_;
-  std::vector<T> values_;
-  std::vector<std::uint8_t> present_;
-};
-
-}  // namespace stepscope::hta

@@ -55,13 +55,13 @@ std::vector<std::int32_t> queue_lengths_by_one_sort(const RankTrace& t, const st
   std::vector<Change> changes;
   std::vector<std::int64_t> launch_corr;
   for (std::size_t k = 0; k < r.size(); ++k)
-    if (r[k].stream == -1 && (r[k].flags & cp::kLaunchName) && r[k].partner >= 0) {
-      changes.push_back({r[k].ts, r[static_cast<std::size_t>(r[k].partner)].stream, static_cast<std::int32_t>(k), 1});
+    if (!r[k].on_stream() && (r[k].flags & cp::kLaunchName) && r[k].partner >= 0) {
+      changes.push_back({r[k].ts, cp::stream_of(t, r[static_cast<std::size_t>(r[k].partner)]), static_cast<std::int32_t>(k), 1});
       launch_corr.push_back(cp::correlation_of(t, r[k]));
     }
   for (std::size_t k = 0; k < r.size(); ++k)
-    if (r[k].stream != -1 && std::count(launch_corr.begin(), launch_corr.end(), cp::correlation_of(t, r[k])))
-      changes.push_back({r[k].ts, r[k].stream, static_cast<std::int32_t>(k), -1});
+    if (r[k].on_stream() && std::count(launch_corr.begin(), launch_corr.end(), cp::correlation_of(t, r[k])))
+      changes.push_back({r[k].ts, cp::stream_of(t, r[k]), static_cast<std::int32_t>(k), -1});
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
   });

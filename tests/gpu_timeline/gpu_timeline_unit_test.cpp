@@ -434,24 +434,6 @@ TEST(HtaRound, TiesToEvenLikeNumpy) {
   EXPECT_DOUBLE_EQ(hta_round(53.5649, 2), 53.56);
 }
 
-// Correlation ids are usually a dense counter (flat table); a sparse set takes the hash path.
-// Both must answer the same, first entry winning on a repeated id.
-TEST(CorrelationMap, DenseAndSparseAgree) {
-  std::vector<std::pair<std::int64_t, ns_t>> dense = {{5, 50}, {6, 60}, {5, 99}, {9, 90}};
-  std::vector<std::pair<std::int64_t, ns_t>> sparse = {{5, 50}, {6'000'000'000, 60}, {5, 99}};
-  hta::CorrelationMap<ns_t> d(dense), s(sparse);
-  ASSERT_NE(d.find(5), nullptr);
-  EXPECT_EQ(*d.find(5), 50);
-  EXPECT_EQ(*d.find(9), 90);
-  EXPECT_EQ(d.find(7), nullptr);
-  EXPECT_EQ(d.find(4), nullptr);
-  EXPECT_EQ(d.find(100), nullptr);
-  ASSERT_NE(s.find(6'000'000'000), nullptr);
-  EXPECT_EQ(*s.find(6'000'000'000), 60);
-  EXPECT_EQ(*s.find(5), 50);
-  EXPECT_EQ(s.find(7), nullptr);
-}
-
 // The JSON report carries durations in ns and shares as fractions (HTA's rounded percentages are
 // derived from them) and null for undefined values; the text section names the figures.
 TEST(GpuTimelineReport, JsonAndText) {

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "stepscope/correlation_table.hpp"
 #include "stepscope/id_map.hpp"
 #include "stepscope/trace.hpp"
 
@@ -96,6 +97,42 @@ TEST(CorrelationIndex, MatchesAMultimapDenseAndSparse) {
   EXPECT_EQ(extremes.launch(INT64_MIN), 1u);
   EXPECT_EQ(extremes.launch(INT64_MAX), 2u);
   EXPECT_EQ(extremes.launch(0), CorrelationIndex::kNoEvent);
+}
+
+// A table over the index's slots answers as a map would, for ids the index numbers (dense and
+// sparse layouts) and for ids it does not (-1, ids of no launch or GPU record, INT64_MIN); a
+// cell set back to the absent value reads as no entry.
+TEST(CorrelationTable, MatchesAMapOnIndexedAndOtherIds) {
+  std::mt19937_64 rng(5);
+  for (std::int64_t spread : {std::int64_t{1}, std::int64_t{1} << 40}) {
+    std::vector<Entry> launches, gpu;
+    for (std::uint32_t k = 0; k < 200; ++k) (k % 2 ? launches : gpu).emplace_back(static_cast<std::int64_t>(k) * spread, k);
+    CorrelationIndex ix;
+    ix.build(launches, gpu);
+    CorrelationTable<std::int32_t> t(ix, -1);
+    std::map<std::int64_t, std::int32_t> ref;
+    for (int k = 0; k < 3000; ++k) {
+      std::int64_t id = static_cast<std::int64_t>(rng() % 260) * spread;  // past 199: not indexed
+      if (k % 101 == 0) id = kNone;
+      if (k % 211 == 0) id = INT64_MIN;
+      const auto v = static_cast<std::int32_t>(rng() % 50) - 1;  // -1 now and then: cleared
+      t[id] = v;
+      ref[id] = v;
+    }
+    for (std::int64_t slot = -2; slot < 262; ++slot) {
+      for (std::int64_t id : {slot * spread, INT64_MIN}) {
+        auto r = ref.find(id);
+        const bool present = r != ref.end() && r->second != -1;
+        ASSERT_EQ(t.contains(id), present) << id;
+        if (present) EXPECT_EQ(*t.find(id), r->second) << id;
+      }
+    }
+  }
+  CorrelationIndex empty;
+  CorrelationTable<char> none(empty, 0);
+  EXPECT_FALSE(none.contains(3));
+  none[3] = 1;
+  EXPECT_TRUE(none.contains(3));
 }
 
 // Random inserts, increments and lookups, with the empty-cell marker INT64_MIN among the ids and
