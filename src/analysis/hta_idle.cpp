@@ -26,13 +26,15 @@ namespace {
 // No launch: no row starts at the lowest time there is.
 constexpr ns_t kNoLaunch = std::numeric_limits<ns_t>::min();
 
-// ts of the host row that launched each correlation (the runtime call), first in file order.
-CorrelationTable<ns_t> launch_ts_by_correlation(const RankTrace& rank, const View& v) {
-  CorrelationTable<ns_t> calls(rank.correlations, kNoLaunch);
-  for (const Row& r : v.rows) {
+// The host row that launched each correlation (the runtime call), first in file order; -1 for
+// none.
+CorrelationTable<std::int32_t> launch_rows(const RankTrace& rank, const View& v) {
+  CorrelationTable<std::int32_t> calls(rank.correlations, -1);
+  for (std::size_t k = 0; k < v.rows.size(); ++k) {
+    const Row& r = v.rows[k];
     if (r.stream != -1 || !r.correlated()) continue;
-    ns_t& ts = calls[r.correlation(rank.events)];
-    if (ts == kNoLaunch) ts = r.ts;
+    std::int32_t& row = calls[r.correlation(rank.events)];
+    if (row < 0) row = static_cast<std::int32_t>(k);
   }
   return calls;
 }
@@ -41,7 +43,7 @@ CorrelationTable<ns_t> launch_ts_by_correlation(const RankTrace& rank, const Vie
 // the row table would chase cache misses).
 struct Slot {
   ns_t ts, end;
-  std::int64_t correlation;
+  ns_t launch_ts;  // of the call that launched it, kNoLaunch without one
 };
 
 struct StreamRows {
@@ -50,19 +52,23 @@ struct StreamRows {
 };
 
 std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
+  const CorrelationTable<std::int32_t> calls = launch_rows(rank, v);
+  auto launch_ts = [&](const Row& r) {
+    const std::int32_t* call = r.correlated() ? calls.find(r.correlation(rank.events)) : nullptr;
+    return call ? v.rows[static_cast<std::size_t>(*call)].ts : kNoLaunch;
+  };
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
   for (const Row& r : v.rows) {
     if (r.stream == -1 || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
     auto [it, fresh] = slot.emplace(r.stream, out.size());
     if (fresh) out.push_back({r.stream, {}});
-    out[it->second].rows.push_back({r.ts, r.end, r.correlation(rank.events)});
+    out[it->second].rows.push_back({r.ts, r.end, launch_ts(r)});
   }
   return out;
 }
 
-HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationTable<ns_t>& launch_ts,
-                             ns_t kernel_delay) {
+HtaStreamIdle analyze_stream(StreamRows& s, ns_t kernel_delay) {
   std::stable_sort(s.rows.begin(), s.rows.end(), [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
   HtaStreamIdle out;
   out.stream = s.stream;
@@ -73,8 +79,8 @@ HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationTable<ns_t>& launch
     ns_t prev_end = s.rows[k - 1].end;
     ns_t gap = s.rows[k].ts - prev_end;
     IdleCategory c = IdleCategory::Other;
-    const ns_t* launched = s.rows[k].correlation >= 0 ? launch_ts.find(s.rows[k].correlation) : nullptr;
-    if (launched && *launched > prev_end)
+    const ns_t launched = s.rows[k].launch_ts;
+    if (launched != kNoLaunch && launched > prev_end)
       c = IdleCategory::HostWait;
     else if (gap < kernel_delay)
       c = IdleCategory::KernelWait;
@@ -96,9 +102,8 @@ HtaStreamIdle analyze_stream(StreamRows& s, const CorrelationTable<ns_t>& launch
 
 HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   HtaIdleBreakdown out;
-  const auto launch_ts = launch_ts_by_correlation(rank, v);
   for (StreamRows& s : rows_per_stream(rank, v)) {
-    out.streams.push_back(analyze_stream(s, launch_ts, opts.consecutive_kernel_delay));
+    out.streams.push_back(analyze_stream(s, opts.consecutive_kernel_delay));
     for (int c = 0; c < kIdleCategoryCount; ++c) out.total[c] += out.streams.back().category[c].idle;
   }
   out.available = !out.streams.empty();

@@ -31,19 +31,49 @@ CorrelationTable<char> launch_correlations(const RankTrace& rank, const View& v,
   return ids;
 }
 
-// The n largest by `key` (ties keep file order), without sorting the whole join.
-std::vector<HtaLaunch> worst(const std::vector<HtaLaunch>& all, std::size_t n, ns_t HtaLaunch::*key) {
-  std::vector<std::size_t> idx(all.size());
-  for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
-  auto before = [&](std::size_t a, std::size_t b) {
-    return all[a].*key != all[b].*key ? all[a].*key > all[b].*key : a < b;
+// The n largest launches by `key`, ties keeping the earlier in join order, kept as the join is
+// read: what a partial sort of the whole join gives, holding n launches instead of all of them.
+//   n = 2, delays 5, 9, 5, 9 in join order  ->  the second (9), the fourth (9)
+class WorstLaunches {
+ public:
+  WorstLaunches(std::size_t n, ns_t HtaLaunch::*key) : n_(n), better_{key} {}
+
+  void offer(const HtaLaunch& l) {
+    const Entry e{l, seen_++};
+    if (heap_.size() < n_) {
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), better_);
+    } else if (n_ > 0 && better_(e, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), better_);
+      heap_.back() = e;
+      std::push_heap(heap_.begin(), heap_.end(), better_);
+    }
+  }
+  // Worst first.
+  std::vector<HtaLaunch> take() {
+    std::sort(heap_.begin(), heap_.end(), better_);
+    std::vector<HtaLaunch> out;
+    for (const Entry& e : heap_) out.push_back(e.launch);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    HtaLaunch launch;
+    std::size_t order;
   };
-  n = std::min(n, idx.size());
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(), before);
-  std::vector<HtaLaunch> out;
-  for (std::size_t k = 0; k < n; ++k) out.push_back(all[idx[k]]);
-  return out;
-}
+  // As the heap's "less": its front is the entry every other beats, the one to give up first.
+  struct Better {
+    ns_t HtaLaunch::*key;
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.launch.*key != b.launch.*key ? a.launch.*key > b.launch.*key : a.order < b.order;
+    }
+  };
+  std::size_t n_;
+  Better better_;
+  std::size_t seen_ = 0;
+  std::vector<Entry> heap_;
+};
 
 }  // namespace
 
@@ -52,7 +82,8 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
 
   HtaLaunchStats out;
   std::vector<double> cpu_d, gpu_d, delay_d;
-  std::vector<HtaLaunch> joined;
+  const auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
+  WorstLaunches worst_delays(n, &HtaLaunch::launch_delay), worst_runtimes(n, &HtaLaunch::cpu_duration);
   for (const Row& c : v.rows) {
     if (c.stream != -1 || !c.correlated()) continue;
     const std::int64_t corr = c.correlation(rank.events);
@@ -69,15 +100,15 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
       cpu_d.push_back(static_cast<double>(l.cpu_duration));
       gpu_d.push_back(static_cast<double>(l.gpu_duration));
       delay_d.push_back(static_cast<double>(l.launch_delay));
-      joined.push_back(l);
+      worst_delays.offer(l);
+      worst_runtimes.offer(l);
     }
   }
   out.cpu_duration = describe(std::move(cpu_d));
   out.gpu_duration = describe(std::move(gpu_d));
   out.launch_delay = describe(std::move(delay_d));
-  auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
-  out.worst_delays = worst(joined, n, &HtaLaunch::launch_delay);
-  out.worst_runtimes = worst(joined, n, &HtaLaunch::cpu_duration);
+  out.worst_delays = worst_delays.take();
+  out.worst_runtimes = worst_runtimes.take();
   return out;
 }
 

@@ -223,6 +223,39 @@ TEST(HtaLaunchStats, CountsAndDistributions) {
   EXPECT_EQ(l.worst_delays[0].correlation, 3);
 }
 
+// The worst launches are the first n of the join stably sorted by the key, descending: ties on a
+// key (here most delays and durations repeat) keep the earlier launch.
+TEST(HtaLaunchStats, WorstLaunchesAreTheStableTopOfTheJoin) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> pick(1, 4);
+  TraceBuilder b;
+  struct Launch {
+    std::int64_t corr;
+    ns_t cpu, delay;
+  };
+  std::vector<Launch> join;
+  double call = 0;
+  for (std::int64_t corr = 1; corr <= 60; ++corr) {
+    const double cpu = pick(rng), delay = 10 * pick(rng);
+    b.launch("ampere_sgemm_128x64_nn", call, cpu, call + cpu + delay, 1, 7, corr);
+    join.push_back({corr, us(cpu), us(delay)});
+    call += 100;
+  }
+  GpuTimelineOptions opts;
+  opts.top_events = 7;
+  const HtaLaunchStats l = analyze_gpu_timeline(b.trace(), opts).hta_launches;
+  auto expect_top = [&](ns_t Launch::*key, const std::vector<HtaLaunch>& got) {
+    std::vector<Launch> sorted = join;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const Launch& a, const Launch& b) { return a.*key > b.*key; });
+    ASSERT_EQ(got.size(), 7u);
+    for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].correlation, sorted[k].corr) << k;
+  };
+  expect_top(&Launch::delay, l.worst_delays);
+  expect_top(&Launch::cpu, l.worst_runtimes);
+  opts.top_events = 0;
+  EXPECT_TRUE(analyze_gpu_timeline(b.trace(), opts).hta_launches.worst_delays.empty());
+}
+
 TEST(SyncPoints, DrainedQueueAfterStreamSynchronize) {
   TraceBuilder b = host_and_sync_gaps();
   GpuTimeline t = analyze_gpu_timeline(b.trace());
