@@ -101,17 +101,16 @@ class FlagCache {
 // an inner merge on correlation points each side at the other. With several partners the last
 // assignment wins: a host row names the last GPU row (file order) of its correlation, a GPU row
 // the last host row.
+// One side at a time, so that one table is held at once.
 void link_correlations(const RankTrace& rank, std::vector<CpRow>& rows) {
-  CorrelationTable<std::int32_t> last_gpu(rank.correlations, -1), last_host(rank.correlations, -1);
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const CpRow& r = rows[k];
-    if (!r.has_corr) continue;
-    (r.gpu_for_filter ? last_gpu : last_host)[correlation_of(rank, r)] = static_cast<std::int32_t>(k);
-  }
-  for (CpRow& r : rows) {
-    if (!r.has_corr) continue;
-    auto& other = r.gpu_for_filter ? last_host : last_gpu;
-    if (const std::int32_t* row = other.find(correlation_of(rank, r))) r.partner = *row;
+  for (const bool gpu_side : {true, false}) {
+    CorrelationTable<std::int32_t> last(rank.correlations, -1);  // of the side's rows
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      if (rows[k].has_corr && rows[k].gpu_for_filter == gpu_side)
+        last[correlation_of(rank, rows[k])] = static_cast<std::int32_t>(k);
+    for (CpRow& r : rows)
+      if (r.has_corr && r.gpu_for_filter != gpu_side)
+        if (const std::int32_t* row = last.find(correlation_of(rank, r))) r.partner = *row;
   }
 }
 
