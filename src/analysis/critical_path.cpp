@@ -734,7 +734,7 @@ CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOpti
   CriticalPath out;
   out.annotation = opts.annotation;
   const cp::Rows rows = cp::build_rows(rank, opts, load);
-  cp::Window w = cp::pick_window(rows, rank, opts);
+  const cp::Window& w = rows.window;
   if (!w.ok) {
     out.error = w.error;
     return out;

@@ -70,9 +70,19 @@ inline std::int64_t wait_on_record_corr_of(const RankTrace& t, const CpRow& r) {
   return x ? x->wait_on_event_record_corr : -1;
 }
 
+// critical_path_analysis.py:1838-1892: the window.
+struct Window {
+  bool ok = false;
+  std::string error;
+  ns_t start = 0, end = 0;
+  bool open_end = false;
+  std::int64_t annotation_row = -1;
+};
+
 struct Rows {
   std::vector<CpRow> rows;  // the (filtered) trace in event order, but plain host rows outside the window
   bool has_gpu = false;
+  Window window;  // as pick_window picks it; annotation_row numbers a row of `rows`
 };
 
 // HTA's trace dataframe for the rank (loader filtering, rounding, index_correlation).
@@ -88,14 +98,7 @@ std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std:
 // common case: rows in file order) are left as they are.
 void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const std::vector<CpRow>& rows);
 
-// critical_path_analysis.py:1838-1892: the window, and the clipped rows (ascending row index).
-struct Window {
-  bool ok = false;
-  std::string error;
-  ns_t start = 0, end = 0;
-  bool open_end = false;
-  std::int64_t annotation_row = -1;
-};
+// The window of `rows` (build_rows keeps it in Rows::window); the clipped rows, ascending.
 Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOptions& opts);
 std::vector<std::int32_t> clip_rows(const Rows& rows, const Window& w);
 

@@ -157,10 +157,8 @@ class RowBuilder {
     out.rows = first_pass();
     link_correlations(rank_, out.rows);
     apply_filter(out.rows);
-    if (!opts_.annotation.empty()) {
-      const Window w = pick_window(out, rank_, opts_);
-      if (w.ok) add_plain_rows(out.rows, w);
-    }
+    out.window = pick_window(out, rank_, opts_);
+    if (out.window.ok && !opts_.annotation.empty()) add_plain_rows(out.rows, out.window);
     for (const CpRow& r : out.rows)
       if (r.on_stream()) out.has_gpu = true;
     return out;
@@ -228,8 +226,9 @@ class RowBuilder {
   }
 
   // The plain rows starting inside the window that the filter keeps (those naming the
-  // annotation are in already), merged into `rows` in event order.
-  void add_plain_rows(std::vector<CpRow>& rows, const Window& w) {
+  // annotation are in already), merged into `rows` in event order; the window's annotation row
+  // renumbered.
+  void add_plain_rows(std::vector<CpRow>& rows, Window& w) {
     const EventTable& ev = rank_.events;
     std::vector<CpRow> added;
     for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -241,14 +240,16 @@ class RowBuilder {
       if (is_plain(row)) added.push_back(row);
     }
     if (added.empty()) return;
-    merge_in_place(rows, added);
+    const std::vector<std::int32_t> moved = merge_in_place(rows, added);
+    if (w.annotation_row >= 0) w.annotation_row = moved[static_cast<std::size_t>(w.annotation_row)];
   }
 
   // Merges `added` (plain rows, no partners) into `rows` by event, both ascending, from the back
   // of `rows` grown in place: a second copy of every row would double the rows' peak, and
-  // first_pass reserved room for all events. Partners are renumbered to the rows' new places.
+  // first_pass reserved room for all events. Partners are renumbered to the rows' new places,
+  // which are returned (by old place).
   //   rows [e2 (partner 1), e7 (partner 0)] + added [e5]  ->  [e2 (partner 2), e5, e7 (partner 0)]
-  static void merge_in_place(std::vector<CpRow>& rows, const std::vector<CpRow>& added) {
+  static std::vector<std::int32_t> merge_in_place(std::vector<CpRow>& rows, const std::vector<CpRow>& added) {
     const std::size_t old_size = rows.size();
     std::vector<std::int32_t> new_index(old_size);
     rows.resize(old_size + added.size());
@@ -265,6 +266,7 @@ class RowBuilder {
     for (std::size_t r = 0; r < k; ++r) new_index[r] = static_cast<std::int32_t>(r);  // rows before every added one stay
     for (CpRow& r : rows)
       if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
+    return new_index;
   }
 
   const RankTrace& rank_;
