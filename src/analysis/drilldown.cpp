@@ -371,7 +371,7 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   d.rank = rank.rank;
   CallTree tree;
   {
-    // The view's readers first: its rows (40 bytes a launch or GPU record) are freed before the
+    // The view's readers first: its rows (32 bytes a launch or GPU record) are freed before the
     // critical path and the op figures take their own rows and words per event.
     const hta::View view = std::move(view_in);
     d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);

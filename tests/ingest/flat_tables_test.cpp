@@ -71,7 +71,7 @@ TEST(CorrelationIndex, EmptyAndNoneOnly) {
 // (the sparse layout), each checked id by id against the multimap.
 TEST(CorrelationIndex, MatchesAMultimapDenseAndSparse) {
   std::mt19937_64 rng(7);
-  for (std::int64_t spread : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1} << 40}) {
+  for (std::int64_t spread : {std::int64_t{1}, std::int64_t{10}, std::int64_t{1000}, std::int64_t{1} << 40}) {
     std::vector<Entry> launches, gpu;
     std::vector<std::int64_t> ids;
     for (int k = 0; k < 300; ++k) ids.push_back(-50 + static_cast<std::int64_t>(rng() % 400) * spread);
@@ -86,6 +86,8 @@ TEST(CorrelationIndex, MatchesAMultimapDenseAndSparse) {
     Expected e = expected_of(launches, gpu);
     if (spread == 1) {
       expect_same(ix, e, -60, 400);
+    } else if (spread == 10) {
+      expect_same(ix, e, -60, 4010);  // a range with holes: the bitmap layout
     } else {
       for (const auto& [id, _] : e.gpu) expect_same(ix, e, id - 1, id + 1);
       for (const auto& [id, _] : e.launch) expect_same(ix, e, id, id);
@@ -133,6 +135,40 @@ TEST(CorrelationTable, MatchesAMapOnIndexedAndOtherIds) {
   EXPECT_FALSE(none.contains(3));
   none[3] = 1;
   EXPECT_TRUE(none.contains(3));
+}
+
+// Slots number the distinct ids 0, 1, ... in id order when the range is a bitmap (ids within a
+// few times their count of each other), in first-seen order otherwise; other ids have none.
+TEST(IdSlots, NumberDistinctIdsInBothLayouts) {
+  IdSlots dense;
+  const std::vector<std::int64_t> few = {7, 9, 7, 70, 200};
+  dense.build([&](auto&& f) { for (auto id : few) f(id); }, few.size());
+  EXPECT_EQ(dense.size(), 4u);
+  EXPECT_EQ(dense.slot(7), 0u);
+  EXPECT_EQ(dense.slot(9), 1u);
+  EXPECT_EQ(dense.slot(70), 2u);
+  EXPECT_EQ(dense.slot(200), 3u);
+  for (std::int64_t id : {6, 8, 69, 71, 201, -1}) EXPECT_EQ(dense.slot(id), IdSlots::kNoSlot) << id;
+  std::mt19937_64 rng(9);
+  for (std::int64_t spread : {std::int64_t{3}, std::int64_t{1} << 50}) {
+    std::vector<std::int64_t> ids;
+    for (int k = 0; k < 5000; ++k) ids.push_back(static_cast<std::int64_t>(rng() % 2000) * spread - 64);
+    IdSlots s;
+    s.build([&](auto&& f) { for (auto id : ids) f(id); }, ids.size());
+    std::map<std::int64_t, std::size_t> seen;  // id -> slot, each distinct id once
+    for (auto id : ids) {
+      ASSERT_NE(s.slot(id), IdSlots::kNoSlot) << id;
+      seen.emplace(id, s.slot(id));
+    }
+    EXPECT_EQ(s.size(), seen.size());
+    std::vector<char> used(seen.size(), 0);
+    for (const auto& [id, slot] : seen) {
+      ASSERT_LT(slot, seen.size());
+      EXPECT_FALSE(used[slot]) << "slot " << slot << " given twice";
+      used[slot] = 1;
+      EXPECT_EQ(s.slot(id + 1) == IdSlots::kNoSlot, seen.count(id + 1) == 0) << id + 1;
+    }
+  }
 }
 
 // Random inserts, increments and lookups, with the empty-cell marker INT64_MIN among the ids and
