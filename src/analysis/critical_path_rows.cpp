@@ -263,7 +263,7 @@ class RowBuilder {
         rows[--out] = added[--a];
       }
     }
-    for (std::size_t r = 0; r < k; ++r) new_index[r] = static_cast<std::int32_t>(r);  // rows before every added one stay
+    for (std::size_t i = 0; i < k; ++i) new_index[i] = static_cast<std::int32_t>(i);  // rows before every added one stay
     for (CpRow& r : rows)
       if (r.partner >= 0) r.partner = new_index[static_cast<std::size_t>(r.partner)];
     return new_index;
