@@ -461,10 +461,12 @@ struct Track {
 enum class TraceLayout : std::uint8_t { Kineto, LegacyArray, NsysSqlite };
 
 // Correlation id -> the host call that launched GPU work, and the GPU records it made. CUPTI
-// numbers correlations with one counter, so a rank's ids are usually dense and a lookup indexes
-// flat arrays by (id - lowest id); a sparse id set (ids far apart: traces joined from several
-// runs) numbers the ids through an IdMap instead. Either way it costs 8 to 20 bytes per id plus
-// 4 per GPU record, where a hash map of vectors cost about 100 bytes per id and an allocation each.
+// numbers correlations with one counter, so a rank's ids usually lie in a range a few times their
+// count and are numbered through a bitmap of that range (IdSlots); a sparse id set (ids far
+// apart: traces joined from several runs) is numbered through an IdMap instead. The tables are
+// flat arrays by slot: 8 bytes per id and 4 per GPU record, plus the numbering (at most 12 bytes
+// an id as a bitmap, 24 to 48 through the IdMap), where a hash map of vectors cost about 100
+// bytes per id and an allocation each.
 //   build({{42, 2}}, {{42, 1}, {43, 5}})  ->  launch(42) == 2, gpu(42) == {1}, gpu(43) == {5},
 //                                             launch(43) == kNoEvent, gpu(7) == {}
 class CorrelationIndex {
