@@ -337,7 +337,6 @@ bool pytorch_name(std::string_view n) {
 
 void count_records(const RankTrace& t, RankFacts& f) {
   CorrelationTable<char> host_corr(t.correlations, 0);
-  bool any_launch = false;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Kind k = t.events.kind[i];
     if (is_gpu_work(k) && t.events.dur[i] > 0) f.gpu_records = true;
@@ -347,13 +346,12 @@ void count_records(const RankTrace& t, RankFacts& f) {
       if (!n.has(kNameLaunchCall) && !n.has(kNameAsyncCopyCall)) continue;
       ++f.launch_calls;
       host_corr[t.events.correlation[i]] = 1;
-      any_launch = true;
       const bool recorded = t.correlations.has_gpu(t.events.correlation[i]);
       if (!recorded) ++f.launches_without_gpu;
       if (n.has(kNameGraphLaunch)) ++f.graph_launches, f.graph_launches_without_gpu += !recorded;
     }
   }
-  if (!any_launch) return;  // a GPU-only capture: nothing to pair with
+  if (f.launch_calls == 0) return;  // a GPU-only capture: nothing to pair with
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events)
       if (is_gpu_work(t.events.kind[i]) && t.events.correlation[i] != kNone &&
