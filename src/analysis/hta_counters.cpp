@@ -28,16 +28,34 @@ bool is_queue_launch(std::string_view n) {
 
 // One +1 / -1 row of a stream's queue. Its place in the vector is its place in HTA's
 // concatenation (launches first, then GPU records, each in row order), which the stable sort
-// keeps on ties of ts.
+// keeps on ties of ts. 16 bytes, a row per launch and GPU record: `stream` is the stream's place
+// among the rank's GPU streams in ascending id order, so that it sorts as the id does.
 struct QueueRow {
-  std::int64_t stream;
   ns_t ts;
-  int delta;
+  std::uint32_t stream;
+  std::int32_t delta;
 };
+
+// The distinct streams of the view's GPU rows, ascending: the ids QueueRow::stream numbers.
+std::vector<std::int64_t> gpu_streams(const hta::View& v) {
+  std::vector<std::int64_t> streams;
+  std::int64_t last = -1;  // GPU rows come in runs of one stream: most need no search
+  for (const hta::Row& row : v.rows) {
+    if (!row.gpu() || row.stream == last) continue;
+    last = row.stream;
+    if (std::find(streams.begin(), streams.end(), row.stream) == streams.end()) streams.push_back(row.stream);
+  }
+  std::sort(streams.begin(), streams.end());
+  return streams;
+}
+
+std::uint32_t stream_place(const std::vector<std::int64_t>& streams, std::int64_t stream) {
+  return static_cast<std::uint32_t>(std::lower_bound(streams.begin(), streams.end(), stream) - streams.begin());
+}
 
 // Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
 // kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
-std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
+std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
   std::vector<QueueRow> out;
   CorrelationTable<char> launched(rank.correlations, 0);
   for (const hta::Row& row : v.rows) {
@@ -47,11 +65,11 @@ std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v) {
     if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
     launched[corr] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (std::uint32_t g : partners) out.push_back({v.rows[g].stream, row.ts, +1});
+    for (std::uint32_t g : partners) out.push_back({row.ts, stream_place(streams, v.rows[g].stream), +1});
   }
   for (const hta::Row& row : v.rows)
     if (row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events)))
-      out.push_back({row.stream, row.ts, -1});
+      out.push_back({row.ts, stream_place(streams, row.stream), -1});
   return out;
 }
 
@@ -116,7 +134,8 @@ QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
 
 QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std::size_t max_points) {
   QueueLength out;
-  std::vector<QueueRow> rows = queue_rows(rank, v);
+  const std::vector<std::int64_t> streams = gpu_streams(v);
+  std::vector<QueueRow> rows = queue_rows(rank, v, streams);
   if (rows.empty()) {
     out.note = "no launch with a GPU record on a stream";
     return out;
@@ -131,7 +150,7 @@ QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std
   for (std::size_t k = 0; k < rows.size();) {
     std::size_t end = k;
     while (end < rows.size() && rows[end].stream == rows[k].stream) ++end;
-    out.streams.push_back(stream_queue(rows[k].stream, std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
+    out.streams.push_back(stream_queue(streams[rows[k].stream], std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
     k = end;
   }
   out.available = true;
