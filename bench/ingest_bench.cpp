@@ -168,6 +168,7 @@ template <class T, class C>
 std::size_t held(const stepscope::DictColumn<T, C>& c) {
   return c.bytes_used();
 }
+std::size_t held(const stepscope::SparseColumn& c) { return c.bytes_used(); }
 
 // What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.
 void print_model_bytes(const stepscope::RankTrace& t) {
@@ -183,14 +184,14 @@ void print_model_bytes(const stepscope::RankTrace& t) {
       {"correlation, ext id", held(e.correlation) + held(e.external_id)},
       {"stream, device", held(e.stream) + held(e.device)},
       {"side indexes", held(e.kernel_args) + held(e.extra)},
-      {"kernel args", held(t.kernel_args)},
+      {"kernel args", t.kernel_args.bytes_used()},
       {"extras", t.extras.bytes_used()},
       {"track indexes", tracks},
   };
   std::size_t total = 0;
   for (const auto& [name, bytes] : parts) total += bytes;
   const double n = static_cast<double>(std::max<std::size_t>(1, e.size()));
-  fmt::print("  model of {} events: {:.1f} MB, {:.1f} B/event ({} extras, {} kernel args)\n", e.size(),
+  fmt::print("  model of {} events: {:.1f} MB, {:.1f} B/event ({} extras, {} distinct kernel args)\n", e.size(),
              static_cast<double>(total) / 1e6, static_cast<double>(total) / n, t.extras.size(), t.kernel_args.size());
   for (const auto& [name, bytes] : parts)
     fmt::print("    {:<22} {:7.1f} MB {:6.1f} B/event\n", name, static_cast<double>(bytes) / 1e6,

@@ -20,7 +20,7 @@ std::int64_t remap_track(std::int64_t v, const std::vector<StrId>& map) {
 void merge_rank_part(RankTrace& into, RankTrace&& part) {
   auto map = remap_strings(part.strings, into.strings);
   EventTable& d = into.events;
-  auto kernel_off = static_cast<std::int32_t>(into.kernel_args.size());
+  const std::vector<std::int32_t> kernel_here = into.kernel_args.append(part.kernel_args);
   std::size_t base = d.size();
   part.events.keys.rewrite([&](TrackKey k) { return TrackKey{remap_track(k.pid, map), remap_track(k.tid, map)}; });
   part.events.category.rewrite([&](StrId s) { return map[s]; });
@@ -29,10 +29,9 @@ void merge_rank_part(RankTrace& into, RankTrace&& part) {
   d.append(part.events);
   for (std::size_t i = base; i < d.size(); ++i) {
     d.name[i] = map[d.name[i]];
-    if (d.kernel_args[i] >= 0) d.kernel_args[i] += kernel_off;
-    if (d.extra[i] >= 0) d.extra[i] = ExtraStore::rebase(d.extra[i], extra_bases);
+    if (const std::int32_t k = d.kernel_args[i]; k >= 0) d.kernel_args.set(i, kernel_here[static_cast<std::size_t>(k)]);
+    if (const std::int32_t x = d.extra[i]; x >= 0) d.extra.set(i, ExtraStore::rebase(x, extra_bases));
   }
-  into.kernel_args.insert(into.kernel_args.end(), part.kernel_args.begin(), part.kernel_args.end());
   for (auto& c : part.counters) {
     c.name = map[c.name];
     c.series = map[c.series];

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -67,10 +69,12 @@ auto columns(Table& t) {
 }
 constexpr std::size_t kNarrowColumns = 6;  // dur, track, correlation, external_id, stream, device
 constexpr std::size_t kDictColumns = 1;    // category
+constexpr std::size_t kSparseColumns = 2;  // kernel_args, extra
 static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
                                             sizeof(std::vector<char>) +
                                         kNarrowColumns * (sizeof(NarrowColumn<ns_t, std::int32_t>) - sizeof(std::vector<char>)) +
                                         kDictColumns * (sizeof(DictColumn<StrId, std::uint8_t>) - sizeof(std::vector<char>)) +
+                                        kSparseColumns * (sizeof(SparseColumn) - sizeof(std::vector<char>)) +
                                         sizeof(TrackKeys),
               "a column of EventTable is missing from columns()");
 
@@ -114,6 +118,26 @@ void EventTable::append(const EventTable& rows) {
   std::vector<std::uint32_t> key_of(rows.keys.size());
   for (std::uint32_t k = 0; k < key_of.size(); ++k) key_of[k] = keys.intern(rows.keys.at(k).pid, rows.keys.at(k).tid);
   for (std::size_t i = base; i < size(); ++i) track.set(i, key_of[track[i]]);
+}
+
+void SparseColumn::set(std::size_t i, std::int32_t v) {
+  const std::size_t w = i >> 6;
+  const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+  const auto at = values_.begin() + before_[w] + std::popcount(bits_[w] & (bit - 1));
+  const bool had = (bits_[w] & bit) != 0;
+  if (had && v != kAbsent) {
+    *at = v;
+    return;
+  }
+  if (!had && v == kAbsent) return;
+  if (had) {
+    values_.erase(at);
+    bits_[w] &= ~bit;
+  } else {
+    values_.insert(at, v);
+    bits_[w] |= bit;
+  }
+  for (std::size_t k = w + 1; k < before_.size(); ++k) before_[k] = had ? before_[k] - 1 : before_[k] + 1;
 }
 
 template <class T, class Code>
@@ -188,6 +212,41 @@ std::int32_t ExtraStore::rebase(std::int32_t ref, const Bases& b) {
   const std::int32_t shape = ref & 3;
   const std::int32_t base = shape == kOp ? b.op : shape == kCopy ? b.copy : b.whole;
   return ((ref >> 2) + base) << 2 | shape;
+}
+
+namespace {
+
+// The bits of every field, so that equal hashes and equal records agree on doubles too (0.0 and
+// -0.0 differ, a NaN equals itself).
+std::array<std::uint64_t, 7> kernel_args_bits(const KernelArgs& a) {
+  const auto u = [](std::int32_t v) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)); };
+  return {u(a.grid[0]) << 32 | u(a.grid[1]),
+          u(a.grid[2]) << 32 | u(a.block[0]),
+          u(a.block[1]) << 32 | u(a.block[2]),
+          u(a.registers_per_thread) << 32 | static_cast<std::uint64_t>(a.shared_memory),
+          std::bit_cast<std::uint64_t>(a.warps_per_sm),
+          std::bit_cast<std::uint64_t>(a.blocks_per_sm),
+          std::bit_cast<std::uint64_t>(a.est_occupancy_pct)};
+}
+
+}  // namespace
+
+std::int32_t KernelArgsStore::add(const KernelArgs& a) {
+  const std::array<std::uint64_t, 7> bits = kernel_args_bits(a);
+  std::uint64_t h = 0;
+  for (std::uint64_t b : bits) h = (h ^ b) * 0x9E3779B97F4A7C15ULL;  // a mix per field: any field changes it
+  std::vector<std::int32_t>& same = by_hash_[h];
+  for (std::int32_t k : same)
+    if (kernel_args_bits(records_[static_cast<std::size_t>(k)]) == bits) return k;
+  records_.push_back(a);
+  same.push_back(static_cast<std::int32_t>(records_.size() - 1));
+  return same.back();
+}
+
+std::vector<std::int32_t> KernelArgsStore::append(const KernelArgsStore& o) {
+  std::vector<std::int32_t> here(o.records_.size());
+  for (std::size_t k = 0; k < o.records_.size(); ++k) here[k] = add(o.records_[k]);
+  return here;
 }
 
 std::uint32_t TrackKeys::intern(std::int64_t pid, std::int64_t tid) {

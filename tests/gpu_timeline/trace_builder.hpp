@@ -75,11 +75,10 @@ class TraceBuilder {
     return i;
   }
   void set_kernel_args(std::uint32_t i, const KernelArgs& a) {
-    t_.events.kernel_args[i] = static_cast<std::int32_t>(t_.kernel_args.size());
-    t_.kernel_args.push_back(a);
+    t_.events.kernel_args.set(i, t_.add_kernel_args(a));
   }
   void set_extra(std::uint32_t i, const EventExtra& x) {
-    t_.events.extra[i] = t_.add_extra(x);
+    t_.events.extra.set(i, t_.add_extra(x));
   }
 
   RankTrace& trace() { return t_; }

@@ -318,6 +318,55 @@ TEST(DictColumn, ReadsBackEveryValueAsAPlainVectorWould) {
   EXPECT_LT(col.bytes_used(), col.size() * 2 + 310 * sizeof(StrId) + 64 * 16);
 }
 
+// The worked example of SparseColumn's comment.
+TEST(SparseColumn, StoresOnlyTheRowsThatHaveAValue) {
+  SparseColumn col;
+  for (std::int32_t v : {-1, 7, -1, 9}) col.push_back(v);
+  EXPECT_EQ(col[0], -1);
+  EXPECT_EQ(col[1], 7);
+  EXPECT_EQ(col[2], -1);
+  EXPECT_EQ(col[3], 9);
+  col.set(2, 5);
+  EXPECT_EQ(col[2], 5);
+  EXPECT_EQ(col[3], 9);
+  EXPECT_EQ(col.bytes_used(), sizeof(std::uint64_t) + sizeof(std::uint32_t) + 3 * sizeof(std::int32_t));
+}
+
+// A sparse column against a plain vector: rows with and without values across many 64-row
+// words, values gained, changed and lost in place, and an appended column that does not start
+// on a word boundary.
+TEST(SparseColumn, ReadsBackEveryValueAsAPlainVectorWould) {
+  std::mt19937_64 rng(13);
+  auto any_value = [&] { return rng() % 5 == 0 ? static_cast<std::int32_t>(rng() % 100000) : SparseColumn::kAbsent; };
+  auto push_both = [&](SparseColumn& c, std::vector<std::int32_t>& p, int n) {
+    for (int k = 0; k < n; ++k) {
+      const std::int32_t v = any_value();
+      c.push_back(v);
+      p.push_back(v);
+    }
+  };
+  SparseColumn col, tail;
+  std::vector<std::int32_t> plain, plain_tail;
+  push_both(col, plain, 1001);
+  for (int k = 0; k < 1500; ++k) {
+    const std::size_t i = rng() % plain.size();
+    const std::int32_t v = rng() % 2 ? SparseColumn::kAbsent : static_cast<std::int32_t>(rng() % 100000);
+    col.set(i, v);
+    plain[i] = v;
+  }
+  push_both(tail, plain_tail, 333);
+  col.append(tail);
+  plain.insert(plain.end(), plain_tail.begin(), plain_tail.end());
+  ASSERT_EQ(col.size(), plain.size());
+  std::size_t present = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(col[i], plain[i]) << i;
+    present += plain[i] != SparseColumn::kAbsent;
+  }
+  const std::size_t words = (plain.size() + 63) / 64;
+  EXPECT_EQ(col.bytes_used(), words * (sizeof(std::uint64_t) + sizeof(std::uint32_t)) + present * sizeof(std::int32_t));
+}
+
 bool same_record(const EventExtra& a, const EventExtra& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // Each shape of record reads back whole, across an append into a store that already holds

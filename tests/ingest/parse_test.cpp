@@ -149,8 +149,9 @@ TEST(EventTable, AppendTableKeepsEveryColumnAligned) {
   EXPECT_GE(a.external_id.capacity(), 5u);
 }
 
-// Kernel args are numbered in order; an extra record's reference (which also names the shape it
-// is stored in) reads back the record it was given, for the row that holds it.
+// Kernel args are numbered in order of first appearance, an equal configuration sharing its
+// number; an extra record's reference (which also names the shape it is stored in) reads back
+// the record it was given, for the row that holds it.
 TEST(RankTrace, SideRecordsAreFoundFromTheirRows) {
   RankTrace t;
   EventExtra x, y;
@@ -159,8 +160,13 @@ TEST(RankTrace, SideRecordsAreFoundFromTheirRows) {
   y.total_allocated = 1 << 20;
   const std::int32_t rx = t.add_extra(x), ry = t.add_extra(y);
   EXPECT_NE(rx, ry);
+  KernelArgs wide;
+  wide.grid[0] = 4096;
   EXPECT_EQ(t.add_kernel_args(KernelArgs{}), 0);
-  EXPECT_EQ(t.add_kernel_args(KernelArgs{}), 1);
+  EXPECT_EQ(t.add_kernel_args(wide), 1);
+  EXPECT_EQ(t.add_kernel_args(KernelArgs{}), 0);  // an equal configuration is stored once
+  EXPECT_EQ(t.kernel_args.size(), 2u);
+  EXPECT_EQ(t.kernel_args[1].grid[0], 4096);
   EventRow r;
   r.extra = ry;
   t.events.append(r);
