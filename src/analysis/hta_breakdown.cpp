@@ -86,7 +86,7 @@ double sample_std(const std::vector<double>& xs) {
 std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKernelType t) {
   std::map<StrId, NameGroup> by_id;
   for (const Row& r : v.rows) {
-    if (r.stream == -1 || r.type != t) continue;
+    if (!r.gpu() || r.type != t) continue;
     NameGroup& g = by_id[r.name(rank.events)];
     ns_t d = r.dur();
     if (g.count == 0) {

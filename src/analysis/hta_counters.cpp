@@ -37,13 +37,15 @@ struct QueueRow {
 };
 
 // The distinct streams of the view's GPU rows, ascending: the ids QueueRow::stream numbers.
-std::vector<std::int64_t> gpu_streams(const hta::View& v) {
+std::vector<std::int64_t> gpu_streams(const RankTrace& rank, const hta::View& v) {
   std::vector<std::int64_t> streams;
   std::int64_t last = -1;  // GPU rows come in runs of one stream: most need no search
   for (const hta::Row& row : v.rows) {
-    if (!row.gpu() || row.stream == last) continue;
-    last = row.stream;
-    if (std::find(streams.begin(), streams.end(), row.stream) == streams.end()) streams.push_back(row.stream);
+    if (!row.gpu()) continue;
+    const std::int64_t stream = row.stream(rank.events);
+    if (stream == last) continue;
+    last = stream;
+    if (std::find(streams.begin(), streams.end(), stream) == streams.end()) streams.push_back(stream);
   }
   std::sort(streams.begin(), streams.end());
   return streams;
@@ -65,11 +67,11 @@ std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v, cons
     if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
     launched[corr] = 1;
     // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (std::uint32_t g : partners) out.push_back({row.ts, stream_place(streams, v.rows[g].stream), +1});
+    for (std::uint32_t g : partners) out.push_back({row.ts, stream_place(streams, v.rows[g].stream(rank.events)), +1});
   }
   for (const hta::Row& row : v.rows)
     if (row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events)))
-      out.push_back({row.ts, stream_place(streams, row.stream), -1});
+      out.push_back({row.ts, stream_place(streams, row.stream(rank.events)), -1});
   return out;
 }
 
@@ -134,7 +136,7 @@ QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
 
 QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std::size_t max_points) {
   QueueLength out;
-  const std::vector<std::int64_t> streams = gpu_streams(v);
+  const std::vector<std::int64_t> streams = gpu_streams(rank, v);
   std::vector<QueueRow> rows = queue_rows(rank, v, streams);
   if (rows.empty()) {
     out.note = "no launch with a GPU record on a stream";

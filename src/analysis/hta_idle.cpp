@@ -32,7 +32,7 @@ CorrelationTable<std::int32_t> launch_rows(const RankTrace& rank, const View& v)
   CorrelationTable<std::int32_t> calls(rank.correlations, -1);
   for (std::size_t k = 0; k < v.rows.size(); ++k) {
     const Row& r = v.rows[k];
-    if (r.stream != -1 || !r.correlated()) continue;
+    if (r.gpu() || !r.correlated()) continue;
     std::int32_t& row = calls[r.correlation(rank.events)];
     if (row < 0) row = static_cast<std::int32_t>(k);
   }
@@ -60,9 +60,10 @@ std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
   for (const Row& r : v.rows) {
-    if (r.stream == -1 || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
-    auto [it, fresh] = slot.emplace(r.stream, out.size());
-    if (fresh) out.push_back({r.stream, {}});
+    if (!r.gpu() || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
+    const std::int64_t stream = r.stream(rank.events);
+    auto [it, fresh] = slot.emplace(stream, out.size());
+    if (fresh) out.push_back({stream, {}});
     out[it->second].rows.push_back({r.ts, r.end, launch_ts(r)});
   }
   return out;

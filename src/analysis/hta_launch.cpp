@@ -85,7 +85,7 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
   const auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
   WorstLaunches worst_delays(n, &HtaLaunch::launch_delay), worst_runtimes(n, &HtaLaunch::cpu_duration);
   for (const Row& c : v.rows) {
-    if (c.stream != -1 || !c.correlated()) continue;
+    if (c.gpu() || !c.correlated()) continue;
     const std::int64_t corr = c.correlation(rank.events);
     if (!corrs.find(corr)) continue;
     for (std::uint32_t k : v.gpu_by_correlation.find(corr)) {

@@ -100,14 +100,14 @@ class NameInfo {
 // trace_filter._filter_gpu_kernels_with_cuda_sync: a GPU row for the CPU/GPU split is one with
 // a stream and a correlation, plus the stream-less Event Sync / Context Sync rows.
 bool is_gpu_for_filter(const Row& row) {
-  return (row.stream >= 0 && row.correlated()) || (row.flags & kSyncName);
+  return (row.gpu() && row.correlated()) || (row.flags & kSyncName);
 }
 
 // Most rows are host ops with no stream and no correlation (cpu_op, python_function, ...): no
 // figure reads them beyond counting them and, for the last-step filter, their start. They are
 // kept as start times only, which keeps the row table small.
 bool is_silent(const Row& row) {
-  return row.stream == -1 && !row.correlated() && !(row.flags & (kStepName | kSyncName));
+  return !row.gpu() && !row.correlated() && !(row.flags & (kStepName | kSyncName));
 }
 
 std::int64_t step_number(std::string_view n) {
@@ -248,8 +248,8 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     Row row;
     row.event = static_cast<std::uint32_t>(i);
     row_times(ev, i, v.load.rounded_to_us, row.ts, row.end);
-    row.stream = hta_stream(ev, i);
     names.fill(row, ev.name[i], ev.category[i]);
+    if (hta_stream(ev, i) != -1) row.flags |= kGpu;
     if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
     if (is_silent(row))
       silent.push_back(row.ts);
@@ -264,7 +264,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   }
   v.load.iterations = kept_iterations(r, rows);
   v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept;
-  v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.stream != -1; });
+  v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.gpu(); });
   v.rows = std::move(rows);
   merge_gpu_rows(v);
   v.gpu_by_correlation = GpuRowsByCorrelation(ev, v.rows);

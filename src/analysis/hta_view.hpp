@@ -25,25 +25,26 @@ enum RowFlag : std::uint8_t {
   kStepName = 8,       // name contains "ProfilerStep"
   kSyncName = 16,      // name is "Event Sync" or "Context Sync" (GPU rows without a stream)
   kCorrelated = 32,    // the row has a correlation id (>= 0)
+  kGpu = 64,           // HTA's stream column is not -1: a GPU row
 };
 
-// One kept row. `stream` is HTA's stream column: args.stream when numeric, else -1.
-// 32 bytes: a trace has millions. The name and correlation are read from the event table through
-// `event`.
+// One kept row. 24 bytes: a trace has millions. The name, stream and correlation are read from
+// the event table through `event`.
 struct Row {
   std::uint32_t event = 0;                    // index into the rank's EventTable
   HtaKernelType type = HtaKernelType::Other;  // of the name
   std::uint8_t flags = 0;                     // RowFlag bits
   ns_t ts = 0, end = 0;                       // rounded when View::rounded
-  std::int64_t stream = -1;
   ns_t dur() const { return end - ts; }
-  bool gpu() const { return stream != -1; }
+  bool gpu() const { return flags & kGpu; }
   bool correlated() const { return flags & kCorrelated; }
   StrId name(const EventTable& ev) const { return ev.name[event]; }
+  // HTA's stream column (hta_stream): args.stream of a GPU row, -1 for the others.
+  std::int64_t stream(const EventTable& ev) const { return gpu() ? ev.stream[event] : -1; }
   // HTA's correlation column: the event's id, -1 for none (negative ids read as none).
   std::int64_t correlation(const EventTable& ev) const { return correlated() ? ev.correlation[event] : -1; }
 };
-static_assert(sizeof(Row) == 32);
+static_assert(sizeof(Row) == 24);
 
 // [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
 struct Interval {
