@@ -60,47 +60,6 @@ Launched launched_by(const RankTrace& rank, std::uint32_t call) {
   return l;
 }
 
-// Per-op figures before grouping: one entry per cpu_op of the tree (a fraction of the events),
-// found through `slot`.
-struct OpFigures {
-  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
-  struct Op {
-    ns_t child_time = 0;  // durations of the direct child ops
-    ns_t gpu_self = 0, gpu_total = 0;
-    std::int64_t kernels = 0;
-  };
-  std::vector<std::uint32_t> slot;  // event -> index into ops, or kNoSlot
-  std::vector<Op> ops;
-  Op& of(std::uint32_t i) { return ops[slot[i]]; }
-  const Op& of(std::uint32_t i) const { return ops[slot[i]]; }
-};
-
-// Example: aten::linear [0, 10) holding aten::addmm [1, 9), whose cudaLaunchKernel launched a
-// 5 µs kernel: linear gets self 2, gpu_self 0, gpu_total 5; addmm self 8, gpu_self 5, gpu_total 5.
-OpFigures op_figures(const RankTrace& rank, const CallTree& tree) {
-  const EventTable& ev = rank.events;
-  const std::size_t n = ev.size();
-  OpFigures f;
-  f.slot.assign(n, OpFigures::kNoSlot);
-  f.ops.reserve(static_cast<std::size_t>(std::count_if(ev.kind.begin(), ev.kind.end(), [](Kind k) { return k == Kind::CpuOp; })));
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (tree.in_tree(i) && ev.kind[i] == Kind::CpuOp) f.slot[i] = static_cast<std::uint32_t>(f.ops.size()), f.ops.emplace_back();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (!tree.in_tree(i)) continue;
-    if (ev.kind[i] == Kind::CpuOp) {
-      if (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent) f.of(a).child_time += ev.dur[i];
-      continue;
-    }
-    if (ev.kind[i] != Kind::Runtime && ev.kind[i] != Kind::Driver) continue;
-    const Launched l = launched_by(rank, i);
-    if (l.records == 0) continue;
-    std::uint32_t a = op_ancestor(rank, tree, i);
-    if (a != kNoParent) f.of(a).gpu_self += l.time;
-    for (; a != kNoParent; a = op_ancestor(rank, tree, a)) f.of(a).gpu_total += l.time, f.of(a).kernels += l.records;
-  }
-  return f;
-}
-
 // An op's group as interned ids: its name, and its input dims or its module range's name. Equal
 // texts intern to equal ids, so the ids group exactly as the texts would.
 std::pair<StrId, StrId> group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g) {
@@ -128,38 +87,120 @@ StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
   return best == 0 ? StageHint::None : static_cast<StageHint>(best - 1);
 }
 
-std::vector<OperatorRow> grouped_rows(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, const OpFigures& f,
-                                      OperatorGrouping grouping) {
-  const EventTable& ev = rank.events;
-  IdMap<std::size_t> index;  // group key (name id << 32 | detail id) -> 1 + its row (0: new group)
-  std::vector<OperatorRow> rows;
-  std::vector<std::array<ns_t, kStageHintCount + 1>> stage_time;
-  for (std::uint32_t i = 0; i < ev.size(); ++i) {
-    if (!tree.in_tree(i) || ev.kind[i] != Kind::CpuOp) continue;
-    const auto key = group_key(rank, tree, i, grouping);
-    std::size_t& row = index[static_cast<std::int64_t>(std::uint64_t{key.first} << 32 | key.second)];
+// The operator tables of some groupings, built in one walk of the call tree, track by track in
+// start order: an op's figures are complete when the walk leaves it, and go to its group in each
+// table then, so no figure is kept per op. An op's GPU total is its own launches' time plus its
+// child ops' totals, handed up as each child closes; calls between ops (annotations, Python
+// frames) pass both through.
+// Example: aten::linear [0, 10) holding aten::addmm [1, 9), whose cudaLaunchKernel launched a
+// 5 µs kernel: linear gets self 2, gpu_self 0, gpu_total 5; addmm self 8, gpu_self 5, gpu_total 5.
+class OperatorTables {
+ public:
+  OperatorTables(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,
+                 const std::vector<OperatorGrouping>& groupings)
+      : rank_(rank), facts_(facts), tree_(tree) {
+    for (OperatorGrouping g : groupings) tables_.push_back({g, {}, {}, {}});
+    for (std::uint32_t t = 0; t < rank.host_tracks.size(); ++t) walk(rank.host_tracks[t].events);
+  }
+  // Grouping k's rows, most host self time first.
+  std::vector<OperatorRow> take_rows(std::size_t k);
+
+ private:
+  struct Figures {
+    ns_t child_time = 0;  // durations of the direct child ops
+    ns_t gpu_self = 0, gpu_total = 0;
+    std::int64_t kernels = 0;
+  };
+  struct Open {
+    std::uint32_t event;
+    Figures figures;      // used when the call is an op
+    std::int32_t op_at;   // the stack entry of the innermost op at or below this one, or -1
+  };
+  struct Table {
+    OperatorGrouping grouping;
+    IdMap<std::size_t> index;  // group key (name id << 32 | detail id) -> 1 + its row (0: new group)
+    std::vector<OperatorRow> rows;
+    std::vector<std::array<ns_t, kStageHintCount + 1>> stage_time;
+  };
+
+  void walk(const std::vector<std::uint32_t>& track);
+  void enter(std::uint32_t i);
+  void leave();
+  void close(std::uint32_t op, const Figures& f);
+
+  const RankTrace& rank_;
+  const RankFacts& facts_;
+  const CallTree& tree_;
+  std::vector<Table> tables_;
+  std::vector<Open> stack_;  // the calls around the one visited, outermost first
+};
+
+void OperatorTables::walk(const std::vector<std::uint32_t>& track) {
+  for (std::uint32_t i : track) {
+    if (!tree_.in_tree(i)) continue;
+    while (!stack_.empty() && stack_.back().event != tree_.parent[i]) leave();
+    enter(i);
+  }
+  while (!stack_.empty()) leave();
+}
+
+void OperatorTables::enter(std::uint32_t i) {
+  const EventTable& ev = rank_.events;
+  const std::int32_t op = stack_.empty() ? -1 : stack_.back().op_at;  // the innermost enclosing op
+  if (op >= 0 && ev.kind[i] == Kind::CpuOp) stack_[static_cast<std::size_t>(op)].figures.child_time += ev.dur[i];
+  if (op >= 0 && (ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver)) {
+    const Launched l = launched_by(rank_, i);
+    Figures& f = stack_[static_cast<std::size_t>(op)].figures;
+    if (l.records > 0) f.gpu_self += l.time, f.gpu_total += l.time, f.kernels += l.records;
+  }
+  const auto here = static_cast<std::int32_t>(stack_.size());
+  stack_.push_back({i, {}, ev.kind[i] == Kind::CpuOp ? here : op});
+}
+
+void OperatorTables::leave() {
+  const Open o = stack_.back();
+  stack_.pop_back();
+  if (rank_.events.kind[o.event] != Kind::CpuOp) return;
+  if (!stack_.empty() && stack_.back().op_at >= 0) {
+    Figures& up = stack_[static_cast<std::size_t>(stack_.back().op_at)].figures;
+    up.gpu_total += o.figures.gpu_total;
+    up.kernels += o.figures.kernels;
+  }
+  close(o.event, o.figures);
+}
+
+void OperatorTables::close(std::uint32_t i, const Figures& f) {
+  const EventTable& ev = rank_.events;
+  const StageHint s = i < facts_.event_stage.size() ? facts_.event_stage[i] : StageHint::None;
+  for (Table& t : tables_) {
+    const auto key = group_key(rank_, tree_, i, t.grouping);
+    std::size_t& row = t.index[static_cast<std::int64_t>(std::uint64_t{key.first} << 32 | key.second)];
     if (row == 0) {
-      row = rows.size() + 1;
-      const std::string detail = group_detail(rank, key.second, grouping);
-      rows.push_back(OperatorRow{std::string(rank.name_of(i)), grouping == OperatorGrouping::NameAndShape ? detail : "",
-                                 grouping == OperatorGrouping::Module ? detail : ""});
-      stage_time.push_back({});
+      row = t.rows.size() + 1;
+      const std::string detail = group_detail(rank_, key.second, t.grouping);
+      t.rows.push_back(OperatorRow{std::string(rank_.name_of(i)), t.grouping == OperatorGrouping::NameAndShape ? detail : "",
+                                   t.grouping == OperatorGrouping::Module ? detail : ""});
+      t.stage_time.push_back({});
     }
-    OperatorRow& r = rows[row - 1];
+    OperatorRow& r = t.rows[row - 1];
     ++r.calls;
     r.host_total += ev.dur[i];
-    const OpFigures::Op& op = f.of(i);
-    r.host_self += ev.dur[i] - op.child_time;
-    r.gpu_self += op.gpu_self;
-    r.gpu_total += op.gpu_total;
-    r.kernels += op.kernels;
-    const StageHint s = i < facts.event_stage.size() ? facts.event_stage[i] : StageHint::None;
-    stage_time[row - 1][static_cast<std::size_t>(static_cast<int>(s) + 1)] += ev.dur[i];
+    r.host_self += ev.dur[i] - f.child_time;
+    r.gpu_self += f.gpu_self;
+    r.gpu_total += f.gpu_total;
+    r.kernels += f.kernels;
+    t.stage_time[row - 1][static_cast<std::size_t>(static_cast<int>(s) + 1)] += ev.dur[i];
   }
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    rows[k].kernels_per_call = static_cast<double>(rows[k].kernels) / static_cast<double>(rows[k].calls);
-    rows[k].stage = main_stage(stage_time[k]);
+}
+
+std::vector<OperatorRow> OperatorTables::take_rows(std::size_t k) {
+  Table& t = tables_[k];
+  std::vector<OperatorRow> rows = std::move(t.rows);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    rows[r].kernels_per_call = static_cast<double>(rows[r].kernels) / static_cast<double>(rows[r].calls);
+    rows[r].stage = main_stage(t.stage_time[r]);
   }
+  // Groups differ in name, shape or module, so the order is total: the walk's order is not seen.
   std::sort(rows.begin(), rows.end(), [](const OperatorRow& a, const OperatorRow& b) {
     if (a.host_self != b.host_self) return a.host_self > b.host_self;
     return std::tie(a.name, a.input_dims, a.module) < std::tie(b.name, b.input_dims, b.module);
@@ -171,7 +212,7 @@ std::vector<OperatorRow> grouped_rows(const RankTrace& rank, const RankFacts& fa
 
 std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,
                                             OperatorGrouping grouping) {
-  return grouped_rows(rank, facts, tree, op_figures(rank, tree), grouping);
+  return OperatorTables(rank, facts, tree, {grouping}).take_rows(0);
 }
 
 std::vector<OperatorRow> operator_rows(const RankTrace& rank, const RankFacts& facts, OperatorGrouping grouping) {
@@ -187,13 +228,12 @@ ns_t gpu_record_time(const RankTrace& rank) {
   return t;
 }
 
-OperatorView operator_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, const OpFigures& f,
-                           OperatorGrouping g, ns_t step_time, ns_t gpu_time) {
+OperatorView operator_view(std::vector<OperatorRow> rows, OperatorGrouping g, ns_t step_time, ns_t gpu_time) {
   OperatorView v;
   v.grouping = g;
   v.step_time = step_time;
   v.gpu_time = gpu_time;
-  v.rows = grouped_rows(rank, facts, tree, f, g);
+  v.rows = std::move(rows);
   for (OperatorRow& r : v.rows) {
     r.step_share = step_time > 0 ? static_cast<double>(r.host_total) / static_cast<double>(step_time) : kNaN;
     r.gpu_share = gpu_time > 0 ? static_cast<double>(r.gpu_self) / static_cast<double>(gpu_time) : kNaN;
@@ -371,8 +411,8 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   d.rank = rank.rank;
   CallTree tree;
   {
-    // The view's readers first: its rows (32 bytes a launch or GPU record) are freed before the
-    // critical path and the op figures take their own rows and words per event.
+    // The view's readers first: its rows (24 bytes a launch or GPU record) are freed before the
+    // critical path takes its own.
     const hta::View view = std::move(view_in);
     d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
     d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
@@ -386,10 +426,10 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
   {
-    // Freed before the kernel tables and sequences: a word per event and four per op.
-    const OpFigures figures = op_figures(rank, tree);
-    for (OperatorGrouping g : opts.groupings) {
-      OperatorView v = operator_view(rank, facts, tree, figures, g, step_time, gpu_time);
+    OperatorTables tables(rank, facts, tree, opts.groupings);
+    for (std::size_t k = 0; k < opts.groupings.size(); ++k) {
+      const OperatorGrouping g = opts.groupings[k];
+      OperatorView v = operator_view(tables.take_rows(k), g, step_time, gpu_time);
       // A module table needs module ranges; without them every row would say "no module".
       const bool empty_modules = g == OperatorGrouping::Module &&
                                  std::all_of(v.rows.begin(), v.rows.end(), [](const OperatorRow& r) { return r.module.empty(); });
