@@ -29,8 +29,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 bool is_gpu_record(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
 // The nearest enclosing host op (cpu_op) of event i, or kNoParent.
-std::uint32_t op_ancestor(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
-  for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p])
+std::uint32_t op_ancestor(const RankTrace& rank, const std::vector<std::uint32_t>& parent, std::uint32_t i) {
+  for (std::uint32_t p = parent[i]; p != kNoParent; p = parent[p])
     if (rank.events.kind[p] == Kind::CpuOp) return p;
   return kNoParent;
 }
@@ -261,7 +261,7 @@ void add_kernel_call(const RankTrace& rank, const CallTree& tree, std::uint32_t 
   }
   const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[g]);
   if (rank.events.correlation[g] < 0 || launch == CorrelationIndex::kNoEvent) return;
-  if (std::uint32_t op = op_ancestor(rank, tree, launch); op != kNoParent) ++a.ops[rank.name_of(op)];
+  if (std::uint32_t op = op_ancestor(rank, tree.parent, launch); op != kNoParent) ++a.ops[rank.name_of(op)];
 }
 
 KernelView kernel_view(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, ns_t gpu_time) {
@@ -360,23 +360,35 @@ MemoryTimeline memory_timeline(const RankTrace& rank, const std::vector<StepWind
   return m;
 }
 
+// What placing the path's events among the ops needs of the call tree: kept through the critical
+// path, when the rest of the tree (9 bytes an event) is freed.
+struct OpParents {
+  std::vector<std::uint32_t> parent;
+  std::vector<bool> in_tree;
+  explicit OpParents(CallTree&& tree) : parent(std::move(tree.parent)), in_tree(tree.depth.size()) {
+    for (std::size_t i = 0; i < in_tree.size(); ++i) in_tree[i] = tree.in_tree(i);
+    tree = CallTree{};
+  }
+};
+
 // The host ops whose calls hold an event of the path: the path edge's event itself when it is an
 // op, and the ops around it (a launch call's op, a kernel's launching op).
-std::vector<char> ops_on_path(const RankTrace& rank, const CallTree& tree, const CriticalPath& cp) {
+std::vector<char> ops_on_path(const RankTrace& rank, const OpParents& tree, const CriticalPath& cp) {
   std::vector<char> on(rank.strings.size(), 0);
   auto mark_host = [&](std::uint32_t i) {
     if (rank.events.kind[i] == Kind::CpuOp) on[rank.events.name[i]] = 1;
-    for (std::uint32_t a = op_ancestor(rank, tree, i); a != kNoParent; a = op_ancestor(rank, tree, a)) on[rank.events.name[a]] = 1;
+    for (std::uint32_t a = op_ancestor(rank, tree.parent, i); a != kNoParent; a = op_ancestor(rank, tree.parent, a))
+      on[rank.events.name[a]] = 1;
   };
   for (const CpPathEdge& e : cp.path) {
     if (e.event < 0 || e.duration <= 0) continue;
     const auto i = static_cast<std::uint32_t>(e.event);
     if (!is_gpu_record(rank.events.kind[i])) {
-      if (tree.in_tree(i)) mark_host(i);
+      if (tree.in_tree[i]) mark_host(i);
       continue;
     }
     const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[i]);
-    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && tree.in_tree(launch))
+    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && tree.in_tree[launch])
       mark_host(launch);
   }
   return on;
@@ -420,8 +432,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
   }
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
-  // A caller computing the path on another thread has had the series' time to do it.
-  d.critical_path = critical_path();
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);
@@ -437,7 +447,11 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     }
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  const std::vector<char> on_path = ops_on_path(rank, tree, d.critical_path);
+  // The path last, beside only the tree's parents: its rows and graph are the drill-down's
+  // largest. A caller computing it on another thread has had the tables' time to do it.
+  const OpParents parents(std::move(tree));
+  d.critical_path = critical_path();
+  const std::vector<char> on_path = ops_on_path(rank, parents, d.critical_path);
   for (OperatorView& v : d.operators)
     for (OperatorRow& r : v.rows)
       if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
