@@ -373,22 +373,22 @@ struct OpParents {
 
 // The host ops whose calls hold an event of the path: the path edge's event itself when it is an
 // op, and the ops around it (a launch call's op, a kernel's launching op).
-std::vector<char> ops_on_path(const RankTrace& rank, const OpParents& tree, const CriticalPath& cp) {
+std::vector<char> ops_on_path(const RankTrace& rank, const OpParents& parents, const CriticalPath& cp) {
   std::vector<char> on(rank.strings.size(), 0);
   auto mark_host = [&](std::uint32_t i) {
     if (rank.events.kind[i] == Kind::CpuOp) on[rank.events.name[i]] = 1;
-    for (std::uint32_t a = op_ancestor(rank, tree.parent, i); a != kNoParent; a = op_ancestor(rank, tree.parent, a))
+    for (std::uint32_t a = op_ancestor(rank, parents.parent, i); a != kNoParent; a = op_ancestor(rank, parents.parent, a))
       on[rank.events.name[a]] = 1;
   };
   for (const CpPathEdge& e : cp.path) {
     if (e.event < 0 || e.duration <= 0) continue;
     const auto i = static_cast<std::uint32_t>(e.event);
     if (!is_gpu_record(rank.events.kind[i])) {
-      if (tree.in_tree[i]) mark_host(i);
+      if (parents.in_tree[i]) mark_host(i);
       continue;
     }
     const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[i]);
-    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && tree.in_tree[launch])
+    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && parents.in_tree[launch])
       mark_host(launch);
   }
   return on;
