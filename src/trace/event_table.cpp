@@ -235,12 +235,14 @@ std::int32_t KernelArgsStore::add(const KernelArgs& a) {
   const std::array<std::uint64_t, 7> bits = kernel_args_bits(a);
   std::uint64_t h = 0;
   for (std::uint64_t b : bits) h = (h ^ b) * 0x9E3779B97F4A7C15ULL;  // a mix per field: any field changes it
-  std::vector<std::int32_t>& same = by_hash_[h];
-  for (std::int32_t k : same)
+  std::int32_t& newest = first_[static_cast<std::int64_t>(h)];
+  for (std::int32_t k = newest - 1; k >= 0; k = next_[static_cast<std::size_t>(k)])
     if (kernel_args_bits(records_[static_cast<std::size_t>(k)]) == bits) return k;
+  const auto added = static_cast<std::int32_t>(records_.size());
   records_.push_back(a);
-  same.push_back(static_cast<std::int32_t>(records_.size() - 1));
-  return same.back();
+  next_.push_back(newest - 1);
+  newest = added + 1;
+  return added;
 }
 
 std::vector<std::int32_t> KernelArgsStore::append(const KernelArgsStore& o) {

@@ -149,6 +149,27 @@ TEST(EventTable, AppendTableKeepsEveryColumnAligned) {
   EXPECT_GE(a.external_id.capacity(), 5u);
 }
 
+// Many distinct configurations, each added again later: every one keeps its first number, and
+// one that differs only in a double's sign (0.0 against -0.0) is a configuration of its own.
+TEST(RankTrace, KernelArgsAreStoredOncePerDistinctConfiguration) {
+  RankTrace t;
+  std::vector<std::int32_t> first;
+  for (int k = 0; k < 5000; ++k) {
+    KernelArgs a;
+    a.grid[0] = k % 97, a.grid[1] = k / 97, a.registers_per_thread = k % 3;
+    first.push_back(t.add_kernel_args(a));
+  }
+  for (int k = 4999; k >= 0; --k) {
+    KernelArgs a;
+    a.grid[0] = k % 97, a.grid[1] = k / 97, a.registers_per_thread = k % 3;
+    EXPECT_EQ(t.add_kernel_args(a), first[static_cast<std::size_t>(k)]) << k;
+  }
+  EXPECT_EQ(t.kernel_args.size(), 5000u);
+  KernelArgs zero, negative_zero;
+  zero.warps_per_sm = 0.0, negative_zero.warps_per_sm = -0.0;
+  EXPECT_NE(t.add_kernel_args(zero), t.add_kernel_args(negative_zero));
+}
+
 // Kernel args are numbered in order of first appearance, an equal configuration sharing its
 // number; an extra record's reference (which also names the shape it is stored in) reads back
 // the record it was given, for the row that holds it.
