@@ -152,18 +152,15 @@ TEST(EventTable, AppendTableKeepsEveryColumnAligned) {
 // Many distinct configurations, each added again later: every one keeps its first number, and
 // one that differs only in a double's sign (0.0 against -0.0) is a configuration of its own.
 TEST(RankTrace, KernelArgsAreStoredOncePerDistinctConfiguration) {
+  const auto config = [](int k) {
+    KernelArgs a;
+    a.grid[0] = k % 97, a.grid[1] = k / 97, a.registers_per_thread = k % 3;
+    return a;
+  };
   RankTrace t;
   std::vector<std::int32_t> first;
-  for (int k = 0; k < 5000; ++k) {
-    KernelArgs a;
-    a.grid[0] = k % 97, a.grid[1] = k / 97, a.registers_per_thread = k % 3;
-    first.push_back(t.add_kernel_args(a));
-  }
-  for (int k = 4999; k >= 0; --k) {
-    KernelArgs a;
-    a.grid[0] = k % 97, a.grid[1] = k / 97, a.registers_per_thread = k % 3;
-    EXPECT_EQ(t.add_kernel_args(a), first[static_cast<std::size_t>(k)]) << k;
-  }
+  for (int k = 0; k < 5000; ++k) first.push_back(t.add_kernel_args(config(k)));
+  for (int k = 4999; k >= 0; --k) EXPECT_EQ(t.add_kernel_args(config(k)), first[static_cast<std::size_t>(k)]) << k;
   EXPECT_EQ(t.kernel_args.size(), 5000u);
   KernelArgs zero, negative_zero;
   zero.warps_per_sm = 0.0, negative_zero.warps_per_sm = -0.0;
