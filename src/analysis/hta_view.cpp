@@ -271,6 +271,11 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   return v;
 }
 
+void drop_merged_intervals(View& v) {
+  std::vector<Interval>().swap(v.merged_all);
+  for (std::vector<Interval>& m : v.merged_by_type) std::vector<Interval>().swap(m);
+}
+
 std::vector<Interval> merge_intervals(std::vector<Interval> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const Interval& a, const Interval& b) { return a.ts < b.ts; });
   std::vector<Interval> out;

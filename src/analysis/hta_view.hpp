@@ -80,6 +80,9 @@ struct View {
 };
 
 View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
+// Frees the merged intervals, which only the GPU timeline's figures read, for the readers after
+// it (queue length, bandwidth, kernel sequences) that keep the rows.
+void drop_merged_intervals(View& v);
 
 // The pieces of HTA's loader that build_view applies row by row, for analyses that need rows
 // build_view leaves out (plain host ops). round_like_hta gives HTA's times of an event whose

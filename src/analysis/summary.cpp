@@ -169,6 +169,7 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
 void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
                  const std::function<CriticalPath()>& path, RankAnalysis& a) {
   a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
+  hta::drop_merged_intervals(view);
   if (opts.with_drilldown)
     a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view));
 }
