@@ -94,6 +94,62 @@ class IdMap {
   V empty_key_value_{};
 };
 
+// A bitmap that counts: rank(k), the set bits below bit k, is a running count per 64-bit word
+// plus one popcount. At a quarter of a byte per bit it numbers the members of a set laid out
+// over a range (IdSlots) or the rows of a column that have a value (SparseColumn).
+//   push_back(0); push_back(1); push_back(0); push_back(1)  ->  rank(3) == 1, count() == 2
+class RankBitmap {
+ public:
+  bool test(std::uint64_t k) const { return (bits_[k >> 6] >> (k & 63)) & 1; }
+  std::size_t rank(std::uint64_t k) const {
+    const std::uint64_t below = (std::uint64_t{1} << (k & 63)) - 1;
+    return before_[k >> 6] + static_cast<std::size_t>(std::popcount(bits_[k >> 6] & below));
+  }
+  std::size_t count() const { return count_; }
+  std::uint64_t size() const { return size_; }
+  // Bits appended one at a time, the counts kept as they go.
+  void push_back(bool b) {
+    if ((size_ & 63) == 0) {
+      bits_.push_back(0);
+      before_.push_back(static_cast<std::uint32_t>(count_));
+    }
+    if (b) bits_.back() |= std::uint64_t{1} << (size_ & 63), ++count_;
+    ++size_;
+  }
+  // Bit k set to b; the counts of the words after it move.
+  void set(std::uint64_t k, bool b) {
+    if (test(k) == b) return;
+    bits_[k >> 6] ^= std::uint64_t{1} << (k & 63);
+    for (std::size_t w = (k >> 6) + 1; w < before_.size(); ++w) before_[w] = b ? before_[w] + 1 : before_[w] - 1;
+    count_ = b ? count_ + 1 : count_ - 1;
+  }
+  // `n` bits, those `mark_each(f)` calls f(k) for set (repeats allowed), counted once at the end.
+  template <class MarkEach>
+  void build(std::uint64_t n, MarkEach&& mark_each) {
+    size_ = n;
+    bits_.assign(static_cast<std::size_t>((n + 63) / 64), 0);
+    mark_each([&](std::uint64_t k) { bits_[k >> 6] |= std::uint64_t{1} << (k & 63); });
+    before_.resize(bits_.size());
+    count_ = 0;
+    for (std::size_t w = 0; w < bits_.size(); ++w) {
+      before_[w] = static_cast<std::uint32_t>(count_);
+      count_ += static_cast<std::size_t>(std::popcount(bits_[w]));
+    }
+  }
+  void reserve(std::uint64_t n) {
+    bits_.reserve(static_cast<std::size_t>((n + 63) / 64));
+    before_.reserve(static_cast<std::size_t>((n + 63) / 64));
+  }
+  std::uint64_t capacity() const { return bits_.capacity() * 64; }
+  std::size_t bytes_used() const { return bits_.size() * sizeof(std::uint64_t) + before_.size() * sizeof(std::uint32_t); }
+
+ private:
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::uint32_t> before_;  // per word: the set bits below it
+  std::uint64_t size_ = 0;
+  std::size_t count_ = 0;
+};
+
 // Ids numbered by dense slots (0, 1, ... one per distinct id), for per-id tables kept as flat
 // arrays. Profilers number correlations with a counter, so a rank's ids usually lie in a range a
 // few times their count (ids the trace does not keep, or other kinds of events, take the rest):
@@ -134,10 +190,8 @@ class IdSlots {
   std::size_t slot(std::int64_t id) const {
     if (dense_) {
       const std::uint64_t k = static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lowest_);
-      if (id < lowest_ || k >= span_) return kNoSlot;
-      const std::uint64_t word = bits_[k >> 6], bit = std::uint64_t{1} << (k & 63);
-      if (!(word & bit)) return kNoSlot;
-      return before_[k >> 6] + static_cast<std::size_t>(std::popcount(word & (bit - 1)));
+      if (id < lowest_ || k >= given_.size() || !given_.test(k)) return kNoSlot;
+      return given_.rank(k);
     }
     const std::uint32_t* s = sparse_.find(id);
     return s ? *s : kNoSlot;
@@ -147,17 +201,10 @@ class IdSlots {
  private:
   template <class ForEachId>
   void build_bitmap(ForEachId&& for_each_id, std::uint64_t span) {
-    span_ = span;
-    bits_.assign(static_cast<std::size_t>((span + 63) / 64), 0);
-    for_each_id([&](std::int64_t id) {
-      const std::uint64_t k = static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lowest_);
-      bits_[k >> 6] |= std::uint64_t{1} << (k & 63);
+    given_.build(span, [&](auto&& mark) {
+      for_each_id([&](std::int64_t id) { mark(static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lowest_)); });
     });
-    before_.resize(bits_.size());
-    for (std::size_t w = 0; w < bits_.size(); ++w) {
-      before_[w] = static_cast<std::uint32_t>(slots_);
-      slots_ += static_cast<std::size_t>(std::popcount(bits_[w]));
-    }
+    slots_ = given_.count();
   }
 
   // A range at most this many times the ids given (plus a floor for small traces) is a bitmap:
@@ -167,9 +214,7 @@ class IdSlots {
   static constexpr std::uint64_t kDenseFloor = 4096;
   bool dense_ = true;
   std::int64_t lowest_ = 0;
-  std::uint64_t span_ = 0;             // ids lowest_ .. lowest_ + span_ - 1 (dense)
-  std::vector<std::uint64_t> bits_;    // which of them were given (dense)
-  std::vector<std::uint32_t> before_;  // per word of bits_: the ids given below it (dense)
+  RankBitmap given_;  // dense: bit k says whether lowest_ + k was given
   std::size_t slots_ = 0;
   IdMap<std::uint32_t> sparse_;
 };

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -319,31 +318,19 @@ class NarrowColumn {
 };
 
 // A column of indexes that most rows lack (-1): a bit per row says which rows have one, and only
-// their values are stored, each found by counting the set bits before its row (a running count
-// per 64 rows). A row costs 0.19 bytes and a value 4, where a plain column costs 4 a row: kernel
-// configurations and extra records belong to a tenth of a trace's events each.
+// their values are stored, each found by counting the set bits before its row (a RankBitmap). A
+// row costs 0.19 bytes and a value 4, where a plain column costs 4 a row: kernel configurations
+// and extra records belong to a tenth of a trace's events each.
 //   push_back(-1); push_back(7); push_back(-1); push_back(9)  ->  bits 0b1010, values {7, 9}
 //   [1] == 7, [2] == -1, [3] == 9;  set(2, 5)  ->  bits 0b1110, values {7, 5, 9}
 class SparseColumn {
  public:
   static constexpr std::int32_t kAbsent = -1;
 
-  std::int32_t operator[](std::size_t i) const {
-    const std::uint64_t word = bits_[i >> 6];
-    const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-    if (!(word & bit)) return kAbsent;
-    return values_[before_[i >> 6] + static_cast<std::size_t>(std::popcount(word & (bit - 1)))];
-  }
+  std::int32_t operator[](std::size_t i) const { return present_.test(i) ? values_[present_.rank(i)] : kAbsent; }
   void push_back(std::int32_t v) {
-    if ((size_ & 63) == 0) {
-      bits_.push_back(0);
-      before_.push_back(static_cast<std::uint32_t>(values_.size()));
-    }
-    if (v != kAbsent) {
-      bits_.back() |= std::uint64_t{1} << (size_ & 63);
-      values_.push_back(v);
-    }
-    ++size_;
+    present_.push_back(v != kAbsent);
+    if (v != kAbsent) values_.push_back(v);
   }
   // Row i's value changed in place; a row gaining or losing one moves the values after it.
   void set(std::size_t i, std::int32_t v);
@@ -351,21 +338,14 @@ class SparseColumn {
   void append(const SparseColumn& o) {
     for (std::size_t i = 0; i < o.size(); ++i) push_back(o[i]);
   }
-  std::size_t size() const { return size_; }
-  std::size_t capacity() const { return bits_.capacity() * 64; }
-  void reserve(std::size_t n) {
-    bits_.reserve((n + 63) / 64);
-    before_.reserve((n + 63) / 64);
-  }
-  std::size_t bytes_used() const {
-    return bits_.size() * sizeof(std::uint64_t) + before_.size() * sizeof(std::uint32_t) + values_.size() * sizeof(std::int32_t);
-  }
+  std::size_t size() const { return static_cast<std::size_t>(present_.size()); }
+  std::size_t capacity() const { return static_cast<std::size_t>(present_.capacity()); }
+  void reserve(std::size_t n) { present_.reserve(n); }
+  std::size_t bytes_used() const { return present_.bytes_used() + values_.size() * sizeof(std::int32_t); }
 
  private:
-  std::vector<std::uint64_t> bits_;    // bit i % 64 of word i / 64: row i has a value
-  std::vector<std::uint32_t> before_;  // per word: the values of the rows before it
+  RankBitmap present_;  // bit i: row i has a value, values_[rank(i)]
   std::vector<std::int32_t> values_;
-  std::size_t size_ = 0;
 };
 
 // A column of values drawn from a few distinct ones (a trace's categories): each row holds the

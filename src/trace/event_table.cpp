@@ -121,23 +121,12 @@ void EventTable::append(const EventTable& rows) {
 }
 
 void SparseColumn::set(std::size_t i, std::int32_t v) {
-  const std::size_t w = i >> 6;
-  const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-  const auto at = values_.begin() + before_[w] + std::popcount(bits_[w] & (bit - 1));
-  const bool had = (bits_[w] & bit) != 0;
-  if (had && v != kAbsent) {
-    *at = v;
-    return;
-  }
-  if (!had && v == kAbsent) return;
-  if (had) {
-    values_.erase(at);
-    bits_[w] &= ~bit;
-  } else {
-    values_.insert(at, v);
-    bits_[w] |= bit;
-  }
-  for (std::size_t k = w + 1; k < before_.size(); ++k) before_[k] = had ? before_[k] - 1 : before_[k] + 1;
+  const bool had = present_.test(i), has = v != kAbsent;
+  const auto at = values_.begin() + static_cast<std::ptrdiff_t>(present_.rank(i));
+  if (had && has) *at = v;
+  else if (had) values_.erase(at);
+  else if (has) values_.insert(at, v);
+  present_.set(i, has);
 }
 
 template <class T, class Code>
