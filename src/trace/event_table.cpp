@@ -303,33 +303,69 @@ class HostTracks {
   std::vector<std::uint32_t> slot_;
 };
 
-}  // namespace
-
-void RankTrace::build_indexes() {
-  host_tracks.clear();
-  gpu_tracks.clear();
-  HostTracks host_ix(host_tracks);
-  TrackKeys gpu_keys;  // (device, stream): its index is the GPU track's, both numbered in first-seen order
-  std::vector<CorrelationIndex::Entry> launches, gpu_records;
+// Calls f(i, gpu, track, correlated) for each timed host or GPU event, in file order: `track` is
+// a host event's key index, or a GPU event's (device, stream) index in gpu_keys (numbered in
+// first-seen order); `correlated` says the event enters the correlation index (a runtime or
+// driver call, or a GPU record other than an annotation, with an id).
+template <class F>
+void route_events(const EventTable& events, TrackKeys& gpu_keys, F&& f) {
   for (std::uint32_t i = 0; i < events.size(); ++i) {
-    Kind k = events.kind[i];
+    const Kind k = events.kind[i];
     if (!is_timed(events.phase[i])) continue;
+    const bool has_id = events.correlation[i] != kNone;
     if (is_gpu_kind(k)) {
       // GPU rows: pid is the device and tid the stream, but args say it better (sync rows may
       // sit on tid = stream + 1,000,000).
       const std::int64_t device = events.device[i] >= 0 ? events.device[i] : events.pid(i);
       const std::int64_t stream = events.stream[i] >= 0 ? events.stream[i] : events.tid(i);
-      const std::uint32_t track = gpu_keys.intern(device, stream);
-      if (track == gpu_tracks.size()) gpu_tracks.push_back(Track{device, stream, true, {}, {}});
-      gpu_tracks[track].events.push_back(i);
-      if (events.correlation[i] != kNone && k != Kind::GpuAnnotation)
-        gpu_records.emplace_back(events.correlation[i], i);
+      f(i, true, gpu_keys.intern(device, stream), has_id && k != Kind::GpuAnnotation);
     } else if (is_host_kind(k)) {
-      host_ix.at(events.track[i], events.keys.at(events.track[i])).events.push_back(i);
-      if ((k == Kind::Runtime || k == Kind::Driver) && events.correlation[i] != kNone)
-        launches.emplace_back(events.correlation[i], i);
+      f(i, false, events.track[i], has_id && (k == Kind::Runtime || k == Kind::Driver));
     }
   }
+}
+
+}  // namespace
+
+// Two passes over the events: the first counts each track's events and the correlated ones, so
+// that every list is allocated once at its size. Grown by doubling instead, the lists of a 1 GB
+// trace touched about twice their size in fresh pages, and a fresh page costs more than the
+// pass (several microseconds on some virtual machines).
+void RankTrace::build_indexes() {
+  host_tracks.clear();
+  gpu_tracks.clear();
+  TrackKeys gpu_keys;  // (device, stream): its index is the GPU track's, both numbered in first-seen order
+  std::vector<std::uint32_t> host_size(events.keys.size(), 0), gpu_size;
+  std::size_t launch_count = 0, gpu_record_count = 0;
+  route_events(events, gpu_keys, [&](std::uint32_t, bool gpu, std::uint32_t track, bool correlated) {
+    if (!gpu) {
+      ++host_size[track];
+      launch_count += correlated;
+      return;
+    }
+    if (track == gpu_size.size()) gpu_size.push_back(0);
+    ++gpu_size[track];
+    gpu_record_count += correlated;
+  });
+  HostTracks host_ix(host_tracks);
+  std::vector<CorrelationIndex::Entry> launches, gpu_records;
+  launches.reserve(launch_count);
+  gpu_records.reserve(gpu_record_count);
+  route_events(events, gpu_keys, [&](std::uint32_t i, bool gpu, std::uint32_t track, bool correlated) {
+    if (gpu) {
+      if (track == gpu_tracks.size()) {
+        gpu_tracks.push_back(Track{gpu_keys.at(track).pid, gpu_keys.at(track).tid, true, {}, {}});
+        gpu_tracks.back().events.reserve(gpu_size[track]);
+      }
+      gpu_tracks[track].events.push_back(i);
+      if (correlated) gpu_records.emplace_back(events.correlation[i], i);
+      return;
+    }
+    Track& t = host_ix.at(track, events.keys.at(track));
+    if (t.events.empty()) t.events.reserve(host_size[track]);
+    t.events.push_back(i);
+    if (correlated) launches.emplace_back(events.correlation[i], i);
+  });
   correlations.build(launches, gpu_records);
   auto by_time = [this](std::uint32_t a, std::uint32_t b) {
     if (events.ts[a] != events.ts[b]) return events.ts[a] < events.ts[b];
@@ -337,7 +373,9 @@ void RankTrace::build_indexes() {
   };
   for (auto* tracks : {&host_tracks, &gpu_tracks}) {
     for (auto& t : *tracks) {
-      std::stable_sort(t.events.begin(), t.events.end(), by_time);
+      // Most tracks are written in time order already; the check spares the sort's buffer.
+      if (!std::is_sorted(t.events.begin(), t.events.end(), by_time))
+        std::stable_sort(t.events.begin(), t.events.end(), by_time);
       if (auto it = thread_names.find(t.tid); it != thread_names.end() && !t.gpu) t.name = it->second;
     }
     std::sort(tracks->begin(), tracks->end(), [](const Track& a, const Track& b) {
