@@ -37,8 +37,12 @@ bool any_gpu_work(const RankTrace& rank) {
   return false;
 }
 
-void run_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
-                     const hta::View& view, GpuTimeline& out) {
+}  // namespace
+
+void gpu_timeline_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                              const hta::View& view, GpuTimeline& out) {
+  out.rank = rank.rank;
+  out.has_gpu_activity = any_gpu_work(rank);
   out.hta_load = view.load;
   out.hta_temporal = hta::temporal_breakdown(view);
   out.hta_idle = hta::idle_breakdown(rank, view, opts);
@@ -49,9 +53,8 @@ void run_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTim
   out.hta_launches = hta::launch_stats(rank, view, opts);
 }
 
-void run_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
-                     GpuTimeline& out) {
-  out.steps = detail::profiler_steps(rank, facts);
+void gpu_timeline_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                              GpuTimeline& out) {
   out.classes = detail::kernel_classes(rank, facts);
   out.syncs = detail::sync_points(rank, facts, out.steps, opts);
   out.copies = detail::copies(rank, opts);
@@ -60,7 +63,9 @@ void run_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTim
   out.memory = detail::memory_peaks(rank, out.steps);
 }
 
-}  // namespace
+std::vector<StepWindow> profiler_step_windows(const RankTrace& rank, const RankFacts& facts) {
+  return detail::profiler_steps(rank, facts);
+}
 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts) {
   return analyze_gpu_timeline(rank, facts, opts, hta::build_view(rank, opts));
@@ -69,10 +74,9 @@ GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
                                  const hta::View& view) {
   GpuTimeline out;
-  out.rank = rank.rank;
-  out.has_gpu_activity = any_gpu_work(rank);
-  run_hta_figures(rank, facts, opts, view, out);
-  run_own_figures(rank, facts, opts, out);
+  gpu_timeline_hta_figures(rank, facts, opts, view, out);
+  out.steps = detail::profiler_steps(rank, facts);
+  gpu_timeline_own_figures(rank, facts, opts, out);
   return out;
 }
 

@@ -33,17 +33,22 @@ int step_index(const std::vector<StepWindow>& steps, ns_t ts) {
   return ts < it->end ? static_cast<int>(it - steps.begin()) : -1;
 }
 
+// Written over the sorted spans (the union's k-th span never lies past the k-th span), so that
+// the union takes no second list.
 std::vector<Span> union_of(std::vector<Span> spans) {
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  std::vector<Span> out;
+  auto by_start = [](const Span& a, const Span& b) { return a.start < b.start; };
+  if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::sort(spans.begin(), spans.end(), by_start);
+  std::size_t n = 0;
   for (const Span& s : spans) {
     if (s.end < s.start) continue;
-    if (!out.empty() && s.start <= out.back().end)
-      out.back().end = std::max(out.back().end, s.end);
+    if (n > 0 && s.start <= spans[n - 1].end)
+      spans[n - 1].end = std::max(spans[n - 1].end, s.end);
     else
-      out.push_back(s);
+      spans[n++] = s;
   }
-  return out;
+  spans.resize(n);
+  if (spans.capacity() > 2 * n + 1024) spans.shrink_to_fit();
+  return spans;
 }
 
 bool overlaps(const std::vector<Span>& u, ns_t start, ns_t end) {

@@ -230,6 +230,7 @@ HtaCommCompOverlap comm_comp_overlap(const View& v) {
   const std::vector<Interval>& comp = merged(v, HtaKernelType::Computation);
   out.communication = total_length(comm);
   std::vector<Edge> edges;
+  edges.reserve(2 * (comm.size() + comp.size()));
   add_edges(comm, 1, edges);
   add_edges(comp, 2, edges);
   sweep(edges, [&](int running, ns_t len) {
@@ -250,6 +251,8 @@ HtaCommCompOverlap comm_comp_overlap(const View& v) {
 // (computation 1, communication 2, memory 4), swept; each positive running sum is a state.
 std::vector<HtaKernelTypeTime> kernel_type_times(const View& v) {
   std::vector<Edge> edges;
+  edges.reserve(2 * (merged(v, HtaKernelType::Computation).size() + merged(v, HtaKernelType::Communication).size() +
+                     merged(v, HtaKernelType::Memory).size()));
   add_edges(merged(v, HtaKernelType::Computation), 1, edges);
   add_edges(merged(v, HtaKernelType::Communication), 2, edges);
   add_edges(merged(v, HtaKernelType::Memory), 4, edges);

@@ -125,43 +125,86 @@ int count_step_names(const EventTable& ev, const std::vector<Row>& rows) {
   return static_cast<int>(names.size());
 }
 
+// The host rows the last-step filter keeps (below): those starting before the last ProfilerStep
+// row starts or, with include_last_profiler_step, no later than the last one ends.
+class StepCutoff {
+ public:
+  explicit StepCutoff(bool include_last) : include_last_(include_last) {}
+  void see_step(const Row& step) {
+    last_start_ = std::max(last_start_, step.ts);
+    last_end_ = std::max(last_end_, step.end);
+  }
+  ns_t cutoff() const { return include_last_ ? last_end_ : last_start_; }
+  bool keeps(ns_t ts) const { return include_last_ ? ts <= last_end_ : ts < last_start_; }
+
+ private:
+  bool include_last_;
+  ns_t last_start_ = std::numeric_limits<ns_t>::min(), last_end_ = std::numeric_limits<ns_t>::min();
+};
+
+bool is_step_row(const Row& row) { return (row.flags & kStepName) && !is_gpu_for_filter(row); }
+
+// The silent rows the last-step filter keeps, counted as they are read without storing them: a
+// row the cutoff seen so far keeps is kept by the final one, which only moves later; the others
+// wait as candidates for the final cutoff. In a trace written in time order, the candidates are
+// about the rows of the last step, not every silent row.
+class SilentRows {
+ public:
+  explicit SilentRows(bool include_last) : cutoff_(include_last) {}
+  void see_step(const Row& step) { cutoff_.see_step(step); }
+  void add(ns_t ts) {
+    ++total_;
+    if (cutoff_.keeps(ts))
+      ++kept_early_;
+    else
+      candidates_.push_back(ts);
+  }
+  std::int64_t total() const { return total_; }
+  // Those kept by the final cutoff (after every step row has been seen).
+  std::int64_t kept() const {
+    return kept_early_ + std::count_if(candidates_.begin(), candidates_.end(), [&](ns_t ts) { return cutoff_.keeps(ts); });
+  }
+
+ private:
+  StepCutoff cutoff_;
+  std::int64_t total_ = 0, kept_early_ = 0;
+  std::vector<ns_t> candidates_;
+};
+
 // _filter_irrelevant_gpu_kernels (only with >= 2 ProfilerStep names): host rows are kept when
 // they start before the last ProfilerStep starts (or, with include_last_profiler_step, no
 // later than the last one ends); GPU rows are kept when a kept host row shares their
 // correlation. It is a pandas inner merge on correlation, so a GPU row appears once per kept
 // host row with its correlation; we reproduce that multiplicity.
-// Filters `rows` in place: only the kept GPU rows are copied aside, since a host row never moves
-// up past where it was read.
-void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const std::vector<ns_t>& silent,
-                    bool include_last, HtaLoad& load, std::int64_t& silent_kept) {
-  std::vector<char> gpu(rows.size());
-  ns_t last_start = std::numeric_limits<ns_t>::min(), last_end = last_start;
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    gpu[k] = is_gpu_for_filter(rows[k]);
-    if (!gpu[k] && (rows[k].flags & kStepName)) {
-      last_start = std::max(last_start, rows[k].ts);
-      last_end = std::max(last_end, rows[k].end);
-    }
-  }
-  load.cutoff_ts = include_last ? last_end : last_start;
-  auto kept_host = [&](std::size_t k) { return !gpu[k] && (include_last ? rows[k].ts <= last_end : rows[k].ts < last_start); };
+// Filters `rows` in place: only the kept GPU rows are copied aside (counted first, so allocated
+// once), since a host row never moves up past where it was read.
+void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const SilentRows& silent, bool include_last,
+                    HtaLoad& load, std::int64_t& silent_kept) {
+  StepCutoff cut(include_last);
+  for (const Row& row : rows)
+    if (is_step_row(row)) cut.see_step(row);
+  load.cutoff_ts = cut.cutoff();
+  auto kept_host = [&](const Row& row) { return !is_gpu_for_filter(row) && cut.keeps(row.ts); };
   CorrelationTable<std::int64_t> host_corr(r.correlations, 0);
-  silent_kept = 0;
-  for (ns_t ts : silent)
-    if (include_last ? ts <= last_end : ts < last_start) ++silent_kept;
+  silent_kept = silent.kept();
   if (silent_kept > 0) host_corr[-1] += silent_kept;  // silent rows have no correlation
-  for (std::size_t k = 0; k < rows.size(); ++k)
-    if (kept_host(k)) ++host_corr[rows[k].correlation(r.events)];
+  for (const Row& row : rows)
+    if (kept_host(row)) ++host_corr[row.correlation(r.events)];
+  auto for_each_gpu_copy = [&](auto&& f) {
+    for (const Row& row : rows) {
+      if (!is_gpu_for_filter(row)) continue;
+      const std::int64_t* copies = host_corr.find(row.correlation(r.events));
+      if (copies) f(row, *copies);
+    }
+  };
+  std::size_t gpu_copies = 0;
+  for_each_gpu_copy([&](const Row&, std::int64_t copies) { gpu_copies += static_cast<std::size_t>(copies); });
   std::vector<Row> gpu_kept;
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    if (!gpu[k]) continue;
-    const std::int64_t* copies = host_corr.find(rows[k].correlation(r.events));
-    if (!copies) continue;
-    for (std::int64_t c = 0; c < *copies; ++c) gpu_kept.push_back(rows[k]);
-  }
+  gpu_kept.reserve(gpu_copies);
+  for_each_gpu_copy([&](const Row& row, std::int64_t copies) { gpu_kept.insert(gpu_kept.end(), static_cast<std::size_t>(copies), row); });
   std::size_t n = 0;
   for (std::size_t k = 0; k < rows.size(); ++k)
-    if (kept_host(k)) rows[n++] = rows[k];
+    if (kept_host(rows[k])) rows[n++] = rows[k];
   rows.resize(n);
   rows.insert(rows.end(), gpu_kept.begin(), gpu_kept.end());
 }
@@ -177,10 +220,20 @@ std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<
   return its;
 }
 
-// The unions every breakdown starts from, built once.
+// The unions every breakdown starts from, built once; each list is counted first so that it is
+// allocated once.
 void merge_gpu_rows(View& v) {
+  std::size_t all_count = 0;
+  std::array<std::size_t, 4> type_count{};
+  for (const Row& r : v.rows) {
+    if (!r.gpu()) continue;
+    ++all_count;
+    ++type_count[static_cast<std::size_t>(r.type)];
+  }
   std::vector<Interval> all;
   std::array<std::vector<Interval>, 4> by_type;
+  all.reserve(all_count);
+  for (std::size_t t = 0; t < by_type.size(); ++t) by_type[t].reserve(type_count[t]);
   for (const Row& r : v.rows) {
     if (!r.gpu()) continue;
     all.push_back({r.ts, r.end});
@@ -241,7 +294,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
   rows.reserve(ev.size());  // no copy as it grows; pages past the rows kept are never touched
-  std::vector<ns_t> silent;  // starts of the silent rows (see is_silent)
+  SilentRows silent(opts.include_last_profiler_step);
   NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_hta_row(r, i)) continue;
@@ -251,13 +304,14 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     names.fill(row, ev.name[i], ev.category[i]);
     if (hta_stream(ev, i) != -1) row.flags |= kGpu;
     if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
+    if (is_step_row(row)) silent.see_step(row);
     if (is_silent(row))
-      silent.push_back(row.ts);
+      silent.add(row.ts);
     else
       rows.push_back(row);
   }
   v.load.profiler_step_names = count_step_names(ev, rows);
-  auto silent_kept = static_cast<std::int64_t>(silent.size());
+  std::int64_t silent_kept = silent.total();
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
     drop_last_step(r, rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
@@ -276,20 +330,25 @@ void drop_merged_intervals(View& v) {
   for (std::vector<Interval>& m : v.merged_by_type) std::vector<Interval>().swap(m);
 }
 
+// The groups are written over the sorted rows (group g never lies past row g), so the union takes
+// no second list; its room is given back when the union is much shorter than the rows.
 std::vector<Interval> merge_intervals(std::vector<Interval> rows) {
-  std::stable_sort(rows.begin(), rows.end(), [](const Interval& a, const Interval& b) { return a.ts < b.ts; });
-  std::vector<Interval> out;
+  auto by_start = [](const Interval& a, const Interval& b) { return a.ts < b.ts; };
+  if (!std::is_sorted(rows.begin(), rows.end(), by_start)) std::stable_sort(rows.begin(), rows.end(), by_start);
+  std::size_t groups = 0;
   ns_t running_max_end = 0;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     // New group iff ts > cummax of all previous ends (the first row always opens a group).
     if (k == 0 || rows[k].ts > running_max_end) {
-      out.push_back(rows[k]);
+      rows[groups++] = rows[k];
     } else {
-      out.back().end = std::max(out.back().end, rows[k].end);
+      rows[groups - 1].end = std::max(rows[groups - 1].end, rows[k].end);
     }
     running_max_end = k == 0 ? rows[k].end : std::max(running_max_end, rows[k].end);
   }
-  return out;
+  rows.resize(groups);
+  if (rows.capacity() > 2 * groups + 1024) rows.shrink_to_fit();
+  return rows;
 }
 
 ns_t total_length(const std::vector<Interval>& merged) {

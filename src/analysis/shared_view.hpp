@@ -16,6 +16,15 @@ namespace stepscope {
 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
                                  const hta::View& view);
+// analyze_gpu_timeline in its two halves, for callers that run them on two threads: the figures
+// read from the view (HTA's), and those read from the trace (our own) over the profiler steps
+// the caller has put in out.steps (profiler_step_windows). Each writes only its own fields of
+// `out`, and the second only reads out.steps.
+void gpu_timeline_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                              const hta::View& view, GpuTimeline& out);
+void gpu_timeline_own_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
+                              GpuTimeline& out);
+std::vector<StepWindow> profiler_step_windows(const RankTrace& rank, const RankFacts& facts);
 CriticalPathOptions primary_critical_path_options(const HtaLoad& load);
 // `load` as build_rows needs it (critical_path_internal.hpp).
 CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load);

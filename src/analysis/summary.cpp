@@ -164,14 +164,29 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 
-// The GPU timeline, then the drill-down, which reads its steps and frees the view; the critical
-// path from `path`.
-void analyze_gpu(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
-                 const std::function<CriticalPath()>& path, RankAnalysis& a) {
-  a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
+// The drill-down, which reads the GPU timeline's steps and frees the view; the critical path
+// from `path`.
+void analyze_drilldown_of(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
+                          const std::function<CriticalPath()>& path, RankAnalysis& a) {
   hta::drop_merged_intervals(view);
   if (opts.with_drilldown)
     a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view));
+}
+
+// The facts and the profiler steps, announced through `ready` (or the error that stopped them);
+// then the GPU timeline's figures read from the trace, and the step analyses.
+void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts, std::promise<void>& ready,
+                              RankAnalysis& a) {
+  try {
+    a.facts = compute_facts(rank);
+    a.gpu_timeline.steps = profiler_step_windows(rank, a.facts);
+  } catch (...) {
+    ready.set_exception(std::current_exception());
+    return;
+  }
+  ready.set_value();
+  gpu_timeline_own_figures(rank, a.facts, GpuTimelineOptions{}, a.gpu_timeline);
+  analyze_steps(rank, opts, a);
 }
 
 }  // namespace
@@ -183,28 +198,31 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     a.facts = compute_facts(rank);
     hta::View view = hta::build_view(rank, GpuTimelineOptions{});
     const HtaLoad load = view.load;
-    analyze_gpu(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
+    a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
+    analyze_drilldown_of(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
     analyze_steps(rank, opts, a);
     return a;
   }
-  // The facts and HTA's view read only the trace: built side by side.
-  auto facts = std::async(std::launch::async, [&] { return compute_facts(rank); });
+  // Two threads split the work about evenly (1 GB benchmark trace: 1.5-1.8 s each). The second
+  // computes the facts while this one builds HTA's view, then the GPU timeline's figures read
+  // from the trace and the step analyses. This one, once the facts are in, runs the figures
+  // read from the view and the drill-down. Each part writes fields of its own. The critical
+  // path runs here too, after the drill-down has freed the view, when there are two threads:
+  // begun beside the GPU timeline, its rows and graph would be held with the view. A third
+  // thread takes the path from the start.
+  std::promise<void> facts_ready;
+  auto second = std::async(std::launch::async, [&] { analyze_facts_then_steps(rank, opts, facts_ready, a); });
   hta::View view = hta::build_view(rank, GpuTimelineOptions{});
-  a.facts = facts.get();
+  facts_ready.get_future().get();  // rethrows the facts' error
   const HtaLoad load = view.load;  // the path's part of the view, which the drill-down frees
   const auto path_now = [&] { return drilldown_critical_path(rank, opts.drilldown, load); };
-  // Each part reads the trace and the facts and writes fields of its own. The GPU timeline and
-  // the drill-down run here, the step analyses on a second thread. The critical path runs here
-  // too, after the drill-down has freed the view, when there are two threads: begun beside the
-  // GPU timeline, its rows and graph would be held with the view, and the second thread would
-  // carry both it and the step analyses (1 GB benchmark trace: 0.35 s slower, same peak). A
-  // third thread takes the path from the start.
   const bool path_apart = threads >= 3 && opts.with_drilldown && opts.drilldown.critical_path;
   std::shared_future<CriticalPath> path;
   if (path_apart) path = std::async(std::launch::async, path_now).share();
-  auto steps = std::async(std::launch::async, [&] { analyze_steps(rank, opts, a); });
-  analyze_gpu(rank, opts, std::move(view), path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
-  steps.get();
+  gpu_timeline_hta_figures(rank, a.facts, GpuTimelineOptions{}, view, a.gpu_timeline);
+  analyze_drilldown_of(rank, opts, std::move(view),
+                       path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
+  second.get();
   return a;
 }
 

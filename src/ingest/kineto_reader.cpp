@@ -63,6 +63,32 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
                                    unpaired));
 }
 
+// The order in which the parser's workers merge their parts: part k waits until part k-1 has
+// passed. A failed part is still passed, so that the parts after it do not wait forever; they
+// see failed() and merge nothing.
+class MergeTurns {
+ public:
+  void take(std::size_t ticket) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return next_ == ticket; });
+  }
+  bool failed() const { return failed_; }  // read only between take() and pass()
+  void pass(std::size_t ticket, bool failed) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      failed_ = failed_ || failed;
+      next_ = ticket + 1;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t next_ = 0;
+  bool failed_ = false;
+};
+
 struct FileReader {
   ByteSource& src;
   std::string name;
@@ -110,41 +136,72 @@ struct FileReader {
   }
 
   // The chunker runs on this thread; runs of events are parsed on a pool, each into its own
-  // part, and merged back in file order.
+  // part, and each part is merged into `out` by the worker that parsed it, in file order (a
+  // worker waits for the part before its own; the pool takes tasks in order, so that part's
+  // worker is never queued behind it). The merge copies the part and touches the model's
+  // pages for the first time: on this thread, that and the chunking made it the reader's
+  // bottleneck (1 GB trace, 2 threads: 0.6 s of merging beside 0.6 s of chunking).
   void read_parallel(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
+    MergeTurns turns;  // outlives the pool, whose end runs the tasks still queued
     ThreadPool pool(jobs);
-    struct Done {
-      RankTrace part;
-      BatchStats stats;
-      std::size_t text_size = 0;
-    };
-    std::deque<std::future<Done>> inflight;
-    auto merge_front = [&] {
-      Done d = inflight.front().get();  // rethrows a parse error from the worker
+    std::deque<std::future<void>> inflight;
+    auto wait_front = [&] {
+      inflight.front().get();  // rethrows a parse or merge error from the worker
       inflight.pop_front();
-      stats.missing_ts += d.stats.missing_ts;
-      stats.time_out_of_range += d.stats.time_out_of_range;
-      stats.fast_events += d.stats.fast_events;
-      bool first = out.events.size() == 0;
-      std::size_t kept = d.part.events.size();
-      if (first) reserve_after_first_batch(d.text_size, kept, out);
-      merge_rank_part(out, std::move(d.part));
       report_progress();
     };
-    for (;;) {
+    // The first part is read here: the model's columns are reserved by its merge, and memory
+    // a pool thread allocates stays with that thread's heap after it ends (+3 MB at 107 MB).
+    {
+      EventBatch first;
+      if (chunker.next(first) != ChunkState::Found) return;
+      thread_local const std::unique_ptr<EventParser> parser = make_event_parser();
+      RankTrace part;
+      BatchStats part_stats;
+      parser->parse(first, chunker.layout(), name, part, part_stats);
+      merge_part(std::move(part), part_stats, first.text_size, out, stats);
+      turns.pass(0, false);
+    }
+    for (std::size_t ticket = 1;; ++ticket) {
       auto batch = std::make_shared<EventBatch>();
       if (chunker.next(*batch) != ChunkState::Found) break;
       TraceLayout layout = chunker.layout();
-      inflight.push_back(pool.submit([batch, layout, this] {
+      inflight.push_back(pool.submit([batch, layout, ticket, &turns, &out, &stats, this]() mutable {
         thread_local const std::unique_ptr<EventParser> parser = make_event_parser();
-        Done d;
-        parser->parse(*batch, layout, name, d.part, d.stats);
-        d.text_size = batch->text_size;
-        return d;
+        RankTrace part;
+        BatchStats part_stats;
+        std::exception_ptr error;
+        try {
+          parser->parse(*batch, layout, name, part, part_stats);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        const std::size_t text_size = batch->text_size;
+        batch.reset();  // the text is not needed while the part waits for its turn
+        turns.take(ticket);
+        if (!error && !turns.failed()) {
+          try {
+            merge_part(std::move(part), part_stats, text_size, out, stats);
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        turns.pass(ticket, error != nullptr);
+        if (error) std::rethrow_exception(error);
       }));
-      if (inflight.size() >= static_cast<std::size_t>(2 * jobs)) merge_front();
+      if (inflight.size() >= static_cast<std::size_t>(2 * jobs)) wait_front();
     }
-    while (!inflight.empty()) merge_front();
+    while (!inflight.empty()) wait_front();
+  }
+
+  // Runs on the part's turn, so `out` and `stats` have one writer at a time.
+  void merge_part(RankTrace&& part, const BatchStats& part_stats, std::size_t text_size, RankTrace& out,
+                  BatchStats& stats) const {
+    stats.missing_ts += part_stats.missing_ts;
+    stats.time_out_of_range += part_stats.time_out_of_range;
+    stats.fast_events += part_stats.fast_events;
+    if (out.events.size() == 0) reserve_after_first_batch(text_size, part.events.size(), out);
+    merge_rank_part(out, std::move(part));
   }
 
   void finish(JsonChunker& chunker, RankTrace& out, BatchStats& stats) {
