@@ -261,5 +261,37 @@ TEST(Equivalence, ParallelAndSerialParsesGiveIdenticalModels) {
   expect_same_model(read_kineto_file(path, serial), read_kineto_file(path, parallel));
 }
 
+// A trace of `n` events, many runs of events long, with event `bad` giving "ts" as text.
+std::string trace_with_bad_event(int n, int bad) {
+  std::string events;
+  for (int k = 0; k < n; ++k) {
+    if (k) events += ",";
+    const std::string ts = k == bad ? "\"soon\"" : std::to_string(10 * k);
+    events += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op" + std::to_string(k % 7) + "\", \"ts\": " + ts +
+              ", \"dur\": 5, \"pid\": 1, \"tid\": 1}";
+  }
+  return kineto(events);
+}
+
+// The parser's workers merge their parts in turn: a part that fails must still hand the turn on,
+// or the reader would wait forever. Whichever run of events holds the bad one (the first, read
+// on the calling thread; one in the middle; the last), the read ends with that event's error.
+TEST(Equivalence, ParallelReadReportsABadEventInAnyPart) {
+  constexpr int kEvents = 40000;  // about 4 MB: many runs of events
+  IngestOptions parallel;
+  parallel.jobs = 3;
+  for (int bad : {3, kEvents / 2, kEvents - 2}) {
+    const std::string text = trace_with_bad_event(kEvents, bad);
+    const std::string msg = error_of([&] { read_kineto_buffer(text, "x.json", parallel); });
+    EXPECT_NE(msg.find("x.json: event " + std::to_string(bad) + " (byte"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"ts\" is not a number"), std::string::npos) << msg;
+  }
+  // And without a bad event, the same model as a serial read.
+  const std::string good = trace_with_bad_event(kEvents, -1);
+  IngestOptions serial;
+  serial.jobs = 1;
+  expect_same_model(read_kineto_buffer(good, "x.json", serial), read_kineto_buffer(good, "x.json", parallel));
+}
+
 }  // namespace
 }  // namespace stepscope
