@@ -110,6 +110,24 @@ bool is_silent(const Row& row) {
   return !row.gpu() && !row.correlated() && !(row.flags & (kStepName | kSyncName));
 }
 
+// The correlation ids of HTA's GPU rows (a stream and a correlation), before any filter.
+CorrelationTable<char> gpu_row_correlations(const RankTrace& r) {
+  const EventTable& ev = r.events;
+  CorrelationTable<char> ids(r.correlations, 0);
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (ev.correlation[i] >= 0 && hta_stream(ev, i) != -1 && is_hta_row(r, i)) ids[ev.correlation[i]] = 1;
+  return ids;
+}
+
+// A host row whose correlation no GPU row carries (cudaGetDevice, cudaStreamIsCapturing, a launch
+// whose kernel was not recorded): every figure reads host rows only as the partners of GPU rows
+// with their correlation, so these too are only counted, like the silent rows. They are about
+// half the host rows with a correlation in a CUDA trace.
+bool is_unpartnered(const EventTable& ev, const Row& row, const CorrelationTable<char>& gpu_ids) {
+  return !row.gpu() && row.correlated() && !(row.flags & (kStepName | kSyncName)) &&
+         !gpu_ids.contains(row.correlation(ev));
+}
+
 std::int64_t step_number(std::string_view n) {
   auto hash = n.find('#');
   if (hash == n.npos) return -1;
@@ -144,10 +162,10 @@ class StepCutoff {
 
 bool is_step_row(const Row& row) { return (row.flags & kStepName) && !is_gpu_for_filter(row); }
 
-// The silent rows the last-step filter keeps, counted as they are read without storing them: a
-// row the cutoff seen so far keeps is kept by the final one, which only moves later; the others
-// wait as candidates for the final cutoff. In a trace written in time order, the candidates are
-// about the rows of the last step, not every silent row.
+// The rows of one counted-only kind (silent, unpartnered) the last-step filter keeps, counted as
+// they are read without storing them: a row the cutoff seen so far keeps is kept by the final
+// one, which only moves later; the others wait as candidates for the final cutoff. In a trace
+// written in time order, the candidates are about the rows of the last step, not all of them.
 class SilentRows {
  public:
   explicit SilentRows(bool include_last) : cutoff_(include_last) {}
@@ -294,7 +312,8 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
   rows.reserve(ev.size());  // no copy as it grows; pages past the rows kept are never touched
-  SilentRows silent(opts.include_last_profiler_step);
+  SilentRows silent(opts.include_last_profiler_step), unpartnered(opts.include_last_profiler_step);
+  const CorrelationTable<char> gpu_ids = gpu_row_correlations(r);
   NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_hta_row(r, i)) continue;
@@ -304,20 +323,26 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     names.fill(row, ev.name[i], ev.category[i]);
     if (hta_stream(ev, i) != -1) row.flags |= kGpu;
     if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
-    if (is_step_row(row)) silent.see_step(row);
+    if (is_step_row(row)) {
+      silent.see_step(row);
+      unpartnered.see_step(row);
+    }
     if (is_silent(row))
       silent.add(row.ts);
+    else if (is_unpartnered(ev, row, gpu_ids))
+      unpartnered.add(row.ts);
     else
       rows.push_back(row);
   }
   v.load.profiler_step_names = count_step_names(ev, rows);
-  std::int64_t silent_kept = silent.total();
+  std::int64_t silent_kept = silent.total(), unpartnered_kept = unpartnered.total();
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
     drop_last_step(r, rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
+    unpartnered_kept = unpartnered.kept();
   }
   v.load.iterations = kept_iterations(r, rows);
-  v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept;
+  v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept + unpartnered_kept;
   v.load.gpu_rows = std::count_if(rows.begin(), rows.end(), [](const Row& x) { return x.gpu(); });
   v.rows = std::move(rows);
   merge_gpu_rows(v);
