@@ -27,9 +27,9 @@ void walk_track(const RankTrace& rank, std::uint32_t t, CallTree& tree) {
     const ns_t ts = ev.ts[i], end = ev.end(i);
     while (!stack.empty() && !encloses(stack.back(), ts, end)) close(pos);
     tree.parent[i] = stack.empty() ? kNoParent : stack.back().event;
-    tree.depth[i] = static_cast<std::int32_t>(stack.size());
+    tree.depth[i] = static_cast<std::int16_t>(std::min<std::size_t>(stack.size(), CallTree::kMaxDepth));
     tree.host_track[ev.track[i]] = t;
-    if (!stack.empty()) tree.has_children[stack.back().event] = 1;
+    if (!stack.empty()) tree.has_children[stack.back().event] = true;
     stack.push_back({i, end});
   }
   while (!stack.empty()) close(static_cast<std::uint32_t>(events.size()));
@@ -44,7 +44,7 @@ CallTree build_call_tree(const RankTrace& rank) {
   tree.depth.assign(n, -1);
   tree.host_track.assign(rank.events.keys.size(), 0);
   tree.subtree_end.assign(n, 0);
-  tree.has_children.assign(n, 0);
+  tree.has_children.assign(n, false);
   for (std::uint32_t t = 0; t < rank.host_tracks.size(); ++t) walk_track(rank, t, tree);
   return tree;
 }

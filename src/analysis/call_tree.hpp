@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <vector>
 
 #include "stepscope/trace.hpp"
@@ -20,11 +21,14 @@ inline constexpr std::uint32_t kNoParent = 0xffffffffu;
 // A call's track and its position there are looked up, not stored: few calls are asked for
 // them (the roots of kernel sequences), and two more words per event of the table would be a
 // fifth of the model's size.
+// Depth is 16-bit (a call nested past 32,767 levels reads as that depth) and has_children a bit:
+// the tree is built beside HTA's view and the step analyses, at the analysis' peak.
 struct CallTree {
+  static constexpr std::int32_t kMaxDepth = INT16_MAX;
   std::vector<std::uint32_t> parent;       // event index of the enclosing call, kNoParent at the top
-  std::vector<std::int32_t> depth;         // 0 at the top, -1 outside the tree
+  std::vector<std::int16_t> depth;         // 0 at the top, -1 outside the tree
   std::vector<std::uint32_t> subtree_end;  // track position one past the call's last descendant
-  std::vector<char> has_children;
+  std::vector<bool> has_children;
   std::vector<std::uint32_t> host_track;   // per EventTable track key: its index in host_tracks
   bool in_tree(std::size_t i) const { return depth[i] >= 0; }
   // The events of call i's track, and its position among them (i in the tree).

@@ -163,7 +163,7 @@ std::string pick_op(const SequenceInput& in, int min_len) {
   for (std::uint32_t i = 0; i < ev.size(); ++i) {
     if (ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
     std::int32_t& d = min_depth[ev.name[i]];
-    d = d == kUnseen ? in.tree.depth[i] : std::min(d, in.tree.depth[i]);
+    d = d == kUnseen ? in.tree.depth[i] : std::min<std::int32_t>(d, in.tree.depth[i]);
   }
   for (const Track& track : in.rank.host_tracks)
     for (std::uint32_t pos = 0; pos < track.events.size(); ++pos) {

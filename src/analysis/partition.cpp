@@ -112,8 +112,9 @@ void add_interval(Sink& edges, ns_t a, ns_t b, int channel) {
 struct SweepFacts {
   std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
   std::vector<std::int8_t> stage;  // per event: StageHint
-  std::vector<std::uint8_t> in_side;  // per event: a side-work op or inside one on its thread
-  std::vector<std::uint8_t> in_compiled;  // per event: a torch.compile'd region or inside one
+  // Bits, not bytes: the partition runs beside the drill-down's call tree, at the analysis' peak.
+  std::vector<bool> in_side;       // per event: a side-work op or inside one on its thread
+  std::vector<bool> in_compiled;   // per event: a torch.compile'd region or inside one
   std::vector<int> aux_tracks;     // threads running backward besides the main thread
   bool gpu = false;
   bool has_forward_marker = false;
@@ -182,12 +183,12 @@ int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std:
 // an event. Events are in start order, so an open stack of span ends answers for each event in
 // one pass. Example, side work: checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
 template <class IsSpan>
-void mark_spans(const RankTrace& t, const Track& track, IsSpan is_span, std::vector<std::uint8_t>& marked) {
+void mark_spans(const RankTrace& t, const Track& track, IsSpan is_span, std::vector<bool>& marked) {
   std::vector<ns_t> open;
   for (auto i : track.events) {
     while (!open.empty() && open.back() <= t.events.ts[i]) open.pop_back();
     const bool span = is_span(i);
-    if (span || !open.empty()) marked[i] = 1;
+    if (span || !open.empty()) marked[i] = true;
     if (span) open.push_back(t.events.end(i));
   }
 }
@@ -196,8 +197,8 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
   SweepFacts f;
   const std::size_t n = t.events.size();
   f.role.assign(n, -2);
-  f.in_side.assign(n, 0);
-  f.in_compiled.assign(n, 0);
+  f.in_side.assign(n, false);
+  f.in_compiled.assign(n, false);
   f.stage.resize(n);
   for (std::size_t i = 0; i < n; ++i) f.stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
   f.gpu = facts.gpu_records;
@@ -259,7 +260,7 @@ int work_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts
 }
 
 // Whether GPU record i was launched by a host call that `marked` holds (in_side, in_compiled).
-bool launched_from(const RankTrace& t, const std::vector<std::uint8_t>& marked, std::size_t i) {
+bool launched_from(const RankTrace& t, const std::vector<bool>& marked, std::size_t i) {
   const auto corr = t.events.correlation[i];
   if (corr == kNone) return false;
   const std::uint32_t call = t.correlations.launch(corr);
@@ -276,6 +277,9 @@ int gpu_channel(const RankTrace& t, const SweepFacts& f, const RankFacts& facts,
 
 std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f, const RankFacts& facts) {
   std::vector<GpuActivity> out;
+  std::size_t records = 0;
+  for (const auto& tr : t.gpu_tracks) records += tr.events.size();
+  out.reserve(records);  // at most one a record: room past the activities kept is never touched
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events) {
       if (t.events.dur[i] <= 0 || !is_gpu_activity(t.events.kind[i])) continue;
@@ -834,7 +838,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
 
   std::vector<int> host_tracks;
   if (d.main_track >= 0) host_tracks.push_back(d.main_track);
-  host_tracks.insert(host_tracks.end(), f.aux_tracks.begin(), f.aux_tracks.end());
+  for (int k : f.aux_tracks) host_tracks.push_back(k);
   const auto add_intervals = [&](auto& edges) {
     for (const auto& a : gpu) add_interval(edges, a.start, a.end, a.channel);
     for (std::size_t n = 0; n < host_tracks.size(); ++n) {
