@@ -121,8 +121,8 @@ CorrelationTable<char> gpu_row_correlations(const RankTrace& r) {
 
 // A host row whose correlation no GPU row carries (cudaGetDevice, cudaStreamIsCapturing, a launch
 // whose kernel was not recorded): every figure reads host rows only as the partners of GPU rows
-// with their correlation, so these too are only counted, like the silent rows. They are about
-// half the host rows with a correlation in a CUDA trace.
+// with their correlation, so these too are only counted, like the silent rows (on the 107 MB
+// benchmark trace, 74k of the 123k runtime calls).
 bool is_unpartnered(const EventTable& ev, const Row& row, const CorrelationTable<char>& gpu_ids) {
   return !row.gpu() && row.correlated() && !(row.flags & (kStepName | kSyncName)) &&
          !gpu_ids.contains(row.correlation(ev));
