@@ -1,9 +1,12 @@
 #include "stepscope/footgun_scan.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
+#include "stepscope/correlation_table.hpp"
 #include "stepscope/facts.hpp"
 
 namespace stepscope::footgun {
@@ -18,6 +21,29 @@ struct Context {
   bool backward = false;
   bool checkpoint = false;          // under an activation-checkpointing marker
   std::int64_t conv_op = -1;        // outermost aten convolution op
+};
+
+// A launch call's context as the scan keeps it, per correlation slot: 8 bytes, where a hash map
+// entry per runtime call took about 50 (a 1 GB trace has a million runtime calls).
+//   Context{zero_grad, conv_op 17}  ->  bits kStored | kZeroGradBit, conv_op 17  ->  the same Context
+class StoredContext {
+ public:
+  StoredContext() = default;
+  explicit StoredContext(const Context& c)
+      : conv_op_(c.conv_op < 0 ? kNoConv : static_cast<std::uint32_t>(c.conv_op)),
+        bits_(static_cast<std::uint8_t>(kStored | (c.zero_grad ? kZeroGradBit : 0) | (c.optimizer ? kOptimizerBit : 0) |
+                                        (c.backward ? kBackwardBit : 0) | (c.checkpoint ? kCheckpointBit : 0))) {}
+  Context context() const {
+    return Context{(bits_ & kZeroGradBit) != 0, (bits_ & kOptimizerBit) != 0, (bits_ & kBackwardBit) != 0,
+                   (bits_ & kCheckpointBit) != 0, conv_op_ == kNoConv ? -1 : static_cast<std::int64_t>(conv_op_)};
+  }
+  bool operator==(const StoredContext&) const = default;
+
+ private:
+  static constexpr std::uint32_t kNoConv = std::numeric_limits<std::uint32_t>::max();  // event indexes are 32-bit
+  enum : std::uint8_t { kStored = 1, kZeroGradBit = 2, kOptimizerBit = 4, kBackwardBit = 8, kCheckpointBit = 16 };
+  std::uint32_t conv_op_ = kNoConv;
+  std::uint8_t bits_ = 0;  // 0: nothing stored (the table's absent value)
 };
 
 // Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
@@ -123,7 +149,7 @@ Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
 class Scanner {
  public:
   Scanner(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
-      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0) {
+      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0), launch_ctx_(t.correlations, StoredContext{}) {
     s_.rank = p.rank;
     s_.gpu = p.gpu;
     s_.steady_steps = p.steady_steps;
@@ -163,7 +189,9 @@ class Scanner {
     const Kind k = t_.events.kind[i];
     const ns_t ts = t_.events.ts[i], dur = t_.events.dur[i];
     if (k == Kind::Runtime || k == Kind::Driver) {
-      launch_ctx_[i] = ctx;
+      // Only the call a GPU record's correlation names as its launch is ever looked up.
+      const std::int64_t corr = t_.events.correlation[i];
+      if (corr != kNone && t_.correlations.launch(corr) == i) launch_ctx_[corr] = StoredContext(ctx);
       if (ctx.conv_op >= 0 && (f & kSynchronize)) syncing_convs_.push_back(ctx.conv_op);
     }
     if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
@@ -259,13 +287,11 @@ class Scanner {
     if (s_.fallback_eager) s_.eager_mean_ns = eager / static_cast<double>(s_.fallback_eager);
   }
 
-  const Context* launch_of(std::uint32_t g) const {
+  std::optional<Context> launch_of(std::uint32_t g) const {
     const std::int64_t corr = t_.events.correlation[g];
-    if (corr == kNone) return nullptr;
-    const std::uint32_t call = t_.correlations.launch(corr);
-    if (call == CorrelationIndex::kNoEvent) return nullptr;
-    auto c = launch_ctx_.find(call);
-    return c == launch_ctx_.end() ? nullptr : &c->second;
+    if (corr == kNone) return std::nullopt;
+    const StoredContext* c = launch_ctx_.find(corr);
+    return c ? std::optional<Context>(c->context()) : std::nullopt;
   }
 
   ns_t launch_ts(std::uint32_t g) const {
@@ -281,7 +307,7 @@ class Scanner {
       if (step < 0) continue;
       const std::string_view n = t_.name_of(g);
       const ns_t dur = t_.events.dur[g];
-      const Context* ctx = launch_of(g);
+      const std::optional<Context> ctx = launch_of(g);
       if (k == Kind::Kernel && !s_.mtia && starts(t_.str(t_.events.category[g]), "mtia")) s_.mtia = true;
       if (k == Kind::Memcpy) {
         if (t_.events.copy_kind[g] == CopyKind::HtoD && t_.events.host_mem[g] == HostMem::Pageable) {
@@ -306,7 +332,7 @@ class Scanner {
       if (cls == KernelClass::GemmTensorCore) s_.gemm_tc_time += dur;
       if (cls == KernelClass::Attention) ++s_.attention_kernels;
       if (f & kSoftmax) add(s_.softmax_kernels, n, dur);
-      if (cls == KernelClass::Convolution) convolution(g, n, dur, step, ctx);
+      if (cls == KernelClass::Convolution) convolution(g, n, dur, step, ctx ? &*ctx : nullptr);
       if ((cls == KernelClass::Convolution || (f & kLayout)) && half_type(g)) ++s_.half_conv_or_layout;
       if (f & kLayout) {
         if (ctx && ctx->conv_op >= 0) add(s_.layout_kernels, n, dur);
@@ -409,7 +435,7 @@ class Scanner {
   const RankPartition& p_;
   std::vector<std::uint32_t> flags_;
   RankScan s_;
-  std::unordered_map<std::uint32_t, Context> launch_ctx_;
+  CorrelationTable<StoredContext> launch_ctx_;  // by correlation: the context of its launch call
   std::unordered_map<std::int64_t, std::size_t> conv_index_;
   std::vector<std::int64_t> compiled_;
   std::vector<std::uint32_t> compile_events_;
