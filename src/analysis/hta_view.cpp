@@ -203,23 +203,24 @@ void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const SilentRows
     if (is_step_row(row)) cut.see_step(row);
   load.cutoff_ts = cut.cutoff();
   auto kept_host = [&](const Row& row) { return !is_gpu_for_filter(row) && cut.keeps(row.ts); };
-  CorrelationTable<std::int64_t> host_corr(r.correlations, 0);
+  // Kept host rows per correlation; 32 bits hold any count, as events are numbered in 32 bits.
+  CorrelationTable<std::uint32_t> host_corr(r.correlations, 0);
   silent_kept = silent.kept();
-  if (silent_kept > 0) host_corr[-1] += silent_kept;  // silent rows have no correlation
+  if (silent_kept > 0) host_corr[-1] += static_cast<std::uint32_t>(silent_kept);  // silent rows have no correlation
   for (const Row& row : rows)
     if (kept_host(row)) ++host_corr[row.correlation(r.events)];
   auto for_each_gpu_copy = [&](auto&& f) {
     for (const Row& row : rows) {
       if (!is_gpu_for_filter(row)) continue;
-      const std::int64_t* copies = host_corr.find(row.correlation(r.events));
+      const std::uint32_t* copies = host_corr.find(row.correlation(r.events));
       if (copies) f(row, *copies);
     }
   };
   std::size_t gpu_copies = 0;
-  for_each_gpu_copy([&](const Row&, std::int64_t copies) { gpu_copies += static_cast<std::size_t>(copies); });
+  for_each_gpu_copy([&](const Row&, std::uint32_t copies) { gpu_copies += copies; });
   std::vector<Row> gpu_kept;
   gpu_kept.reserve(gpu_copies);
-  for_each_gpu_copy([&](const Row& row, std::int64_t copies) { gpu_kept.insert(gpu_kept.end(), static_cast<std::size_t>(copies), row); });
+  for_each_gpu_copy([&](const Row& row, std::uint32_t copies) { gpu_kept.insert(gpu_kept.end(), copies, row); });
   std::size_t n = 0;
   for (std::size_t k = 0; k < rows.size(); ++k)
     if (kept_host(rows[k])) rows[n++] = rows[k];
