@@ -111,7 +111,12 @@ void add_interval(Sink& edges, ns_t a, ns_t b, int channel) {
 // applied over them and launches told apart by their GPU work.
 struct SweepFacts {
   std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
-  std::vector<std::int8_t> stage;  // per event: StageHint
+  // Per event: its StageHint, the facts' own unless user rules set stages (then a copy they edit).
+  std::int8_t stage(std::size_t i) const {
+    return ruled_stage.empty() ? static_cast<std::int8_t>((*fact_stage)[i]) : ruled_stage[i];
+  }
+  const std::vector<StageHint>* fact_stage = nullptr;
+  std::vector<std::int8_t> ruled_stage;
   // Bits, not bytes: the partition runs beside the drill-down's call tree, at the analysis' peak.
   std::vector<bool> in_side;       // per event: a side-work op or inside one on its thread
   std::vector<bool> in_compiled;   // per event: a torch.compile'd region or inside one
@@ -157,10 +162,10 @@ void apply_rule_stages(const RankTrace& t, const Track& track, UserRules& rules,
     while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
     const CompiledRule* r = rules.match(t.events.name[i]);
     if (r && r->stage != StageHint::None) {
-      f.stage[i] = static_cast<std::int8_t>(r->stage);
-      open.emplace_back(t.events.end(i), f.stage[i]);
+      f.ruled_stage[i] = static_cast<std::int8_t>(r->stage);
+      open.emplace_back(t.events.end(i), f.ruled_stage[i]);
     } else if (!open.empty()) {
-      f.stage[i] = open.back().second;
+      f.ruled_stage[i] = open.back().second;
     }
   }
 }
@@ -199,8 +204,11 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
   f.role.assign(n, -2);
   f.in_side.assign(n, false);
   f.in_compiled.assign(n, false);
-  f.stage.resize(n);
-  for (std::size_t i = 0; i < n; ++i) f.stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
+  f.fact_stage = &facts.event_stage;
+  if (!rules.empty()) {
+    f.ruled_stage.resize(n);
+    for (std::size_t i = 0; i < n; ++i) f.ruled_stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
+  }
   f.gpu = facts.gpu_records;
   UserRules user(t, rules);
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
@@ -214,7 +222,7 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
                [&](std::uint32_t i) { return f.role[i] != -2 && facts.of_event(t, i).has(kNameCompiledRegion); },
                f.in_compiled);
     for (auto i : t.host_tracks[k].events)
-      if (f.role[i] != -2 && f.stage[i] == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
+      if (f.role[i] != -2 && f.stage(i) == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
     if (facts.track_role[k] == ThreadRole::Autograd && static_cast<int>(k) != facts.main_track)
       f.aux_tracks.push_back(static_cast<int>(k));
   }
@@ -231,7 +239,7 @@ int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
   auto corr = t.events.correlation[i];
   if (corr != kNone) {
     const std::uint32_t call = t.correlations.launch(corr);
-    if (call != CorrelationIndex::kNoEvent && f.stage[call] != kNoStage) return kGpuStage0 + f.stage[call];
+    if (call != CorrelationIndex::kNoEvent && f.stage(call) != kNoStage) return kGpuStage0 + f.stage(call);
   }
   return kGpuStage0 + 3;  // other
 }
@@ -331,11 +339,11 @@ void add_host_edges(Sink& edges, const RankTrace& t, const SweepFacts& f,
     if (r < 0) continue;
     const ns_t ts = t.events.ts[i], end = t.events.end(i);
     while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
-    if (!stack.empty() && stack.back().end >= end && stack.back().role == r && stack.back().stage == f.stage[i])
+    if (!stack.empty() && stack.back().end >= end && stack.back().role == r && stack.back().stage == f.stage(i))
       continue;
     add_interval(edges, ts, end, role0 + r);
-    if (f.stage[i] != kNoStage) add_interval(edges, ts, end, stage0 + f.stage[i]);
-    stack.push_back({end, r, f.stage[i]});
+    if (f.stage(i) != kNoStage) add_interval(edges, ts, end, stage0 + f.stage(i));
+    stack.push_back({end, r, f.stage(i)});
   }
 }
 
@@ -800,7 +808,7 @@ void scan_flags(const RankTrace& t, const RankFacts& facts, const SweepFacts& f,
       if (f.role[i] < 0) continue;
       const NameFact& n = facts.of_event(t, i);
       if (n.has(kNameRecompute)) r.mix.recompute_seen = true;
-      if (n.has(kNameFusedOptimizer) && f.stage[i] == static_cast<std::int8_t>(StageHint::Optimizer))
+      if (n.has(kNameFusedOptimizer) && f.stage(i) == static_cast<std::int8_t>(StageHint::Optimizer))
         r.mix.fused_optimizer_seen = true;
     }
 }
