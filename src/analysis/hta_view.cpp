@@ -406,8 +406,28 @@ std::uint64_t order_key(double d) {
 // Ascending order of NaN-free samples: a least-significant-digit radix sort on the keys, 16 bits
 // a pass, for samples of tens of thousands (launch delays, kernel gaps) where a comparison sort
 // was a visible cost; the same order as std::sort but for -0.0, which comes before +0.0.
+// Samples that are all whole numbers within a small range (queue lengths) are sorted by counting
+// each value: no copy of the samples, where the radix sort takes two. -0.0 is left to the others
+// (counting would write it back as +0.0).
+bool sort_small_whole_numbers(std::vector<double>& v) {
+  constexpr double kMaxRange = 1 << 16;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double d : v) {
+    if (!std::isfinite(d) || d != std::floor(d) || (d == 0 && std::signbit(d))) return false;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+  }
+  if (v.empty() || hi - lo > kMaxRange) return false;
+  std::vector<std::size_t> count(static_cast<std::size_t>(hi - lo) + 1, 0);
+  for (double d : v) ++count[static_cast<std::size_t>(d - lo)];
+  auto out = v.begin();
+  for (std::size_t k = 0; k < count.size(); ++k) out = std::fill_n(out, count[k], lo + static_cast<double>(k));
+  return true;
+}
+
 void sort_samples(std::vector<double>& v) {
   constexpr std::size_t kRadixFrom = 4096;
+  if (v.size() >= kRadixFrom && sort_small_whole_numbers(v)) return;
   if (v.size() < kRadixFrom || std::any_of(v.begin(), v.end(), [](double d) { return std::isnan(d); })) {
     std::sort(v.begin(), v.end());
     return;

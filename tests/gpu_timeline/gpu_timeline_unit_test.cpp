@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "analysis/hta_view.hpp"
@@ -516,6 +517,36 @@ TEST(Describe, LargeSamplesMatchAComparisonSort) {
   double ss = 0;
   for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
   EXPECT_EQ(got.std, std::sqrt(ss / static_cast<double>(sorted.size() - 1)));
+}
+
+// The same for whole numbers in a small range (queue lengths), which are sorted by counting; a
+// sample holding -0.0, a fraction or an infinity, or spanning more than 65,536, takes the radix
+// sort and still matches.
+TEST(Describe, WholeNumberSamplesMatchAComparisonSort) {
+  std::mt19937_64 rng(7);
+  auto expect_like_sort = [](const std::vector<double>& v) {
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const SampleStats got = hta::describe(v);
+    EXPECT_EQ(got.min, sorted.front());
+    EXPECT_EQ(got.max, sorted.back());
+    EXPECT_EQ(got.p25, hta::quantile_linear(sorted, 0.25));
+    EXPECT_EQ(got.median, hta::quantile_linear(sorted, 0.5));
+    EXPECT_EQ(got.p75, hta::quantile_linear(sorted, 0.75));
+    EXPECT_EQ(got.p95, hta::quantile_linear(sorted, 0.95));
+    double ss = 0;
+    for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
+    const double want_std = std::sqrt(ss / static_cast<double>(sorted.size() - 1));  // NaN with an infinity
+    EXPECT_TRUE(std::isnan(want_std) ? std::isnan(got.std) : got.std == want_std) << got.std << " vs " << want_std;
+  };
+  std::vector<double> queue;
+  for (int k = 0; k < 20000; ++k) queue.push_back(static_cast<double>(static_cast<int>(rng() % 1025) - 12));
+  expect_like_sort(queue);
+  for (double odd : {0.5, -0.0, std::numeric_limits<double>::infinity(), 1e9}) {
+    std::vector<double> v = queue;
+    v[123] = odd;
+    expect_like_sort(v);
+  }
 }
 
 }  // namespace
