@@ -169,11 +169,11 @@ class RowBuilder {
     return !filter_ || (opts_.include_last_profiler_step ? ts <= load_.cutoff_ts : ts < load_.cutoff_ts);
   }
 
-  CpRow row_of(std::size_t i) {
+  // Row i without its times (see timed()): what decides whether it is plain.
+  CpRow untimed_row(std::size_t i) {
     const EventTable& ev = rank_.events;
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
-    hta::row_times(ev, i, load_.rounded_to_us, row.ts, row.end);
     row.has_corr = ev.correlation[i] >= 0;
     row.flags = flags_->of(ev.name[i], ev.category[i]);
     if (hta::hta_stream(ev, i) != -1) row.flags |= kOnStream;
@@ -181,19 +181,31 @@ class RowBuilder {
     return row;
   }
 
-  // Without an annotation the window is the whole trace: every row is kept at once.
+  CpRow timed(CpRow row) const {
+    hta::row_times(rank_.events, row.event, load_.rounded_to_us, row.ts, row.end);
+    return row;
+  }
+
+  CpRow row_of(std::size_t i) { return timed(untimed_row(i)); }
+
+  ns_t start_of(std::size_t i) const {
+    return load_.rounded_to_us ? hta::rounded_start(rank_.events.ts[i]) : rank_.events.ts[i];
+  }
+
+  // Without an annotation the window is the whole trace: every row is kept at once. A plain row
+  // left out is timed only while no earlier one has been found that the filter keeps.
   std::vector<CpRow> first_pass() {
     const EventTable& ev = rank_.events;
     std::vector<CpRow> all;
     all.reserve(ev.size());  // pages past the rows kept are never touched
     for (std::size_t i = 0; i < ev.size(); ++i) {
       if (!hta::is_hta_row(rank_, i)) continue;
-      const CpRow row = row_of(i);
+      const CpRow row = untimed_row(i);
       if (is_plain(row) && !opts_.annotation.empty() && !named_(ev.name[i])) {
-        plain_left_out_kept_ = plain_left_out_kept_ || host_row_kept(row.ts);
+        plain_left_out_kept_ = plain_left_out_kept_ || host_row_kept(start_of(i));
         continue;
       }
-      all.push_back(row);
+      all.push_back(timed(row));
     }
     return all;
   }
@@ -231,10 +243,15 @@ class RowBuilder {
   void add_plain_rows(std::vector<CpRow>& rows, Window& w) {
     const EventTable& ev = rank_.events;
     std::vector<CpRow> added;
+    // HTA's rounding moves a start by under 3 µs (ceil to the µs of a double that resolves 2 µs
+    // at the largest times): events a millisecond outside the window are passed over unrounded.
+    constexpr ns_t kMargin = 1000000;
+    const ns_t lo = w.start > std::numeric_limits<ns_t>::min() + kMargin ? w.start - kMargin : w.start;
+    const ns_t hi = w.open_end || w.end > std::numeric_limits<ns_t>::max() - kMargin ? std::numeric_limits<ns_t>::max() : w.end + kMargin;
     for (std::size_t i = 0; i < ev.size(); ++i) {
+      if (ev.ts[i] < lo || ev.ts[i] > hi) continue;
       if (!hta::is_hta_row(rank_, i) || named_(ev.name[i])) continue;
-      ns_t ts = 0, end = 0;
-      hta::row_times(ev, i, load_.rounded_to_us, ts, end);
+      const ns_t ts = start_of(i);
       if (ts < w.start || (!w.open_end && ts > w.end) || !host_row_kept(ts)) continue;
       const CpRow row = row_of(i);
       if (is_plain(row)) added.push_back(row);
