@@ -497,8 +497,25 @@ TEST(GpuTimelineReport, InvalidUtf8NamesStillDump) {
   EXPECT_NE(dumped.find("bad\xEF\xBF\xBD\xEF\xBF\xBD" "kernel\xEF\xBF\xBD"), std::string::npos) << dumped;
 }
 
-// describe() on samples large enough for its radix sort (negatives, zeros, repeats, a wide range)
-// gives what a comparison sort gives: the order statistics and the std summed in sorted order.
+// describe(v) gives what a comparison sort of v gives: the order statistics, and the std summed
+// in sorted order (NaN where an infinity makes it so).
+void expect_like_sort(const std::vector<double>& v) {
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const SampleStats got = hta::describe(v);
+  EXPECT_EQ(got.min, sorted.front());
+  EXPECT_EQ(got.max, sorted.back());
+  EXPECT_EQ(got.p25, hta::quantile_linear(sorted, 0.25));
+  EXPECT_EQ(got.median, hta::quantile_linear(sorted, 0.5));
+  EXPECT_EQ(got.p75, hta::quantile_linear(sorted, 0.75));
+  EXPECT_EQ(got.p95, hta::quantile_linear(sorted, 0.95));
+  double ss = 0;
+  for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
+  const double want_std = std::sqrt(ss / static_cast<double>(sorted.size() - 1));
+  EXPECT_TRUE(std::isnan(want_std) ? std::isnan(got.std) : got.std == want_std) << got.std << " vs " << want_std;
+}
+
+// Samples large enough for describe()'s radix sort: negatives, zeros, repeats, a wide range.
 TEST(Describe, LargeSamplesMatchAComparisonSort) {
   std::mt19937_64 rng(5);
   std::vector<double> v;
@@ -506,17 +523,7 @@ TEST(Describe, LargeSamplesMatchAComparisonSort) {
     const double x = static_cast<double>(rng() % 2000000) / 7.0 - 1000.0;
     v.push_back(k % 11 == 0 ? 0.0 : k % 13 == 0 ? 1e15 * x : x);
   }
-  std::vector<double> sorted = v;
-  std::sort(sorted.begin(), sorted.end());
-  const SampleStats got = hta::describe(v);
-  EXPECT_EQ(got.min, sorted.front());
-  EXPECT_EQ(got.max, sorted.back());
-  EXPECT_EQ(got.median, hta::quantile_linear(sorted, 0.5));
-  EXPECT_EQ(got.p25, hta::quantile_linear(sorted, 0.25));
-  EXPECT_EQ(got.p95, hta::quantile_linear(sorted, 0.95));
-  double ss = 0;
-  for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
-  EXPECT_EQ(got.std, std::sqrt(ss / static_cast<double>(sorted.size() - 1)));
+  expect_like_sort(v);
 }
 
 // The same for whole numbers in a small range (queue lengths), which are sorted by counting; a
@@ -524,21 +531,6 @@ TEST(Describe, LargeSamplesMatchAComparisonSort) {
 // sort and still matches.
 TEST(Describe, WholeNumberSamplesMatchAComparisonSort) {
   std::mt19937_64 rng(7);
-  auto expect_like_sort = [](const std::vector<double>& v) {
-    std::vector<double> sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    const SampleStats got = hta::describe(v);
-    EXPECT_EQ(got.min, sorted.front());
-    EXPECT_EQ(got.max, sorted.back());
-    EXPECT_EQ(got.p25, hta::quantile_linear(sorted, 0.25));
-    EXPECT_EQ(got.median, hta::quantile_linear(sorted, 0.5));
-    EXPECT_EQ(got.p75, hta::quantile_linear(sorted, 0.75));
-    EXPECT_EQ(got.p95, hta::quantile_linear(sorted, 0.95));
-    double ss = 0;
-    for (double x : sorted) ss += (x - got.mean) * (x - got.mean);
-    const double want_std = std::sqrt(ss / static_cast<double>(sorted.size() - 1));  // NaN with an infinity
-    EXPECT_TRUE(std::isnan(want_std) ? std::isnan(got.std) : got.std == want_std) << got.std << " vs " << want_std;
-  };
   std::vector<double> queue;
   for (int k = 0; k < 20000; ++k) queue.push_back(static_cast<double>(static_cast<int>(rng() % 1025) - 12));
   expect_like_sort(queue);
