@@ -26,14 +26,19 @@ bool is_queue_launch(std::string_view n) {
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
-// One +1 / -1 row of a stream's queue. Its place in the vector is its place in HTA's
-// concatenation (launches first, then GPU records, each in row order), which the stable sort
-// keeps on ties of ts. 16 bytes, a row per launch and GPU record: `stream` is the stream's place
-// among the rank's GPU streams in ascending id order, so that it sorts as the id does.
+// One +1 / -1 row of a stream's queue. 16 bytes, a row per launch and GPU record: `stream` is
+// the stream's place among the rank's GPU streams in ascending id order (so that it sorts as the
+// id does), shifted left over the launch bit; `order` is the row's place in HTA's concatenation
+// (launches first, then GPU records, each in row order), which ties of ts keep. Sorting by
+// (stream, ts, order) is the stable sort by (stream, ts), without its buffer of half the rows.
 struct QueueRow {
   ns_t ts;
   std::uint32_t stream;
-  std::int32_t delta;
+  std::uint32_t order;
+  QueueRow(ns_t t, std::uint32_t stream_place, bool launch, std::size_t place)
+      : ts(t), stream(stream_place << 1 | (launch ? 1u : 0u)), order(static_cast<std::uint32_t>(place)) {}
+  std::uint32_t stream_place() const { return stream >> 1; }
+  int delta() const { return (stream & 1) ? +1 : -1; }
 };
 
 // The distinct streams of the view's GPU rows, ascending: the ids QueueRow::stream numbers.
@@ -58,20 +63,32 @@ std::uint32_t stream_place(const std::vector<std::int64_t>& streams, std::int64_
 // Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
 // kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
 std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
-  std::vector<QueueRow> out;
+  // The launch calls with a GPU partner; the others are not launch rows for HTA.
+  auto for_each_launch = [&](auto&& f) {
+    for (const hta::Row& row : v.rows) {
+      if (row.gpu() || !row.correlated() || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
+      const std::int64_t corr = row.correlation(rank.events);
+      if (const auto partners = v.gpu_by_correlation.find(corr); !partners.empty()) f(row, corr, partners);
+    }
+  };
   CorrelationTable<char> launched(rank.correlations, 0);
-  for (const hta::Row& row : v.rows) {
-    if (row.gpu() || !row.correlated() || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
-    const std::int64_t corr = row.correlation(rank.events);
-    const auto partners = v.gpu_by_correlation.find(corr);
-    if (partners.empty()) continue;  // no GPU partner: not a launch row for HTA
+  std::size_t count = 0;  // counted first, so that the rows are allocated once
+  for_each_launch([&](const hta::Row&, std::int64_t corr, std::span<const std::uint32_t> partners) {
     launched[corr] = 1;
-    // The launch takes the stream of its GPU record (a join: one row per partner).
-    for (std::uint32_t g : partners) out.push_back({row.ts, stream_place(streams, v.rows[g].stream(rank.events)), +1});
-  }
+    count += partners.size();
+  });
+  auto is_launched_record = [&](const hta::Row& row) {
+    return row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events));
+  };
+  count += static_cast<std::size_t>(std::count_if(v.rows.begin(), v.rows.end(), is_launched_record));
+  std::vector<QueueRow> out;
+  out.reserve(count);
+  // The launch takes the stream of its GPU record (a join: one row per partner).
+  for_each_launch([&](const hta::Row& row, std::int64_t, std::span<const std::uint32_t> partners) {
+    for (std::uint32_t g : partners) out.emplace_back(row.ts, stream_place(streams, v.rows[g].stream(rank.events)), true, out.size());
+  });
   for (const hta::Row& row : v.rows)
-    if (row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events)))
-      out.push_back({row.ts, stream_place(streams, row.stream(rank.events)), -1});
+    if (is_launched_record(row)) out.emplace_back(row.ts, stream_place(streams, row.stream(rank.events)), false, out.size());
   return out;
 }
 
@@ -81,7 +98,7 @@ StreamQueue stream_queue(std::int64_t stream, std::span<const QueueRow> rows, st
   std::vector<QueuePoint> series;
   series.reserve(rows.size());
   std::int64_t value = 0;
-  for (const QueueRow& r : rows) series.push_back({r.ts, value += r.delta});
+  for (const QueueRow& r : rows) series.push_back({r.ts, value += r.delta()});
   std::vector<double> values;
   values.reserve(series.size());
   for (std::size_t k = 0; k < series.size(); ++k) {
@@ -145,14 +162,21 @@ QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std
   // pandas sorts the concatenation by ts, then groups by stream (ascending) and sums in order.
   // Its sort is numpy's quicksort: stable below 17 rows (insertion sort), arbitrary on equal
   // times above; we keep HTA's concatenation order on ties (launches before GPU records).
-  std::stable_sort(rows.begin(), rows.end(), [](const QueueRow& a, const QueueRow& b) {
-    if (a.stream != b.stream) return a.stream < b.stream;
-    return a.ts < b.ts;
-  });
+  auto before = [](const QueueRow& a, const QueueRow& b) {
+    if (a.stream_place() != b.stream_place()) return a.stream_place() < b.stream_place();
+    return a.ts != b.ts ? a.ts < b.ts : a.order < b.order;
+  };
+  // `order` numbers rows below 2^32; past that (never seen) the stable sort keeps the order.
+  if (rows.size() <= UINT32_MAX)
+    std::sort(rows.begin(), rows.end(), before);
+  else
+    std::stable_sort(rows.begin(), rows.end(), [](const QueueRow& a, const QueueRow& b) {
+      return a.stream_place() != b.stream_place() ? a.stream_place() < b.stream_place() : a.ts < b.ts;
+    });
   for (std::size_t k = 0; k < rows.size();) {
     std::size_t end = k;
-    while (end < rows.size() && rows[end].stream == rows[k].stream) ++end;
-    out.streams.push_back(stream_queue(streams[rows[k].stream], std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
+    while (end < rows.size() && rows[end].stream_place() == rows[k].stream_place()) ++end;
+    out.streams.push_back(stream_queue(streams[rows[k].stream_place()], std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
     k = end;
   }
   out.available = true;
