@@ -75,7 +75,7 @@ GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, 
                                  const hta::View& view) {
   GpuTimeline out;
   gpu_timeline_hta_figures(rank, facts, opts, view, out);
-  out.steps = detail::profiler_steps(rank, facts);
+  out.steps = profiler_step_windows(rank, facts);
   gpu_timeline_own_figures(rank, facts, opts, out);
   return out;
 }

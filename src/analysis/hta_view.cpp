@@ -166,13 +166,13 @@ bool is_step_row(const Row& row) { return (row.flags & kStepName) && !is_gpu_for
 // they are read without storing them: a row the cutoff seen so far keeps is kept by the final
 // one, which only moves later; the others wait as candidates for the final cutoff. In a trace
 // written in time order, the candidates are about the rows of the last step, not all of them.
-class SilentRows {
+// `cut` is the reader's, which sees each step row as it is read.
+class CountedRows {
  public:
-  explicit SilentRows(bool include_last) : cutoff_(include_last) {}
-  void see_step(const Row& step) { cutoff_.see_step(step); }
+  explicit CountedRows(const StepCutoff& cut) : cut_(cut) {}
   void add(ns_t ts) {
     ++total_;
-    if (cutoff_.keeps(ts))
+    if (cut_.keeps(ts))
       ++kept_early_;
     else
       candidates_.push_back(ts);
@@ -180,11 +180,11 @@ class SilentRows {
   std::int64_t total() const { return total_; }
   // Those kept by the final cutoff (after every step row has been seen).
   std::int64_t kept() const {
-    return kept_early_ + std::count_if(candidates_.begin(), candidates_.end(), [&](ns_t ts) { return cutoff_.keeps(ts); });
+    return kept_early_ + std::count_if(candidates_.begin(), candidates_.end(), [&](ns_t ts) { return cut_.keeps(ts); });
   }
 
  private:
-  StepCutoff cutoff_;
+  const StepCutoff& cut_;
   std::int64_t total_ = 0, kept_early_ = 0;
   std::vector<ns_t> candidates_;
 };
@@ -195,17 +195,14 @@ class SilentRows {
 // correlation. It is a pandas inner merge on correlation, so a GPU row appears once per kept
 // host row with its correlation; we reproduce that multiplicity.
 // Filters `rows` in place: only the kept GPU rows are copied aside (counted first, so allocated
-// once), since a host row never moves up past where it was read.
-void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const SilentRows& silent, bool include_last,
-                    HtaLoad& load, std::int64_t& silent_kept) {
-  StepCutoff cut(include_last);
-  for (const Row& row : rows)
-    if (is_step_row(row)) cut.see_step(row);
+// once), since a host row never moves up past where it was read. `cut` has seen every step row,
+// `silent_kept` is the silent rows it keeps.
+void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const StepCutoff& cut, std::int64_t silent_kept,
+                    HtaLoad& load) {
   load.cutoff_ts = cut.cutoff();
   auto kept_host = [&](const Row& row) { return !is_gpu_for_filter(row) && cut.keeps(row.ts); };
   // Kept host rows per correlation; 32 bits hold any count, as events are numbered in 32 bits.
   CorrelationTable<std::uint32_t> host_corr(r.correlations, 0);
-  silent_kept = silent.kept();
   if (silent_kept > 0) host_corr[-1] += static_cast<std::uint32_t>(silent_kept);  // silent rows have no correlation
   for (const Row& row : rows)
     if (kept_host(row)) ++host_corr[row.correlation(r.events)];
@@ -313,7 +310,8 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   v.load.rounded_to_us = has_sub_us_times(ev);
   std::vector<Row> rows;
   rows.reserve(ev.size());  // no copy as it grows; pages past the rows kept are never touched
-  SilentRows silent(opts.include_last_profiler_step), unpartnered(opts.include_last_profiler_step);
+  StepCutoff cut(opts.include_last_profiler_step);
+  CountedRows silent(cut), unpartnered(cut);
   const CorrelationTable<char> gpu_ids = gpu_row_correlations(r);
   NameInfo names(r);
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -324,10 +322,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     names.fill(row, ev.name[i], ev.category[i]);
     if (hta_stream(ev, i) != -1) row.flags |= kGpu;
     if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
-    if (is_step_row(row)) {
-      silent.see_step(row);
-      unpartnered.see_step(row);
-    }
+    if (is_step_row(row)) cut.see_step(row);
     if (is_silent(row))
       silent.add(row.ts);
     else if (is_unpartnered(ev, row, gpu_ids))
@@ -339,8 +334,9 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   std::int64_t silent_kept = silent.total(), unpartnered_kept = unpartnered.total();
   if (v.load.profiler_step_names >= 2) {
     v.load.last_step_dropped = !opts.include_last_profiler_step;
-    drop_last_step(r, rows, silent, opts.include_last_profiler_step, v.load, silent_kept);
+    silent_kept = silent.kept();
     unpartnered_kept = unpartnered.kept();
+    drop_last_step(r, rows, cut, silent_kept, v.load);
   }
   v.load.iterations = kept_iterations(r, rows);
   v.load.rows_kept = static_cast<std::int64_t>(rows.size()) + silent_kept + unpartnered_kept;
@@ -403,9 +399,6 @@ std::uint64_t order_key(double d) {
   return (u & (std::uint64_t{1} << 63)) ? ~u : u | (std::uint64_t{1} << 63);
 }
 
-// Ascending order of NaN-free samples: a least-significant-digit radix sort on the keys, 16 bits
-// a pass, for samples of tens of thousands (launch delays, kernel gaps) where a comparison sort
-// was a visible cost; the same order as std::sort but for -0.0, which comes before +0.0.
 // Samples that are all whole numbers within a small range (queue lengths) are sorted by counting
 // each value: no copy of the samples, where the radix sort takes two. -0.0 is left to the others
 // (counting would write it back as +0.0).
@@ -425,6 +418,9 @@ bool sort_small_whole_numbers(std::vector<double>& v) {
   return true;
 }
 
+// Ascending order of NaN-free samples: a least-significant-digit radix sort on the keys, 16 bits
+// a pass, for samples of tens of thousands (launch delays, kernel gaps) where a comparison sort
+// was a visible cost; the same order as std::sort but for -0.0, which comes before +0.0.
 void sort_samples(std::vector<double>& v) {
   constexpr std::size_t kRadixFrom = 4096;
   if (v.size() >= kRadixFrom && sort_small_whole_numbers(v)) return;
