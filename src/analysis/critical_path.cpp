@@ -44,7 +44,7 @@ class Builder {
  public:
   Builder(const RankTrace& rank, const cp::Rows& rows, const std::vector<std::int32_t>& clipped,
           const CriticalPathOptions& opts)
-      : rank_(rank), rows_(rows.rows), clipped_(clipped), opts_(opts), graph_(0) {}
+      : rank_(rank), all_(rows), rows_(rows.rows), clock_(rows.clock), clipped_(clipped), opts_(opts), graph_(0) {}
 
   bool build(std::string& error);
   Graph& graph() { return graph_; }
@@ -69,7 +69,9 @@ class Builder {
   bool add_launch_edge(std::int32_t runtime_row, std::int32_t kernel_start, bool zero_weight);
 
   const RankTrace& rank_;
+  const cp::Rows& all_;
   const std::vector<CpRow>& rows_;
+  const cp::RowClock& clock_;
   const std::vector<std::int32_t>& clipped_;
   const CriticalPathOptions& opts_;
   Graph graph_;
@@ -95,8 +97,8 @@ void Builder::create_event_nodes() {
     bool host_node = !r.on_stream() && (r.flags & (cp::kNodeCategory | cp::kDataLoad));
     bool gpu_node = r.on_stream() && r.has_corr;
     if (!host_node && !gpu_node && !(r.flags & cp::kNodeCategory)) continue;
-    nodes_.push_back({k, r.ts, true});
-    nodes_.push_back({k, r.end, false});
+    nodes_.push_back({k, clock_.ts(r), true});
+    nodes_.push_back({k, clock_.end(r), false});
   }
   std::stable_sort(nodes_.begin(), nodes_.end(), [&](const Node& a, const Node& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
@@ -272,9 +274,9 @@ void Builder::construct_from_call_stack(const std::vector<std::int32_t>& thread_
   events.reserve(thread_rows.size() * 2);
   for (std::int32_t k : thread_rows) {
     const CpRow& r = row(k);
-    ns_t dur = std::max<ns_t>(r.dur(), 0);
-    events.push_back({k, r.event, r.ts, dur, 1});
-    events.push_back({k, r.event, r.ts + dur, dur, -1});
+    const ns_t ts = clock_.ts(r), dur = std::max<ns_t>(clock_.dur(r), 0);
+    events.push_back({k, r.event, ts, dur, 1});
+    events.push_back({k, r.event, ts + dur, dur, -1});
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const StackEvent& a, const StackEvent& b) { return compare_events(a, b) < 0; });
@@ -358,7 +360,8 @@ const CpRow& launched(const std::vector<CpRow>& rows, std::int32_t launch) {
   return rows[static_cast<std::size_t>(rows[static_cast<std::size_t>(launch)].partner)];
 }
 
-Launches launches_in_ts_order(const std::vector<CpRow>& rows) {
+Launches launches_in_ts_order(const cp::Rows& all) {
+  const std::vector<CpRow>& rows = all.rows;
   Launches out;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const CpRow& r = rows[k];
@@ -366,15 +369,23 @@ Launches launches_in_ts_order(const std::vector<CpRow>& rows) {
     if (!rows[static_cast<std::size_t>(r.partner)].on_stream()) continue;
     out.push_back(static_cast<std::int32_t>(k));
   }
-  cp::stable_sort_rows_by_ts(out, rows);
+  cp::stable_sort_rows_by_ts(out, all);
   return out;
+}
+
+// The first of `launches` (ascending by ts) that starts after `ts`.
+Launches::const_iterator first_launch_after(const cp::Rows& all, const Launches& launches, ns_t ts) {
+  return std::upper_bound(launches.begin(), launches.end(), ts, [&](ns_t t, std::int32_t l) {
+    return t < all.clock.ts(all.rows[static_cast<std::size_t>(l)]);
+  });
 }
 
 // _get_cuda_event_record_df: for each cudaEventRecord whose event some sync waits on, the last
 // launch (any thread) on the recorded stream and GPU at or before it. Keyed by the record's
 // correlation id; the value is the launch row.
-std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const RankTrace& rank, const std::vector<CpRow>& rows,
+std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const RankTrace& rank, const cp::Rows& all,
                                                                          const Launches& launches) {
+  const std::vector<CpRow>& rows = all.rows;
   std::unordered_map<std::int64_t, std::pair<std::int64_t, std::int64_t>> recorded_on;  // corr → (stream, gpu)
   for (const CpRow& r : rows)
     if (const std::int64_t stream = cp::wait_on_stream_of(rank, r); stream > -1)
@@ -394,9 +405,7 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
     auto ls = by_stream.find({it->second.second, it->second.first});
     if (ls == by_stream.end()) continue;
     const auto& v = ls->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, std::int32_t l) {
-      return ts < rows[static_cast<std::size_t>(l)].ts;
-    });
+    const auto pos = first_launch_after(all, v, all.clock.ts(r));
     if (pos != v.begin()) out[corr] = *(pos - 1);
   }
   return out;
@@ -404,8 +413,9 @@ std::unordered_map<std::int64_t, std::int32_t> previous_launch_of_records(const 
 
 // _get_cuda_stream_wait_event_df: for each cudaStreamWaitEvent (with its "Stream Wait Event"
 // partner), the next launch by the same thread on the waiting stream. Keyed by the call's row.
-std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const RankTrace& rank, const std::vector<CpRow>& rows,
+std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const RankTrace& rank, const cp::Rows& all,
                                                                           const Launches& launches) {
+  const std::vector<CpRow>& rows = all.rows;
   std::unordered_map<std::int32_t, std::int32_t> out;
   const bool any_wait = std::any_of(rows.begin(), rows.end(), [](const CpRow& r) { return r.flags & cp::kStreamWaitCall; });
   if (!any_wait) return out;
@@ -422,9 +432,7 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
     auto it = by_thread.find({cp::pid_of(rank, r), cp::tid_of(rank, r), cp::stream_of(rank, g)});
     if (it == by_thread.end()) continue;
     const auto& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), r.ts, [&](ns_t ts, std::int32_t l) {
-      return ts < rows[static_cast<std::size_t>(l)].ts;
-    });
+    const auto pos = first_launch_after(all, v, all.clock.ts(r));
     if (pos != v.end()) out[static_cast<std::int32_t>(k)] = *pos;
   }
   return out;
@@ -435,10 +443,10 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
 // (1370), else a kernel-kernel gap on its stream (below the threshold); plus the sync edges that
 // the cuda_sync events imply.
 bool Builder::construct_from_kernels(std::string& error) {
-  const std::vector<std::int32_t> q = cp::queue_length_at_rows(rank_, rows_);
-  const Launches launches = launches_in_ts_order(rows_);
-  const auto record_launch = previous_launch_of_records(rank_, rows_, launches);
-  const auto wait_next_launch = next_launch_of_stream_waits(rank_, rows_, launches);
+  const std::vector<std::int32_t> q = cp::queue_length_at_rows(rank_, all_);
+  const Launches launches = launches_in_ts_order(all_);
+  const auto record_launch = previous_launch_of_records(rank_, all_, launches);
+  const auto wait_next_launch = next_launch_of_stream_waits(rank_, all_, launches);
 
   struct Item {
     std::int32_t row;
@@ -449,7 +457,7 @@ bool Builder::construct_from_kernels(std::string& error) {
     const CpRow& r = row(k);
     if (!r.has_corr) continue;
     if (!r.on_stream() && !(r.flags & (cp::kEventSyncName | cp::kContextSyncName))) continue;
-    items.push_back({k, (r.flags & cp::kSyncCategory) ? r.end : r.ts});
+    items.push_back({k, (r.flags & cp::kSyncCategory) ? clock_.end(r) : clock_.ts(r)});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
 
@@ -519,7 +527,7 @@ bool Builder::construct_from_kernels(std::string& error) {
     const std::int64_t stream = cp::stream_of(rank_, r);
     const auto ln = last_node.find(stream);
     const bool has_last = ln != last_node.end();
-    const ns_t runtime_ts = runtime >= 0 ? row(runtime).ts : std::numeric_limits<ns_t>::min();
+    const ns_t runtime_ts = runtime >= 0 ? clock_.ts(row(runtime)) : std::numeric_limits<ns_t>::min();
     const std::int64_t q_runtime = runtime >= 0 ? q[static_cast<std::size_t>(runtime)] : -1;
     const std::int64_t q_kernel = q[static_cast<std::size_t>(it.row)];
     if (q_runtime == 1 && q_kernel == 0 && (!has_last || nodes_[static_cast<std::size_t>(ln->second)].ts < runtime_ts) &&
@@ -575,12 +583,13 @@ bool is_copy_kind(Kind k) { return k == Kind::Memcpy || k == Kind::Memset; }
 // least half of the call, or the wait was for earlier work queued on the stream (a sync). A
 // pageable copy's last staged chunk can end just after the call returns.
 // Example: cudaMemcpyAsync [0, 28.36 ms) whose HtoD copy runs [0.14, 28.37 ms) -> copy.
-bool waits_on_own_copy(const RankTrace& rank, const std::vector<CpRow>& rows, const CpRow& call) {
+bool waits_on_own_copy(const RankTrace& rank, const cp::Rows& all, const CpRow& call) {
   if (call.partner < 0) return false;
-  const CpRow& gpu = rows[static_cast<std::size_t>(call.partner)];
+  const CpRow& gpu = all.rows[static_cast<std::size_t>(call.partner)];
   if (rank.events.kind[gpu.event] != Kind::Memcpy) return false;
-  const ns_t overlap = std::min(gpu.end, call.end) - std::max(gpu.ts, call.ts);
-  return 2 * overlap >= call.dur() && call.dur() > 0;
+  const cp::RowClock& c = all.clock;
+  const ns_t overlap = std::min(c.end(gpu), c.end(call)) - std::max(c.ts(gpu), c.ts(call));
+  return 2 * overlap >= c.dur(call) && c.dur(call) > 0;
 }
 
 // bound_by (1563) and our kind. HTA classifies by edge type first, then by the attributed event:
@@ -591,7 +600,8 @@ bool waits_on_own_copy(const RankTrace& rank, const std::vector<CpRow>& rows, co
 // wait for the device (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
 // cudaEventQuery, blocking cudaMemcpy/cudaMemset and their HIP twins); data_loading → input;
 // kernel-kernel gaps → idle (the GPU stream waits); launch delays → launch.
-void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::vector<CpRow>& rows) {
+void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const cp::Rows& all) {
+  const std::vector<CpRow>& rows = all.rows;
   switch (e.type) {
     case CpEdgeType::KernelKernelDelay:
       pe.bound_by = CpBoundBy::GpuKernelKernelOverhead;
@@ -621,7 +631,7 @@ void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::v
       pe.kind = CpKind::Input;
     } else {
       pe.bound_by = CpBoundBy::CpuBound;
-      pe.kind = waits_on_own_copy(rank, rows, r) ? CpKind::Copy
+      pe.kind = waits_on_own_copy(rank, all, r) ? CpKind::Copy
                 : (r.flags & cp::kHostSyncName)   ? CpKind::Sync
                                                   : CpKind::Host;
     }
@@ -637,7 +647,8 @@ void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const std::v
 }
 
 void fill_path(CriticalPath& out, const std::vector<std::uint32_t>& path, const Graph& g, const std::vector<Node>& nodes,
-               const RankTrace& rank, const std::vector<CpRow>& rows) {
+               const RankTrace& rank, const cp::Rows& all) {
+  const std::vector<CpRow>& rows = all.rows;
   for (std::size_t k = 0; k + 1 < path.size(); ++k) {
     const Edge& e = g.edges()[static_cast<std::size_t>(g.find(path[k], path[k + 1]))];
     CpPathEdge pe;
@@ -650,7 +661,7 @@ void fill_path(CriticalPath& out, const std::vector<std::uint32_t>& path, const 
       pe.event = r.event;
       pe.stream = cp::stream_of(rank, r);
     }
-    classify(pe, e, rank, rows);
+    classify(pe, e, rank, all);
     out.length += e.graph_weight;
     auto add = [&](CpTotal& t) {
       t.duration += pe.duration;
@@ -766,7 +777,7 @@ CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOpti
     out.error = "the critical path is empty (no edges in the window)";
     return out;
   }
-  fill_path(out, path, g, b.nodes(), rank, rows.rows);
+  fill_path(out, path, g, b.nodes(), rank, rows);
   out.success = true;
   return out;
 }

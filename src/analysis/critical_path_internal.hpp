@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "analysis/hta_view.hpp"
 #include "stepscope/critical_path.hpp"
 #include "stepscope/gpu_timeline.hpp"
 #include "stepscope/trace.hpp"
@@ -32,21 +34,45 @@ enum RowFlag : std::uint16_t {
 
 // One row of HTA's trace dataframe for the rank, after its loader's filtering. Only the columns
 // HTA computes live here; those it takes as they are (pid, tid, name, stream, correlation, the
-// cuda_sync args) are read from the event table through `event` (the functions below), which
-// keeps a row at 32 bytes: a trace has millions.
+// cuda_sync args) are read from the event table through `event` (the functions below), and so
+// are its times (RowClock), which keeps a row at 12 bytes: a trace has millions.
 struct CpRow {
   std::uint32_t event = 0;  // index into the rank's EventTable (HTA's `index`, in file order)
   // HTA's index_correlation: `partner` is the row it names when > 0, -1 otherwise; `has_corr`
   // is index_correlation >= 0 (the row has a correlation id, matched or not).
   std::int32_t partner = -1;
-  ns_t ts = 0, end = 0;     // HTA's (rounded) times; end - ts can be negative
   std::uint16_t flags = 0;  // RowFlag bits
   bool has_corr = false;
   bool gpu_for_filter = false;  // stream >= 0 with a correlation, or Event/Context Sync
-  ns_t dur() const { return end - ts; }
   bool on_stream() const { return flags & kOnStream; }
 };
-static_assert(sizeof(CpRow) == 32);
+static_assert(sizeof(CpRow) == 12);
+
+// HTA's times of a row, from its event on each read: rounded to the µs (start up, end down) when
+// the trace has sub-µs times, as HTA's loader rounds them; end - ts can then be negative. Only
+// the window's few thousand rows are timed more than a few times, so rows need not hold times.
+//   rounded, ts 1'500'400 ns, dur 999 ns  ->  ts 1'501'000, end 1'501'000
+class RowClock {
+ public:
+  RowClock() = default;
+  RowClock(const EventTable& ev, bool rounded) : ev_(&ev), rounded_(rounded) {}
+  ns_t ts(const CpRow& r) const { return ts_of(r.event); }
+  ns_t ts_of(std::size_t event) const { return rounded_ ? hta::rounded_start(ev_->ts[event]) : ev_->ts[event]; }
+  ns_t end(const CpRow& r) const { return times(r).second; }
+  ns_t dur(const CpRow& r) const {
+    const auto [ts, end] = times(r);
+    return end - ts;
+  }
+
+ private:
+  std::pair<ns_t, ns_t> times(const CpRow& r) const {
+    ns_t ts = 0, end = 0;
+    hta::row_times(*ev_, r.event, rounded_, ts, end);
+    return {ts, end};
+  }
+  const EventTable* ev_ = nullptr;
+  bool rounded_ = false;
+};
 
 // HTA's correlation column: the id, or -1 for none (negative ids read as none).
 inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {
@@ -81,6 +107,7 @@ struct Window {
 
 struct Rows {
   std::vector<CpRow> rows;  // the (filtered) trace in event order, but plain host rows outside the window
+  RowClock clock;           // the rows' times
   bool has_gpu = false;
   Window window;  // as pick_window picks it; annotation_row numbers a row of `rows`
 };
@@ -92,11 +119,11 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
 
 // The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
 // entry (HTA's NaN).
-std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& rows);
+std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const Rows& rows);
 
 // Row numbers ordered by their rows' ts, ties in the order given; already ordered lists (the
 // common case: rows in file order) are left as they are.
-void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const std::vector<CpRow>& rows);
+void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const Rows& rows);
 
 // The window of `rows` (build_rows keeps it in Rows::window); the clipped rows, ascending.
 Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOptions& opts);

@@ -154,6 +154,7 @@ class RowBuilder {
 
   Rows build() {
     Rows out;
+    out.clock = clock_;
     out.rows = first_pass();
     link_correlations(rank_, out.rows);
     apply_filter(out.rows);
@@ -169,8 +170,7 @@ class RowBuilder {
     return !filter_ || (opts_.include_last_profiler_step ? ts <= load_.cutoff_ts : ts < load_.cutoff_ts);
   }
 
-  // Row i without its times (see timed()): what decides whether it is plain.
-  CpRow untimed_row(std::size_t i) {
+  CpRow row_of(std::size_t i) {
     const EventTable& ev = rank_.events;
     CpRow row;
     row.event = static_cast<std::uint32_t>(i);
@@ -181,17 +181,6 @@ class RowBuilder {
     return row;
   }
 
-  CpRow timed(CpRow row) const {
-    hta::row_times(rank_.events, row.event, load_.rounded_to_us, row.ts, row.end);
-    return row;
-  }
-
-  CpRow row_of(std::size_t i) { return timed(untimed_row(i)); }
-
-  ns_t start_of(std::size_t i) const {
-    return load_.rounded_to_us ? hta::rounded_start(rank_.events.ts[i]) : rank_.events.ts[i];
-  }
-
   // Without an annotation the window is the whole trace: every row is kept at once. A plain row
   // left out is timed only while no earlier one has been found that the filter keeps.
   std::vector<CpRow> first_pass() {
@@ -200,12 +189,12 @@ class RowBuilder {
     all.reserve(ev.size());  // pages past the rows kept are never touched
     for (std::size_t i = 0; i < ev.size(); ++i) {
       if (!hta::is_hta_row(rank_, i)) continue;
-      const CpRow row = untimed_row(i);
+      const CpRow row = row_of(i);
       if (is_plain(row) && !opts_.annotation.empty() && !named_(ev.name[i])) {
-        plain_left_out_kept_ = plain_left_out_kept_ || host_row_kept(start_of(i));
+        plain_left_out_kept_ = plain_left_out_kept_ || host_row_kept(clock_.ts_of(i));
         continue;
       }
-      all.push_back(timed(row));
+      all.push_back(row);
     }
     return all;
   }
@@ -220,7 +209,7 @@ class RowBuilder {
     if (plain_left_out_kept_) host_corr[-1] = 1;
     for (std::size_t k = 0; k < all.size(); ++k) {
       if (all[k].gpu_for_filter) continue;
-      keep[k] = host_row_kept(all[k].ts);
+      keep[k] = host_row_kept(clock_.ts(all[k]));
       if (keep[k]) host_corr[correlation_of(rank_, all[k])] = 1;
     }
     for (std::size_t k = 0; k < all.size(); ++k)
@@ -251,7 +240,7 @@ class RowBuilder {
     for (std::size_t i = 0; i < ev.size(); ++i) {
       if (ev.ts[i] < lo || ev.ts[i] > hi) continue;
       if (!hta::is_hta_row(rank_, i) || named_(ev.name[i])) continue;
-      const ns_t ts = start_of(i);
+      const ns_t ts = clock_.ts_of(i);
       if (ts < w.start || (!w.open_end && ts > w.end) || !host_row_kept(ts)) continue;
       const CpRow row = row_of(i);
       if (is_plain(row)) added.push_back(row);
@@ -289,6 +278,7 @@ class RowBuilder {
   const RankTrace& rank_;
   const CriticalPathOptions& opts_;
   const HtaLoad& load_;
+  const RowClock clock_{rank_.events, load_.rounded_to_us};
   std::vector<std::unique_ptr<RE2>> data_load_;
   std::unique_ptr<FlagCache> flags_;
   AnnotationNames named_;
@@ -302,9 +292,9 @@ Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const Ht
   return RowBuilder(rank, opts, load).build();
 }
 
-void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const std::vector<CpRow>& rows) {
+void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const Rows& rows) {
   const auto earlier = [&](std::int32_t a, std::int32_t b) {
-    return rows[static_cast<std::size_t>(a)].ts < rows[static_cast<std::size_t>(b)].ts;
+    return rows.clock.ts(rows.rows[static_cast<std::size_t>(a)]) < rows.clock.ts(rows.rows[static_cast<std::size_t>(b)]);
   };
   if (!std::is_sorted(order.begin(), order.end(), earlier)) std::stable_sort(order.begin(), order.end(), earlier);
 }
@@ -338,7 +328,8 @@ class StreamLists {
 // list in ts order (stably, so ties keep row order), and merged with launches first on a tie:
 // the order of one stable sort of all changes by (stream, ts), at 4 bytes a change.
 //   stream 7: launches at ts 1, 3; GPU rows at 2, 3  ->  +1 (1), -1 (0), +1 (1), -1 (0)
-std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std::vector<CpRow>& r) {
+std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const Rows& rows) {
+  const std::vector<CpRow>& r = rows.rows;
   StreamLists launches, gpu;
   CorrelationTable<char> launch_corr(rank.correlations, 0);
   for (std::size_t k = 0; k < r.size(); ++k) {
@@ -357,13 +348,13 @@ std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const std:
   for (std::size_t s = 0; s < launches.size(); ++s) {
     std::vector<std::int32_t>& up = launches.list(s);
     std::vector<std::int32_t>& down = gpu.of(launches.id(s));
-    stable_sort_rows_by_ts(up, r);
-    stable_sort_rows_by_ts(down, r);
+    stable_sort_rows_by_ts(up, rows);
+    stable_sort_rows_by_ts(down, rows);
     std::int32_t running = 0;
     std::size_t u = 0, d = 0;
     while (u < up.size() || d < down.size()) {
-      const bool launch_next = d == down.size() ||
-                               (u < up.size() && r[static_cast<std::size_t>(up[u])].ts <= r[static_cast<std::size_t>(down[d])].ts);
+      const bool launch_next = d == down.size() || (u < up.size() && rows.clock.ts(r[static_cast<std::size_t>(up[u])]) <=
+                                                                         rows.clock.ts(r[static_cast<std::size_t>(down[d])]));
       const std::int32_t row = launch_next ? up[u++] : down[d++];
       running += launch_next ? 1 : -1;
       q[static_cast<std::size_t>(row)] = running;
@@ -384,7 +375,7 @@ Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOp
       return w;
     }
     w.start = std::numeric_limits<ns_t>::max();
-    for (const CpRow& x : r) w.start = std::min(w.start, x.ts);
+    for (const CpRow& x : r) w.start = std::min(w.start, rows.clock.ts(x));
     w.end = std::numeric_limits<ns_t>::max();
     w.open_end = true;
     w.ok = true;
@@ -407,8 +398,8 @@ Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOp
   w.end = std::numeric_limits<ns_t>::min();
   for (int k = first; k <= last; ++k) {
     const CpRow& x = r[static_cast<std::size_t>(matches[static_cast<std::size_t>(k)])];
-    w.start = std::min(w.start, x.ts);
-    w.end = std::max(w.end, x.end);
+    w.start = std::min(w.start, rows.clock.ts(x));
+    w.end = std::max(w.end, rows.clock.end(x));
   }
   w.annotation_row = matches[static_cast<std::size_t>(first)];
   w.ok = true;
@@ -421,7 +412,10 @@ Window pick_window(const Rows& rows, const RankTrace& rank, const CriticalPathOp
 std::vector<std::int32_t> clip_rows(const Rows& rows, const Window& w) {
   const auto& r = rows.rows;
   std::vector<char> keep(r.size(), 0);
-  auto in_window = [&](const CpRow& x) { return x.ts >= w.start && (w.open_end || x.ts <= w.end) && x.dur() > 0; };
+  auto in_window = [&](const CpRow& x) {
+    const ns_t ts = rows.clock.ts(x);
+    return ts >= w.start && (w.open_end || ts <= w.end) && rows.clock.dur(x) > 0;
+  };
   for (std::size_t k = 0; k < r.size(); ++k) {
     const CpRow& x = r[k];
     if (!x.on_stream()) {

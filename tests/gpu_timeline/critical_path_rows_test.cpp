@@ -46,7 +46,8 @@ TEST(CriticalPathRows, APlainRowLeftOutOfTheSpanStillKeepsSyncRowsWithoutCorrela
 
 // HTA's series as first written here: every +1 and -1 in one list, stably sorted by (stream, ts)
 // with the launches pushed first, then cumulated per stream.
-std::vector<std::int32_t> queue_lengths_by_one_sort(const RankTrace& t, const std::vector<cp::CpRow>& r) {
+std::vector<std::int32_t> queue_lengths_by_one_sort(const RankTrace& t, const cp::Rows& rows) {
+  const std::vector<cp::CpRow>& r = rows.rows;
   struct Change {
     ns_t ts;
     std::int64_t stream;
@@ -56,12 +57,12 @@ std::vector<std::int32_t> queue_lengths_by_one_sort(const RankTrace& t, const st
   std::vector<std::int64_t> launch_corr;
   for (std::size_t k = 0; k < r.size(); ++k)
     if (!r[k].on_stream() && (r[k].flags & cp::kLaunchName) && r[k].partner >= 0) {
-      changes.push_back({r[k].ts, cp::stream_of(t, r[static_cast<std::size_t>(r[k].partner)]), static_cast<std::int32_t>(k), 1});
+      changes.push_back({rows.clock.ts(r[k]), cp::stream_of(t, r[static_cast<std::size_t>(r[k].partner)]), static_cast<std::int32_t>(k), 1});
       launch_corr.push_back(cp::correlation_of(t, r[k]));
     }
   for (std::size_t k = 0; k < r.size(); ++k)
     if (r[k].on_stream() && std::count(launch_corr.begin(), launch_corr.end(), cp::correlation_of(t, r[k])))
-      changes.push_back({r[k].ts, cp::stream_of(t, r[k]), static_cast<std::int32_t>(k), -1});
+      changes.push_back({rows.clock.ts(r[k]), cp::stream_of(t, r[k]), static_cast<std::int32_t>(k), -1});
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return a.stream != b.stream ? a.stream < b.stream : a.ts < b.ts;
   });
@@ -94,7 +95,7 @@ TEST(CriticalPathRows, QueueLengthsMatchOneStableSortOfEveryChange) {
     t.build_indexes();
     const hta::View view = hta::build_view(t, GpuTimelineOptions{});
     const cp::Rows rows = cp::build_rows(t, CriticalPathOptions{}, view.load);
-    ASSERT_EQ(cp::queue_length_at_rows(t, rows.rows), queue_lengths_by_one_sort(t, rows.rows)) << "round " << round;
+    ASSERT_EQ(cp::queue_length_at_rows(t, rows), queue_lengths_by_one_sort(t, rows)) << "round " << round;
   }
 }
 
