@@ -154,29 +154,57 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 namespace {
 
-// The step partition and what reads it, and the ingest and CUDA summaries.
-void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
+// The ingest and CUDA summaries, then (once `may_partition` returns) the step partition and what
+// reads it.
+void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a,
+                   const std::function<void()>& may_partition = [] {}) {
   a.ingest = summarize_ingest(rank);
+  a.cuda_summary = summarize_cuda(rank);
+  may_partition();
   a.partition = partition_rank(rank, a.facts, opts.partition);
   a.stability = compute_stability(a.partition);
-  a.cuda_summary = summarize_cuda(rank);
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 
-// The drill-down, which reads the GPU timeline's steps and frees the view; the critical path
-// from `path`.
+// The drill-down, which reads the GPU timeline's steps and frees the view (then calls
+// `view_freed`); the critical path from `path`.
 void analyze_drilldown_of(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
-                          const std::function<CriticalPath()>& path, RankAnalysis& a) {
+                          const std::function<CriticalPath()>& path, RankAnalysis& a,
+                          const std::function<void()>& view_freed = [] {}) {
   hta::drop_merged_intervals(view);
-  if (opts.with_drilldown)
-    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view));
+  if (opts.with_drilldown) {
+    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view), view_freed);
+    return;
+  }
+  { const hta::View gone = std::move(view); }
+  view_freed();
 }
 
+// Sets the promise when called, or at the latest when it goes out of scope (an exception): the
+// thread waiting on it must not wait forever.
+class SetOnce {
+ public:
+  explicit SetOnce(std::promise<void>& p) : p_(p) {}
+  SetOnce(const SetOnce&) = delete;
+  SetOnce& operator=(const SetOnce&) = delete;
+  ~SetOnce() { (*this)(); }
+  void operator()() {
+    if (done_) return;
+    done_ = true;
+    p_.set_value();
+  }
+
+ private:
+  std::promise<void>& p_;
+  bool done_ = false;
+};
+
 // The facts and the profiler steps, announced through `ready` (or the error that stopped them);
-// then the GPU timeline's figures read from the trace, and the step analyses.
+// then the GPU timeline's figures read from the trace, and the step analyses, whose partition
+// waits for `view_freed`.
 void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts, std::promise<void>& ready,
-                              RankAnalysis& a) {
+                              std::future<void> view_freed, RankAnalysis& a) {
   try {
     a.facts = compute_facts(rank);
     a.gpu_timeline.steps = profiler_step_windows(rank, a.facts);
@@ -186,7 +214,7 @@ void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts,
   }
   ready.set_value();
   gpu_timeline_own_figures(rank, a.facts, GpuTimelineOptions{}, a.gpu_timeline);
-  analyze_steps(rank, opts, a);
+  analyze_steps(rank, opts, a, [&] { view_freed.wait(); });
 }
 
 }  // namespace
@@ -206,12 +234,17 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   // Two threads split the work about evenly (1 GB benchmark trace: 1.5-1.8 s each). The second
   // computes the facts while this one builds HTA's view, then the GPU timeline's figures read
   // from the trace and the step analyses. This one, once the facts are in, runs the figures
-  // read from the view and the drill-down. Each part writes fields of its own. The critical
+  // read from the view and the drill-down. Each part writes fields of its own. The partition
+  // waits for the drill-down to free the view: the two are each thread's largest, and held
+  // together they made the command's peak (1 GB trace: ...). The critical
   // path runs here too, after the drill-down has freed the view, when there are two threads:
   // begun beside the GPU timeline, its rows and graph would be held with the view. A third
   // thread takes the path from the start.
-  std::promise<void> facts_ready;
-  auto second = std::async(std::launch::async, [&] { analyze_facts_then_steps(rank, opts, facts_ready, a); });
+  std::promise<void> facts_ready, view_freed;
+  auto second = std::async(std::launch::async, [&, freed = view_freed.get_future()]() mutable {
+    analyze_facts_then_steps(rank, opts, facts_ready, std::move(freed), a);
+  });
+  SetOnce announce_view_freed(view_freed);
   hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   facts_ready.get_future().get();  // rethrows the facts' error
   const HtaLoad load = view.load;  // the path's part of the view, which the drill-down frees
@@ -221,7 +254,8 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   if (path_apart) path = std::async(std::launch::async, path_now).share();
   gpu_timeline_hta_figures(rank, a.facts, GpuTimelineOptions{}, view, a.gpu_timeline);
   analyze_drilldown_of(rank, opts, std::move(view),
-                       path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
+                       path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a,
+                       [&] { announce_view_freed(); });
   second.get();
   return a;
 }
