@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "analysis/hta_view.hpp"
@@ -35,7 +34,7 @@ enum RowFlag : std::uint16_t {
 // One row of HTA's trace dataframe for the rank, after its loader's filtering. Only the columns
 // HTA computes live here; those it takes as they are (pid, tid, name, stream, correlation, the
 // cuda_sync args) are read from the event table through `event` (the functions below), and so
-// are its times (RowClock), which keeps a row at 12 bytes: a trace has millions.
+// are its times (hta::RowClock), which keeps a row at 12 bytes: a trace has millions.
 struct CpRow {
   std::uint32_t event = 0;  // index into the rank's EventTable (HTA's `index`, in file order)
   // HTA's index_correlation: `partner` is the row it names when > 0, -1 otherwise; `has_corr`
@@ -48,31 +47,8 @@ struct CpRow {
 };
 static_assert(sizeof(CpRow) == 12);
 
-// HTA's times of a row, from its event on each read: rounded to the µs (start up, end down) when
-// the trace has sub-µs times, as HTA's loader rounds them; end - ts can then be negative. Only
-// the window's few thousand rows are timed more than a few times, so rows need not hold times.
-//   rounded, ts 1'500'400 ns, dur 999 ns  ->  ts 1'501'000, end 1'501'000
-class RowClock {
- public:
-  RowClock() = default;
-  RowClock(const EventTable& ev, bool rounded) : ev_(&ev), rounded_(rounded) {}
-  ns_t ts(const CpRow& r) const { return ts_of(r.event); }
-  ns_t ts_of(std::size_t event) const { return rounded_ ? hta::rounded_start(ev_->ts[event]) : ev_->ts[event]; }
-  ns_t end(const CpRow& r) const { return times(r).second; }
-  ns_t dur(const CpRow& r) const {
-    const auto [ts, end] = times(r);
-    return end - ts;
-  }
-
- private:
-  std::pair<ns_t, ns_t> times(const CpRow& r) const {
-    ns_t ts = 0, end = 0;
-    hta::row_times(*ev_, r.event, rounded_, ts, end);
-    return {ts, end};
-  }
-  const EventTable* ev_ = nullptr;
-  bool rounded_ = false;
-};
+// A row's times (HTA's rounding) come from its event.
+using hta::RowClock;
 
 // HTA's correlation column: the id, or -1 for none (negative ids read as none).
 inline std::int64_t correlation_of(const RankTrace& t, const CpRow& r) {

@@ -88,7 +88,7 @@ std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKe
   for (const Row& r : v.rows) {
     if (!r.gpu() || r.type != t) continue;
     NameGroup& g = by_id[r.name(rank.events)];
-    ns_t d = r.dur();
+    const ns_t d = v.clock.dur(r);
     if (g.count == 0) {
       g.name = r.name(rank.events);
       g.max = g.min = d;

@@ -85,10 +85,12 @@ std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v, cons
   out.reserve(count);
   // The launch takes the stream of its GPU record (a join: one row per partner).
   for_each_launch([&](const hta::Row& row, std::int64_t, std::span<const std::uint32_t> partners) {
-    for (std::uint32_t g : partners) out.emplace_back(row.ts, stream_place(streams, v.rows[g].stream(rank.events)), true, out.size());
+    for (std::uint32_t g : partners)
+      out.emplace_back(v.clock.ts(row), stream_place(streams, v.rows[g].stream(rank.events)), true, out.size());
   });
   for (const hta::Row& row : v.rows)
-    if (is_launched_record(row)) out.emplace_back(row.ts, stream_place(streams, row.stream(rank.events)), false, out.size());
+    if (is_launched_record(row))
+      out.emplace_back(v.clock.ts(row), stream_place(streams, row.stream(rank.events)), false, out.size());
   return out;
 }
 
@@ -200,8 +202,9 @@ MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View
     for (const auto& [row, type] : copies) {
       const std::optional<EventExtra> x = rank.extra_of(row->event);
       const double bw = x && x->bandwidth_gbps >= 0 ? x->bandwidth_gbps : 0.0;  // a missing arg is 0
-      const ns_t dur = row->dur() == 0 ? 1000 : row->dur();  // as HTA does (its GitHub issue 20): a 0 µs copy lasts 1 µs
-      by_type[type].push_back(pass == 0 ? BandwidthRow{row->ts, bw} : BandwidthRow{row->ts + dur, -bw});
+      const ns_t ts = v.clock.ts(*row), recorded = v.clock.dur(*row);
+      const ns_t dur = recorded == 0 ? 1000 : recorded;  // as HTA does (its GitHub issue 20): a 0 µs copy lasts 1 µs
+      by_type[type].push_back(pass == 0 ? BandwidthRow{ts, bw} : BandwidthRow{ts + dur, -bw});
     }
   if (by_type.empty()) {
     out.note = "no memcpy or memset on the GPU";

@@ -55,7 +55,7 @@ std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
   const CorrelationTable<std::int32_t> calls = launch_rows(rank, v);
   auto launch_ts = [&](const Row& r) {
     const std::int32_t* call = r.correlated() ? calls.find(r.correlation(rank.events)) : nullptr;
-    return call ? v.rows[static_cast<std::size_t>(*call)].ts : kNoLaunch;
+    return call ? v.clock.ts(v.rows[static_cast<std::size_t>(*call)]) : kNoLaunch;
   };
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
@@ -64,7 +64,7 @@ std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
     const std::int64_t stream = r.stream(rank.events);
     auto [it, fresh] = slot.emplace(stream, out.size());
     if (fresh) out.push_back({stream, {}});
-    out[it->second].rows.push_back({r.ts, r.end, launch_ts(r)});
+    out[it->second].rows.push_back({v.clock.ts(r), v.clock.end(r), launch_ts(r)});
   }
   return out;
 }

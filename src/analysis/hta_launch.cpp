@@ -90,8 +90,9 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
     if (!corrs.find(corr)) continue;
     for (std::uint32_t k : v.gpu_by_correlation.find(corr)) {
       const Row& g = v.rows[k];
-      HtaLaunch l{c.event, g.event, corr, c.dur(), g.dur(),
-                  std::max<ns_t>(0, g.ts - (c.ts + c.dur()))};
+      const ns_t call_dur = v.clock.dur(c);
+      HtaLaunch l{c.event, g.event, corr, call_dur, v.clock.dur(g),
+                  std::max<ns_t>(0, v.clock.ts(g) - (v.clock.ts(c) + call_dur))};
       ++out.events;
       if (l.cpu_duration <= opts.runtime_cutoff && l.gpu_duration < l.cpu_duration) ++out.short_gpu_kernels;
       if (l.cpu_duration > opts.runtime_cutoff) ++out.runtime_outliers;

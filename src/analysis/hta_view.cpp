@@ -148,9 +148,9 @@ int count_step_names(const EventTable& ev, const std::vector<Row>& rows) {
 class StepCutoff {
  public:
   explicit StepCutoff(bool include_last) : include_last_(include_last) {}
-  void see_step(const Row& step) {
-    last_start_ = std::max(last_start_, step.ts);
-    last_end_ = std::max(last_end_, step.end);
+  void see_step(ns_t ts, ns_t end) {
+    last_start_ = std::max(last_start_, ts);
+    last_end_ = std::max(last_end_, end);
   }
   ns_t cutoff() const { return include_last_ ? last_end_ : last_start_; }
   bool keeps(ns_t ts) const { return include_last_ ? ts <= last_end_ : ts < last_start_; }
@@ -200,7 +200,8 @@ class CountedRows {
 void drop_last_step(const RankTrace& r, std::vector<Row>& rows, const StepCutoff& cut, std::int64_t silent_kept,
                     HtaLoad& load) {
   load.cutoff_ts = cut.cutoff();
-  auto kept_host = [&](const Row& row) { return !is_gpu_for_filter(row) && cut.keeps(row.ts); };
+  const RowClock clock(r.events, load.rounded_to_us);
+  auto kept_host = [&](const Row& row) { return !is_gpu_for_filter(row) && cut.keeps(clock.ts(row)); };
   // Kept host rows per correlation; 32 bits hold any count, as events are numbered in 32 bits.
   CorrelationTable<std::uint32_t> host_corr(r.correlations, 0);
   if (silent_kept > 0) host_corr[-1] += static_cast<std::uint32_t>(silent_kept);  // silent rows have no correlation
@@ -252,8 +253,9 @@ void merge_gpu_rows(View& v) {
   for (std::size_t t = 0; t < by_type.size(); ++t) by_type[t].reserve(type_count[t]);
   for (const Row& r : v.rows) {
     if (!r.gpu()) continue;
-    all.push_back({r.ts, r.end});
-    by_type[static_cast<std::size_t>(r.type)].push_back({r.ts, r.end});
+    const Interval iv{v.clock.ts(r), v.clock.end(r)};
+    all.push_back(iv);
+    by_type[static_cast<std::size_t>(r.type)].push_back(iv);
   }
   v.merged_all = merge_intervals(std::move(all));
   for (std::size_t t = 0; t < by_type.size(); ++t) v.merged_by_type[t] = merge_intervals(std::move(by_type[t]));
@@ -308,6 +310,7 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
   const EventTable& ev = r.events;
   View v;
   v.load.rounded_to_us = has_sub_us_times(ev);
+  v.clock = RowClock(ev, v.load.rounded_to_us);
   std::vector<Row> rows;
   rows.reserve(ev.size());  // no copy as it grows; pages past the rows kept are never touched
   StepCutoff cut(opts.include_last_profiler_step);
@@ -318,15 +321,14 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
     if (!is_hta_row(r, i)) continue;
     Row row;
     row.event = static_cast<std::uint32_t>(i);
-    row_times(ev, i, v.load.rounded_to_us, row.ts, row.end);
     names.fill(row, ev.name[i], ev.category[i]);
     if (hta_stream(ev, i) != -1) row.flags |= kGpu;
     if (ev.correlation[i] >= 0) row.flags |= kCorrelated;
-    if (is_step_row(row)) cut.see_step(row);
+    if (is_step_row(row)) cut.see_step(v.clock.ts(row), v.clock.end(row));
     if (is_silent(row))
-      silent.add(row.ts);
+      silent.add(v.clock.ts(row));
     else if (is_unpartnered(ev, row, gpu_ids))
-      unpartnered.add(row.ts);
+      unpartnered.add(v.clock.ts(row));
     else
       rows.push_back(row);
   }

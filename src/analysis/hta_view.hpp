@@ -28,14 +28,12 @@ enum RowFlag : std::uint8_t {
   kGpu = 64,           // HTA's stream column is not -1: a GPU row
 };
 
-// One kept row. 24 bytes: a trace has millions. The name, stream and correlation are read from
-// the event table through `event`.
+// One kept row. 8 bytes: a trace has millions. The name, stream, correlation and times are read
+// from the event table through `event` (the times through View::clock).
 struct Row {
   std::uint32_t event = 0;                    // index into the rank's EventTable
   HtaKernelType type = HtaKernelType::Other;  // of the name
   std::uint8_t flags = 0;                     // RowFlag bits
-  ns_t ts = 0, end = 0;                       // rounded when View::rounded
-  ns_t dur() const { return end - ts; }
   bool gpu() const { return flags & kGpu; }
   bool correlated() const { return flags & kCorrelated; }
   StrId name(const EventTable& ev) const { return ev.name[event]; }
@@ -44,7 +42,45 @@ struct Row {
   // HTA's correlation column: the event's id, -1 for none (negative ids read as none).
   std::int64_t correlation(const EventTable& ev) const { return correlated() ? ev.correlation[event] : -1; }
 };
-static_assert(sizeof(Row) == 24);
+static_assert(sizeof(Row) == 8);
+
+// Event i's times in HTA's rows: ts rounded up and ts + dur rounded down to whole µs, with
+// Python's double arithmetic, when `rounded` (the trace has sub-µs times: HtaLoad::rounded_to_us);
+// else as recorded. A rounded sub-µs row can end before it starts; HTA keeps it.
+void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end);
+ns_t rounded_start(ns_t ts_ns);  // ts of row_times, rounded, alone
+
+// The times of rows (anything with an `event`) as row_times gives them, computed on each read:
+// rows that held their times would be three times the size, and most are read once or twice.
+//   rounded, event at ts 1'500'400 ns lasting 999 ns  ->  ts 1'501'000, end 1'501'000
+class RowClock {
+ public:
+  RowClock() = default;
+  RowClock(const EventTable& ev, bool rounded) : ev_(&ev), rounded_(rounded) {}
+  ns_t ts_of(std::size_t event) const { return rounded_ ? rounded_start(ev_->ts[event]) : ev_->ts[event]; }
+  template <class R>
+  ns_t ts(const R& r) const {
+    return ts_of(r.event);
+  }
+  template <class R>
+  ns_t end(const R& r) const {
+    return times(r.event).second;
+  }
+  template <class R>
+  ns_t dur(const R& r) const {
+    const auto [ts, end] = times(r.event);
+    return end - ts;
+  }
+
+ private:
+  std::pair<ns_t, ns_t> times(std::size_t event) const {
+    ns_t ts = 0, end = 0;
+    row_times(*ev_, event, rounded_, ts, end);
+    return {ts, end};
+  }
+  const EventTable* ev_ = nullptr;
+  bool rounded_ = false;
+};
 
 // [ts, end) interval; `end < ts` is possible (HTA's rounding makes sub-µs rows negative).
 struct Interval {
@@ -70,6 +106,7 @@ class GpuRowsByCorrelation {
 
 struct View {
   HtaLoad load;
+  RowClock clock;  // the rows' times
   // Kept rows in file order, except host rows with neither stream nor correlation (plain host
   // ops), which no figure reads: they are only counted in load.rows_kept.
   std::vector<Row> rows;
@@ -90,9 +127,6 @@ void drop_merged_intervals(View& v);
 // whole µs, with Python's double arithmetic.
 bool is_hta_row(const RankTrace& rank, std::size_t i);
 void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out);
-ns_t rounded_start(ns_t ts_ns);  // ts_out of round_like_hta alone
-// Event i's times in HTA's rows: rounded as above when `rounded`, else as recorded.
-void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end);
 std::int64_t hta_stream(const EventTable& ev, std::size_t i);
 
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts

@@ -43,8 +43,7 @@ bool is_candidate_call(const SequenceInput& in, std::size_t i) {
 bool kept_host_call(const SequenceInput& in, std::size_t i) {
   if (!is_candidate_call(in, i)) return false;
   if (!in.view.load.last_step_dropped) return true;
-  const ns_t ts = in.view.load.rounded_to_us ? hta::rounded_start(in.rank.events.ts[i]) : in.rank.events.ts[i];
-  return ts < in.view.load.cutoff_ts;
+  return in.view.clock.ts_of(i) < in.view.load.cutoff_ts;
 }
 
 // The GPU rows launched by the leaf calls of `root`'s subtree, in ts order.
@@ -58,7 +57,8 @@ std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint
     if (corr < 0) continue;
     for (std::uint32_t k : in.view.gpu_by_correlation.find(corr)) out.push_back(&in.view.rows[k]);
   }
-  std::stable_sort(out.begin(), out.end(), [](const hta::Row* a, const hta::Row* b) { return a->ts < b->ts; });
+  const hta::RowClock& clock = in.view.clock;
+  std::stable_sort(out.begin(), out.end(), [&](const hta::Row* a, const hta::Row* b) { return clock.ts(*a) < clock.ts(*b); });
   return out;
 }
 
@@ -106,13 +106,11 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
     if (static_cast<int>(records.size()) < min_len) continue;
     std::vector<StrId> key{in.rank.events.name[root]};
     ns_t gpu = 0;
-    for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += r->dur();
-    ns_t ts, end;
-    hta::row_times(in.rank.events, root, in.view.load.rounded_to_us, ts, end);
+    for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += in.view.clock.dur(*r);
     KernelSequence& s = by_pattern[key];
     ++s.count;
     s.gpu_time += gpu;
-    s.cpu_time += end - ts;
+    s.cpu_time += in.view.clock.dur(hta::Row{root});
   }
   for (auto& [key, s] : by_pattern) {
     for (StrId id : key) s.pattern.emplace_back(in.rank.str(id));
