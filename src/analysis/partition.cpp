@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "analysis/partition_rules.hpp"
 #include "stepscope/steps.hpp"
@@ -395,25 +396,30 @@ struct Segment {
   Category cat;
 };
 
-template <class Edges>
-std::vector<Segment> sweep(Edges& edges, const Classifier& cls) {
+// Hands each segment to `on_segment(start, cat)` as the sweep makes it, in time order: the first
+// one, then each one whose category differs from the one before.
+template <class Edges, class OnSegment>
+void sweep(Edges& edges, const Classifier& cls, OnSegment& on_segment) {
   edges.sort();
-  std::vector<Segment> segs;
   Counts counts{};
+  bool first = true;
+  Category last = Category::Idle;
   for (std::size_t i = 0; i < edges.size();) {
     const ns_t t = edges.time(i);
     for (; i < edges.size() && edges.time(i) == t; ++i)
       counts[static_cast<std::size_t>(edges.channel(i))] += edges.delta(i);
-    Category c = cls.classify(counts);
-    if (segs.empty() || segs.back().cat != c) segs.push_back({t, c});
+    const Category c = cls.classify(counts);
+    if (!first && c == last) continue;
+    on_segment(t, c);
+    first = false;
+    last = c;
   }
-  return segs;
 }
 
 // The sweep over the intervals `add_intervals(sink)` produces, stored packed when their span
 // allows (the common case: a trace spans seconds to days).
-template <class AddIntervals>
-std::vector<Segment> sweep_intervals(const AddIntervals& add_intervals, const Classifier& cls) {
+template <class AddIntervals, class OnSegment>
+void sweep_intervals(const AddIntervals& add_intervals, const Classifier& cls, OnSegment& on_segment) {
   EdgeBounds bounds;
   add_intervals(bounds);
   ns_t span = 0;
@@ -422,12 +428,13 @@ std::vector<Segment> sweep_intervals(const AddIntervals& add_intervals, const Cl
     packed.origin = bounds.first;
     packed.edges.reserve(bounds.count);
     add_intervals(packed);
-    return sweep(packed, cls);
+    sweep(packed, cls, on_segment);
+    return;
   }
   WideEdges wide;
   wide.edges.reserve(bounds.count);
   add_intervals(wide);
-  return sweep(wide, cls);
+  sweep(wide, cls, on_segment);
 }
 
 // The category runs of [w0, w1); before the first segment nothing is recorded.
@@ -450,11 +457,58 @@ std::vector<CategoryRun> window_runs(const std::vector<Segment>& segs, ns_t w0, 
   return out;
 }
 
-CategoryTimes window_times(const std::vector<Segment>& segs, ns_t w0, ns_t w1) {
-  CategoryTimes out{};
-  for (const auto& r : window_runs(segs, w0, w1)) out[static_cast<std::size_t>(r.category)] += r.end - r.start;
-  return out;
-}
+// Each window's time per category, summed from the segments as the sweep makes them, so that a
+// trace's million segments are not kept. Before the first segment the time is idle, as in
+// window_runs. Windows may overlap (GPU work draining into the next step): a piece of a segment
+// counts in each window it falls in.
+//   windows [0, 10) and [8, 20); segments compute from 5, idle from 9
+//     -> [0, 10): idle 5 + 1, compute 4;  [8, 20): compute 1, idle 11
+class WindowTimes {
+ public:
+  explicit WindowTimes(const std::vector<StepPartition>& steps) : steps_(steps), times_(steps.size(), CategoryTimes{}) {
+    order_.resize(steps.size());
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return steps[a].start < steps[b].start; });
+  }
+
+  // A segment of category `cat` starts at `t` (times ascending).
+  void operator()(ns_t t, Category cat) {
+    credit(from_, t, cur_);
+    from_ = t;
+    cur_ = cat;
+  }
+
+  std::vector<CategoryTimes> finish() {
+    credit(from_, std::numeric_limits<ns_t>::max(), cur_);
+    return std::move(times_);
+  }
+
+ private:
+  // [a, b) is `cat`'s. Windows enter once they start before b and leave once they end by a:
+  // later pieces start at b or after.
+  void credit(ns_t a, ns_t b, Category cat) {
+    for (; next_ < order_.size() && steps_[order_[next_]].start < b; ++next_) active_.push_back(order_[next_]);
+    for (std::size_t k = 0; k < active_.size();) {
+      const StepPartition& w = steps_[active_[k]];
+      if (w.end <= a) {
+        active_[k] = active_.back();
+        active_.pop_back();
+        continue;
+      }
+      const ns_t piece = std::min(b, w.end) - std::max(a, w.start);
+      if (piece > 0) times_[active_[k]][static_cast<std::size_t>(cat)] += piece;
+      ++k;
+    }
+  }
+
+  const std::vector<StepPartition>& steps_;
+  std::vector<CategoryTimes> times_;
+  std::vector<std::size_t> order_;   // windows by start
+  std::size_t next_ = 0;             // the first window of order_ not yet active
+  std::vector<std::size_t> active_;  // windows started, not known to be over
+  ns_t from_ = std::numeric_limits<ns_t>::min();
+  Category cur_ = Category::Idle;
+};
 
 // Extends each step window to the end of the GPU work launched inside its host span.
 void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
@@ -858,9 +912,14 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
     add_host_comm(edges, t, f, host_tracks);
   };
   const Classifier cls{f.gpu, !f.gpu && !f.has_forward_marker};
-  const std::vector<Segment> segs = sweep_intervals(add_intervals, cls);
-  for (auto& s : r.steps) s.ns = window_times(segs, s.start, s.end);
-  if (keep) *keep = segs;
+  WindowTimes times(r.steps);
+  auto on_segment = [&](ns_t start, Category cat) {
+    times(start, cat);
+    if (keep) keep->push_back({start, cat});
+  };
+  sweep_intervals(add_intervals, cls, on_segment);
+  std::vector<CategoryTimes> ns = times.finish();
+  for (std::size_t k = 0; k < r.steps.size(); ++k) r.steps[k].ns = ns[k];
 
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
   mark_warmup(t, facts, r.steps, main);
