@@ -230,11 +230,20 @@ SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::ve
   return f;
 }
 
+// A GPU record the sweep counts; its times are its event's (start(), end()), which keeps it at 8
+// bytes: a trace has millions.
 struct GpuActivity {
-  ns_t start, end;
-  int channel;
   std::uint32_t event;  // event indexes are 32-bit throughout the model (Track::events)
+  int channel;
 };
+
+ns_t start(const RankTrace& t, const GpuActivity& a) { return t.events.ts[a.event]; }
+ns_t end(const RankTrace& t, const GpuActivity& a) { return t.events.end(a.event); }
+
+// The first activity of `gpu` (by start) starting at or after `ts`.
+std::vector<GpuActivity>::const_iterator first_starting_from(const RankTrace& t, const std::vector<GpuActivity>& gpu, ns_t ts) {
+  return std::lower_bound(gpu.begin(), gpu.end(), ts, [&](const GpuActivity& a, ns_t v) { return start(t, a) < v; });
+}
 
 int stage_channel(const RankTrace& t, const SweepFacts& f, std::size_t i) {
   auto corr = t.events.correlation[i];
@@ -293,9 +302,9 @@ std::vector<GpuActivity> gpu_activities(const RankTrace& t, const SweepFacts& f,
     for (auto i : tr.events) {
       if (t.events.dur[i] <= 0 || !is_gpu_activity(t.events.kind[i])) continue;
       int ch = gpu_channel(t, f, facts, i);
-      if (ch >= 0) out.push_back({t.events.ts[i], t.events.end(i), ch, i});
+      if (ch >= 0) out.push_back({i, ch});
     }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::sort(out.begin(), out.end(), [&](const GpuActivity& a, const GpuActivity& b) { return start(t, a) < start(t, b); });
   return out;
 }
 
@@ -308,9 +317,8 @@ void add_sync_tails(Sink& edges, const RankTrace& t, const SweepFacts& f,
     for (auto i : t.host_tracks[static_cast<std::size_t>(k)].events) {
       if (f.role[i] != kSync) continue;
       ns_t from = t.events.end(i);
-      auto it = std::lower_bound(gpu.begin(), gpu.end(), from,
-                                 [](const GpuActivity& a, ns_t v) { return a.start < v; });
-      add_interval(edges, from, it == gpu.end() ? std::max(last, from) : it->start, kSyncTail);
+      const auto it = first_starting_from(t, gpu, from);
+      add_interval(edges, from, it == gpu.end() ? std::max(last, from) : start(t, *it), kSyncTail);
     }
 }
 
@@ -523,7 +531,7 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
                                [](ns_t v, const StepPartition& s) { return v < s.start; });
     if (it == steps.begin()) continue;
     auto& s = *std::prev(it);
-    if (ts < s.host_end) s.end = std::max(s.end, a.end);
+    if (ts < s.host_end) s.end = std::max(s.end, end(t, a));
   }
 }
 
@@ -604,9 +612,9 @@ void compute_mix(const RankTrace& t, const RankFacts& facts, const SweepFacts& f
                  RankPartition& r) {
   const bool scores = has_score_matmuls(facts);
   for (const auto& a : gpu) {
-    if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, a.start)) continue;
+    if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, start(t, a))) continue;
     const NameFact& n = facts.of_event(t, a.event);
-    const ns_t d = a.end - a.start;
+    const ns_t d = end(t, a) - start(t, a);
     if (n.cls == KernelClass::Communication) r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
     if (a.channel > kGpuStage0 + 3) continue;
     r.mix.class_ns[static_cast<std::size_t>(n.cls)] += d;
@@ -640,8 +648,8 @@ void gpu_side_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu, s
     auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](ns_t v, const StepPartition& s) { return v < s.start; });
     if (it == steps.begin() || ts >= std::prev(it)->host_end) continue;
     const auto k = static_cast<std::size_t>(std::prev(it) - steps.begin());
-    first[k] = std::min(first[k], a.start);
-    last[k] = std::max(last[k], a.end);
+    first[k] = std::min(first[k], start(t, a));
+    last[k] = std::max(last[k], end(t, a));
   }
   for (std::size_t k = 0; k < steps.size(); ++k) {
     if (first[k] == std::numeric_limits<ns_t>::max()) continue;
@@ -757,10 +765,10 @@ std::vector<StepPartition> step_windows(const StepDetection& d) {
 // A whole-trace window starts after the last one-time start-up call: a cold first launch of a
 // second, and everything before it, is not the job's steady state. Kept whole when no GPU work
 // remains after it.
-void skip_startup(const RankFacts& facts, const std::vector<GpuActivity>& gpu, StepPartition& w) {
+void skip_startup(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, StepPartition& w) {
   if (facts.startup.empty()) return;
   const ns_t after = facts.startup.back().end;
-  const bool work_after = std::any_of(gpu.begin(), gpu.end(), [&](const GpuActivity& a) { return a.end > after; });
+  const bool work_after = std::any_of(gpu.begin(), gpu.end(), [&](const GpuActivity& a) { return end(t, a) > after; });
   if (after > w.start && after < w.end && (work_after || gpu.empty())) w.start = after;
 }
 
@@ -804,10 +812,10 @@ void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<G
     if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
     const StageHint st = facts.event_stage[i];
     if (st == StageHint::Forward || st == StageHint::Backward) ++r.model_syncs;
-    const ns_t end = t.events.end(i);
-    wait += facts.gpu_busy_within(t.events.ts[i], end);
-    auto it = std::lower_bound(gpu.begin(), gpu.end(), end, [](const GpuActivity& a, ns_t v) { return a.start < v; });
-    if (it != gpu.end() && in_steady(r.steps, it->start)) refill += it->start - end;
+    const ns_t call_end = t.events.end(i);
+    wait += facts.gpu_busy_within(t.events.ts[i], call_end);
+    const auto it = first_starting_from(t, gpu, call_end);
+    if (it != gpu.end() && in_steady(r.steps, start(t, *it))) refill += start(t, *it) - call_end;
   }
   if (!r.steady_steps) return;
   r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);
@@ -892,7 +900,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
     }
   } else {
     const ns_t before = r.steps.front().start;
-    skip_startup(facts, gpu, r.steps.front());
+    skip_startup(t, facts, gpu, r.steps.front());
     r.startup_skipped_ns = r.steps.front().start - before;
   }
   ns_t last = 0;
@@ -902,7 +910,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   if (d.main_track >= 0) host_tracks.push_back(d.main_track);
   for (int k : f.aux_tracks) host_tracks.push_back(k);
   const auto add_intervals = [&](auto& edges) {
-    for (const auto& a : gpu) add_interval(edges, a.start, a.end, a.channel);
+    for (const auto& a : gpu) add_interval(edges, start(t, a), end(t, a), a.channel);
     for (std::size_t n = 0; n < host_tracks.size(); ++n) {
       const bool main_thread = n == 0 && d.main_track >= 0;
       add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(host_tracks[n])],
