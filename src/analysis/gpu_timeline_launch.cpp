@@ -3,8 +3,8 @@
 // the host's launch rate (fix: CUDA graphs, fusion, torch.compile).
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
-#include <tuple>
 
 #include "gpu_timeline_internal.hpp"
 #include "hta_view.hpp"
@@ -13,26 +13,51 @@ namespace stepscope::detail {
 
 namespace {
 
-// A kernel as the gap computation needs it; sorting these contiguous records by (device,
-// stream, start) puts each stream's kernels in time order.
-struct KernelSlot {
-  std::int64_t device, stream;
-  ns_t ts, end;
-};
+// Kernels grouped by (device, stream), the groups ascending, each in time order with ties in
+// event order: the order of one stable sort of every kernel by (device, stream, ts), kept as event
+// numbers (4 bytes a kernel, not a sorted copy of their times and a sort buffer).
+//   kernels e1 (dev 0, stream 7, ts 5), e2 (0, 3, 9), e3 (0, 7, 2)  ->  [e2], [e3, e1]
+class KernelsByStream {
+ public:
+  explicit KernelsByStream(const EventTable& ev) : ev_(ev) {}
 
-// Positive gaps between a kernel's start and the previous kernel's end on the same stream.
-std::vector<double> stream_gaps(std::vector<KernelSlot> ks) {
-  std::stable_sort(ks.begin(), ks.end(), [](const KernelSlot& a, const KernelSlot& b) {
-    return std::tie(a.device, a.stream, a.ts) < std::tie(b.device, b.stream, b.ts);
-  });
-  std::vector<double> gaps;
-  for (std::size_t k = 1; k < ks.size(); ++k) {
-    if (ks[k].device != ks[k - 1].device || ks[k].stream != ks[k - 1].stream) continue;
-    ns_t gap = ks[k].ts - ks[k - 1].end;
-    if (gap > 0) gaps.push_back(static_cast<double>(gap));
+  void add(std::uint32_t i) {
+    const std::pair<std::int64_t, std::int64_t> key{ev_.device[i], ev_.stream[i]};
+    if (last_ >= keys_.size() || keys_[last_] != key) {
+      last_ = static_cast<std::size_t>(std::find(keys_.begin(), keys_.end(), key) - keys_.begin());
+      if (last_ == keys_.size()) {
+        keys_.push_back(key);
+        groups_.emplace_back();
+      }
+    }
+    groups_[last_].push_back(i);
   }
-  return gaps;
-}
+
+  // Positive gaps between a kernel's start and the previous kernel's end on the same stream.
+  std::vector<double> gaps() {
+    std::vector<std::size_t> order(keys_.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys_[a] < keys_[b]; });
+    const auto earlier = [&](std::uint32_t a, std::uint32_t b) { return ev_.ts[a] < ev_.ts[b]; };
+    std::vector<double> out;
+    for (std::size_t k : order) {
+      std::vector<std::uint32_t>& g = groups_[k];
+      if (!std::is_sorted(g.begin(), g.end(), earlier)) std::stable_sort(g.begin(), g.end(), earlier);
+      for (std::size_t n = 1; n < g.size(); ++n) {
+        const ns_t gap = ev_.ts[g[n]] - ev_.end(g[n - 1]);
+        if (gap > 0) out.push_back(static_cast<double>(gap));
+      }
+      std::vector<std::uint32_t>().swap(g);
+    }
+    return out;
+  }
+
+ private:
+  const EventTable& ev_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> keys_;  // (device, stream) of each group
+  std::deque<std::vector<std::uint32_t>> groups_;
+  std::size_t last_ = 0;  // the group of the last kernel added: kernels come in runs of one stream
+};
 
 }  // namespace
 
@@ -42,7 +67,7 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
   LaunchOverhead out;
   out.short_kernel = opts.short_kernel;
   out.kernels_per_step.assign(steps.size(), 0);
-  std::vector<KernelSlot> kernels;
+  KernelsByStream kernels(ev);
   std::vector<double> durs, launch_durs;
   std::int64_t short_count = 0;
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -52,7 +77,7 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
     if ((k == Kind::Runtime || k == Kind::Driver) && facts.of(ev.name[i]).has(kNameLaunchApi))
       launch_durs.push_back(static_cast<double>(ev.dur[i]));
     if (k != Kind::Kernel) continue;
-    kernels.push_back({ev.device[i], ev.stream[i], ev.ts[i], ev.end(i)});
+    kernels.add(static_cast<std::uint32_t>(i));
     durs.push_back(static_cast<double>(ev.dur[i]));
     if (ev.dur[i] < opts.short_kernel) ++short_count;
     // A kernel belongs to the step whose host range launched it (it may run after the step).
@@ -60,9 +85,9 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
     const ns_t when = call != CorrelationIndex::kNoEvent ? ev.ts[call] : ev.ts[i];
     if (int s = step_index(steps, when); s >= 0) ++out.kernels_per_step[static_cast<std::size_t>(s)];
   }
-  out.kernels = static_cast<std::int64_t>(kernels.size());
-  out.short_kernel_share = kernels.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                           : static_cast<double>(short_count) / static_cast<double>(kernels.size());
+  out.kernels = static_cast<std::int64_t>(durs.size());
+  out.short_kernel_share = durs.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                        : static_cast<double>(short_count) / static_cast<double>(durs.size());
   if (steps.empty()) {
     out.mean_kernels_per_step = std::numeric_limits<double>::quiet_NaN();
   } else {
@@ -71,8 +96,8 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
     out.mean_kernels_per_step = static_cast<double>(in_steps) / static_cast<double>(steps.size());
   }
   out.kernel_duration = summarize(std::move(durs));
-  out.gaps = summarize(stream_gaps(std::move(kernels)));
   out.launch_call = summarize(std::move(launch_durs));
+  out.gaps = summarize(kernels.gaps());
   return out;
 }
 
