@@ -67,16 +67,27 @@ LaunchOverhead launch_overhead(const RankTrace& rank, const RankFacts& facts, co
   LaunchOverhead out;
   out.short_kernel = opts.short_kernel;
   out.kernels_per_step.assign(steps.size(), 0);
+  // Launch calls: "cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "cudaGraphLaunch", ...
+  auto is_launch_call = [&](std::size_t i) {
+    const Kind k = ev.kind[i];
+    return (k == Kind::Runtime || k == Kind::Driver) && facts.of(ev.name[i]).has(kNameLaunchApi);
+  };
+  // Counted first, so that the samples (millions in a long trace) are allocated once, not grown.
+  std::size_t kernel_count = 0, launch_count = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev.phase[i] != Phase::Complete) continue;
+    launch_count += is_launch_call(i);
+    kernel_count += ev.kind[i] == Kind::Kernel;
+  }
   KernelsByStream kernels(ev);
   std::vector<double> durs, launch_durs;
+  durs.reserve(kernel_count);
+  launch_durs.reserve(launch_count);
   std::int64_t short_count = 0;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
-    Kind k = ev.kind[i];
-    // Launch calls: "cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "cudaGraphLaunch", ...
-    if ((k == Kind::Runtime || k == Kind::Driver) && facts.of(ev.name[i]).has(kNameLaunchApi))
-      launch_durs.push_back(static_cast<double>(ev.dur[i]));
-    if (k != Kind::Kernel) continue;
+    if (is_launch_call(i)) launch_durs.push_back(static_cast<double>(ev.dur[i]));
+    if (ev.kind[i] != Kind::Kernel) continue;
     kernels.add(static_cast<std::uint32_t>(i));
     durs.push_back(static_cast<double>(ev.dur[i]));
     if (ev.dur[i] < opts.short_kernel) ++short_count;

@@ -25,9 +25,17 @@ struct Weighted {
 // tb_plugin's "Est. SM Efficiency": while kernels run, an SM counts as busy in proportion to
 // the blocks per SM of the running kernels, capped at 1; integrated over time and divided by the
 // span from the first kernel start to the last kernel end (tb_plugin uses the step span).
+// The edges are counted first, so that they are allocated once, not grown.
 double sm_efficiency_pct(const RankTrace& rank) {
   const EventTable& ev = rank.events;
+  auto blocks_per_sm = [&](std::size_t i) {
+    const KernelArgs* ka = rank.kernel_args_of(i);
+    return ka ? ka->blocks_per_sm : 0.0;
+  };
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) count += is_kernel(ev, i) && blocks_per_sm(i) > 0 ? 2 : 0;
   std::vector<std::pair<ns_t, double>> edges;
+  edges.reserve(count);
   ns_t first = 0, last = 0;
   bool any = false;
   for (std::size_t i = 0; i < ev.size(); ++i) {

@@ -13,9 +13,13 @@ namespace stepscope::detail {
 
 namespace {
 
+// Counted first, so that the spans (millions in a long trace) are allocated once, not grown.
 std::vector<Span> gpu_busy(const RankTrace& rank) {
   const EventTable& ev = rank.events;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) count += is_gpu_work(ev, i);
   std::vector<Span> spans;
+  spans.reserve(count);
   for (std::size_t i = 0; i < ev.size(); ++i)
     if (is_gpu_work(ev, i)) spans.push_back({ev.ts[i], ev.end(i)});
   return union_of(std::move(spans));

@@ -39,11 +39,11 @@ CorrelationTable<std::int32_t> launch_rows(const RankTrace& rank, const View& v)
   return calls;
 }
 
-// The fields of a row the breakdown needs, kept contiguous per stream (sorting pointers into
-// the row table would chase cache misses).
+// A row as the breakdown sorts it: its start kept beside it (sorting bare row numbers would chase
+// cache misses); its end and launch read when the sorted rows are walked.
 struct Slot {
-  ns_t ts, end;
-  ns_t launch_ts;  // of the call that launched it, kNoLaunch without one
+  ns_t ts;
+  std::uint32_t row;  // in View::rows
 };
 
 struct StreamRows {
@@ -51,36 +51,44 @@ struct StreamRows {
   std::vector<Slot> rows;
 };
 
+// Each stream's kernels, copies and memsets, in row order; counted first, so that each list is
+// allocated once.
 std::vector<StreamRows> rows_per_stream(const RankTrace& rank, const View& v) {
-  const CorrelationTable<std::int32_t> calls = launch_rows(rank, v);
-  auto launch_ts = [&](const Row& r) {
-    const std::int32_t* call = r.correlated() ? calls.find(r.correlation(rank.events)) : nullptr;
-    return call ? v.clock.ts(v.rows[static_cast<std::size_t>(*call)]) : kNoLaunch;
-  };
   std::vector<StreamRows> out;
   std::unordered_map<std::int64_t, std::size_t> slot;
-  for (const Row& r : v.rows) {
-    if (!r.gpu() || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
-    const std::int64_t stream = r.stream(rank.events);
-    auto [it, fresh] = slot.emplace(stream, out.size());
-    if (fresh) out.push_back({stream, {}});
-    out[it->second].rows.push_back({v.clock.ts(r), v.clock.end(r), launch_ts(r)});
-  }
+  std::vector<std::size_t> count;
+  auto for_each_row = [&](auto&& f) {
+    for (std::size_t k = 0; k < v.rows.size(); ++k) {
+      const Row& r = v.rows[k];
+      if (!r.gpu() || !(r.flags & kIdleCategory)) continue;  // kernels, copies, memsets
+      auto [it, fresh] = slot.emplace(r.stream(rank.events), out.size());
+      if (fresh) out.push_back({r.stream(rank.events), {}}), count.push_back(0);
+      f(it->second, k);
+    }
+  };
+  for_each_row([&](std::size_t s, std::size_t) { ++count[s]; });
+  for (std::size_t s = 0; s < out.size(); ++s) out[s].rows.reserve(count[s]);
+  for_each_row([&](std::size_t s, std::size_t k) {
+    out[s].rows.push_back({v.clock.ts(v.rows[k]), static_cast<std::uint32_t>(k)});
+  });
   return out;
 }
 
-HtaStreamIdle analyze_stream(StreamRows& s, ns_t kernel_delay) {
-  std::stable_sort(s.rows.begin(), s.rows.end(), [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
+// `launch_ts(row)`: the start of the call that launched the row, kNoLaunch without one.
+template <class LaunchTs>
+HtaStreamIdle analyze_stream(const View& v, StreamRows& s, ns_t kernel_delay, const LaunchTs& launch_ts) {
+  const auto earlier = [](const Slot& a, const Slot& b) { return a.ts < b.ts; };
+  if (!std::is_sorted(s.rows.begin(), s.rows.end(), earlier)) std::stable_sort(s.rows.begin(), s.rows.end(), earlier);
   HtaStreamIdle out;
   out.stream = s.stream;
   out.kernels = static_cast<std::int64_t>(s.rows.size());
   std::array<std::vector<double>, kIdleCategoryCount> gaps;
   out.category[static_cast<int>(IdleCategory::Other)].present = true;  // the first row
   for (std::size_t k = 1; k < s.rows.size(); ++k) {
-    ns_t prev_end = s.rows[k - 1].end;
-    ns_t gap = s.rows[k].ts - prev_end;
+    const ns_t prev_end = v.clock.end(v.rows[s.rows[k - 1].row]);
+    const ns_t gap = s.rows[k].ts - prev_end;
     IdleCategory c = IdleCategory::Other;
-    const ns_t launched = s.rows[k].launch_ts;
+    const ns_t launched = launch_ts(v.rows[s.rows[k].row]);
     if (launched != kNoLaunch && launched > prev_end)
       c = IdleCategory::HostWait;
     else if (gap < kernel_delay)
@@ -103,8 +111,13 @@ HtaStreamIdle analyze_stream(StreamRows& s, ns_t kernel_delay) {
 
 HtaIdleBreakdown idle_breakdown(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   HtaIdleBreakdown out;
+  const CorrelationTable<std::int32_t> calls = launch_rows(rank, v);
+  auto launch_ts = [&](const Row& r) {
+    const std::int32_t* call = r.correlated() ? calls.find(r.correlation(rank.events)) : nullptr;
+    return call ? v.clock.ts(v.rows[static_cast<std::size_t>(*call)]) : kNoLaunch;
+  };
   for (StreamRows& s : rows_per_stream(rank, v)) {
-    out.streams.push_back(analyze_stream(s, opts.consecutive_kernel_delay));
+    out.streams.push_back(analyze_stream(v, s, opts.consecutive_kernel_delay, launch_ts));
     for (int c = 0; c < kIdleCategoryCount; ++c) out.total[c] += out.streams.back().category[c].idle;
   }
   out.available = !out.streams.empty();
