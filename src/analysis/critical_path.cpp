@@ -443,7 +443,13 @@ std::unordered_map<std::int32_t, std::int32_t> next_launch_of_stream_waits(const
 // (1370), else a kernel-kernel gap on its stream (below the threshold); plus the sync edges that
 // the cuda_sync events imply.
 bool Builder::construct_from_kernels(std::string& error) {
-  const std::vector<std::int32_t> q = cp::queue_length_at_rows(rank_, all_);
+  // The lengths the kernels below read: at their rows and their launch calls'.
+  std::vector<std::int32_t> asked(clipped_);
+  for (std::int32_t k : clipped_)
+    if (row(k).partner >= 0) asked.push_back(row(k).partner);
+  std::sort(asked.begin(), asked.end());
+  asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+  const cp::QueueLengths q = cp::queue_length_at_rows(rank_, all_, std::move(asked));
   const Launches launches = launches_in_ts_order(all_);
   const auto record_launch = previous_launch_of_records(rank_, all_, launches);
   const auto wait_next_launch = next_launch_of_stream_waits(rank_, all_, launches);
@@ -528,8 +534,8 @@ bool Builder::construct_from_kernels(std::string& error) {
     const auto ln = last_node.find(stream);
     const bool has_last = ln != last_node.end();
     const ns_t runtime_ts = runtime >= 0 ? clock_.ts(row(runtime)) : std::numeric_limits<ns_t>::min();
-    const std::int64_t q_runtime = runtime >= 0 ? q[static_cast<std::size_t>(runtime)] : -1;
-    const std::int64_t q_kernel = q[static_cast<std::size_t>(it.row)];
+    const std::int64_t q_runtime = runtime >= 0 ? q.at(runtime) : -1;
+    const std::int64_t q_kernel = q.at(it.row);
     if (q_runtime == 1 && q_kernel == 0 && (!has_last || nodes_[static_cast<std::size_t>(ln->second)].ts < runtime_ts) &&
         (sync_end < 0 || nodes_[static_cast<std::size_t>(sync_end)].ts < runtime_ts)) {
       if (!add_launch_edge(runtime, start, false)) {

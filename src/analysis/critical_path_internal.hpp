@@ -93,9 +93,20 @@ struct Rows {
 // include_last_profiler_step as in `opts`).
 Rows build_rows(const RankTrace& rank, const CriticalPathOptions& opts, const HtaLoad& load);
 
-// The queue-length series read at each row (trace_counters.py:18-95): -1 where the row has no
-// entry (HTA's NaN).
-std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const Rows& rows);
+// The queue-length series (trace_counters.py:18-95) read at the rows asked for. The series runs
+// over every row, but only the asked rows' values are kept: the path reads a window's rows.
+class QueueLengths {
+ public:
+  explicit QueueLengths(std::vector<std::int32_t> asked);  // row numbers, ascending
+  // The length at an asked row; -1 where the row has no entry (HTA's NaN) or was not asked for.
+  std::int32_t at(std::int32_t row) const;
+  // Records the length at `row` if it was asked for.
+  void set(std::int32_t row, std::int32_t length);
+
+ private:
+  std::vector<std::int32_t> rows_, lengths_;
+};
+QueueLengths queue_length_at_rows(const RankTrace& rank, const Rows& rows, std::vector<std::int32_t> asked);
 
 // Row numbers ordered by their rows' ts, ties in the order given; already ordered lists (the
 // common case: rows in file order) are left as they are.

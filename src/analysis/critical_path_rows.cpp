@@ -301,21 +301,30 @@ void stable_sort_rows_by_ts(std::vector<std::int32_t>& order, const Rows& rows) 
 
 namespace {
 
-// Where a stream's rows of the series go: streams are few, so a short list is searched.
+// Where a stream's rows of the series go: streams are few, so a short list is searched. Rows are
+// counted first (count(), then reserve_counted()), so that each list is allocated once.
 class StreamLists {
  public:
-  std::vector<std::int32_t>& of(std::int64_t stream) {
-    for (std::size_t k = 0; k < ids_.size(); ++k)
-      if (ids_[k] == stream) return lists_[k];
-    ids_.push_back(stream);
-    return lists_.emplace_back();
+  std::vector<std::int32_t>& of(std::int64_t stream) { return lists_[place(stream)]; }
+  void count(std::int64_t stream) { ++counts_[place(stream)]; }
+  void reserve_counted() {
+    for (std::size_t k = 0; k < ids_.size(); ++k) lists_[k].reserve(counts_[k]);
   }
   std::size_t size() const { return ids_.size(); }
   std::int64_t id(std::size_t k) const { return ids_[k]; }
   std::vector<std::int32_t>& list(std::size_t k) { return lists_[k]; }
 
  private:
+  std::size_t place(std::int64_t stream) {
+    for (std::size_t k = 0; k < ids_.size(); ++k)
+      if (ids_[k] == stream) return k;
+    ids_.push_back(stream);
+    counts_.push_back(0);
+    lists_.emplace_back();
+    return ids_.size() - 1;
+  }
   std::vector<std::int64_t> ids_;
+  std::vector<std::size_t> counts_;
   std::deque<std::vector<std::int32_t>> lists_;  // a deque: references stay valid as it grows
 };
 
@@ -328,22 +337,48 @@ class StreamLists {
 // list in ts order (stably, so ties keep row order), and merged with launches first on a tie:
 // the order of one stable sort of all changes by (stream, ts), at 4 bytes a change.
 //   stream 7: launches at ts 1, 3; GPU rows at 2, 3  ->  +1 (1), -1 (0), +1 (1), -1 (0)
-std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const Rows& rows) {
+QueueLengths::QueueLengths(std::vector<std::int32_t> asked) : rows_(std::move(asked)), lengths_(rows_.size(), -1) {}
+
+std::int32_t QueueLengths::at(std::int32_t row) const {
+  const auto it = std::lower_bound(rows_.begin(), rows_.end(), row);
+  return it != rows_.end() && *it == row ? lengths_[static_cast<std::size_t>(it - rows_.begin())] : -1;
+}
+
+void QueueLengths::set(std::int32_t row, std::int32_t length) {
+  const auto it = std::lower_bound(rows_.begin(), rows_.end(), row);
+  if (it != rows_.end() && *it == row) lengths_[static_cast<std::size_t>(it - rows_.begin())] = length;
+}
+
+QueueLengths queue_length_at_rows(const RankTrace& rank, const Rows& rows, std::vector<std::int32_t> asked) {
   const std::vector<CpRow>& r = rows.rows;
   StreamLists launches, gpu;
   CorrelationTable<char> launch_corr(rank.correlations, 0);
-  for (std::size_t k = 0; k < r.size(); ++k) {
-    const CpRow& x = r[k];
-    if (x.on_stream() || !(x.flags & kLaunchName) || x.partner < 0) continue;
-    launches.of(stream_of(rank, r[static_cast<std::size_t>(x.partner)])).push_back(static_cast<std::int32_t>(k));
-    launch_corr[correlation_of(rank, x)] = 1;
-  }
-  for (std::size_t k = 0; k < r.size(); ++k) {
-    const CpRow& x = r[k];
-    if (!x.on_stream() || !launch_corr.contains(correlation_of(rank, x))) continue;
-    gpu.of(stream_of(rank, x)).push_back(static_cast<std::int32_t>(k));
-  }
-  std::vector<std::int32_t> q(r.size(), -1);  // a length is at most the row count, below 2^31
+  auto for_each_launch = [&](auto&& f) {
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      const CpRow& x = r[k];
+      if (x.on_stream() || !(x.flags & kLaunchName) || x.partner < 0) continue;
+      f(k, stream_of(rank, r[static_cast<std::size_t>(x.partner)]));
+    }
+  };
+  auto for_each_gpu_row = [&](auto&& f) {
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      const CpRow& x = r[k];
+      if (!x.on_stream() || !launch_corr.contains(correlation_of(rank, x))) continue;
+      f(k, stream_of(rank, x));
+    }
+  };
+  for_each_launch([&](std::size_t k, std::int64_t stream) {
+    launches.count(stream);
+    launch_corr[correlation_of(rank, r[k])] = 1;
+  });
+  for_each_gpu_row([&](std::size_t, std::int64_t stream) { gpu.count(stream); });
+  launches.reserve_counted();
+  gpu.reserve_counted();
+  for_each_launch([&](std::size_t k, std::int64_t stream) { launches.of(stream).push_back(static_cast<std::int32_t>(k)); });
+  for_each_gpu_row([&](std::size_t k, std::int64_t stream) { gpu.of(stream).push_back(static_cast<std::int32_t>(k)); });
+  std::vector<bool> is_asked(r.size(), false);  // spares the search for the rows not asked for
+  for (std::int32_t k : asked) is_asked[static_cast<std::size_t>(k)] = true;
+  QueueLengths q(std::move(asked));
   for (std::size_t s = 0; s < gpu.size(); ++s) launches.of(gpu.id(s));  // a stream with GPU rows only
   for (std::size_t s = 0; s < launches.size(); ++s) {
     std::vector<std::int32_t>& up = launches.list(s);
@@ -357,7 +392,7 @@ std::vector<std::int32_t> queue_length_at_rows(const RankTrace& rank, const Rows
                                                                          rows.clock.ts(r[static_cast<std::size_t>(down[d])]));
       const std::int32_t row = launch_next ? up[u++] : down[d++];
       running += launch_next ? 1 : -1;
-      q[static_cast<std::size_t>(row)] = running;
+      if (is_asked[static_cast<std::size_t>(row)]) q.set(row, running);
     }
   }
   return q;

@@ -95,7 +95,16 @@ TEST(CriticalPathRows, QueueLengthsMatchOneStableSortOfEveryChange) {
     t.build_indexes();
     const hta::View view = hta::build_view(t, GpuTimelineOptions{});
     const cp::Rows rows = cp::build_rows(t, CriticalPathOptions{}, view.load);
-    ASSERT_EQ(cp::queue_length_at_rows(t, rows), queue_lengths_by_one_sort(t, rows)) << "round " << round;
+    std::vector<std::int32_t> every(rows.rows.size());
+    for (std::size_t k = 0; k < every.size(); ++k) every[k] = static_cast<std::int32_t>(k);
+    const cp::QueueLengths q = cp::queue_length_at_rows(t, rows, every);
+    std::vector<std::int32_t> at_each;
+    for (std::int32_t k : every) at_each.push_back(q.at(k));
+    ASSERT_EQ(at_each, queue_lengths_by_one_sort(t, rows)) << "round " << round;
+    // Asked for some rows, the others read -1.
+    const cp::QueueLengths odd = cp::queue_length_at_rows(t, rows, {1, 3, 5});
+    for (std::int32_t k = 0; k < static_cast<std::int32_t>(every.size()) && k < 8; ++k)
+      ASSERT_EQ(odd.at(k), k % 2 == 1 && k <= 5 ? at_each[static_cast<std::size_t>(k)] : -1) << "round " << round << " row " << k;
   }
 }
 
