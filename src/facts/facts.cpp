@@ -254,17 +254,27 @@ constexpr std::size_t kStartupMaxPerName = 2;
 // Union of the GPU's busy intervals, in time order.
 using Busy = std::vector<std::pair<ns_t, ns_t>>;
 
+// The intervals are counted first and merged in place, so that a trace's millions of GPU records
+// take one list, allocated once.
 Busy gpu_busy(const RankTrace& t) {
+  auto for_each_record = [&](auto&& f) {
+    for (const auto& tr : t.gpu_tracks)
+      for (auto i : tr.events)
+        if (is_gpu_work(t.events.kind[i]) && t.events.dur[i] > 0) f(i);
+  };
+  std::size_t count = 0;
+  for_each_record([&](std::uint32_t) { ++count; });
   Busy iv;
-  for (const auto& tr : t.gpu_tracks)
-    for (auto i : tr.events)
-      if (is_gpu_work(t.events.kind[i]) && t.events.dur[i] > 0) iv.emplace_back(t.events.ts[i], t.events.end(i));
+  iv.reserve(count);
+  for_each_record([&](std::uint32_t i) { iv.emplace_back(t.events.ts[i], t.events.end(i)); });
   std::sort(iv.begin(), iv.end());
-  Busy out;
+  std::size_t n = 0;
   for (const auto& [a, b] : iv)
-    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
-    else out.emplace_back(a, b);
-  return out;
+    if (n > 0 && a <= iv[n - 1].second) iv[n - 1].second = std::max(iv[n - 1].second, b);
+    else iv[n++] = {a, b};
+  iv.resize(n);
+  if (iv.capacity() > 2 * n + 1024) iv.shrink_to_fit();
+  return iv;
 }
 
 ns_t busy_within(const Busy& busy, ns_t a, ns_t b) {
