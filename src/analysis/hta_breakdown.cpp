@@ -36,10 +36,12 @@ void add_edges(const std::vector<Interval>& merged, int value, std::vector<Edge>
 
 // Sorts the edges and calls f(running, length) for every segment between consecutive edges.
 // Edges at equal times give zero-length segments; their running values depend on the order
-// pandas' unstable sort leaves them in, but they add nothing to any sum.
+// pandas' unstable sort leaves them in, but they add nothing to any sum: a segment of some
+// length sees every edge up to its start, in whatever order. So the sort need not be stable,
+// and takes no buffer (as large as the edges: millions in a long trace).
 template <class F>
 void sweep(std::vector<Edge>& edges, F&& f) {
-  std::stable_sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
   int running = 0;
   for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
     running += edges[k].delta;
