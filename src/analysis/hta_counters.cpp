@@ -26,22 +26,13 @@ bool is_queue_launch(std::string_view n) {
   return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
 }
 
-// One +1 / -1 row of a stream's queue. 16 bytes, a row per launch and GPU record: `stream` is
-// the stream's place among the rank's GPU streams in ascending id order (so that it sorts as the
-// id does), shifted left over the launch bit; `order` is the row's place in HTA's concatenation
-// (launches first, then GPU records, each in row order), which ties of ts keep. Sorting by
-// (stream, ts, order) is the stable sort by (stream, ts), without its buffer of half the rows.
-struct QueueRow {
-  ns_t ts;
-  std::uint32_t stream;
-  std::uint32_t order;
-  QueueRow(ns_t t, std::uint32_t stream_place, bool launch, std::size_t place)
-      : ts(t), stream(stream_place << 1 | (launch ? 1u : 0u)), order(static_cast<std::uint32_t>(place)) {}
-  std::uint32_t stream_place() const { return stream >> 1; }
-  int delta() const { return (stream & 1) ? +1 : -1; }
+// One stream's +1 and -1 rows as view row numbers: its launch calls (one entry a GPU record of the
+// call on the stream) and its GPU records, each list in HTA's concatenation order (launches
+// first, then GPU records, each in row order) until sort() puts it in ts order, stably.
+struct StreamChanges {
+  std::vector<std::uint32_t> launches, records;
 };
-
-// The distinct streams of the view's GPU rows, ascending: the ids QueueRow::stream numbers.
+// The distinct streams of the view's GPU rows, ascending: the ids a stream's place numbers.
 std::vector<std::int64_t> gpu_streams(const RankTrace& rank, const hta::View& v) {
   std::vector<std::int64_t> streams;
   std::int64_t last = -1;  // GPU rows come in runs of one stream: most need no search
@@ -60,57 +51,100 @@ std::uint32_t stream_place(const std::vector<std::int64_t>& streams, std::int64_
   return static_cast<std::uint32_t>(std::lower_bound(streams.begin(), streams.end(), stream) - streams.begin());
 }
 
-// Example: a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose
-// kernel starts at 20 µs give stream 7 the rows 10:1, 12:2, 14:1, 20:0.
-std::vector<QueueRow> queue_rows(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
+// Each stream's changes (indexed by its place in `streams`), counted first so that each list is
+// allocated once.
+//   a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose kernel
+//   starts at 20 µs: stream 7's launches [10, 12], records [14, 20]
+std::vector<StreamChanges> stream_changes(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
   // The launch calls with a GPU partner; the others are not launch rows for HTA.
   auto for_each_launch = [&](auto&& f) {
-    for (const hta::Row& row : v.rows) {
+    for (std::size_t k = 0; k < v.rows.size(); ++k) {
+      const hta::Row& row = v.rows[k];
       if (row.gpu() || !row.correlated() || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
       const std::int64_t corr = row.correlation(rank.events);
-      if (const auto partners = v.gpu_by_correlation.find(corr); !partners.empty()) f(row, corr, partners);
+      if (const auto partners = v.gpu_by_correlation.find(corr); !partners.empty()) f(k, corr, partners);
     }
   };
   CorrelationTable<char> launched(rank.correlations, 0);
-  std::size_t count = 0;  // counted first, so that the rows are allocated once
-  for_each_launch([&](const hta::Row&, std::int64_t corr, std::span<const std::uint32_t> partners) {
+  std::vector<std::size_t> launch_count(streams.size(), 0), record_count(streams.size(), 0);
+  auto place_of = [&](const hta::Row& row) { return stream_place(streams, row.stream(rank.events)); };
+  for_each_launch([&](std::size_t, std::int64_t corr, std::span<const std::uint32_t> partners) {
     launched[corr] = 1;
-    count += partners.size();
+    for (std::uint32_t g : partners) ++launch_count[place_of(v.rows[g])];
   });
-  auto is_launched_record = [&](const hta::Row& row) {
-    return row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events));
+  auto for_each_record = [&](auto&& f) {
+    for (std::size_t k = 0; k < v.rows.size(); ++k) {
+      const hta::Row& row = v.rows[k];
+      if (row.gpu() && row.correlated() && launched.contains(row.correlation(rank.events))) f(k, place_of(row));
+    }
   };
-  count += static_cast<std::size_t>(std::count_if(v.rows.begin(), v.rows.end(), is_launched_record));
-  std::vector<QueueRow> out;
-  out.reserve(count);
+  for_each_record([&](std::size_t, std::uint32_t place) { ++record_count[place]; });
+  std::vector<StreamChanges> out(streams.size());
+  for (std::size_t s = 0; s < out.size(); ++s) {
+    out[s].launches.reserve(launch_count[s]);
+    out[s].records.reserve(record_count[s]);
+  }
   // The launch takes the stream of its GPU record (a join: one row per partner).
-  for_each_launch([&](const hta::Row& row, std::int64_t, std::span<const std::uint32_t> partners) {
-    for (std::uint32_t g : partners)
-      out.emplace_back(v.clock.ts(row), stream_place(streams, v.rows[g].stream(rank.events)), true, out.size());
+  for_each_launch([&](std::size_t k, std::int64_t, std::span<const std::uint32_t> partners) {
+    for (std::uint32_t g : partners) out[place_of(v.rows[g])].launches.push_back(static_cast<std::uint32_t>(k));
   });
-  for (const hta::Row& row : v.rows)
-    if (is_launched_record(row))
-      out.emplace_back(v.clock.ts(row), stream_place(streams, row.stream(rank.events)), false, out.size());
+  for_each_record([&](std::size_t k, std::uint32_t place) { out[place].records.push_back(static_cast<std::uint32_t>(k)); });
   return out;
 }
 
-StreamQueue stream_queue(std::int64_t stream, std::span<const QueueRow> rows, std::size_t max_points) {
-  StreamQueue q;
-  q.stream = stream;
-  std::vector<QueuePoint> series;
-  series.reserve(rows.size());
-  std::int64_t value = 0;
-  for (const QueueRow& r : rows) series.push_back({r.ts, value += r.delta()});
-  std::vector<double> values;
-  values.reserve(series.size());
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    values.push_back(static_cast<double>(series[k].value));
-    // get_time_spent_blocked_on_full_queue: the time to the next row, at or past the limit.
-    if (series[k].value >= kMaxLaunchQueue && k + 1 < series.size()) q.time_at_max += series[k + 1].ts - series[k].ts;
+// One stream's queue from its changes in HTA's order, fed a row at a time (add), so that neither
+// the series nor its values are held whole: the summary comes from a count per length, the
+// series is thinned as it goes.
+class QueueSeries {
+ public:
+  QueueSeries(std::int64_t stream, std::size_t rows, std::size_t max_points)
+      : thin_(rows, max_points, [](const QueuePoint& x) { return x.value; }) {
+    q_.stream = stream;
   }
-  q.summary = hta::describe(std::move(values));
-  q.series = thinned(std::move(series), max_points, [](const QueuePoint& x) { return x.value; });
-  return q;
+
+  void add(ns_t ts, int delta) {
+    // get_time_spent_blocked_on_full_queue: the time to the next row, at or past the limit.
+    if (any_ && value_ >= kMaxLaunchQueue) q_.time_at_max += ts - last_ts_;
+    value_ += delta;
+    any_ = true;
+    last_ts_ = ts;
+    lengths_.add(value_);
+    thin_.add({ts, value_});
+  }
+
+  StreamQueue finish() {
+    q_.summary = lengths_.describe();
+    q_.series = thin_.take();
+    return std::move(q_);
+  }
+
+ private:
+  using Value = std::int64_t (*)(const QueuePoint&);
+  StreamQueue q_;
+  std::int64_t value_ = 0;
+  ns_t last_ts_ = 0;
+  bool any_ = false;
+  hta::WholeNumberCounts lengths_;
+  SeriesThinner<QueuePoint, Value> thin_;
+};
+
+// pandas sorts the concatenation by ts, then groups by stream (ascending) and sums in order. Its
+// sort is numpy's quicksort: stable below 17 rows (insertion sort), arbitrary on equal times
+// above; we keep HTA's concatenation order on ties (launches before GPU records): each list in ts
+// order, stably, merged with launches first on a tie.
+StreamQueue stream_queue(const hta::View& v, std::int64_t stream, StreamChanges& c, std::size_t max_points) {
+  const auto ts = [&](std::uint32_t row) { return v.clock.ts(v.rows[row]); };
+  const auto earlier = [&](std::uint32_t a, std::uint32_t b) { return ts(a) < ts(b); };
+  for (std::vector<std::uint32_t>* list : {&c.launches, &c.records})
+    if (!std::is_sorted(list->begin(), list->end(), earlier)) std::stable_sort(list->begin(), list->end(), earlier);
+  QueueSeries q(stream, c.launches.size() + c.records.size(), max_points);
+  std::size_t u = 0, d = 0;
+  while (u < c.launches.size() || d < c.records.size()) {
+    const bool launch_next = d == c.records.size() || (u < c.launches.size() && ts(c.launches[u]) <= ts(c.records[d]));
+    if (launch_next) q.add(ts(c.launches[u++]), +1);
+    else q.add(ts(c.records[d++]), -1);
+  }
+  return q.finish();
 }
 
 // get_memory_kernel_type: "Memset", the first 11 characters of a "Memcpy..." name ("Memcpy HtoD"),
@@ -121,7 +155,7 @@ std::string copy_type(std::string_view name) {
   return "Memcpy Unknown";
 }
 
-// As QueueRow: ties of ts keep the rows' order of insertion.
+// Ties of ts keep the rows' order of insertion, as in the queue length.
 struct BandwidthRow {
   ns_t ts;
   double delta;
@@ -156,32 +190,14 @@ QueueLength hta_queue_length(const RankTrace& rank, std::size_t max_points) {
 QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& v, std::size_t max_points) {
   QueueLength out;
   const std::vector<std::int64_t> streams = gpu_streams(rank, v);
-  std::vector<QueueRow> rows = queue_rows(rank, v, streams);
-  if (rows.empty()) {
-    out.note = "no launch with a GPU record on a stream";
-    return out;
+  std::vector<StreamChanges> changes = stream_changes(rank, v, streams);
+  for (std::size_t s = 0; s < streams.size(); ++s) {
+    if (changes[s].launches.empty() && changes[s].records.empty()) continue;
+    out.streams.push_back(stream_queue(v, streams[s], changes[s], max_points));
+    changes[s] = StreamChanges{};
   }
-  // pandas sorts the concatenation by ts, then groups by stream (ascending) and sums in order.
-  // Its sort is numpy's quicksort: stable below 17 rows (insertion sort), arbitrary on equal
-  // times above; we keep HTA's concatenation order on ties (launches before GPU records).
-  auto before = [](const QueueRow& a, const QueueRow& b) {
-    if (a.stream_place() != b.stream_place()) return a.stream_place() < b.stream_place();
-    return a.ts != b.ts ? a.ts < b.ts : a.order < b.order;
-  };
-  // `order` numbers rows below 2^32; past that (never seen) the stable sort keeps the order.
-  if (rows.size() <= UINT32_MAX)
-    std::sort(rows.begin(), rows.end(), before);
-  else
-    std::stable_sort(rows.begin(), rows.end(), [](const QueueRow& a, const QueueRow& b) {
-      return a.stream_place() != b.stream_place() ? a.stream_place() < b.stream_place() : a.ts < b.ts;
-    });
-  for (std::size_t k = 0; k < rows.size();) {
-    std::size_t end = k;
-    while (end < rows.size() && rows[end].stream_place() == rows[k].stream_place()) ++end;
-    out.streams.push_back(stream_queue(streams[rows[k].stream_place()], std::span<const QueueRow>(rows).subspan(k, end - k), max_points));
-    k = end;
-  }
-  out.available = true;
+  out.available = !out.streams.empty();
+  if (!out.available) out.note = "no launch with a GPU record on a stream";
   return out;
 }
 

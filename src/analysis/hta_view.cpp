@@ -381,15 +381,55 @@ ns_t total_length(const std::vector<Interval>& merged) {
   return t;
 }
 
-double quantile_linear(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double pos = q * static_cast<double>(sorted.size() - 1);
+namespace {
+
+// quantile_linear over a sorted sample of n values given by nth(i), the i-th smallest.
+template <class Nth>
+double quantile_of(std::size_t n, const Nth& nth, double q) {
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  double pos = q * static_cast<double>(n - 1);
   auto lo = static_cast<std::size_t>(std::floor(pos));
-  std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  std::size_t hi = std::min(lo + 1, n - 1);
   double t = pos - static_cast<double>(lo);
-  double a = sorted[lo], b = sorted[hi], diff = b - a;
+  double a = nth(lo), b = nth(hi), diff = b - a;
   // numpy's _lerp: interpolate from the nearer end to keep the result monotonic.
   return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+// describe() once the sample is sorted: n values whose sum (added in the sample's order) is
+// `sum`, nth(i) the i-th smallest, each(f) calling f on every value in ascending order.
+template <class Nth, class Each>
+SampleStats describe_sorted(std::size_t n, double sum, const Nth& nth, const Each& each) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  SampleStats s;
+  s.count = static_cast<std::int64_t>(n);
+  s.sum = sum;
+  if (n == 0) {
+    s.mean = s.std = s.min = s.p25 = s.median = s.p75 = s.p95 = s.max = nan;
+    return s;
+  }
+  const double count = static_cast<double>(n);
+  s.mean = s.sum / count;
+  if (n < 2) {
+    s.std = nan;
+  } else {
+    double ss = 0;
+    each([&](double x) { ss += (x - s.mean) * (x - s.mean); });
+    s.std = std::sqrt(ss / (count - 1));
+  }
+  s.min = nth(0);
+  s.max = nth(n - 1);
+  s.p25 = quantile_of(n, nth, 0.25);
+  s.median = quantile_of(n, nth, 0.5);
+  s.p75 = quantile_of(n, nth, 0.75);
+  s.p95 = quantile_of(n, nth, 0.95);
+  return s;
+}
+
+}  // namespace
+
+double quantile_linear(const std::vector<double>& sorted, double q) {
+  return quantile_of(sorted.size(), [&](std::size_t i) { return sorted[i]; }, q);
 }
 
 namespace {
@@ -451,31 +491,35 @@ void sort_samples(std::vector<double>& v) {
 }  // namespace
 
 SampleStats describe(std::vector<double> values) {
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  SampleStats s;
-  s.count = static_cast<std::int64_t>(values.size());
-  s.sum = std::accumulate(values.begin(), values.end(), 0.0);
-  if (values.empty()) {
-    s.mean = s.std = s.min = s.p25 = s.median = s.p75 = s.p95 = s.max = nan;
-    return s;
-  }
+  const double sum = std::accumulate(values.begin(), values.end(), 0.0);
   sort_samples(values);
-  double n = static_cast<double>(values.size());
-  s.mean = s.sum / n;
-  if (values.size() < 2) {
-    s.std = nan;
-  } else {
-    double ss = 0;
-    for (double x : values) ss += (x - s.mean) * (x - s.mean);
-    s.std = std::sqrt(ss / (n - 1));
-  }
-  s.min = values.front();
-  s.max = values.back();
-  s.p25 = quantile_linear(values, 0.25);
-  s.median = quantile_linear(values, 0.5);
-  s.p75 = quantile_linear(values, 0.75);
-  s.p95 = quantile_linear(values, 0.95);
-  return s;
+  return describe_sorted(
+      values.size(), sum, [&](std::size_t i) { return values[i]; },
+      [&](auto&& f) {
+        for (double x : values) f(x);
+      });
+}
+
+void WholeNumberCounts::add(std::int64_t value) {
+  ++counts_[value];
+  sum_ += static_cast<double>(value);
+  ++n_;
+}
+
+// The i-th smallest is found through the running counts: a sample has few distinct values.
+SampleStats WholeNumberCounts::describe() const {
+  std::vector<std::pair<std::size_t, double>> ends;  // (rows up to and with the value, the value)
+  ends.reserve(counts_.size());
+  std::size_t upto = 0;
+  for (const auto& [value, rows] : counts_) ends.emplace_back(upto += rows, static_cast<double>(value));
+  const auto nth = [&](std::size_t i) {
+    return std::upper_bound(ends.begin(), ends.end(), i, [](std::size_t k, const auto& e) { return k < e.first; })->second;
+  };
+  const auto each = [&](auto&& f) {
+    for (const auto& [value, rows] : counts_)
+      for (std::size_t k = 0; k < rows; ++k) f(static_cast<double>(value));
+  };
+  return describe_sorted(n_, sum_, nth, each);
 }
 
 GpuRowsByCorrelation::GpuRowsByCorrelation(const EventTable& ev, const std::vector<Row>& rows) {

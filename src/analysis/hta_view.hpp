@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <cstdint>
 #include <utility>
 #include <string>
@@ -137,6 +138,21 @@ ns_t total_length(const std::vector<Interval>& merged);
 
 // pandas statistics over a sample (NaN where pandas gives NaN).
 SampleStats describe(std::vector<double> values);
+
+// describe() of a sample of whole numbers with few distinct values (a queue's lengths), kept as a
+// count per value instead of the sample: the same figures, to the last bit, as describe() of the
+// values in the order added, as long as every partial sum is a whole number below 2^53.
+//   add 2, 0, 2  ->  counts {0: 1, 2: 2}; describe(): count 3, sum 4, median 2
+class WholeNumberCounts {
+ public:
+  void add(std::int64_t value);
+  SampleStats describe() const;
+
+ private:
+  std::map<std::int64_t, std::size_t> counts_;
+  double sum_ = 0;
+  std::size_t n_ = 0;
+};
 double quantile_linear(const std::vector<double>& sorted, double q);
 
 }  // namespace stepscope::hta
