@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <queue>
 
 #include "analysis/partition_rules.hpp"
 #include "stepscope/steps.hpp"
@@ -404,18 +405,58 @@ struct Segment {
   Category cat;
 };
 
+// The GPU activities' edges in time order, made as the sweep reaches them instead of stored:
+// starts in the activities' order (by start), ends from a heap of the activities running, which
+// holds about one a stream. Empty activities add nothing, as in add_interval.
+//   [0, 5) ch 1, [2, 3) ch 2  ->  0: +1; 2: +2; 3: -2; 5: -1
+class GpuEdges {
+ public:
+  GpuEdges(const RankTrace& t, const std::vector<GpuActivity>& gpu) : t_(t), gpu_(gpu) { skip_empty(); }
+
+  ns_t next_time() const {
+    ns_t next = std::numeric_limits<ns_t>::max();
+    if (next_ < gpu_.size()) next = start(t_, gpu_[next_]);
+    if (!running_.empty()) next = std::min(next, running_.top().first);
+    return next;
+  }
+  bool done() const { return next_ == gpu_.size() && running_.empty(); }
+
+  // Applies every edge at `time` (no edge is earlier).
+  void apply(ns_t time, Counts& counts) {
+    for (; next_ < gpu_.size() && start(t_, gpu_[next_]) == time; skip_empty()) {
+      const GpuActivity& a = gpu_[next_++];
+      ++counts[static_cast<std::size_t>(a.channel)];
+      running_.emplace(end(t_, a), a.channel);
+    }
+    for (; !running_.empty() && running_.top().first == time; running_.pop())
+      --counts[static_cast<std::size_t>(running_.top().second)];
+  }
+
+ private:
+  void skip_empty() {
+    while (next_ < gpu_.size() && end(t_, gpu_[next_]) <= start(t_, gpu_[next_])) ++next_;
+  }
+  using Running = std::pair<ns_t, int>;  // (end, channel)
+  const RankTrace& t_;
+  const std::vector<GpuActivity>& gpu_;
+  std::size_t next_ = 0;
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running_;
+};
+
 // Hands each segment to `on_segment(start, cat)` as the sweep makes it, in time order: the first
-// one, then each one whose category differs from the one before.
+// one, then each one whose category differs from the one before. `edges` are the host's, `gpu`
+// the GPU activities'.
 template <class Edges, class OnSegment>
-void sweep(Edges& edges, const Classifier& cls, OnSegment& on_segment) {
+void sweep(Edges& edges, GpuEdges& gpu, const Classifier& cls, OnSegment& on_segment) {
   edges.sort();
   Counts counts{};
   bool first = true;
   Category last = Category::Idle;
-  for (std::size_t i = 0; i < edges.size();) {
-    const ns_t t = edges.time(i);
+  for (std::size_t i = 0; i < edges.size() || !gpu.done();) {
+    const ns_t t = i < edges.size() ? std::min(edges.time(i), gpu.next_time()) : gpu.next_time();
     for (; i < edges.size() && edges.time(i) == t; ++i)
       counts[static_cast<std::size_t>(edges.channel(i))] += edges.delta(i);
+    gpu.apply(t, counts);
     const Category c = cls.classify(counts);
     if (!first && c == last) continue;
     on_segment(t, c);
@@ -424,10 +465,10 @@ void sweep(Edges& edges, const Classifier& cls, OnSegment& on_segment) {
   }
 }
 
-// The sweep over the intervals `add_intervals(sink)` produces, stored packed when their span
-// allows (the common case: a trace spans seconds to days).
+// The sweep over the GPU activities and the host intervals `add_intervals(sink)` produces, these
+// stored packed when their span allows (the common case: a trace spans seconds to days).
 template <class AddIntervals, class OnSegment>
-void sweep_intervals(const AddIntervals& add_intervals, const Classifier& cls, OnSegment& on_segment) {
+void sweep_intervals(const AddIntervals& add_intervals, GpuEdges gpu, const Classifier& cls, OnSegment& on_segment) {
   EdgeBounds bounds;
   add_intervals(bounds);
   ns_t span = 0;
@@ -436,13 +477,13 @@ void sweep_intervals(const AddIntervals& add_intervals, const Classifier& cls, O
     packed.origin = bounds.first;
     packed.edges.reserve(bounds.count);
     add_intervals(packed);
-    sweep(packed, cls, on_segment);
+    sweep(packed, gpu, cls, on_segment);
     return;
   }
   WideEdges wide;
   wide.edges.reserve(bounds.count);
   add_intervals(wide);
-  sweep(wide, cls, on_segment);
+  sweep(wide, gpu, cls, on_segment);
 }
 
 // The category runs of [w0, w1); before the first segment nothing is recorded.
@@ -910,7 +951,6 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   if (d.main_track >= 0) host_tracks.push_back(d.main_track);
   for (int k : f.aux_tracks) host_tracks.push_back(k);
   const auto add_intervals = [&](auto& edges) {
-    for (const auto& a : gpu) add_interval(edges, start(t, a), end(t, a), a.channel);
     for (std::size_t n = 0; n < host_tracks.size(); ++n) {
       const bool main_thread = n == 0 && d.main_track >= 0;
       add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(host_tracks[n])],
@@ -925,7 +965,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
     times(start, cat);
     if (keep) keep->push_back({start, cat});
   };
-  sweep_intervals(add_intervals, cls, on_segment);
+  sweep_intervals(add_intervals, GpuEdges(t, gpu), cls, on_segment);
   std::vector<CategoryTimes> ns = times.finish();
   for (std::size_t k = 0; k < r.steps.size(); ++k) r.steps[k].ns = ns[k];
 
