@@ -3,7 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#ifdef STEPSCOPE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 #include "cli/app.hpp"
 #include "cli/command.hpp"
@@ -33,6 +37,16 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
     if (d < best_d) best = c, best_d = d;
   }
   return best;
+}
+
+// Segments mimalloc frees go back to the system at once, not after its default half second: with
+// two threads, one thread's freed memory otherwise stays resident while the other allocates
+// (1 GB trace, analyze -j2: peak RSS about 269 to 261 MiB, no slower). The environment's
+// MIMALLOC_SEGMENT_DECOMMIT_DELAY, when set, wins.
+void tune_allocator() {
+#ifdef STEPSCOPE_MIMALLOC
+  if (std::getenv("MIMALLOC_SEGMENT_DECOMMIT_DELAY") == nullptr) mi_option_set(mi_option_segment_decommit_delay, 0);
+#endif
 }
 
 std::vector<std::string> subcommand_names(const CLI::App& app) {
@@ -138,6 +152,7 @@ void report_error(const char* kind, const char* what) { std::fprintf(stderr, "st
 
 int main(int argc, char** argv) {
   using namespace stepscope::cli;
+  tune_allocator();
   CLI::App app;
   const std::vector<Runner> runners = define_app(app);
 
