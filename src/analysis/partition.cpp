@@ -334,29 +334,6 @@ void add_host_comm(Sink& edges, const RankTrace& t, const SweepFacts& f, const s
   }
 }
 
-// An op nested inside an op of the same role and stage changes no count that matters: its
-// edges are skipped (a large share of a trace's host ops), which keeps the sweep's sort small.
-template <class Sink>
-void add_host_edges(Sink& edges, const RankTrace& t, const SweepFacts& f,
-                    const Track& track, int role0, int stage0) {
-  struct Open {
-    ns_t end;
-    int role, stage;
-  };
-  std::vector<Open> stack;
-  for (auto i : track.events) {
-    int r = f.role[i];
-    if (r < 0) continue;
-    const ns_t ts = t.events.ts[i], end = t.events.end(i);
-    while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
-    if (!stack.empty() && stack.back().end >= end && stack.back().role == r && stack.back().stage == f.stage(i))
-      continue;
-    add_interval(edges, ts, end, role0 + r);
-    if (f.stage(i) != kNoStage) add_interval(edges, ts, end, stage0 + f.stage(i));
-    stack.push_back({end, r, f.stage(i)});
-  }
-}
-
 bool any(const Counts& c, int ch) { return c[static_cast<std::size_t>(ch)] > 0; }
 
 struct Classifier {
@@ -405,58 +382,114 @@ struct Segment {
   Category cat;
 };
 
-// The GPU activities' edges in time order, made as the sweep reaches them instead of stored:
-// starts in the activities' order (by start), ends from a heap of the activities running, which
-// holds about one a stream. Empty activities add nothing, as in add_interval.
-//   [0, 5) ch 1, [2, 3) ch 2  ->  0: +1; 2: +2; 3: -2; 5: -1
-class GpuEdges {
+// One host thread's intervals in start order, a call at a time. An op nested inside an op of the
+// same role and stage changes no count that matters: it opens none (a large share of a trace's
+// host ops). A call opens its role's interval, and its stage's when it has one.
+class HostTrackStarts {
  public:
-  GpuEdges(const RankTrace& t, const std::vector<GpuActivity>& gpu) : t_(t), gpu_(gpu) { skip_empty(); }
-
-  ns_t next_time() const {
-    ns_t next = std::numeric_limits<ns_t>::max();
-    if (next_ < gpu_.size()) next = start(t_, gpu_[next_]);
-    if (!running_.empty()) next = std::min(next, running_.top().first);
-    return next;
+  HostTrackStarts(const RankTrace& t, const SweepFacts& f, const Track& track, int role0, int stage0)
+      : t_(t), f_(f), events_(track.events), role0_(role0), stage0_(stage0) {
+    settle();
   }
-  bool done() const { return next_ == gpu_.size() && running_.empty(); }
 
-  // Applies every edge at `time` (no edge is earlier).
-  void apply(ns_t time, Counts& counts) {
-    for (; next_ < gpu_.size() && start(t_, gpu_[next_]) == time; skip_empty()) {
-      const GpuActivity& a = gpu_[next_++];
-      ++counts[static_cast<std::size_t>(a.channel)];
-      running_.emplace(end(t_, a), a.channel);
+  ns_t next_start() const { return pos_ < events_.size() ? t_.events.ts[events_[pos_]] : kNever; }
+
+  // Opens (through `open(end, channel)`) the intervals of every call starting at `time`.
+  template <class Open>
+  void start_at(ns_t time, Open&& open) {
+    for (; pos_ < events_.size() && t_.events.ts[events_[pos_]] == time; ++pos_, settle()) {
+      const auto i = events_[pos_];
+      const int r = f_.role[i];
+      const ns_t end = t_.events.end(i);
+      open(time, end, role0_ + r);
+      if (f_.stage(i) != kNoStage) open(time, end, stage0_ + f_.stage(i));
+      stack_.push_back({end, r, f_.stage(i)});
     }
-    for (; !running_.empty() && running_.top().first == time; running_.pop())
-      --counts[static_cast<std::size_t>(running_.top().second)];
   }
 
  private:
-  void skip_empty() {
-    while (next_ < gpu_.size() && end(t_, gpu_[next_]) <= start(t_, gpu_[next_])) ++next_;
+  static constexpr ns_t kNever = std::numeric_limits<ns_t>::max();
+  // Moves to the next call that opens intervals.
+  void settle() {
+    for (; pos_ < events_.size(); ++pos_) {
+      const auto i = events_[pos_];
+      const int r = f_.role[i];
+      if (r < 0) continue;
+      const ns_t ts = t_.events.ts[i], end = t_.events.end(i);
+      while (!stack_.empty() && stack_.back().end <= ts) stack_.pop_back();
+      if (stack_.empty() || stack_.back().end < end || stack_.back().role != r || stack_.back().stage != f_.stage(i)) return;
+    }
   }
-  using Running = std::pair<ns_t, int>;  // (end, channel)
+  struct Open {
+    ns_t end;
+    int role, stage;
+  };
+  const RankTrace& t_;
+  const SweepFacts& f_;
+  const std::vector<std::uint32_t>& events_;
+  int role0_, stage0_;
+  std::size_t pos_ = 0;
+  std::vector<Open> stack_;
+};
+
+// The edges of the GPU activities and of the swept host threads, in time order, made as the
+// sweep reaches them instead of stored and sorted: starts come from each source in its order,
+// ends from a heap of the intervals open, which holds about one a stream and a call depth. Empty
+// intervals add nothing, as in add_interval.
+//   GPU [0, 5) ch 1, host [2, 3) ch 2  ->  0: +1; 2: +2; 3: -2; 5: -1
+class StreamedEdges {
+ public:
+  StreamedEdges(const RankTrace& t, const std::vector<GpuActivity>& gpu, std::vector<HostTrackStarts> host)
+      : t_(t), gpu_(gpu), host_(std::move(host)) {}
+
+  ns_t next_time() const {
+    ns_t next = std::numeric_limits<ns_t>::max();
+    if (next_gpu_ < gpu_.size()) next = start(t_, gpu_[next_gpu_]);
+    for (const HostTrackStarts& h : host_) next = std::min(next, h.next_start());
+    if (!open_.empty()) next = std::min(next, open_.top().first);
+    return next;
+  }
+
+  // Applies every edge at `time` (no edge is earlier).
+  void apply(ns_t time, Counts& counts) {
+    auto open = [&](ns_t start_ns, ns_t end_ns, int channel) {
+      if (end_ns <= start_ns) return;
+      ++counts[static_cast<std::size_t>(channel)];
+      open_.emplace(end_ns, channel);
+    };
+    for (; next_gpu_ < gpu_.size() && start(t_, gpu_[next_gpu_]) == time; ++next_gpu_)
+      open(time, end(t_, gpu_[next_gpu_]), gpu_[next_gpu_].channel);
+    for (HostTrackStarts& h : host_) h.start_at(time, open);
+    for (; !open_.empty() && open_.top().first == time; open_.pop())
+      --counts[static_cast<std::size_t>(open_.top().second)];
+  }
+
+ private:
+  using Open = std::pair<ns_t, int>;  // (end, channel)
   const RankTrace& t_;
   const std::vector<GpuActivity>& gpu_;
-  std::size_t next_ = 0;
-  std::priority_queue<Running, std::vector<Running>, std::greater<>> running_;
+  std::size_t next_gpu_ = 0;
+  std::vector<HostTrackStarts> host_;
+  std::priority_queue<Open, std::vector<Open>, std::greater<>> open_;
 };
 
 // Hands each segment to `on_segment(start, cat)` as the sweep makes it, in time order: the first
-// one, then each one whose category differs from the one before. `edges` are the host's, `gpu`
-// the GPU activities'.
+// one, then each one whose category differs from the one before. `streamed` are the GPU's and
+// the swept threads' edges, `edges` the others (sync tails, host-side collectives).
 template <class Edges, class OnSegment>
-void sweep(Edges& edges, GpuEdges& gpu, const Classifier& cls, OnSegment& on_segment) {
+void sweep(Edges& edges, StreamedEdges& streamed, const Classifier& cls, OnSegment& on_segment) {
   edges.sort();
   Counts counts{};
   bool first = true;
   Category last = Category::Idle;
-  for (std::size_t i = 0; i < edges.size() || !gpu.done();) {
-    const ns_t t = i < edges.size() ? std::min(edges.time(i), gpu.next_time()) : gpu.next_time();
+  std::size_t i = 0;
+  for (;;) {
+    const ns_t next = streamed.next_time();
+    if (i == edges.size() && next == std::numeric_limits<ns_t>::max()) break;
+    const ns_t t = i < edges.size() ? std::min(edges.time(i), next) : next;
     for (; i < edges.size() && edges.time(i) == t; ++i)
       counts[static_cast<std::size_t>(edges.channel(i))] += edges.delta(i);
-    gpu.apply(t, counts);
+    streamed.apply(t, counts);
     const Category c = cls.classify(counts);
     if (!first && c == last) continue;
     on_segment(t, c);
@@ -465,10 +498,11 @@ void sweep(Edges& edges, GpuEdges& gpu, const Classifier& cls, OnSegment& on_seg
   }
 }
 
-// The sweep over the GPU activities and the host intervals `add_intervals(sink)` produces, these
+// The sweep over the streamed edges and the intervals `add_intervals(sink)` produces, these
 // stored packed when their span allows (the common case: a trace spans seconds to days).
 template <class AddIntervals, class OnSegment>
-void sweep_intervals(const AddIntervals& add_intervals, GpuEdges gpu, const Classifier& cls, OnSegment& on_segment) {
+void sweep_intervals(const AddIntervals& add_intervals, StreamedEdges streamed, const Classifier& cls,
+                     OnSegment& on_segment) {
   EdgeBounds bounds;
   add_intervals(bounds);
   ns_t span = 0;
@@ -477,13 +511,13 @@ void sweep_intervals(const AddIntervals& add_intervals, GpuEdges gpu, const Clas
     packed.origin = bounds.first;
     packed.edges.reserve(bounds.count);
     add_intervals(packed);
-    sweep(packed, gpu, cls, on_segment);
+    sweep(packed, streamed, cls, on_segment);
     return;
   }
   WideEdges wide;
   wide.edges.reserve(bounds.count);
   add_intervals(wide);
-  sweep(wide, gpu, cls, on_segment);
+  sweep(wide, streamed, cls, on_segment);
 }
 
 // The category runs of [w0, w1); before the first segment nothing is recorded.
@@ -950,12 +984,13 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   std::vector<int> host_tracks;
   if (d.main_track >= 0) host_tracks.push_back(d.main_track);
   for (int k : f.aux_tracks) host_tracks.push_back(k);
+  std::vector<HostTrackStarts> swept;
+  for (std::size_t n = 0; n < host_tracks.size(); ++n) {
+    const bool main_thread = n == 0 && d.main_track >= 0;
+    swept.emplace_back(t, f, t.host_tracks[static_cast<std::size_t>(host_tracks[n])], main_thread ? kMainRole0 : kAuxRole0,
+                       main_thread ? kMainStage0 : kAuxStage0);
+  }
   const auto add_intervals = [&](auto& edges) {
-    for (std::size_t n = 0; n < host_tracks.size(); ++n) {
-      const bool main_thread = n == 0 && d.main_track >= 0;
-      add_host_edges(edges, t, f, t.host_tracks[static_cast<std::size_t>(host_tracks[n])],
-                     main_thread ? kMainRole0 : kAuxRole0, main_thread ? kMainStage0 : kAuxStage0);
-    }
     if (f.gpu) add_sync_tails(edges, t, f, host_tracks, gpu, last);
     add_host_comm(edges, t, f, host_tracks);
   };
@@ -965,7 +1000,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
     times(start, cat);
     if (keep) keep->push_back({start, cat});
   };
-  sweep_intervals(add_intervals, GpuEdges(t, gpu), cls, on_segment);
+  sweep_intervals(add_intervals, StreamedEdges(t, gpu, std::move(swept)), cls, on_segment);
   std::vector<CategoryTimes> ns = times.finish();
   for (std::size_t k = 0; k < r.steps.size(); ++k) r.steps[k].ns = ns[k];
 
