@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
 
 namespace stepscope {
 namespace {
@@ -23,25 +24,57 @@ bool is_api_row(const RankTrace& t, std::size_t i) {
 
 bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
-std::string_view recorded_name(const RankTrace& t, std::size_t i) {
+StrId recorded_name_id(const RankTrace& t, std::size_t i) {
   const std::optional<EventExtra> x = t.extra_of(i);
-  return x && x->alt_name != kNoStr ? t.str(x->alt_name) : t.name_of(i);
+  return x && x->alt_name != kNoStr ? x->alt_name : t.events.name[i];
 }
 
-using Groups = std::map<std::string, std::vector<ns_t>, std::less<>>;
-
-void add(Groups& g, std::string_view name, ns_t dur) {
-  auto it = g.find(name);
-  if (it == g.end()) it = g.emplace(std::string(name), std::vector<ns_t>{}).first;
-  it->second.push_back(dur);
+// The figures of one name's durations, sorted ascending.
+DurationStats sorted_duration_stats(std::string name, std::span<ns_t> d) {
+  DurationStats s;
+  s.name = std::move(name);
+  s.instances = d.size();
+  if (d.empty()) return s;
+  for (ns_t x : d) s.total += x;
+  std::size_t n = d.size();
+  s.min = d.front();
+  s.max = d.back();
+  s.avg = static_cast<double>(s.total) / static_cast<double>(n);
+  s.median = n % 2 ? static_cast<double>(d[n / 2])
+                   : (static_cast<double>(d[n / 2 - 1]) + static_cast<double>(d[n / 2])) / 2.0;
+  if (n > 1) {
+    // Deviations from the exact mean in long double: durations reach 1e10 ns and their squares
+    // would lose the last digits in double.
+    long double mean = static_cast<long double>(s.total) / static_cast<long double>(n), ss = 0;
+    for (ns_t x : d) ss += (static_cast<long double>(x) - mean) * (static_cast<long double>(x) - mean);
+    s.stddev = static_cast<double>(std::sqrt(ss / static_cast<long double>(n - 1)));
+  }
+  return s;
 }
 
-// Largest total first; ties by name so the order is stable.
-std::vector<DurationStats> table(Groups groups) {
+
+// The durations of the events `name_of(i)` groups (a StrId, or kNoStr to leave the event out),
+// per name: counted first, then gathered into one list, a slice a name, so that a trace's
+// million kernels take 8 bytes each and no list grows. Largest total first; ties by name so the
+// order is stable (names are interned: one StrId a text).
+template <class NameOf>
+std::vector<DurationStats> table(const RankTrace& t, const NameOf& name_of) {
+  const EventTable& ev = t.events;
+  std::vector<std::size_t> start(t.strings.size() + 1, 0);
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (const StrId n = name_of(i); n != kNoStr) ++start[n + 1];
+  for (std::size_t n = 1; n < start.size(); ++n) start[n] += start[n - 1];
+  std::vector<ns_t> durs(start.back());
+  std::vector<std::size_t> next(start.begin(), start.end() - 1);
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if (const StrId n = name_of(i); n != kNoStr) durs[next[n]++] = ev.dur[i];
   std::vector<DurationStats> out;
   ns_t all = 0;
-  for (auto& [name, d] : groups) {
-    out.push_back(duration_stats(name, std::move(d)));
+  for (StrId n = 0; n < t.strings.size(); ++n) {
+    if (start[n + 1] == start[n]) continue;
+    std::span<ns_t> d(durs.data() + start[n], start[n + 1] - start[n]);
+    std::sort(d.begin(), d.end());
+    out.push_back(sorted_duration_stats(std::string(t.str(n)), d));
     all += out.back().total;
   }
   for (auto& s : out) s.time_pct = all > 0 ? 100.0 * static_cast<double>(s.total) / static_cast<double>(all) : 0;
@@ -143,55 +176,42 @@ DeviceBusy device_busy(std::int64_t device, std::vector<std::pair<ns_t, ns_t>> s
 }  // namespace
 
 DurationStats duration_stats(std::string name, std::vector<ns_t> d) {
-  DurationStats s;
-  s.name = std::move(name);
-  s.instances = d.size();
-  if (d.empty()) return s;
   std::sort(d.begin(), d.end());
-  for (ns_t x : d) s.total += x;
-  std::size_t n = d.size();
-  s.min = d.front();
-  s.max = d.back();
-  s.avg = static_cast<double>(s.total) / static_cast<double>(n);
-  s.median = n % 2 ? static_cast<double>(d[n / 2])
-                   : (static_cast<double>(d[n / 2 - 1]) + static_cast<double>(d[n / 2])) / 2.0;
-  if (n > 1) {
-    // Deviations from the exact mean in long double: durations reach 1e10 ns and their squares
-    // would lose the last digits in double.
-    long double mean = static_cast<long double>(s.total) / static_cast<long double>(n), ss = 0;
-    for (ns_t x : d) ss += (static_cast<long double>(x) - mean) * (static_cast<long double>(x) - mean);
-    s.stddev = static_cast<double>(std::sqrt(ss / static_cast<long double>(n - 1)));
-  }
-  return s;
+  return sorted_duration_stats(std::move(name), d);
 }
 
 CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
   CudaSummary out;
   out.gap_threshold = gap_threshold;
   const EventTable& ev = t.events;
-  Groups kernels, short_names, api;
   std::map<CopyKind, std::vector<ns_t>> copies;
   std::map<CopyKind, std::int64_t> copy_bytes;
-  std::map<std::int64_t, std::vector<std::pair<ns_t, ns_t>>> by_device;
+  std::map<std::int64_t, std::size_t> device_spans;  // device -> its GPU work, counted
+  auto device_of = [&](std::size_t i) -> std::int64_t { return ev.device[i] >= 0 ? ev.device[i] : ev.pid(i); };
+  auto complete = [&](std::size_t i, Kind k) { return ev.phase[i] == Phase::Complete && ev.kind[i] == k; };
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     Kind k = ev.kind[i];
-    if (is_gpu_work(k)) by_device[ev.device[i] >= 0 ? ev.device[i] : ev.pid(i)].emplace_back(ev.ts[i], ev.end(i));
+    if (is_gpu_work(k)) ++device_spans[device_of(i)];
     if (k == Kind::Kernel) {
-      add(kernels, t.name_of(i), ev.dur[i]);
-      if (const std::optional<EventExtra> x = t.extra_of(i); x && x->alt_name != kNoStr) add(short_names, t.str(x->alt_name), ev.dur[i]);
       ++out.kernel_count;
       out.kernel_total += ev.dur[i];
     } else if (k == Kind::Memcpy) {
       copies[ev.copy_kind[i]].push_back(ev.dur[i]);
       copy_bytes[ev.copy_kind[i]] += std::max<std::int64_t>(0, t.bytes_of(i));
-    } else if (is_api_row(t, i)) {
-      add(api, recorded_name(t, i), ev.dur[i]);
     }
   }
-  out.kernels = table(std::move(kernels));
-  out.kernels_short_name = table(std::move(short_names));
-  out.runtime_api = table(std::move(api));
+  // One table at a time, each gathering only its own durations.
+  out.kernels = table(t, [&](std::size_t i) { return complete(i, Kind::Kernel) ? ev.name[i] : kNoStr; });
+  out.kernels_short_name = table(t, [&](std::size_t i) {
+    if (!complete(i, Kind::Kernel)) return kNoStr;
+    const std::optional<EventExtra> x = t.extra_of(i);
+    return x ? x->alt_name : kNoStr;
+  });
+  out.runtime_api = table(t, [&](std::size_t i) {
+    if (ev.phase[i] != Phase::Complete || ev.kind[i] == Kind::Kernel || ev.kind[i] == Kind::Memcpy || !is_api_row(t, i)) return kNoStr;
+    return recorded_name_id(t, i);
+  });
   for (auto& [kind, durs] : copies)
     out.memcpy_by_kind.push_back({copy_kind_name(kind), copy_bytes[kind], duration_stats(copy_kind_name(kind), std::move(durs))});
   std::sort(out.memcpy_by_kind.begin(), out.memcpy_by_kind.end(),
@@ -199,8 +219,14 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
   out.sync_calls = count_sync_calls(t);
   out.pageable_async_copies = count_pageable_async(t);
   launch_sync_pattern(t, out);
-  for (auto& [dev, spans] : by_device) out.devices.push_back(device_busy(dev, std::move(spans), gap_threshold));
-  out.present = !by_device.empty() || !out.runtime_api.empty();
+  for (const auto& [dev, count] : device_spans) {  // one device's spans at a time
+    std::vector<std::pair<ns_t, ns_t>> spans;
+    spans.reserve(count);
+    for (std::size_t i = 0; i < ev.size(); ++i)
+      if (ev.phase[i] == Phase::Complete && is_gpu_work(ev.kind[i]) && device_of(i) == dev) spans.emplace_back(ev.ts[i], ev.end(i));
+    out.devices.push_back(device_busy(dev, std::move(spans), gap_threshold));
+  }
+  out.present = !device_spans.empty() || !out.runtime_api.empty();
   return out;
 }
 
