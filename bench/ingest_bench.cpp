@@ -168,7 +168,10 @@ template <class T, class C>
 std::size_t held(const stepscope::DictColumn<T, C>& c) {
   return c.bytes_used();
 }
-std::size_t held(const stepscope::SparseColumn& c) { return c.bytes_used(); }
+template <class T, T kAbsent>
+std::size_t held(const stepscope::BasicSparseColumn<T, kAbsent>& c) {
+  return c.bytes_used();
+}
 
 // What the rank's model holds, column by column: the bytes per event that the peak RSS starts from.
 void print_model_bytes(const stepscope::RankTrace& t) {

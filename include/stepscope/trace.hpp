@@ -323,30 +323,41 @@ class NarrowColumn {
 // and extra records belong to a tenth of a trace's events each.
 //   push_back(-1); push_back(7); push_back(-1); push_back(9)  ->  bits 0b1010, values {7, 9}
 //   [1] == 7, [2] == -1, [3] == 9;  set(2, 5)  ->  bits 0b1110, values {7, 5, 9}
-class SparseColumn {
+// The same for values other than indexes that most rows lack: a memcpy's direction and host side
+// (a byte each where plain columns took one a row).
+template <class T, T kAbsentValue>
+class BasicSparseColumn {
  public:
-  static constexpr std::int32_t kAbsent = -1;
+  static constexpr T kAbsent = kAbsentValue;
 
-  std::int32_t operator[](std::size_t i) const { return present_.test(i) ? values_[present_.rank(i)] : kAbsent; }
-  void push_back(std::int32_t v) {
+  T operator[](std::size_t i) const { return present_.test(i) ? values_[present_.rank(i)] : kAbsent; }
+  void push_back(T v) {
     present_.push_back(v != kAbsent);
     if (v != kAbsent) values_.push_back(v);
   }
   // Row i's value changed in place; a row gaining or losing one moves the values after it.
-  void set(std::size_t i, std::int32_t v);
+  void set(std::size_t i, T v) {
+    const bool had = present_.test(i), has = v != kAbsent;
+    const auto at = values_.begin() + static_cast<std::ptrdiff_t>(present_.rank(i));
+    if (had && has) *at = v;
+    else if (had) values_.erase(at);
+    else if (has) values_.insert(at, v);
+    present_.set(i, has);
+  }
   // Every row of `o` after this column's rows.
-  void append(const SparseColumn& o) {
+  void append(const BasicSparseColumn& o) {
     for (std::size_t i = 0; i < o.size(); ++i) push_back(o[i]);
   }
   std::size_t size() const { return static_cast<std::size_t>(present_.size()); }
   std::size_t capacity() const { return static_cast<std::size_t>(present_.capacity()); }
   void reserve(std::size_t n) { present_.reserve(n); }
-  std::size_t bytes_used() const { return present_.bytes_used() + values_.size() * sizeof(std::int32_t); }
+  std::size_t bytes_used() const { return present_.bytes_used() + values_.size() * sizeof(T); }
 
  private:
   RankBitmap present_;  // bit i: row i has a value, values_[rank(i)]
-  std::vector<std::int32_t> values_;
+  std::vector<T> values_;
 };
+using SparseColumn = BasicSparseColumn<std::int32_t, -1>;
 
 // A column of values drawn from a few distinct ones (a trace's categories): each row holds the
 // value's number in a dictionary, one byte while there are fewer than 255 of them; a value
@@ -407,8 +418,8 @@ struct EventTable {
   DictColumn<StrId, std::uint8_t> category;  // raw `cat` text (kNoStr when absent)
   std::vector<Kind> kind;
   std::vector<Phase> phase;
-  std::vector<CopyKind> copy_kind;  // memcpy direction, from the name
-  std::vector<HostMem> host_mem;    // memcpy host side, from the name
+  BasicSparseColumn<CopyKind, CopyKind::None> copy_kind;  // memcpy direction, from the name
+  BasicSparseColumn<HostMem, HostMem::Unknown> host_mem;  // memcpy host side, from the name
   NarrowColumn<std::uint32_t, std::uint16_t> track;  // the event's (pid, tid), an index into `keys`
   NarrowColumn<std::int64_t, std::int32_t> correlation;  // args.correlation (flows: their id), or kNone
   NarrowColumn<std::int64_t, std::int32_t> external_id;  // args["External id"], or kNone

@@ -69,7 +69,7 @@ auto columns(Table& t) {
 }
 constexpr std::size_t kNarrowColumns = 6;  // dur, track, correlation, external_id, stream, device
 constexpr std::size_t kDictColumns = 1;    // category
-constexpr std::size_t kSparseColumns = 2;  // kernel_args, extra
+constexpr std::size_t kSparseColumns = 4;  // copy_kind, host_mem, kernel_args, extra
 static_assert(sizeof(EventTable) == std::tuple_size_v<decltype(columns(std::declval<EventTable&>()))> *
                                             sizeof(std::vector<char>) +
                                         kNarrowColumns * (sizeof(NarrowColumn<ns_t, std::int32_t>) - sizeof(std::vector<char>)) +
@@ -118,15 +118,6 @@ void EventTable::append(const EventTable& rows) {
   std::vector<std::uint32_t> key_of(rows.keys.size());
   for (std::uint32_t k = 0; k < key_of.size(); ++k) key_of[k] = keys.intern(rows.keys.at(k).pid, rows.keys.at(k).tid);
   for (std::size_t i = base; i < size(); ++i) track.set(i, key_of[track[i]]);
-}
-
-void SparseColumn::set(std::size_t i, std::int32_t v) {
-  const bool had = present_.test(i), has = v != kAbsent;
-  const auto at = values_.begin() + static_cast<std::ptrdiff_t>(present_.rank(i));
-  if (had && has) *at = v;
-  else if (had) values_.erase(at);
-  else if (has) values_.insert(at, v);
-  present_.set(i, has);
 }
 
 template <class T, class Code>

@@ -57,8 +57,8 @@ class TraceBuilder {
   std::uint32_t copy(std::string_view name, double ts, double dur, std::int32_t stream, CopyKind dir,
                      HostMem host, std::int64_t bytes, std::int64_t corr = kNone) {
     std::uint32_t i = add_ns(Kind::Memcpy, "gpu_memcpy", name, us(ts), us(dur), stream, corr);
-    t_.events.copy_kind[i] = dir;
-    t_.events.host_mem[i] = host;
+    t_.events.copy_kind.set(i, dir);
+    t_.events.host_mem.set(i, host);
     EventExtra x;
     x.bytes = bytes;
     set_extra(i, x);
