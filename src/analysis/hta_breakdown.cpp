@@ -207,14 +207,14 @@ std::vector<HtaKernelRow> top_kernels_of_type(const RankTrace& rank, const RankF
 // communication, copies, memsets and stream-bound sync rows (type OTHER) are all non-compute.
 HtaTemporalBreakdown temporal_breakdown(const View& v) {
   HtaTemporalBreakdown out;
-  const std::vector<Interval>& all = v.merged_all;
-  if (all.empty()) {
+  const View::AllGpuRows& all = v.merged_all;
+  if (!all.any) {
     out.note = "no GPU kernels, copies or memsets in the trace";
     return out;
   }
   out.available = true;
-  out.kernel_time = all.back().end - all.front().ts;
-  out.idle = out.kernel_time - total_length(all);
+  out.kernel_time = all.last_end - all.first_ts;
+  out.idle = out.kernel_time - all.length;
   out.compute = total_length(merged(v, HtaKernelType::Computation));
   out.non_compute = out.kernel_time - out.compute - out.idle;
   auto share = [&](ns_t x) { return static_cast<double>(x) / static_cast<double>(out.kernel_time); };

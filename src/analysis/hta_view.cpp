@@ -237,28 +237,26 @@ std::vector<std::int64_t> kept_iterations(const RankTrace& r, const std::vector<
   return its;
 }
 
-// The unions every breakdown starts from, built once; each list is counted first so that it is
-// allocated once.
+// The GPU rows of one type (all of them for `type` -1) as intervals, counted first so that the
+// list is allocated once.
+std::vector<Interval> gpu_intervals(const View& v, int type) {
+  auto wanted = [&](const Row& r) { return r.gpu() && (type < 0 || static_cast<int>(r.type) == type); };
+  std::vector<Interval> out;
+  out.reserve(static_cast<std::size_t>(std::count_if(v.rows.begin(), v.rows.end(), wanted)));
+  for (const Row& r : v.rows)
+    if (wanted(r)) out.push_back({v.clock.ts(r), v.clock.end(r)});
+  return out;
+}
+
+// The unions every breakdown starts from, built once, one list at a time; of the union of all
+// GPU rows only its bounds and length are kept.
 void merge_gpu_rows(View& v) {
-  std::size_t all_count = 0;
-  std::array<std::size_t, 4> type_count{};
-  for (const Row& r : v.rows) {
-    if (!r.gpu()) continue;
-    ++all_count;
-    ++type_count[static_cast<std::size_t>(r.type)];
+  {
+    const std::vector<Interval> all = merge_intervals(gpu_intervals(v, -1));
+    if (!all.empty()) v.merged_all = {true, all.front().ts, all.back().end, total_length(all)};
   }
-  std::vector<Interval> all;
-  std::array<std::vector<Interval>, 4> by_type;
-  all.reserve(all_count);
-  for (std::size_t t = 0; t < by_type.size(); ++t) by_type[t].reserve(type_count[t]);
-  for (const Row& r : v.rows) {
-    if (!r.gpu()) continue;
-    const Interval iv{v.clock.ts(r), v.clock.end(r)};
-    all.push_back(iv);
-    by_type[static_cast<std::size_t>(r.type)].push_back(iv);
-  }
-  v.merged_all = merge_intervals(std::move(all));
-  for (std::size_t t = 0; t < by_type.size(); ++t) v.merged_by_type[t] = merge_intervals(std::move(by_type[t]));
+  for (std::size_t t = 0; t < v.merged_by_type.size(); ++t)
+    v.merged_by_type[t] = merge_intervals(gpu_intervals(v, static_cast<int>(t)));
 }
 
 }  // namespace
@@ -350,7 +348,6 @@ View build_view(const RankTrace& r, const GpuTimelineOptions& opts) {
 }
 
 void drop_merged_intervals(View& v) {
-  std::vector<Interval>().swap(v.merged_all);
   for (std::vector<Interval>& m : v.merged_by_type) std::vector<Interval>().swap(m);
 }
 

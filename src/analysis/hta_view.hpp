@@ -111,8 +111,13 @@ struct View {
   // Kept rows in file order, except host rows with neither stream nor correlation (plain host
   // ops), which no figure reads: they are only counted in load.rows_kept.
   std::vector<Row> rows;
-  // merge_intervals of the GPU rows: all of them, and per HtaKernelType (indexed by its value).
-  std::vector<Interval> merged_all;
+  // merge_intervals of the GPU rows: of all of them only what the temporal breakdown reads (the
+  // start of the first group, the end of the last, their total length), and per HtaKernelType
+  // (indexed by its value) the groups.
+  struct AllGpuRows {
+    bool any = false;
+    ns_t first_ts = 0, last_end = 0, length = 0;
+  } merged_all;
   std::array<std::vector<Interval>, 4> merged_by_type;
   GpuRowsByCorrelation gpu_by_correlation;  // over `rows`
 };
