@@ -2,6 +2,7 @@
 // (`est. achieved occupancy %`, `blocks per SM`, `warps per SM`), and peak memory from the
 // `[memory]` events of profile_memory=True.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -22,6 +23,48 @@ struct Weighted {
   double mean() const { return weight > 0 ? sum / weight : std::nan(""); }
 };
 
+// The edges of the SM-efficiency sweep as (time, blocks per SM, negative at an end), kept as
+// pairs of 16 bytes.
+struct WideSmEdges {
+  std::vector<std::pair<ns_t, double>> edges;
+  void add(ns_t t, std::int32_t, double weight) { edges.emplace_back(t, weight); }
+  static bool earlier(const std::pair<ns_t, double>& a, const std::pair<ns_t, double>& b) { return a.first < b.first; }
+  ns_t time(std::size_t k) const { return edges[k].first; }
+  double weight(std::size_t k) const { return edges[k].second; }
+};
+
+// The same in 8 bytes: (t - origin) shifted over the kernel's launch configuration (its number in
+// RankTrace::kernel_args) and an end bit; a trace has a few hundred configurations.
+//   origin 100, 8 configurations (bits 4): add(150, 5, +w) -> 50 << 4 | 5 << 1; its end | 1
+struct PackedSmEdges {
+  const KernelArgsStore* configs = nullptr;
+  ns_t origin = 0;
+  int bits = 0;  // configuration number and end bit
+  std::vector<std::uint64_t> edges;
+  void add(ns_t t, std::int32_t config, double weight) {
+    edges.push_back(static_cast<std::uint64_t>(t - origin) << bits | static_cast<std::uint64_t>(config) << 1 | (weight < 0 ? 1u : 0u));
+  }
+  bool earlier(std::uint64_t a, std::uint64_t b) const { return (a >> bits) < (b >> bits); }
+  ns_t time(std::size_t k) const { return origin + static_cast<ns_t>(edges[k] >> bits); }
+  double weight(std::size_t k) const {
+    const double w = (*configs)[static_cast<std::size_t>((edges[k] & ((std::uint64_t{1} << bits) - 1)) >> 1)].blocks_per_sm;
+    return (edges[k] & 1) ? -w : w;
+  }
+};
+
+// Sorted by time alone, with the comparisons the pairs took: std::sort then leaves ties in the same
+// order, and the running sum, whose rounding depends on it, adds them in the same order.
+template <class Edges>
+double busy_sm_time(Edges& e) {
+  std::sort(e.edges.begin(), e.edges.end(), [&](const auto& a, const auto& b) { return e.earlier(a, b); });
+  double busy = 0, running = 0;
+  for (std::size_t k = 0; k + 1 < e.edges.size(); ++k) {
+    running += e.weight(k);
+    busy += std::min(std::max(running, 0.0), 1.0) * static_cast<double>(e.time(k + 1) - e.time(k));
+  }
+  return busy;
+}
+
 // tb_plugin's "Est. SM Efficiency": while kernels run, an SM counts as busy in proportion to
 // the blocks per SM of the running kernels, capped at 1; integrated over time and divided by the
 // span from the first kernel start to the last kernel end (tb_plugin uses the step span).
@@ -33,9 +76,6 @@ double sm_efficiency_pct(const RankTrace& rank) {
     return ka ? ka->blocks_per_sm : 0.0;
   };
   std::size_t count = 0;
-  for (std::size_t i = 0; i < ev.size(); ++i) count += is_kernel(ev, i) && blocks_per_sm(i) > 0 ? 2 : 0;
-  std::vector<std::pair<ns_t, double>> edges;
-  edges.reserve(count);
   ns_t first = 0, last = 0;
   bool any = false;
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -43,19 +83,26 @@ double sm_efficiency_pct(const RankTrace& rank) {
     first = any ? std::min(first, ev.ts[i]) : ev.ts[i];
     last = any ? std::max(last, ev.end(i)) : ev.end(i);
     any = true;
-    const KernelArgs* ka = rank.kernel_args_of(i);
-    if (!ka || ka->blocks_per_sm <= 0) continue;
-    edges.push_back({ev.ts[i], ka->blocks_per_sm});
-    edges.push_back({ev.end(i), -ka->blocks_per_sm});
+    count += blocks_per_sm(i) > 0 ? 2 : 0;
   }
   if (!any || last <= first) return std::nan("");
-  std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  double busy = 0, running = 0;
-  for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
-    running += edges[k].second;
-    busy += std::min(std::max(running, 0.0), 1.0) * static_cast<double>(edges[k + 1].first - edges[k].first);
+  auto fill = [&](auto& e) {
+    e.edges.reserve(count);
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      if (!is_kernel(ev, i) || blocks_per_sm(i) <= 0) continue;
+      e.add(ev.ts[i], ev.kernel_args[i], blocks_per_sm(i));
+      e.add(ev.end(i), ev.kernel_args[i], -blocks_per_sm(i));
+    }
+    return 100.0 * busy_sm_time(e) / static_cast<double>(last - first);
+  };
+  const int bits = std::bit_width(rank.kernel_args.size()) + 1;
+  ns_t span = 0;
+  if (bits < 24 && !__builtin_sub_overflow(last, first, &span) && span < (ns_t{1} << (62 - bits))) {
+    PackedSmEdges e{&rank.kernel_args, first, bits, {}};
+    return fill(e);
   }
-  return 100.0 * busy / static_cast<double>(last - first);
+  WideSmEdges e;
+  return fill(e);
 }
 
 }  // namespace
