@@ -154,8 +154,7 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 namespace {
 
-// The ingest and CUDA summaries, then (once `may_partition` returns) the step partition and what
-// reads it.
+// The ingest and CUDA summaries, then (once `may_partition` returns) the step partition.
 void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a,
                    const std::function<void()>& may_partition = [] {}) {
   a.ingest = summarize_ingest(rank);
@@ -163,6 +162,10 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   may_partition();
   a.partition = partition_rank(rank, a.facts, opts.partition);
   a.stability = compute_stability(a.partition);
+}
+
+// What reads the partition: the footgun scan and the collectives' marks.
+void analyze_partitioned(const RankTrace& rank, RankAnalysis& a) {
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
@@ -229,17 +232,18 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
     analyze_drilldown_of(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
     analyze_steps(rank, opts, a);
+    analyze_partitioned(rank, a);
     return a;
   }
-  // Two threads split the work about evenly (1 GB benchmark trace: 1.5-1.8 s each). The second
+  // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.3 s each). The second
   // computes the facts while this one builds HTA's view, then the GPU timeline's figures read
-  // from the trace and the step analyses. This one, once the facts are in, runs the figures
-  // read from the view and the drill-down. Each part writes fields of its own. The partition
-  // waits for the drill-down to free the view: the two are each thread's largest, and held
-  // together they made the command's peak (1 GB trace: ...). The critical
-  // path runs here too, after the drill-down has freed the view, when there are two threads:
-  // begun beside the GPU timeline, its rows and graph would be held with the view. A third
-  // thread takes the path from the start.
+  // from the trace, the CUDA summary and the partition. This one, once the facts are in, runs
+  // the figures read from the view and the drill-down, then what reads the partition. Each part
+  // writes fields of its own. The largest allocations of the two threads are kept apart: the
+  // partition waits for the drill-down to free the view, and the footgun scan comes after the
+  // critical path, which the drill-down runs last, once it has freed the view (begun beside the
+  // GPU timeline, its rows and graph would be held with the view). A third thread takes the path
+  // from the start.
   std::promise<void> facts_ready, view_freed;
   auto second = std::async(std::launch::async, [&, freed = view_freed.get_future()]() mutable {
     analyze_facts_then_steps(rank, opts, facts_ready, std::move(freed), a);
@@ -257,6 +261,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
                        path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a,
                        [&] { announce_view_freed(); });
   second.get();
+  analyze_partitioned(rank, a);
   return a;
 }
 
