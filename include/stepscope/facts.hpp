@@ -241,12 +241,12 @@ struct RankFacts {
   std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
   std::uint64_t graph_launches = 0, graph_launches_without_gpu = 0;  // CUDA graph replays, and untraced ones
   Trust trust;                          // trace-level warnings (analysis adds step-level ones)
-  // The union of the GPU's work intervals (kernels, copies, memsets), in time order.
-  std::vector<std::pair<ns_t, ns_t>> gpu_busy;
+  // Per device_syncs entry: how much of the call the GPU spent busy (kernels, copies, memsets).
+  // The union of the GPU's work they are read from is not kept: a trace has millions of records.
+  //   GPU busy {[0,10), [20,30)}, a sync over [5, 25)  ->  10
+  std::vector<ns_t> device_sync_busy;
 
   const NameFact& of(StrId id) const { return names[id]; }
-  // How much of [a, b) the GPU spends busy. Example: busy {[0,10), [20,30)}, [5, 25) -> 10.
-  ns_t gpu_busy_within(ns_t a, ns_t b) const;
   const NameFact& of_event(const RankTrace& t, std::size_t i) const { return names[t.events.name[i]]; }
 };
 

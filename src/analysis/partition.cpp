@@ -881,14 +881,15 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
 // sync caused.
 void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
   ns_t refill = 0, wait = 0;
-  for (auto i : facts.device_syncs) {
+  for (std::size_t k = 0; k < facts.device_syncs.size(); ++k) {
+    const auto i = facts.device_syncs[k];
     if (!in_steady(r.steps, t.events.ts[i])) continue;
     ++r.sync_calls;
     if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
     const StageHint st = facts.event_stage[i];
     if (st == StageHint::Forward || st == StageHint::Backward) ++r.model_syncs;
     const ns_t call_end = t.events.end(i);
-    wait += facts.gpu_busy_within(t.events.ts[i], call_end);
+    if (k < facts.device_sync_busy.size()) wait += facts.device_sync_busy[k];
     const auto it = first_starting_from(t, gpu, call_end);
     if (it != gpu.end() && in_steady(r.steps, start(t, *it))) refill += start(t, *it) - call_end;
   }

@@ -557,14 +557,14 @@ RankFacts compute_facts(const RankTrace& t) {
   gpu_stages(t, f.event_stage);
   f.device = device_model(t);
   count_records(t, f);
-  f.gpu_busy = gpu_busy(t);
-  f.startup = startup_outliers(t, f.names, f.gpu_busy);
+  const Busy busy = gpu_busy(t);
+  for (auto i : f.device_syncs) f.device_sync_busy.push_back(busy_within(busy, t.events.ts[i], t.events.end(i)));
+  f.startup = startup_outliers(t, f.names, busy);
   classify_run(t, f);
-  record_warnings(t, f, f.gpu_busy);
+  record_warnings(t, f, busy);
   return f;
 }
 
-ns_t RankFacts::gpu_busy_within(ns_t a, ns_t b) const { return busy_within(gpu_busy, a, b); }
 
 bool Trust::has(std::string_view code) const { return find(code) != nullptr; }
 

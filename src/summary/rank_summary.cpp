@@ -252,8 +252,8 @@ STEPSCOPE_SUMMARY_FIELDS(Trust, warnings)
 
 namespace {
 
-// RankFacts less names, event_stage and gpu_busy: they are per name or per event of the rank's
-// trace, which the summary does not carry, and nothing after the analysis reads them.
+// RankFacts less names, event_stage and device_sync_busy: they are per name or per event of the
+// rank's trace, which the summary does not carry, and nothing after the analysis reads them.
 template <typename Facts, typename Visit>
 void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("rank", f.rank);

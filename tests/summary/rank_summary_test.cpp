@@ -106,7 +106,7 @@ TEST_P(SummaryRoundTrip, DecodesToTheSameFiguresAndEncodesToTheSameBytes) {
     expect_same_figures(original.ranks[r], decoded.ranks[r]);
     EXPECT_TRUE(decoded.ranks[r].facts.names.empty());
     EXPECT_TRUE(decoded.ranks[r].facts.event_stage.empty());
-    EXPECT_TRUE(decoded.ranks[r].facts.gpu_busy.empty());
+    EXPECT_TRUE(decoded.ranks[r].facts.device_sync_busy.empty());
   }
 
   const json doc = json::from_cbor(bytes);
@@ -114,7 +114,7 @@ TEST_P(SummaryRoundTrip, DecodesToTheSameFiguresAndEncodesToTheSameBytes) {
   for (const auto& rank : doc["ranks"]) {
     EXPECT_FALSE(rank["facts"].contains("names"));
     EXPECT_FALSE(rank["facts"].contains("event_stage"));
-    EXPECT_FALSE(rank["facts"].contains("gpu_busy"));
+    EXPECT_FALSE(rank["facts"].contains("device_sync_busy"));
     EXPECT_TRUE(rank["facts"].contains("device_syncs"));
   }
 }
@@ -131,7 +131,7 @@ TEST(RankSummary, LeavesOutNamesStagesAndBusyIntervals) {
   const RankFacts& facts = original.ranks.at(0).facts;
   ASSERT_FALSE(facts.names.empty());
   ASSERT_FALSE(facts.event_stage.empty());
-  ASSERT_FALSE(facts.gpu_busy.empty());
+  ASSERT_EQ(facts.device_sync_busy.size(), facts.device_syncs.size());
   ASSERT_TRUE(original.ranks[0].drilldown && original.ranks[0].drilldown->memory.available);
   const SummaryFile decoded = decode_summary(encode_summary(original), "r0.summary");
   EXPECT_TRUE(decoded.ranks[0].facts.names.empty());
