@@ -394,9 +394,9 @@ class HostTrackStarts {
 
   ns_t next_start() const { return pos_ < events_.size() ? t_.events.ts[events_[pos_]] : kNever; }
 
-  // Opens (through `open(end, channel)`) the intervals of every call starting at `time`.
-  template <class Open>
-  void start_at(ns_t time, Open&& open) {
+  // Opens (through `open(start, end, channel)`) the intervals of every call starting at `time`.
+  template <class OpenInterval>
+  void start_at(ns_t time, OpenInterval&& open) {
     for (; pos_ < events_.size() && t_.events.ts[events_[pos_]] == time; ++pos_, settle()) {
       const auto i = events_[pos_];
       const int r = f_.role[i];

@@ -235,7 +235,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     analyze_partitioned(rank, a);
     return a;
   }
-  // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.3 s each). The second
+  // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.5 s each). The second
   // computes the facts while this one builds HTA's view, then the GPU timeline's figures read
   // from the trace, the CUDA summary and the partition. This one, once the facts are in, runs
   // the figures read from the view and the drill-down, then what reads the partition. Each part

@@ -41,7 +41,7 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 
 // Segments mimalloc frees go back to the system at once, not after its default half second: with
 // two threads, one thread's freed memory otherwise stays resident while the other allocates
-// (1 GB trace, analyze -j2: peak RSS about 269 to 261 MiB, no slower). The environment's
+// (1 GB trace, analyze -j2: peak RSS 271 to 264 MiB, medians of 8 runs, no slower). The environment's
 // MIMALLOC_SEGMENT_DECOMMIT_DELAY, when set, wins.
 void tune_allocator() {
 #ifdef STEPSCOPE_MIMALLOC

@@ -541,5 +541,26 @@ TEST(Describe, WholeNumberSamplesMatchAComparisonSort) {
   }
 }
 
+// A count per value gives describe() of the values to the last bit: negatives, repeats, one
+// value, none.
+TEST(Describe, WholeNumberCountsMatchTheSample) {
+  std::mt19937_64 rng(11);
+  for (int n : {0, 1, 2, 7, 5000}) {
+    std::vector<double> v;
+    hta::WholeNumberCounts counts;
+    for (int k = 0; k < n; ++k) {
+      const std::int64_t x = static_cast<std::int64_t>(rng() % 300) - 40;
+      v.push_back(static_cast<double>(x));
+      counts.add(x);
+    }
+    const SampleStats want = hta::describe(v), got = counts.describe();
+    EXPECT_EQ(got.count, want.count) << n;
+    for (auto [a, b] : {std::pair{got.sum, want.sum}, {got.mean, want.mean}, {got.std, want.std}, {got.min, want.min},
+                        {got.p25, want.p25}, {got.median, want.median}, {got.p75, want.p75}, {got.p95, want.p95},
+                        {got.max, want.max}})
+      EXPECT_TRUE(std::isnan(b) ? std::isnan(a) : a == b) << n << ": " << a << " vs " << b;
+  }
+}
+
 }  // namespace
 }  // namespace stepscope
