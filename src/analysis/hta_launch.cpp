@@ -89,32 +89,34 @@ HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimel
       for (std::uint32_t k : v.gpu_by_correlation.find(corr)) f(c, v.rows[k], corr);
     }
   };
-  // Counted first, so that the samples (millions in a long trace) are allocated once, not grown.
-  std::size_t pairs = 0;
-  for_each_pair([&](const Row&, const Row&, std::int64_t) { ++pairs; });
+  auto launch_of = [&](const Row& c, const Row& g, std::int64_t corr) {
+    const ns_t call_dur = v.clock.dur(c);
+    return HtaLaunch{c.event, g.event, corr, call_dur, v.clock.dur(g),
+                     std::max<ns_t>(0, v.clock.ts(g) - (v.clock.ts(c) + call_dur))};
+  };
   HtaLaunchStats out;
-  std::vector<double> cpu_d, gpu_d, delay_d;
-  for (std::vector<double>* d : {&cpu_d, &gpu_d, &delay_d}) d->reserve(pairs);
   const auto n = static_cast<std::size_t>(std::max(0, opts.top_events));
   WorstLaunches worst_delays(n, &HtaLaunch::launch_delay), worst_runtimes(n, &HtaLaunch::cpu_duration);
   for_each_pair([&](const Row& c, const Row& g, std::int64_t corr) {
-    const ns_t call_dur = v.clock.dur(c);
-    HtaLaunch l{c.event, g.event, corr, call_dur, v.clock.dur(g),
-                std::max<ns_t>(0, v.clock.ts(g) - (v.clock.ts(c) + call_dur))};
+    const HtaLaunch l = launch_of(c, g, corr);
     ++out.events;
     if (l.cpu_duration <= opts.runtime_cutoff && l.gpu_duration < l.cpu_duration) ++out.short_gpu_kernels;
     if (l.cpu_duration > opts.runtime_cutoff) ++out.runtime_outliers;
     if (l.launch_delay > opts.launch_delay_cutoff) ++out.launch_delay_outliers;
     if (l.gpu_duration < l.cpu_duration) ++out.gpu_shorter_than_cpu;
-    cpu_d.push_back(static_cast<double>(l.cpu_duration));
-    gpu_d.push_back(static_cast<double>(l.gpu_duration));
-    delay_d.push_back(static_cast<double>(l.launch_delay));
     worst_delays.offer(l);
     worst_runtimes.offer(l);
   });
-  out.cpu_duration = describe(std::move(cpu_d));
-  out.gpu_duration = describe(std::move(gpu_d));
-  out.launch_delay = describe(std::move(delay_d));
+  // One sample at a time, each allocated once at the count of pairs: a long trace has millions.
+  auto sample = [&](ns_t HtaLaunch::*field) {
+    std::vector<double> d;
+    d.reserve(static_cast<std::size_t>(out.events));
+    for_each_pair([&](const Row& c, const Row& g, std::int64_t corr) { d.push_back(static_cast<double>(launch_of(c, g, corr).*field)); });
+    return describe(std::move(d));
+  };
+  out.cpu_duration = sample(&HtaLaunch::cpu_duration);
+  out.gpu_duration = sample(&HtaLaunch::gpu_duration);
+  out.launch_delay = sample(&HtaLaunch::launch_delay);
   out.worst_delays = worst_delays.take();
   out.worst_runtimes = worst_runtimes.take();
   return out;
