@@ -330,13 +330,6 @@ class StreamLists {
 
 }  // namespace
 
-// trace_counters.py:18-95 (_get_queue_length_time_series_for_rank): +1 at each launch call that
-// has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
-// is a launch's; sorted by ts, grouped by stream, cumulated. HTA's sort is not stable; ties keep
-// launches first here. Each stream's launches and GPU rows are kept apart as row numbers, each
-// list in ts order (stably, so ties keep row order), and merged with launches first on a tie:
-// the order of one stable sort of all changes by (stream, ts), at 4 bytes a change.
-//   stream 7: launches at ts 1, 3; GPU rows at 2, 3  ->  +1 (1), -1 (0), +1 (1), -1 (0)
 QueueLengths::QueueLengths(std::vector<std::int32_t> asked) : rows_(std::move(asked)), lengths_(rows_.size(), -1) {}
 
 std::int32_t QueueLengths::at(std::int32_t row) const {
@@ -349,6 +342,10 @@ void QueueLengths::set(std::int32_t row, std::int32_t length) {
   if (it != rows_.end() && *it == row) lengths_[static_cast<std::size_t>(it - rows_.begin())] = length;
 }
 
+// trace_counters.py:18-95 (_get_queue_length_time_series_for_rank): +1 at each launch call that
+// has a GPU partner, on the partner's stream; -1 at the start of each GPU row whose correlation
+// is a launch's; sorted by ts, grouped by stream, cumulated (hta::for_each_queue_change). Each
+// stream's launches and GPU rows are kept as row numbers, 4 bytes a change.
 QueueLengths queue_length_at_rows(const RankTrace& rank, const Rows& rows, std::vector<std::int32_t> asked) {
   const std::vector<CpRow>& r = rows.rows;
   StreamLists launches, gpu;
@@ -381,19 +378,11 @@ QueueLengths queue_length_at_rows(const RankTrace& rank, const Rows& rows, std::
   QueueLengths q(std::move(asked));
   for (std::size_t s = 0; s < gpu.size(); ++s) launches.of(gpu.id(s));  // a stream with GPU rows only
   for (std::size_t s = 0; s < launches.size(); ++s) {
-    std::vector<std::int32_t>& up = launches.list(s);
-    std::vector<std::int32_t>& down = gpu.of(launches.id(s));
-    stable_sort_rows_by_ts(up, rows);
-    stable_sort_rows_by_ts(down, rows);
-    std::int32_t running = 0;
-    std::size_t u = 0, d = 0;
-    while (u < up.size() || d < down.size()) {
-      const bool launch_next = d == down.size() || (u < up.size() && rows.clock.ts(r[static_cast<std::size_t>(up[u])]) <=
-                                                                         rows.clock.ts(r[static_cast<std::size_t>(down[d])]));
-      const std::int32_t row = launch_next ? up[u++] : down[d++];
-      running += launch_next ? 1 : -1;
-      if (is_asked[static_cast<std::size_t>(row)]) q.set(row, running);
-    }
+    hta::for_each_queue_change(
+        launches.list(s), gpu.of(launches.id(s)), [&](std::int32_t row) { return rows.clock.ts(r[static_cast<std::size_t>(row)]); },
+        [&](std::int32_t row, ns_t, std::int64_t length) {
+          if (is_asked[static_cast<std::size_t>(row)]) q.set(row, static_cast<std::int32_t>(length));  // below the row count
+        });
   }
   return q;
 }

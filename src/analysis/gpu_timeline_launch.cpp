@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <numeric>
 
 #include "gpu_timeline_internal.hpp"
 #include "hta_view.hpp"
@@ -36,7 +37,7 @@ class KernelsByStream {
   // Positive gaps between a kernel's start and the previous kernel's end on the same stream.
   std::vector<double> gaps() {
     std::vector<std::size_t> order(keys_.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::iota(order.begin(), order.end(), std::size_t{0});
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys_[a] < keys_[b]; });
     const auto earlier = [&](std::uint32_t a, std::uint32_t b) { return ev_.ts[a] < ev_.ts[b]; };
     std::vector<double> out;

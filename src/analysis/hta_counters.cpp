@@ -102,10 +102,11 @@ class QueueSeries {
     q_.stream = stream;
   }
 
-  void add(ns_t ts, int delta) {
+  // The queue is `length` long from `ts` on.
+  void add(ns_t ts, std::int64_t length) {
     // get_time_spent_blocked_on_full_queue: the time to the next row, at or past the limit.
     if (any_ && value_ >= kMaxLaunchQueue) q_.time_at_max += ts - last_ts_;
-    value_ += delta;
+    value_ = length;
     any_ = true;
     last_ts_ = ts;
     lengths_.add(value_);
@@ -130,20 +131,12 @@ class QueueSeries {
 
 // pandas sorts the concatenation by ts, then groups by stream (ascending) and sums in order. Its
 // sort is numpy's quicksort: stable below 17 rows (insertion sort), arbitrary on equal times
-// above; we keep HTA's concatenation order on ties (launches before GPU records): each list in ts
-// order, stably, merged with launches first on a tie.
+// above; we keep HTA's concatenation order on ties (hta::for_each_queue_change).
 StreamQueue stream_queue(const hta::View& v, std::int64_t stream, StreamChanges& c, std::size_t max_points) {
-  const auto ts = [&](std::uint32_t row) { return v.clock.ts(v.rows[row]); };
-  const auto earlier = [&](std::uint32_t a, std::uint32_t b) { return ts(a) < ts(b); };
-  for (std::vector<std::uint32_t>* list : {&c.launches, &c.records})
-    if (!std::is_sorted(list->begin(), list->end(), earlier)) std::stable_sort(list->begin(), list->end(), earlier);
   QueueSeries q(stream, c.launches.size() + c.records.size(), max_points);
-  std::size_t u = 0, d = 0;
-  while (u < c.launches.size() || d < c.records.size()) {
-    const bool launch_next = d == c.records.size() || (u < c.launches.size() && ts(c.launches[u]) <= ts(c.records[d]));
-    if (launch_next) q.add(ts(c.launches[u++]), +1);
-    else q.add(ts(c.records[d++]), -1);
-  }
+  hta::for_each_queue_change(
+      c.launches, c.records, [&](std::uint32_t row) { return v.clock.ts(v.rows[row]); },
+      [&](std::uint32_t, ns_t ts, std::int64_t length) { q.add(ts, length); });
   return q.finish();
 }
 

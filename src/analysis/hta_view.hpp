@@ -141,6 +141,26 @@ std::int64_t hta_stream(const EventTable& ev, std::size_t i);
 std::vector<Interval> merge_intervals(std::vector<Interval> rows);
 ns_t total_length(const std::vector<Interval>& merged);
 
+// One stream's launch queue (trace_counters.py:18-95): +1 at each of its launches, -1 at each of
+// its GPU records, in the order of pandas' sort of the concatenation (launches first) by ts,
+// ties kept as concatenated: each list stably in ts order, then merged with launches first on a
+// tie. Calls f(row, ts, length after the change) per change; `ts_of(row)` is a row's ts.
+//   launches at ts 1, 3; records at 2, 3  ->  f(.., 1, 1), f(.., 2, 0), f(.., 3, 1), f(.., 3, 0)
+template <class Row, class TsOf, class F>
+void for_each_queue_change(std::vector<Row>& launches, std::vector<Row>& records, const TsOf& ts_of, F&& f) {
+  const auto earlier = [&](Row a, Row b) { return ts_of(a) < ts_of(b); };
+  for (std::vector<Row>* list : {&launches, &records})
+    if (!std::is_sorted(list->begin(), list->end(), earlier)) std::stable_sort(list->begin(), list->end(), earlier);
+  std::int64_t length = 0;
+  std::size_t u = 0, d = 0;
+  while (u < launches.size() || d < records.size()) {
+    const bool launch_next = d == records.size() || (u < launches.size() && ts_of(launches[u]) <= ts_of(records[d]));
+    const Row row = launch_next ? launches[u++] : records[d++];
+    length += launch_next ? 1 : -1;
+    f(row, ts_of(row), length);
+  }
+}
+
 // pandas statistics over a sample (NaN where pandas gives NaN).
 SampleStats describe(std::vector<double> values);
 

@@ -3,6 +3,7 @@
 // exactly what the name rules those readers used to apply themselves said.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <string>
@@ -90,6 +91,33 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FactsOnTrace,
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return name;
                          });
+
+// Each device sync's GPU busy time, against the union of the GPU's kernels, copies and memsets
+// built here by sorting and merging them, then cut to the call.
+TEST(FactsReaders, DeviceSyncBusyIsTheGpuUnionWithinTheCall) {
+  const RankTrace t = read_kineto_file(std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/sync_then_host_work.pt.trace.json.gz");
+  const RankFacts facts = compute_facts(t);
+  const EventTable& ev = t.events;
+  std::vector<std::pair<ns_t, ns_t>> work, merged;
+  for (std::size_t i = 0; i < ev.size(); ++i)
+    if ((ev.kind[i] == Kind::Kernel || ev.kind[i] == Kind::Memcpy || ev.kind[i] == Kind::Memset) && ev.dur[i] > 0)
+      work.emplace_back(ev.ts[i], ev.end(i));
+  std::sort(work.begin(), work.end());
+  for (const auto& [a, b] : work)
+    if (!merged.empty() && a <= merged.back().second) merged.back().second = std::max(merged.back().second, b);
+    else merged.emplace_back(a, b);
+  ASSERT_GE(facts.device_syncs.size(), 3u);
+  ASSERT_EQ(facts.device_sync_busy.size(), facts.device_syncs.size());
+  ns_t any = 0;
+  for (std::size_t k = 0; k < facts.device_syncs.size(); ++k) {
+    const auto i = facts.device_syncs[k];
+    ns_t want = 0;
+    for (const auto& [a, b] : merged) want += std::max<ns_t>(0, std::min(b, ev.end(i)) - std::max(a, ev.ts[i]));
+    EXPECT_EQ(facts.device_sync_busy[k], want) << "sync " << k;
+    any += want;
+  }
+  EXPECT_GT(any, 0);  // the syncs wait on GPU work
+}
 
 }  // namespace
 }  // namespace stepscope
