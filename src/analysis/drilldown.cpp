@@ -418,7 +418,7 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
 
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
-                            hta::View&& view_in, const std::function<void()>& view_freed) {
+                            hta::View&& view_in) {
   DrillDown d;
   d.rank = rank.rank;
   CallTree tree;
@@ -431,7 +431,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     tree = build_call_tree(rank);
     d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
   }
-  view_freed();
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;

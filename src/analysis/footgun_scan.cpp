@@ -6,7 +6,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "stepscope/correlation_table.hpp"
 #include "stepscope/facts.hpp"
 
 namespace stepscope::footgun {
@@ -23,27 +22,42 @@ struct Context {
   std::int64_t conv_op = -1;        // outermost aten convolution op
 };
 
-// A launch call's context as the scan keeps it, per correlation slot: 8 bytes, where a hash map
-// entry per runtime call took about 50 (a 1 GB trace has a million runtime calls).
-//   Context{zero_grad, conv_op 17}  ->  bits kStored | kZeroGradBit, conv_op 17  ->  the same Context
-class StoredContext {
+// Each launch call's context, by the correlation slot of its id: the four flags in a byte per
+// slot, and the convolution op only for the launches inside one, in a list sorted by slot. Most
+// launches sit outside convolution ops, so a trace pays about a byte per slot (a 1 GB trace has
+// 2.5 million), where a full context per slot took 8.
+//   set(slot 4, Context{zero_grad, conv_op 17}) -> bits[4] = kStored | kZeroGrad, convs {(4, 17)}
+//   find(slot 4) -> Context{zero_grad, conv_op 17}; find(slot 5) -> nothing stored
+class LaunchContexts {
  public:
-  StoredContext() = default;
-  explicit StoredContext(const Context& c)
-      : conv_op_(c.conv_op < 0 ? kNoConv : static_cast<std::uint32_t>(c.conv_op)),
-        bits_(static_cast<std::uint8_t>(kStored | (c.zero_grad ? kZeroGradBit : 0) | (c.optimizer ? kOptimizerBit : 0) |
-                                        (c.backward ? kBackwardBit : 0) | (c.checkpoint ? kCheckpointBit : 0))) {}
-  Context context() const {
-    return Context{(bits_ & kZeroGradBit) != 0, (bits_ & kOptimizerBit) != 0, (bits_ & kBackwardBit) != 0,
-                   (bits_ & kCheckpointBit) != 0, conv_op_ == kNoConv ? -1 : static_cast<std::int64_t>(conv_op_)};
+  explicit LaunchContexts(const CorrelationIndex& index) : index_(index), bits_(index.slot_count(), 0) {}
+
+  // `corr` is a launch's id, which the index numbers.
+  void set(std::int64_t corr, const Context& c) {
+    const std::size_t slot = index_.slot(corr);
+    bits_[slot] = static_cast<std::uint8_t>(kStored | (c.zero_grad ? kZeroGrad : 0) | (c.optimizer ? kOptimizer : 0) |
+                                            (c.backward ? kBackward : 0) | (c.checkpoint ? kCheckpoint : 0));
+    if (c.conv_op >= 0) convs_.emplace_back(static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(c.conv_op));
   }
-  bool operator==(const StoredContext&) const = default;
+  // Once every launch is set, before the first find().
+  void seal() { std::sort(convs_.begin(), convs_.end()); }
+
+  std::optional<Context> find(std::int64_t corr) const {
+    const std::size_t slot = index_.slot(corr);
+    if (slot == CorrelationIndex::kNoSlot || !(bits_[slot] & kStored)) return std::nullopt;
+    const std::uint8_t b = bits_[slot];
+    Context c{(b & kZeroGrad) != 0, (b & kOptimizer) != 0, (b & kBackward) != 0, (b & kCheckpoint) != 0, -1};
+    const std::pair<std::uint32_t, std::uint32_t> key{static_cast<std::uint32_t>(slot), 0};
+    auto it = std::lower_bound(convs_.begin(), convs_.end(), key);
+    if (it != convs_.end() && it->first == key.first) c.conv_op = it->second;
+    return c;
+  }
 
  private:
-  static constexpr std::uint32_t kNoConv = std::numeric_limits<std::uint32_t>::max();  // event indexes are 32-bit
-  enum : std::uint8_t { kStored = 1, kZeroGradBit = 2, kOptimizerBit = 4, kBackwardBit = 8, kCheckpointBit = 16 };
-  std::uint32_t conv_op_ = kNoConv;
-  std::uint8_t bits_ = 0;  // 0: nothing stored (the table's absent value)
+  enum : std::uint8_t { kStored = 1, kZeroGrad = 2, kOptimizer = 4, kBackward = 8, kCheckpoint = 16 };
+  const CorrelationIndex& index_;
+  std::vector<std::uint8_t> bits_;                            // per slot; 0: nothing stored
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> convs_;  // (slot, conv op), event indexes are 32-bit
 };
 
 // Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
@@ -146,10 +160,36 @@ Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
   return c;
 }
 
+// The start of the first GPU work (kernel, copy or memset) at or after a time, on any stream,
+// for times asked in increasing order: one cursor per stream, so a scan of n records answers
+// any number of questions in O(n + questions x streams), with nothing allocated per record.
+//   streams {kernel@5, annotation@7, kernel@9}, {memset@8}: at_or_after(6) -> 8, then (9) -> 9
+class NextGpuWork {
+ public:
+  explicit NextGpuWork(const RankTrace& t) : t_(t), at_(t.gpu_tracks.size(), 0) {}
+
+  std::optional<ns_t> at_or_after(ns_t ts) {
+    std::optional<ns_t> first;
+    for (std::size_t k = 0; k < at_.size(); ++k) {
+      const std::vector<std::uint32_t>& events = t_.gpu_tracks[k].events;
+      std::size_t& i = at_[k];
+      while (i < events.size() && (t_.events.ts[events[i]] < ts || !is_work(t_.events.kind[events[i]]))) ++i;
+      if (i < events.size()) first = std::min(first.value_or(t_.events.ts[events[i]]), t_.events.ts[events[i]]);
+    }
+    return first;
+  }
+
+ private:
+  static bool is_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+
+  const RankTrace& t_;
+  std::vector<std::size_t> at_;
+};
+
 class Scanner {
  public:
   Scanner(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
-      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0), launch_ctx_(t.correlations, StoredContext{}) {
+      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0), launch_ctx_(t.correlations) {
     s_.rank = p.rank;
     s_.gpu = p.gpu;
     s_.steady_steps = p.steady_steps;
@@ -158,6 +198,7 @@ class Scanner {
 
   RankScan run() {
     for (const auto& track : t_.host_tracks) host_track(track);
+    launch_ctx_.seal();
     finish_compile();
     for (const auto& track : t_.gpu_tracks) gpu_track(track);
     finish_reads();
@@ -191,7 +232,7 @@ class Scanner {
     if (k == Kind::Runtime || k == Kind::Driver) {
       // Only the call a GPU record's correlation names as its launch is ever looked up.
       const std::int64_t corr = t_.events.correlation[i];
-      if (corr != kNone && t_.correlations.launch(corr) == i) launch_ctx_[corr] = StoredContext(ctx);
+      if (corr != kNone && t_.correlations.launch(corr) == i) launch_ctx_.set(corr, ctx);
       if (ctx.conv_op >= 0 && (f & kSynchronize)) syncing_convs_.push_back(ctx.conv_op);
     }
     if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
@@ -290,8 +331,7 @@ class Scanner {
   std::optional<Context> launch_of(std::uint32_t g) const {
     const std::int64_t corr = t_.events.correlation[g];
     if (corr == kNone) return std::nullopt;
-    const StoredContext* c = launch_ctx_.find(corr);
-    return c ? std::optional<Context>(c->context()) : std::nullopt;
+    return launch_ctx_.find(corr);
   }
 
   ns_t launch_ts(std::uint32_t g) const {
@@ -356,24 +396,27 @@ class Scanner {
   // while the GPU drained, so a read costs min(host blocked, GPU idle after it).
   void finish_reads() {
     if (anomaly_item_ends_.empty() && item_ends_.empty()) return;
-    std::vector<ns_t> starts;
-    for (const auto& track : t_.gpu_tracks)
-      for (auto g : track.events)
-        if (t_.events.kind[g] == Kind::Kernel || t_.events.kind[g] == Kind::Memcpy || t_.events.kind[g] == Kind::Memset)
-          starts.push_back(t_.events.ts[g]);
-    std::sort(starts.begin(), starts.end());
     // Idle spent waiting for the next batch is the loader's, not the read's.
     std::sort(loader_starts_.begin(), loader_starts_.end());
-    auto cost = [&](std::pair<ns_t, ns_t> read) -> ns_t {
-      auto it = std::lower_bound(starts.begin(), starts.end(), read.first);
-      if (it == starts.end()) return 0;
-      ns_t until = *it;
-      auto l = std::lower_bound(loader_starts_.begin(), loader_starts_.end(), read.first);
+    s_.anomaly_gpu_idle += read_costs(anomaly_item_ends_);
+    s_.item_gpu_idle += read_costs(item_ends_);
+  }
+
+  // The summed cost of `reads` (end, host blocked), which it sorts: asked in time order, the
+  // next GPU work after each read is found by cursors that only move forward.
+  ns_t read_costs(std::vector<std::pair<ns_t, ns_t>>& reads) const {
+    std::sort(reads.begin(), reads.end());
+    NextGpuWork next(t_);
+    ns_t sum = 0;
+    for (const auto& [end, blocked] : reads) {
+      const std::optional<ns_t> work = next.at_or_after(end);
+      if (!work) continue;
+      ns_t until = *work;
+      auto l = std::lower_bound(loader_starts_.begin(), loader_starts_.end(), end);
       if (l != loader_starts_.end()) until = std::min(until, *l);
-      return std::min(read.second, until - read.first);
-    };
-    for (const auto& r : anomaly_item_ends_) s_.anomaly_gpu_idle += cost(r);
-    for (const auto& r : item_ends_) s_.item_gpu_idle += cost(r);
+      sum += std::min(blocked, until - end);
+    }
+    return sum;
   }
 
   void convolution(std::uint32_t, std::string_view n, ns_t dur, std::int64_t step, const Context* ctx) {
@@ -435,7 +478,7 @@ class Scanner {
   const RankPartition& p_;
   std::vector<std::uint32_t> flags_;
   RankScan s_;
-  CorrelationTable<StoredContext> launch_ctx_;  // by correlation: the context of its launch call
+  LaunchContexts launch_ctx_;  // by correlation: the context of its launch call
   std::unordered_map<std::int64_t, std::size_t> conv_index_;
   std::vector<std::int64_t> compiled_;
   std::vector<std::uint32_t> compile_events_;

@@ -34,9 +34,9 @@ CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOpti
 CriticalPath drilldown_critical_path(const RankTrace& rank, const DrillDownOptions& opts, const HtaLoad& load);
 // analyze_drilldown with the critical path asked of `critical_path` once the view's readers are
 // done, so that a caller may compute it on another thread meanwhile. The view is taken, and freed
-// as soon as its last reader is done; `view_freed` is called then.
+// as soon as its last reader is done.
 DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const std::vector<StepWindow>& steps,
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
-                            hta::View&& view, const std::function<void()>& view_freed = [] {});
+                            hta::View&& view);
 
 }  // namespace stepscope

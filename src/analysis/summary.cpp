@@ -154,12 +154,10 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 namespace {
 
-// The ingest and CUDA summaries, then (once `may_partition` returns) the step partition.
-void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a,
-                   const std::function<void()>& may_partition = [] {}) {
+// The ingest and CUDA summaries, then the step partition.
+void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   a.ingest = summarize_ingest(rank);
   a.cuda_summary = summarize_cuda(rank);
-  may_partition();
   a.partition = partition_rank(rank, a.facts, opts.partition);
   a.stability = compute_stability(a.partition);
 }
@@ -170,44 +168,22 @@ void analyze_partitioned(const RankTrace& rank, RankAnalysis& a) {
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 
-// The drill-down, which reads the GPU timeline's steps and frees the view (then calls
-// `view_freed`); the critical path from `path`.
+// The drill-down, which reads the GPU timeline's steps and frees the view; the critical path
+// from `path`.
 void analyze_drilldown_of(const RankTrace& rank, const AnalyzeOptions& opts, hta::View&& view,
-                          const std::function<CriticalPath()>& path, RankAnalysis& a,
-                          const std::function<void()>& view_freed = [] {}) {
+                          const std::function<CriticalPath()>& path, RankAnalysis& a) {
   hta::drop_merged_intervals(view);
   if (opts.with_drilldown) {
-    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view), view_freed);
+    a.drilldown = analyze_drilldown(rank, a.facts, a.gpu_timeline.steps, opts.drilldown, path, std::move(view));
     return;
   }
   { const hta::View gone = std::move(view); }
-  view_freed();
 }
 
-// Sets the promise when called, or at the latest when it goes out of scope (an exception): the
-// thread waiting on it must not wait forever.
-class SetOnce {
- public:
-  explicit SetOnce(std::promise<void>& p) : p_(p) {}
-  SetOnce(const SetOnce&) = delete;
-  SetOnce& operator=(const SetOnce&) = delete;
-  ~SetOnce() { (*this)(); }
-  void operator()() {
-    if (done_) return;
-    done_ = true;
-    p_.set_value();
-  }
-
- private:
-  std::promise<void>& p_;
-  bool done_ = false;
-};
-
 // The facts and the profiler steps, announced through `ready` (or the error that stopped them);
-// then the GPU timeline's figures read from the trace, and the step analyses, whose partition
-// waits for `view_freed`.
+// then the GPU timeline's figures read from the trace, the step analyses and what reads them.
 void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts, std::promise<void>& ready,
-                              std::future<void> view_freed, RankAnalysis& a) {
+                              RankAnalysis& a) {
   try {
     a.facts = compute_facts(rank);
     a.gpu_timeline.steps = profiler_step_windows(rank, a.facts);
@@ -217,7 +193,8 @@ void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts,
   }
   ready.set_value();
   gpu_timeline_own_figures(rank, a.facts, GpuTimelineOptions{}, a.gpu_timeline);
-  analyze_steps(rank, opts, a, [&] { view_freed.wait(); });
+  analyze_steps(rank, opts, a);
+  analyze_partitioned(rank, a);
 }
 
 }  // namespace
@@ -235,20 +212,15 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     analyze_partitioned(rank, a);
     return a;
   }
-  // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.5 s each). The second
-  // computes the facts while this one builds HTA's view, then the GPU timeline's figures read
-  // from the trace, the CUDA summary and the partition. This one, once the facts are in, runs
-  // the figures read from the view and the drill-down, then what reads the partition. Each part
-  // writes fields of its own. The largest allocations of the two threads are kept apart: the
-  // partition waits for the drill-down to free the view, and the footgun scan comes after the
-  // critical path, which the drill-down runs last, once it has freed the view (begun beside the
-  // GPU timeline, its rows and graph would be held with the view). A third thread takes the path
-  // from the start.
-  std::promise<void> facts_ready, view_freed;
-  auto second = std::async(std::launch::async, [&, freed = view_freed.get_future()]() mutable {
-    analyze_facts_then_steps(rank, opts, facts_ready, std::move(freed), a);
-  });
-  SetOnce announce_view_freed(view_freed);
+  // Two threads split the work about evenly (1 GB benchmark trace: about 1.2 s each). The
+  // second computes the facts while this one builds HTA's view, then the GPU timeline's figures
+  // read from the trace, the CUDA summary, the partition and what reads it (footgun scan,
+  // collectives). This one, once the facts are in, runs the figures read from the view and the
+  // drill-down, whose critical path comes last, once the view is freed (begun beside the GPU
+  // timeline, its rows and graph would be held with the view). Each part writes fields of its
+  // own. A third thread takes the path from the start.
+  std::promise<void> facts_ready;
+  auto second = std::async(std::launch::async, [&] { analyze_facts_then_steps(rank, opts, facts_ready, a); });
   hta::View view = hta::build_view(rank, GpuTimelineOptions{});
   facts_ready.get_future().get();  // rethrows the facts' error
   const HtaLoad load = view.load;  // the path's part of the view, which the drill-down frees
@@ -258,10 +230,8 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   if (path_apart) path = std::async(std::launch::async, path_now).share();
   gpu_timeline_hta_figures(rank, a.facts, GpuTimelineOptions{}, view, a.gpu_timeline);
   analyze_drilldown_of(rank, opts, std::move(view),
-                       path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a,
-                       [&] { announce_view_freed(); });
+                       path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_now, a);
   second.get();
-  analyze_partitioned(rank, a);
   return a;
 }
 
