@@ -5,34 +5,16 @@
 namespace stepscope {
 namespace {
 
-struct Open {
-  std::uint32_t event;
-  ns_t end;
-};
-
-// A call starting at another's end (a zero-length one included) is a sibling, not a child.
-bool encloses(const Open& open, ns_t ts, ns_t end) { return ts < open.end && end <= open.end; }
-
 void walk_track(const RankTrace& rank, std::uint32_t t, CallTree& tree) {
-  const EventTable& ev = rank.events;
-  const std::vector<std::uint32_t>& events = rank.host_tracks[t].events;
-  std::vector<Open> stack;
-  auto close = [&](std::uint32_t pos) {
-    tree.subtree_end[stack.back().event] = pos;
-    stack.pop_back();
-  };
-  for (std::uint32_t pos = 0; pos < events.size(); ++pos) {
-    const std::uint32_t i = events[pos];
-    if (ev.phase[i] != Phase::Complete) continue;
-    const ns_t ts = ev.ts[i], end = ev.end(i);
-    while (!stack.empty() && !encloses(stack.back(), ts, end)) close(pos);
-    tree.parent[i] = stack.empty() ? kNoParent : stack.back().event;
-    tree.depth[i] = static_cast<std::int16_t>(std::min<std::size_t>(stack.size(), CallTree::kMaxDepth));
-    tree.host_track[ev.track[i]] = t;
-    if (!stack.empty()) tree.has_children[stack.back().event] = true;
-    stack.push_back({i, end});
-  }
-  while (!stack.empty()) close(static_cast<std::uint32_t>(events.size()));
+  walk_calls(
+      rank, t,
+      [&](std::uint32_t, std::uint32_t i, const std::vector<OpenCall>& open) {
+        tree.parent[i] = open.empty() ? kNoParent : open.back().event;
+        tree.depth[i] = static_cast<std::int16_t>(std::min<std::size_t>(open.size(), CallTree::kMaxDepth));
+        tree.host_track[rank.events.track[i]] = t;
+        if (!open.empty()) tree.has_children[open.back().event] = true;
+      },
+      [&](std::uint32_t pos, const OpenCall& call) { tree.subtree_end[call.event] = pos; });
 }
 
 }  // namespace

@@ -38,4 +38,35 @@ struct CallTree {
 
 CallTree build_call_tree(const RankTrace& rank);
 
+// A call still open during the walk of its track, and its end.
+struct OpenCall {
+  std::uint32_t event;
+  ns_t end;
+};
+
+// Walks host track `t` as build_call_tree does: `visit(pos, i, open)` for each complete call i at
+// position pos of the track, `open` holding its ancestors, outermost first; `closed(pos, call)`
+// when the call's last descendant lies before position pos. On the example above, visit sees
+// aten::addmm with open = {ProfilerStep#1, aten::linear}.
+template <class Visit, class Closed>
+void walk_calls(const RankTrace& rank, std::uint32_t t, Visit&& visit, Closed&& closed) {
+  const EventTable& ev = rank.events;
+  const std::vector<std::uint32_t>& events = rank.host_tracks[t].events;
+  // A call starting at another's end (a zero-length one included) is a sibling, not a child.
+  auto encloses = [](const OpenCall& open, ns_t ts, ns_t end) { return ts < open.end && end <= open.end; };
+  std::vector<OpenCall> open;
+  for (std::uint32_t pos = 0; pos < events.size(); ++pos) {
+    const std::uint32_t i = events[pos];
+    if (ev.phase[i] != Phase::Complete) continue;
+    const ns_t ts = ev.ts[i], end = ev.end(i);
+    while (!open.empty() && !encloses(open.back(), ts, end)) {
+      closed(pos, open.back());
+      open.pop_back();
+    }
+    visit(pos, i, static_cast<const std::vector<OpenCall>&>(open));
+    open.push_back({i, end});
+  }
+  for (; !open.empty(); open.pop_back()) closed(static_cast<std::uint32_t>(events.size()), open.back());
+}
+
 }  // namespace stepscope

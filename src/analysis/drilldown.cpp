@@ -360,36 +360,49 @@ MemoryTimeline memory_timeline(const RankTrace& rank, const std::vector<StepWind
   return m;
 }
 
-// What placing the path's events among the ops needs of the call tree: kept through the critical
-// path, when the rest of the tree (9 bytes an event) is freed.
-struct OpParents {
-  std::vector<std::uint32_t> parent;
-  std::vector<bool> in_tree;
-  explicit OpParents(CallTree&& tree) : parent(std::move(tree.parent)), in_tree(tree.depth.size()) {
-    for (std::size_t i = 0; i < in_tree.size(); ++i) in_tree[i] = tree.in_tree(i);
-    tree = CallTree{};
-  }
-};
-
-// The host ops whose calls hold an event of the path: the path edge's event itself when it is an
-// op, and the ops around it (a launch call's op, a kernel's launching op).
-std::vector<char> ops_on_path(const RankTrace& rank, const OpParents& parents, const CriticalPath& cp) {
-  std::vector<char> on(rank.strings.size(), 0);
-  auto mark_host = [&](std::uint32_t i) {
-    if (rank.events.kind[i] == Kind::CpuOp) on[rank.events.name[i]] = 1;
-    for (std::uint32_t a = op_ancestor(rank, parents.parent, i); a != kNoParent; a = op_ancestor(rank, parents.parent, a))
-      on[rank.events.name[a]] = 1;
-  };
+// The host calls whose enclosing ops the path names: its host events and its GPU records'
+// launch calls, those in the call tree (complete calls on a host thread), sorted.
+std::vector<std::uint32_t> path_host_calls(const RankTrace& rank, const CriticalPath& cp) {
+  std::vector<std::uint32_t> calls;
   for (const CpPathEdge& e : cp.path) {
     if (e.event < 0 || e.duration <= 0) continue;
     const auto i = static_cast<std::uint32_t>(e.event);
     if (!is_gpu_record(rank.events.kind[i])) {
-      if (parents.in_tree[i]) mark_host(i);
+      calls.push_back(i);
       continue;
     }
     const std::uint32_t launch = rank.correlations.launch(rank.events.correlation[i]);
-    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent && parents.in_tree[launch])
-      mark_host(launch);
+    if (rank.events.correlation[i] >= 0 && launch != CorrelationIndex::kNoEvent) calls.push_back(launch);
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  return calls;
+}
+
+// The host ops whose calls hold an event of the path: the path edge's event itself when it is an
+// op, and the ops around it (a launch call's op, a kernel's launching op). The threads of those
+// calls are walked again as the call tree was: keeping the tree's parents (4 bytes an event)
+// through the critical path for a few hundred lookups cost more memory than the walk costs time.
+std::vector<char> ops_on_path(const RankTrace& rank, const CriticalPath& cp) {
+  std::vector<char> on(rank.strings.size(), 0);
+  const std::vector<std::uint32_t> calls = path_host_calls(rank, cp);
+  if (calls.empty()) return on;
+  std::vector<char> track_has_call(rank.events.keys.size(), 0);
+  for (std::uint32_t i : calls) track_has_call[rank.events.track[i]] = 1;
+  auto mark = [&](std::uint32_t i) {
+    if (rank.events.kind[i] == Kind::CpuOp) on[rank.events.name[i]] = 1;
+  };
+  for (std::uint32_t t = 0; t < rank.host_tracks.size(); ++t) {
+    const std::vector<std::uint32_t>& events = rank.host_tracks[t].events;
+    if (events.empty() || !track_has_call[rank.events.track[events.front()]]) continue;
+    walk_calls(
+        rank, t,
+        [&](std::uint32_t, std::uint32_t i, const std::vector<OpenCall>& open) {
+          if (!std::binary_search(calls.begin(), calls.end(), i)) return;
+          mark(i);
+          for (const OpenCall& a : open) mark(a.event);
+        },
+        [](std::uint32_t, const OpenCall&) {});
   }
   return on;
 }
@@ -447,11 +460,11 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
     }
   }
   d.kernels = kernel_view(rank, facts, tree, gpu_time);
-  // The path last, beside only the tree's parents: its rows and graph are the drill-down's
-  // largest. A caller computing it on another thread has had the tables' time to do it.
-  const OpParents parents(std::move(tree));
+  // The path last, with the tree freed: its rows and graph are the drill-down's largest. A caller
+  // computing it on another thread has had the tables' time to do it.
+  { const CallTree gone = std::move(tree); }
   d.critical_path = critical_path();
-  const std::vector<char> on_path = ops_on_path(rank, parents, d.critical_path);
+  const std::vector<char> on_path = ops_on_path(rank, d.critical_path);
   for (OperatorView& v : d.operators)
     for (OperatorRow& r : v.rows)
       if (auto id = rank.strings.find(r.name)) r.on_critical_path = *id < on_path.size() && on_path[*id];
