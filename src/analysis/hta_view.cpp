@@ -28,20 +28,6 @@ bool has_sub_us_times(const EventTable& ev) {
   return false;
 }
 
-// The double Python's json.loads makes of the decimal text Kineto wrote for `ns` (µs with three
-// decimals): the double nearest to ns / 1000. Below 2^53 both operands of the division are
-// exact and IEEE division rounds correctly. Absolute epoch timestamps (~1.7e18 ns) are beyond
-// 2^53: there the quotient is formed in long double (64-bit mantissa, exact for q and precise
-// to far below a µs-fraction step) and rounded once to double. This matters: at 1.7e15 µs a
-// double only resolves 0.25 µs, so HTA's ceil() of such a timestamp can land a µs away from
-// the exact one.
-double python_us(ns_t ns) {
-  constexpr ns_t kExact = ns_t{1} << 53;
-  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
-  ns_t q = ns / 1000, r = ns % 1000;
-  return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
-}
-
 // HTA's rule (get_profiler_steps: "ProfilerStep" anywhere), kept literal, not the facts layer's.
 bool is_profiler_step_name(std::string_view n) { return n.find("ProfilerStep") != n.npos; }
 
@@ -261,25 +247,11 @@ void merge_gpu_rows(View& v) {
 
 }  // namespace
 
-// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, with Python's doubles
-// (the sum is the same IEEE addition HTA performs). A sub-µs row can come out with end < ts
-// (negative duration); HTA keeps it.
-void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
-  double ts_us = python_us(ts_ns);
-  double dur_us = python_us(dur_ns);
-  ts_out = static_cast<ns_t>(std::ceil(ts_us)) * kUs;
-  end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * kUs;
-}
-
-ns_t rounded_start(ns_t ts_ns) { return static_cast<ns_t>(std::ceil(python_us(ts_ns))) * kUs; }
-
-void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end) {
-  if (rounded) {
-    round_like_hta(ev.ts[i], ev.dur[i], ts, end);
-  } else {
-    ts = ev.ts[i];
-    end = ev.ts[i] + ev.dur[i];
-  }
+// Beyond 2^53 ns (python_us in hta_view.hpp), the quotient is formed in long double (64-bit
+// mantissa, exact for q and precise to far below a µs-fraction step) and rounded once to double.
+double python_us_far(ns_t ns) {
+  ns_t q = ns / 1000, r = ns % 1000;
+  return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
 }
 
 // Rows HTA keeps after parsing: complete events with a category, minus the profiler's own

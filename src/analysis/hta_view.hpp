@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <cstdint>
 #include <utility>
@@ -48,8 +49,9 @@ static_assert(sizeof(Row) == 8);
 // Event i's times in HTA's rows: ts rounded up and ts + dur rounded down to whole µs, with
 // Python's double arithmetic, when `rounded` (the trace has sub-µs times: HtaLoad::rounded_to_us);
 // else as recorded. A rounded sub-µs row can end before it starts; HTA keeps it.
-void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end);
-ns_t rounded_start(ns_t ts_ns);  // ts of row_times, rounded, alone
+// Inline, as the views' sorts and sweeps read times through them millions of times.
+inline void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end);
+inline ns_t rounded_start(ns_t ts_ns);  // ts of row_times, rounded, alone
 
 // The times of rows (anything with an `event`) as row_times gives them, computed on each read:
 // rows that held their times would be three times the size, and most are read once or twice.
@@ -132,7 +134,41 @@ void drop_merged_intervals(View& v);
 // trace has sub-µs times (HtaLoad::rounded_to_us): ts rounded up and ts + dur rounded down to
 // whole µs, with Python's double arithmetic.
 bool is_hta_row(const RankTrace& rank, std::size_t i);
-void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out);
+
+double python_us_far(ns_t ns);
+
+// The double Python's json.loads makes of the decimal text Kineto wrote for `ns` (µs with three
+// decimals): the double nearest to ns / 1000. Below 2^53 both operands of the division are
+// exact and IEEE division rounds correctly. Absolute epoch timestamps (~1.7e18 ns) are beyond
+// 2^53, where python_us_far forms the quotient with more precision. This matters: at 1.7e15 µs a
+// double only resolves 0.25 µs, so HTA's ceil() of such a timestamp can land a µs away from
+// the exact one.
+inline double python_us(ns_t ns) {
+  constexpr ns_t kExact = ns_t{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  return python_us_far(ns);
+}
+
+// round_down_time_stamps: ts := ceil(ts); end := floor(ts + dur), in µs, with Python's doubles
+// (the sum is the same IEEE addition HTA performs). A sub-µs row can come out with end < ts
+// (negative duration); HTA keeps it.
+inline void round_like_hta(ns_t ts_ns, ns_t dur_ns, ns_t& ts_out, ns_t& end_out) {
+  const double ts_us = python_us(ts_ns);
+  const double dur_us = python_us(dur_ns);
+  ts_out = static_cast<ns_t>(std::ceil(ts_us)) * 1000;
+  end_out = static_cast<ns_t>(std::floor(ts_us + dur_us)) * 1000;
+}
+
+inline ns_t rounded_start(ns_t ts_ns) { return static_cast<ns_t>(std::ceil(python_us(ts_ns))) * 1000; }
+
+inline void row_times(const EventTable& ev, std::size_t i, bool rounded, ns_t& ts, ns_t& end) {
+  if (rounded) {
+    round_like_hta(ev.ts[i], ev.dur[i], ts, end);
+  } else {
+    ts = ev.ts[i];
+    end = ev.ts[i] + ev.dur[i];
+  }
+}
 std::int64_t hta_stream(const EventTable& ev, std::size_t i);
 
 // hta/utils/utils.py::merge_kernel_intervals: sort by ts; a row starts a new group iff its ts
