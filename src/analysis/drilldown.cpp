@@ -434,17 +434,16 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
                             hta::View&& view_in) {
   DrillDown d;
   d.rank = rank.rank;
-  CallTree tree;
   {
-    // The view's readers first: its rows (24 bytes a launch or GPU record) are freed before the
-    // critical path takes its own.
+    // The view's readers first: its rows are freed before the call tree and the critical path
+    // take their own.
     const hta::View view = std::move(view_in);
     d.queue_length = hta_queue_length_with(rank, view, opts.max_series_points);
     d.memory_bandwidth = hta_memory_bandwidth_with(rank, view, opts.max_series_points);
-    tree = build_call_tree(rank);
-    d.sequences = hta_kernel_sequences_with(rank, tree, view, opts.sequence_op, opts.min_pattern_len);
+    d.sequences = hta_kernel_sequences_with(rank, view, opts.sequence_op, opts.min_pattern_len);
   }
   d.memory = memory_timeline(rank, steps, opts.max_series_points);
+  CallTree tree = build_call_tree(rank);
   ns_t step_time = 0;
   for (const StepWindow& w : steps) step_time += w.end - w.start;
   const ns_t gpu_time = gpu_record_time(rank);

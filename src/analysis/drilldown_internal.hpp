@@ -73,8 +73,8 @@ inline std::vector<Point> thinned(std::vector<Point> points, std::size_t max_poi
 
 
 // On HTA's view of the rank, built once for the three of them.
-KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const hta::View& view,
-                                          const std::string& op, int min_len);
+KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const hta::View& view, const std::string& op,
+                                          int min_len);
 QueueLength hta_queue_length_with(const RankTrace& rank, const hta::View& view, std::size_t max_points);
 MemoryBandwidth hta_memory_bandwidth_with(const RankTrace& rank, const hta::View& view, std::size_t max_points);
 std::vector<OperatorRow> operator_rows_with(const RankTrace& rank, const RankFacts& facts, const CallTree& tree,

@@ -14,6 +14,8 @@
 // Times are HTA's: rounded to µs when the trace has sub-µs times, last ProfilerStep dropped.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
 #include <string_view>
 
 #include "analysis/call_tree.hpp"
@@ -26,16 +28,16 @@ namespace {
 
 struct SequenceInput {
   const RankTrace& rank;
-  const CallTree& tree;
   const hta::View& view;
 };
 
-// A host call HTA may keep: in the call tree (complete), not the profiler's span, not a GPU row.
+// A host call HTA may keep: a call of the call tree (complete; the walks below visit no other),
+// not the profiler's span, not a GPU row.
 bool is_candidate_call(const SequenceInput& in, std::size_t i) {
   const EventTable& ev = in.rank.events;
   const bool runtime = ev.kind[i] == Kind::Runtime || ev.kind[i] == Kind::Driver;
   // A host row with a numeric stream (Triton's launching cpu_op) is a GPU row for HTA.
-  return in.tree.in_tree(i) && ev.kind[i] != Kind::TraceSpan && (ev.stream[i] < 0 || runtime);
+  return ev.kind[i] != Kind::TraceSpan && (ev.stream[i] < 0 || runtime);
 }
 
 // Whether HTA keeps host call i: a candidate that starts before the dropped last step (its start
@@ -46,52 +48,86 @@ bool kept_host_call(const SequenceInput& in, std::size_t i) {
   return in.view.clock.ts_of(i) < in.view.load.cutoff_ts;
 }
 
-// The GPU rows launched by the leaf calls of `root`'s subtree, in ts order.
-std::vector<const hta::Row*> launched_records(const SequenceInput& in, std::uint32_t root) {
-  const auto& track = in.tree.track_events(in.rank, root);
-  std::vector<const hta::Row*> out;
-  for (std::uint32_t pos = in.tree.position(in.rank, root); pos < in.tree.subtree_end[root]; ++pos) {
-    const std::uint32_t i = track[pos];
-    if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
-    const std::int64_t corr = in.rank.events.correlation[i];
-    if (corr < 0) continue;
-    for (std::uint32_t k : in.view.gpu_by_correlation.find(corr)) out.push_back(&in.view.rows[k]);
-  }
-  const hta::RowClock& clock = in.view.clock;
-  std::stable_sort(out.begin(), out.end(), [&](const hta::Row* a, const hta::Row* b) { return clock.ts(*a) < clock.ts(*b); });
-  return out;
+// The GPU rows call i launched (through its correlation id), in row order.
+std::span<const std::uint32_t> launched_rows(const SequenceInput& in, std::uint32_t i) {
+  const std::int64_t corr = in.rank.events.correlation[i];
+  if (corr < 0) return {};
+  return in.view.gpu_by_correlation.find(corr);
 }
 
-// Whether `root`, at `root_pos` of `track`, has leaf calls that launched at least `n` GPU rows:
-// launched_records' count, without collecting or sorting them, and stopping at n (pick_op asks
-// it of every candidate instance, walking the tracks, so it knows where each one is).
-bool launches_at_least(const SequenceInput& in, const std::vector<std::uint32_t>& track, std::uint32_t root_pos, int n) {
-  if (n <= 0) return true;
-  const std::uint32_t root = track[root_pos];
-  std::size_t count = 0;
-  for (std::uint32_t pos = root_pos; pos < in.tree.subtree_end[root]; ++pos) {
-    const std::uint32_t i = track[pos];
-    if (!in.tree.in_tree(i) || in.tree.has_children[i]) continue;
-    const std::int64_t corr = in.rank.events.correlation[i];
-    if (corr < 0) continue;
-    count += in.view.gpu_by_correlation.find(corr).size();
-    if (count >= static_cast<std::size_t>(n)) return true;
-  }
-  return false;
+// A call open during a walk of the host tracks, and what is known of its subtree so far.
+struct Frame {
+  std::uint32_t event;
+  std::int32_t depth;         // 0 at the top of its thread
+  bool has_children = false;  // a leaf call has none
+  std::size_t launched = 0;   // GPU rows launched by the leaf calls of its subtree, once closed
+};
+
+// Walks every host track as the call tree is built (walk_calls): `open(frame)` when a call is
+// reached, `close(frame, parent)` when its subtree has ended (parent null at the top). Leaf
+// calls close in track order, before any call around them. A subtree is what the call tree's
+// depth, child and subtree-end columns described, gathered on the way instead of stored (10
+// bytes an event, at the drill-down's peak).
+//   linear [0, 10) { addmm [1, 9) { launch [2, 3) } }: open linear, open addmm, open launch,
+//   close launch (leaf), close addmm, close linear
+template <class Open, class Close>
+void walk_subtrees(const SequenceInput& in, Open&& open, Close&& close) {
+  std::vector<Frame> frames;  // mirrors the walk's open calls
+  for (std::uint32_t t = 0; t < in.rank.host_tracks.size(); ++t)
+    walk_calls(
+        in.rank, t,
+        [&](std::uint32_t, std::uint32_t i, const std::vector<OpenCall>& around) {
+          if (!frames.empty()) frames.back().has_children = true;
+          frames.push_back({i, static_cast<std::int32_t>(around.size())});
+          open(frames.back());
+        },
+        [&](std::uint32_t, const OpenCall&) {
+          Frame f = frames.back();
+          frames.pop_back();
+          if (!f.has_children) f.launched = launched_rows(in, f.event).size();
+          close(f, frames.empty() ? nullptr : &frames.back());
+          if (!frames.empty()) frames.back().launched += f.launched;
+        });
 }
 
-// The roots for `matches(name)`: kept host calls at the smallest depth among the matching ones.
+// The smallest depth of the kept host calls `matches(i)` picks, or -1 for none.
 template <class Match>
-std::vector<std::uint32_t> roots_of(const SequenceInput& in, Match matches) {
-  std::vector<std::uint32_t> found;
+std::int32_t smallest_depth(const SequenceInput& in, Match matches) {
   std::int32_t min_depth = -1;
-  for (std::uint32_t i = 0; i < in.rank.events.size(); ++i) {
-    if (!matches(in.rank.events.name[i]) || !kept_host_call(in, i)) continue;
-    const std::int32_t d = in.tree.depth[i];
-    if (min_depth < 0 || d < min_depth) found.clear(), min_depth = d;
-    if (d == min_depth) found.push_back(i);
-  }
-  return found;
+  walk_subtrees(
+      in,
+      [&](const Frame& f) {
+        if (!matches(f.event) || !kept_host_call(in, f.event)) return;
+        if (min_depth < 0 || f.depth < min_depth) min_depth = f.depth;
+      },
+      [](const Frame&, const Frame*) {});
+  return min_depth;
+}
+
+// Calls `root(i, rows)` for each root: a kept host call `matches(i)` picks at the smallest depth
+// among them, with the GPU rows launched by the leaf calls of its subtree, in ts order. Roots
+// never nest: a call nested in another is deeper.
+template <class Match, class Root>
+void for_each_root(const SequenceInput& in, Match matches, Root&& root) {
+  const std::int32_t depth = smallest_depth(in, matches);
+  if (depth < 0) return;
+  std::optional<std::uint32_t> open_root;
+  std::vector<const hta::Row*> rows;
+  walk_subtrees(
+      in,
+      [&](const Frame& f) {
+        if (f.depth == depth && matches(f.event) && kept_host_call(in, f.event)) open_root = f.event, rows.clear();
+      },
+      [&](const Frame& f, const Frame*) {
+        if (!open_root) return;
+        if (!f.has_children)
+          for (std::uint32_t k : launched_rows(in, f.event)) rows.push_back(&in.view.rows[k]);
+        if (f.event != *open_root) return;
+        const hta::RowClock& clock = in.view.clock;
+        std::stable_sort(rows.begin(), rows.end(), [&](const hta::Row* a, const hta::Row* b) { return clock.ts(*a) < clock.ts(*b); });
+        root(f.event, rows);
+        open_root.reset();
+      });
 }
 
 KernelSequences count_sequences(const SequenceInput& in, const std::string& op, int min_len) {
@@ -101,9 +137,9 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
   std::vector<char> name_matches(in.rank.strings.size(), 0);
   for (StrId s = 0; s < in.rank.strings.size(); ++s) name_matches[s] = !op.empty() && in.rank.str(s).find(op) != std::string_view::npos;
   std::map<std::vector<StrId>, KernelSequence> by_pattern;
-  for (std::uint32_t root : roots_of(in, [&](StrId s) { return name_matches[s] != 0; })) {
-    const auto records = launched_records(in, root);
-    if (static_cast<int>(records.size()) < min_len) continue;
+  auto matches = [&](std::uint32_t i) { return name_matches[in.rank.events.name[i]] != 0; };
+  for_each_root(in, matches, [&](std::uint32_t root, const std::vector<const hta::Row*>& records) {
+    if (static_cast<int>(records.size()) < min_len) return;
     std::vector<StrId> key{in.rank.events.name[root]};
     ns_t gpu = 0;
     for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += in.view.clock.dur(*r);
@@ -111,7 +147,7 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
     ++s.count;
     s.gpu_time += gpu;
     s.cpu_time += in.view.clock.dur(hta::Row{root});
-  }
+  });
   for (auto& [key, s] : by_pattern) {
     for (StrId id : key) s.pattern.emplace_back(in.rank.str(id));
     out.sequences.push_back(std::move(s));
@@ -154,25 +190,28 @@ std::string pick_op(const SequenceInput& in, int min_len) {
     std::int64_t roots = 0;
     std::int32_t depth = 0;
   };
-  std::map<std::string_view, Score> scores;
   constexpr std::int32_t kUnseen = -1;
-  std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id
   const EventTable& ev = in.rank.events;
-  for (std::uint32_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
-    std::int32_t& d = min_depth[ev.name[i]];
-    d = d == kUnseen ? in.tree.depth[i] : std::min<std::int32_t>(d, in.tree.depth[i]);
-  }
-  for (const Track& track : in.rank.host_tracks)
-    for (std::uint32_t pos = 0; pos < track.events.size(); ++pos) {
-      const std::uint32_t i = track.events[pos];
-      const std::int32_t d = min_depth[ev.name[i]];
-      if (d == kUnseen || in.tree.depth[i] != d || ev.kind[i] != Kind::CpuOp || !kept_host_call(in, i)) continue;
-      if (!launches_at_least(in, track.events, pos, min_len)) continue;
-      Score& s = scores[in.rank.str(ev.name[i])];
-      ++s.roots;
-      s.depth = d;
-    }
+  auto kept_op = [&](std::uint32_t i) { return ev.kind[i] == Kind::CpuOp && kept_host_call(in, i); };
+  std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id
+  walk_subtrees(
+      in,
+      [&](const Frame& f) {
+        if (!kept_op(f.event)) return;
+        std::int32_t& d = min_depth[ev.name[f.event]];
+        d = d == kUnseen ? f.depth : std::min(d, f.depth);
+      },
+      [](const Frame&, const Frame*) {});
+  std::map<std::string_view, Score> scores;
+  walk_subtrees(
+      in, [](const Frame&) {},
+      [&](const Frame& f, const Frame*) {
+        if (f.depth != min_depth[ev.name[f.event]] || !kept_op(f.event)) return;
+        if (min_len > 0 && f.launched < static_cast<std::size_t>(min_len)) return;
+        Score& s = scores[in.rank.str(ev.name[f.event])];
+        ++s.roots;
+        s.depth = f.depth;
+      });
   std::string best;
   Score top;
   bool best_aten = false;
@@ -187,9 +226,9 @@ std::string pick_op(const SequenceInput& in, int min_len) {
 
 }  // namespace
 
-KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree& tree, const hta::View& view,
-                                          const std::string& op, int min_len) {
-  SequenceInput in{rank, tree, view};
+KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const hta::View& view, const std::string& op,
+                                          int min_len) {
+  SequenceInput in{rank, view};
   const bool chosen = op.empty();
   const std::string name = chosen ? pick_op(in, min_len) : op;
   KernelSequences out;
@@ -207,7 +246,7 @@ KernelSequences hta_kernel_sequences_with(const RankTrace& rank, const CallTree&
 }
 
 KernelSequences hta_kernel_sequences(const RankTrace& rank, const std::string& op, int min_pattern_len) {
-  return hta_kernel_sequences_with(rank, build_call_tree(rank), hta::build_view(rank, GpuTimelineOptions{}), op, min_pattern_len);
+  return hta_kernel_sequences_with(rank, hta::build_view(rank, GpuTimelineOptions{}), op, min_pattern_len);
 }
 
 }  // namespace stepscope
