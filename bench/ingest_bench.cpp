@@ -39,10 +39,14 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Memory figures are in MB (10^6 bytes), the unit of the JSON sizes they are compared with; the
+// kernel reports KiB.
+double kib_to_mb(long kib) { return static_cast<double>(kib) * 1024.0 / 1e6; }
+
 double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  return kib_to_mb(ru.ru_maxrss);  // ru_maxrss is in KiB on Linux
 }
 
 // Resident and peak resident size now, from /proc/self/status (VmRSS, VmHWM), in MB.
@@ -53,8 +57,8 @@ std::pair<double, double> rss_now_and_peak_mb() {
   double now = 0, peak = 0;
   while (std::fgets(line, sizeof line, f)) {
     long kb = 0;
-    if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) now = static_cast<double>(kb) / 1024.0;
-    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) peak = static_cast<double>(kb) / 1024.0;
+    if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) now = kib_to_mb(kb);
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) peak = kib_to_mb(kb);
   }
   std::fclose(f);
   return {now, peak};
