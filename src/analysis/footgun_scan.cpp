@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "stepscope/facts.hpp"
+#include "stepscope/id_map.hpp"
 
 namespace stepscope::footgun {
 namespace {
@@ -23,11 +24,11 @@ struct Context {
 };
 
 // Each launch call's context, by the correlation slot of its id: the four flags in a byte per
-// slot, and the convolution op only for the launches inside one, in a list sorted by slot. Most
-// launches sit outside convolution ops, so a trace pays about a byte per slot (a 1 GB trace has
-// 2.5 million), where a full context per slot took 8.
-//   set(slot 4, Context{zero_grad, conv_op 17}) -> bits[4] = kStored | kZeroGrad, convs {(4, 17)}
-//   find(slot 4) -> Context{zero_grad, conv_op 17}; find(slot 5) -> nothing stored
+// slot, and the convolution op only for the launches inside one, numbered among them by a
+// counting bitmap. Most launches sit outside convolution ops, so a trace pays about a byte per
+// slot (a 1 GB trace has 1.1 million slots), where a full context per slot took 8.
+//   set(slot 4, Context{zero_grad, conv_op 17}) -> bits[4] = kStored | kZeroGrad; seal():
+//   has_conv {4}, convs {17}; find(slot 4) -> Context{zero_grad, conv_op 17}
 class LaunchContexts {
  public:
   explicit LaunchContexts(const CorrelationIndex& index) : index_(index), bits_(index.slot_count(), 0) {}
@@ -37,27 +38,35 @@ class LaunchContexts {
     const std::size_t slot = index_.slot(corr);
     bits_[slot] = static_cast<std::uint8_t>(kStored | (c.zero_grad ? kZeroGrad : 0) | (c.optimizer ? kOptimizer : 0) |
                                             (c.backward ? kBackward : 0) | (c.checkpoint ? kCheckpoint : 0));
-    if (c.conv_op >= 0) convs_.emplace_back(static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(c.conv_op));
+    if (c.conv_op >= 0) pending_.emplace_back(static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(c.conv_op));
   }
-  // Once every launch is set, before the first find().
-  void seal() { std::sort(convs_.begin(), convs_.end()); }
+  // Once every launch is set, before the first find(): the convolution ops in slot order.
+  void seal() {
+    std::sort(pending_.begin(), pending_.end());
+    has_conv_.build(bits_.size(), [&](auto&& mark) {
+      for (const auto& [slot, op] : pending_) mark(slot);
+    });
+    convs_.reserve(pending_.size());
+    for (const auto& [slot, op] : pending_) convs_.push_back(op);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(pending_);
+  }
 
   std::optional<Context> find(std::int64_t corr) const {
     const std::size_t slot = index_.slot(corr);
     if (slot == CorrelationIndex::kNoSlot || !(bits_[slot] & kStored)) return std::nullopt;
     const std::uint8_t b = bits_[slot];
     Context c{(b & kZeroGrad) != 0, (b & kOptimizer) != 0, (b & kBackward) != 0, (b & kCheckpoint) != 0, -1};
-    const std::pair<std::uint32_t, std::uint32_t> key{static_cast<std::uint32_t>(slot), 0};
-    auto it = std::lower_bound(convs_.begin(), convs_.end(), key);
-    if (it != convs_.end() && it->first == key.first) c.conv_op = it->second;
+    if (has_conv_.test(slot)) c.conv_op = convs_[has_conv_.rank(slot)];
     return c;
   }
 
  private:
   enum : std::uint8_t { kStored = 1, kZeroGrad = 2, kOptimizer = 4, kBackward = 8, kCheckpoint = 16 };
   const CorrelationIndex& index_;
-  std::vector<std::uint8_t> bits_;                            // per slot; 0: nothing stored
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> convs_;  // (slot, conv op), event indexes are 32-bit
+  std::vector<std::uint8_t> bits_;  // per slot; 0: nothing stored
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pending_;  // (slot, conv op) until seal()
+  RankBitmap has_conv_;             // the slots whose launch sits inside a convolution op
+  std::vector<std::uint32_t> convs_;  // their ops, in slot order; event indexes are 32-bit
 };
 
 // Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
