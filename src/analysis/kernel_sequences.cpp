@@ -90,33 +90,26 @@ void walk_subtrees(const SequenceInput& in, Open&& open, Close&& close) {
         });
 }
 
-// The smallest depth of the kept host calls `matches(i)` picks, or -1 for none.
-template <class Match>
-std::int32_t smallest_depth(const SequenceInput& in, Match matches) {
-  std::int32_t min_depth = -1;
-  walk_subtrees(
-      in,
-      [&](const Frame& f) {
-        if (!matches(f.event) || !kept_host_call(in, f.event)) return;
-        if (min_depth < 0 || f.depth < min_depth) min_depth = f.depth;
-      },
-      [](const Frame&, const Frame*) {});
-  return min_depth;
-}
-
-// Calls `root(i, rows)` for each root: a kept host call `matches(i)` picks at the smallest depth
-// among them, with the GPU rows launched by the leaf calls of its subtree, in ts order. Roots
-// never nest: a call nested in another is deeper.
-template <class Match, class Root>
-void for_each_root(const SequenceInput& in, Match matches, Root&& root) {
-  const std::int32_t depth = smallest_depth(in, matches);
-  if (depth < 0) return;
+// The roots, in one walk: kept host calls `matches(i)` picks at the smallest depth among them.
+// `root(i, rows)` is called as each call closes that is at the smallest depth seen so far, with
+// the GPU rows launched by the leaf calls of its subtree, in ts order; `restart()` when a
+// shallower match shows the calls reported before were not roots. Roots never nest: a call
+// nested in another is deeper.
+//   matches at depths 2, 2, 1, 2: root, root, restart, root, root
+template <class Match, class Root, class Restart>
+void for_each_root(const SequenceInput& in, Match matches, Root&& root, Restart&& restart) {
+  std::int32_t depth = -1;
   std::optional<std::uint32_t> open_root;
   std::vector<const hta::Row*> rows;
   walk_subtrees(
       in,
       [&](const Frame& f) {
-        if (f.depth == depth && matches(f.event) && kept_host_call(in, f.event)) open_root = f.event, rows.clear();
+        if (!matches(f.event) || !kept_host_call(in, f.event)) return;
+        if (depth >= 0 && f.depth > depth) return;
+        if (depth >= 0 && f.depth < depth) restart();
+        depth = f.depth;
+        open_root = f.event;
+        rows.clear();
       },
       [&](const Frame& f, const Frame*) {
         if (!open_root) return;
@@ -138,16 +131,19 @@ KernelSequences count_sequences(const SequenceInput& in, const std::string& op, 
   for (StrId s = 0; s < in.rank.strings.size(); ++s) name_matches[s] = !op.empty() && in.rank.str(s).find(op) != std::string_view::npos;
   std::map<std::vector<StrId>, KernelSequence> by_pattern;
   auto matches = [&](std::uint32_t i) { return name_matches[in.rank.events.name[i]] != 0; };
-  for_each_root(in, matches, [&](std::uint32_t root, const std::vector<const hta::Row*>& records) {
-    if (static_cast<int>(records.size()) < min_len) return;
-    std::vector<StrId> key{in.rank.events.name[root]};
-    ns_t gpu = 0;
-    for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += in.view.clock.dur(*r);
-    KernelSequence& s = by_pattern[key];
-    ++s.count;
-    s.gpu_time += gpu;
-    s.cpu_time += in.view.clock.dur(hta::Row{root});
-  });
+  for_each_root(
+      in, matches,
+      [&](std::uint32_t root, const std::vector<const hta::Row*>& records) {
+        if (static_cast<int>(records.size()) < min_len) return;
+        std::vector<StrId> key{in.rank.events.name[root]};
+        ns_t gpu = 0;
+        for (const hta::Row* r : records) key.push_back(r->name(in.rank.events)), gpu += in.view.clock.dur(*r);
+        KernelSequence& s = by_pattern[key];
+        ++s.count;
+        s.gpu_time += gpu;
+        s.cpu_time += in.view.clock.dur(hta::Row{root});
+      },
+      [&] { by_pattern.clear(); });
   for (auto& [key, s] : by_pattern) {
     for (StrId id : key) s.pattern.emplace_back(in.rank.str(id));
     out.sequences.push_back(std::move(s));
@@ -193,18 +189,19 @@ std::string pick_op(const SequenceInput& in, int min_len) {
   constexpr std::int32_t kUnseen = -1;
   const EventTable& ev = in.rank.events;
   auto kept_op = [&](std::uint32_t i) { return ev.kind[i] == Kind::CpuOp && kept_host_call(in, i); };
-  std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id
+  // One walk: a name's roots so far are dropped when a shallower call of it shows they are not
+  // at its smallest depth (for_each_root's restart, per name).
+  std::vector<std::int32_t> min_depth(in.rank.strings.size(), kUnseen);  // per name id, so far
+  std::map<std::string_view, Score> scores;
   walk_subtrees(
       in,
       [&](const Frame& f) {
         if (!kept_op(f.event)) return;
         std::int32_t& d = min_depth[ev.name[f.event]];
-        d = d == kUnseen ? f.depth : std::min(d, f.depth);
+        if (d != kUnseen && f.depth >= d) return;
+        if (d != kUnseen) scores.erase(in.rank.str(ev.name[f.event]));
+        d = f.depth;
       },
-      [](const Frame&, const Frame*) {});
-  std::map<std::string_view, Score> scores;
-  walk_subtrees(
-      in, [](const Frame&) {},
       [&](const Frame& f, const Frame*) {
         if (f.depth != min_depth[ev.name[f.event]] || !kept_op(f.event)) return;
         if (min_len > 0 && f.launched < static_cast<std::size_t>(min_len)) return;

@@ -10,6 +10,7 @@
 #include "analysis/hta_view.hpp"
 #include "report/gpu_timeline_json.hpp"
 #include "report/gpu_timeline_text.hpp"
+#include "stepscope/drilldown.hpp"
 #include "stepscope/gpu_timeline.hpp"
 #include "trace_builder.hpp"
 
@@ -330,6 +331,47 @@ TEST(HtaView, EpochTimesReadAsTheLongDoubleFormula) {
   EXPECT_GE(checked, 1'070'000u);
   // float("1700000000123456.789") in Python.
   EXPECT_EQ(hta::python_us(1'700'000'000'123'456'789), 1'700'000'000'123'456.75);
+}
+
+// Kernel sequences (HTA's definition: roots at the smallest depth of the op's name, leaf calls'
+// GPU records in ts order). One thread, µs; each launch's kernel on stream 7:
+//   linear [0,30) { addmm [1,20) { launch [2,3) -> gemm_a [40,45); launch [5,6) -> gemm_b [46,50) } }
+//   linear [60,90) { addmm [61,80) { launch -> gemm_a [95,100); launch -> gemm_b [101,105) } }
+//   addmm [110,130) { launch -> gemm_a [135,140); launch -> gemm_b [141,145) }
+// addmm's smallest depth is 0, reached only after two deeper instances: its one root is the
+// last. The op picked is linear, 2 roots against addmm's 1; each linear holds 9 µs of kernels.
+TEST(KernelSequences, RootsAreAtTheSmallestDepthOfTheName) {
+  TraceBuilder b;
+  std::int64_t corr = 0;
+  auto addmm = [&](double ts, double kernels_at) {
+    b.add_ns(Kind::CpuOp, "cpu_op", "aten::addmm", us(ts), us(ts < 100 ? 19 : 20));
+    b.launch("gemm_a", ts + 1, 1, kernels_at, 5, 7, ++corr);
+    b.launch("gemm_b", ts + 4, 1, kernels_at + 6, 4, 7, ++corr);
+  };
+  b.add_ns(Kind::CpuOp, "cpu_op", "aten::linear", us(0), us(30));
+  addmm(1, 40);
+  b.add_ns(Kind::CpuOp, "cpu_op", "aten::linear", us(60), us(30));
+  addmm(61, 95);
+  addmm(110, 135);
+  b.trace().build_indexes();
+
+  const KernelSequences picked = hta_kernel_sequences(b.trace(), "", 2);
+  EXPECT_TRUE(picked.chosen);
+  EXPECT_EQ(picked.op, "aten::linear");
+  ASSERT_EQ(picked.sequences.size(), 1u);
+  EXPECT_EQ(picked.sequences[0].pattern, (std::vector<std::string>{"aten::linear", "gemm_a", "gemm_b"}));
+  EXPECT_EQ(picked.sequences[0].count, 2);
+  EXPECT_EQ(picked.sequences[0].gpu_time, us(18));
+  EXPECT_EQ(picked.sequences[0].cpu_time, us(60));
+
+  const KernelSequences asked = hta_kernel_sequences(b.trace(), "aten::addmm", 2);
+  ASSERT_EQ(asked.sequences.size(), 1u);
+  EXPECT_EQ(asked.sequences[0].pattern, (std::vector<std::string>{"aten::addmm", "gemm_a", "gemm_b"}));
+  EXPECT_EQ(asked.sequences[0].count, 1);
+  EXPECT_EQ(asked.sequences[0].gpu_time, us(9));
+  EXPECT_EQ(asked.sequences[0].cpu_time, us(20));
+  // Three records are more than any root launched.
+  EXPECT_TRUE(hta_kernel_sequences(b.trace(), "aten::addmm", 3).sequences.empty());
 }
 
 TEST(HtaView, SubMicrosecondRowTurnsNegative) {
