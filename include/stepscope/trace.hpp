@@ -541,6 +541,9 @@ class CorrelationIndex {
   // `launches` and `gpu` in file order: a repeated launch id keeps its first call, a GPU id keeps
   // every record in that order. Ids equal to kNone are not indexed.
   void build(const std::vector<Entry>& launches, const std::vector<Entry>& gpu);
+  // The same from event indexes in file order, whose ids are `events.correlation`: 4 bytes an
+  // entry where a pair takes 16, at the end of the read, when no freed memory is left to reuse.
+  void build(const EventTable& events, const std::vector<std::uint32_t>& launches, const std::vector<std::uint32_t>& gpu);
   // The runtime/driver call with this id, or kNoEvent.
   std::uint32_t launch(std::int64_t corr) const {
     std::size_t s = slot(corr);
@@ -564,6 +567,9 @@ class CorrelationIndex {
   std::size_t slot_count() const { return slots_.size(); }
 
  private:
+  // `each_launch(f)` and `each_gpu(f)` call f(id, event) per entry, the same way on each call.
+  template <class EachLaunch, class EachGpu>
+  void build_from(EachLaunch&& each_launch, EachGpu&& each_gpu, std::size_t distinct);
   IdSlots slots_;
   std::size_t launches_ = 0;
   std::vector<std::uint32_t> launch_;       // per slot: the launch call, or kNoEvent

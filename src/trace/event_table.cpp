@@ -339,7 +339,7 @@ void RankTrace::build_indexes() {
     gpu_record_count += correlated;
   });
   HostTracks host_ix(host_tracks);
-  std::vector<CorrelationIndex::Entry> launches, gpu_records;
+  std::vector<std::uint32_t> launches, gpu_records;  // event indexes
   launches.reserve(launch_count);
   gpu_records.reserve(gpu_record_count);
   route_events(events, gpu_keys, [&](std::uint32_t i, bool gpu, std::uint32_t track, bool correlated) {
@@ -349,15 +349,15 @@ void RankTrace::build_indexes() {
         gpu_tracks.back().events.reserve(gpu_size[track]);
       }
       gpu_tracks[track].events.push_back(i);
-      if (correlated) gpu_records.emplace_back(events.correlation[i], i);
+      if (correlated) gpu_records.push_back(i);
       return;
     }
     Track& t = host_ix.at(track, events.keys.at(track));
     if (t.events.empty()) t.events.reserve(host_size[track]);
     t.events.push_back(i);
-    if (correlated) launches.emplace_back(events.correlation[i], i);
+    if (correlated) launches.push_back(i);
   });
-  correlations.build(launches, gpu_records);
+  correlations.build(events, launches, gpu_records);
   auto by_time = [this](std::uint32_t a, std::uint32_t b) {
     if (events.ts[a] != events.ts[b]) return events.ts[a] < events.ts[b];
     return events.dur[a] > events.dur[b];
