@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <queue>
+#include <span>
+#include <tuple>
 #include <unordered_map>
 
 #include "facts/name_match.hpp"
@@ -251,70 +255,134 @@ constexpr ns_t kStartupMinNs = 20'000'000;
 constexpr double kStartupFactor = 50;
 constexpr std::size_t kStartupMaxPerName = 2;
 
-// Union of the GPU's busy intervals, in time order.
-using Busy = std::vector<std::pair<ns_t, ns_t>>;
-
-// The intervals are counted first and merged in place, so that a trace's millions of GPU records
-// take one list, allocated once.
-Busy gpu_busy(const RankTrace& t) {
-  auto for_each_record = [&](auto&& f) {
-    for (const auto& tr : t.gpu_tracks)
-      for (auto i : tr.events)
-        if (is_gpu_work(t.events.kind[i]) && t.events.dur[i] > 0) f(i);
+// The union of the GPU's work (records of positive length on any stream; touching ones join),
+// interval by interval in time order: f(lo, hi). The streams' lists are in start order, so
+// their records are met in start order through a heap of one cursor per stream, and the union
+// is never stored (16 bytes a record, then a merged interval: a 1 GB trace has 1.5 million).
+template <class F>
+void for_each_busy_interval(const RankTrace& t, F&& f) {
+  struct Cursor {
+    ns_t ts;
+    std::uint32_t track, pos;
+    bool operator>(const Cursor& o) const { return ts > o.ts; }
   };
-  std::size_t count = 0;
-  for_each_record([&](std::uint32_t) { ++count; });
-  Busy iv;
-  iv.reserve(count);
-  for_each_record([&](std::uint32_t i) { iv.emplace_back(t.events.ts[i], t.events.end(i)); });
-  std::sort(iv.begin(), iv.end());
-  std::size_t n = 0;
-  for (const auto& [a, b] : iv)
-    if (n > 0 && a <= iv[n - 1].second) iv[n - 1].second = std::max(iv[n - 1].second, b);
-    else iv[n++] = {a, b};
-  iv.resize(n);
-  if (iv.capacity() > 2 * n + 1024) iv.shrink_to_fit();
-  return iv;
+  std::priority_queue<Cursor, std::vector<Cursor>, std::greater<>> heap;
+  auto push_from = [&](std::uint32_t track, std::uint32_t pos) {
+    const std::vector<std::uint32_t>& events = t.gpu_tracks[track].events;
+    for (; pos < events.size(); ++pos)
+      if (is_gpu_work(t.events.kind[events[pos]]) && t.events.dur[events[pos]] > 0) {
+        heap.push({t.events.ts[events[pos]], track, pos});
+        return;
+      }
+  };
+  for (std::uint32_t k = 0; k < t.gpu_tracks.size(); ++k) push_from(k, 0);
+  bool open = false;
+  ns_t lo = 0, hi = 0;
+  while (!heap.empty()) {
+    const Cursor c = heap.top();
+    heap.pop();
+    const ns_t end = t.events.end(t.gpu_tracks[c.track].events[c.pos]);
+    if (open && c.ts <= hi) {
+      hi = std::max(hi, end);
+    } else {
+      if (open) f(lo, hi);
+      lo = c.ts, hi = end, open = true;
+    }
+    push_from(c.track, c.pos + 1);
+  }
+  if (open) f(lo, hi);
 }
 
-ns_t busy_within(const Busy& busy, ns_t a, ns_t b) {
-  auto it = std::lower_bound(busy.begin(), busy.end(), std::pair<ns_t, ns_t>{a, a},
-                             [](const auto& x, const auto& y) { return x.second <= y.first; });
-  ns_t sum = 0;
-  for (; it != busy.end() && it->first < b; ++it) sum += std::min(b, it->second) - std::max(a, it->first);
-  return sum;
+// The GPU's busy time within each interval [a, b) (a <= b): U(b) - U(a), where U(x) is the time
+// the union of its work covers before x, read at every interval end during one pass over the
+// union.
+//   work [0,10) [5,20) [30,40); [15,35) -> U(35) - U(15) = 25 - 15 = 10
+std::vector<ns_t> gpu_busy_within(const RankTrace& t, const std::vector<std::pair<ns_t, ns_t>>& intervals) {
+  std::vector<std::pair<ns_t, std::size_t>> ends;  // (x, 2k for interval k's start, 2k + 1 for its end)
+  ends.reserve(2 * intervals.size());
+  for (std::size_t k = 0; k < intervals.size(); ++k) {
+    ends.emplace_back(intervals[k].first, 2 * k);
+    ends.emplace_back(intervals[k].second, 2 * k + 1);
+  }
+  std::sort(ends.begin(), ends.end());
+  std::vector<ns_t> covered(ends.size(), 0);  // U at each end, by its number
+  std::size_t next = 0;
+  ns_t before = 0;  // U(lo) of the union interval at hand
+  if (!ends.empty())
+    for_each_busy_interval(t, [&](ns_t lo, ns_t hi) {
+      for (; next < ends.size() && ends[next].first < hi; ++next)
+        covered[ends[next].second] = before + std::max<ns_t>(0, ends[next].first - lo);
+      before += hi - lo;
+    });
+  for (; next < ends.size(); ++next) covered[ends[next].second] = before;
+  std::vector<ns_t> busy(intervals.size());
+  for (std::size_t k = 0; k < intervals.size(); ++k) busy[k] = covered[2 * k + 1] - covered[2 * k];
+  return busy;
 }
 
 // A call the GPU was busy through is waiting on the GPU (a full launch queue, a copy behind
 // queued work), which is steady-state cost; a start-up call leaves the GPU idle.
 constexpr double kStartupGpuBusyShare = 0.1;
 
-std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vector<NameFact>& names, const Busy& busy) {
-  std::unordered_map<StrId, std::vector<std::uint32_t>> calls;
-  for (const auto& tr : t.host_tracks)
-    for (auto i : tr.events)
-      if ((t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
-          t.events.phase[i] == Phase::Complete && names[t.events.name[i]].sync == SyncKind::None)
-        calls[t.events.name[i]].push_back(i);
-  std::vector<StartupOutlier> out;
-  for (auto& [name, ev] : calls) {
-    if (ev.size() < 3) continue;
-    std::vector<ns_t> d;
-    for (auto i : ev) d.push_back(t.events.dur[i]);
-    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
-    const ns_t median = d[d.size() / 2];
-    std::vector<StartupOutlier> mine;
-    for (auto i : ev) {
-      const ns_t d = t.events.dur[i];
-      if (d < kStartupMinNs || static_cast<double>(d) < kStartupFactor * static_cast<double>(median)) continue;
-      if (static_cast<double>(busy_within(busy, t.events.ts[i], t.events.end(i))) > kStartupGpuBusyShare * static_cast<double>(d))
-        continue;
-      mine.push_back({i, t.events.ts[i], t.events.end(i), median});
+// The runtime and driver calls that are no sync, grouped by name: name n's calls are
+// calls[first[n] .. first[n + 1]), each group in track order. Counted before it is filled, so
+// that the list takes 4 bytes a call (a 1 GB trace makes a million launch calls).
+struct CallsByName {
+  std::vector<std::uint32_t> first, calls;
+  CallsByName(const RankTrace& t, const std::vector<NameFact>& names) : first(names.size() + 1, 0) {
+    auto each = [&](auto&& f) {
+      for (const auto& tr : t.host_tracks)
+        for (auto i : tr.events)
+          if ((t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
+              t.events.phase[i] == Phase::Complete && names[t.events.name[i]].sync == SyncKind::None)
+            f(i);
+    };
+    each([&](std::uint32_t i) { ++first[t.events.name[i] + 1]; });
+    for (std::size_t n = 1; n < first.size(); ++n) first[n] += first[n - 1];
+    calls.resize(first.back());
+    std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
+    each([&](std::uint32_t i) { calls[next[t.events.name[i]]++] = i; });
+  }
+  std::span<const std::uint32_t> of(StrId n) const { return {calls.data() + first[n], calls.data() + first[n + 1]}; }
+};
+
+std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vector<NameFact>& names) {
+  // The slow calls of each name, by name; then the GPU's busy time within all of them at once.
+  std::vector<StartupOutlier> slow;
+  std::vector<std::size_t> name_end;  // one past each name's slow calls in `slow`, names with some
+  {
+    const CallsByName by_name(t, names);
+    std::vector<std::uint32_t> by_dur;  // one name's calls, for its median
+    for (StrId name = 0; name < names.size(); ++name) {
+      const std::span<const std::uint32_t> ev = by_name.of(name);
+      if (ev.size() < 3) continue;
+      by_dur.assign(ev.begin(), ev.end());
+      const auto mid = by_dur.begin() + static_cast<std::ptrdiff_t>(by_dur.size() / 2);
+      std::nth_element(by_dur.begin(), mid, by_dur.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return t.events.dur[a] < t.events.dur[b]; });
+      const ns_t median = t.events.dur[*mid];
+      for (auto i : ev) {
+        const ns_t d = t.events.dur[i];
+        if (d < kStartupMinNs || static_cast<double>(d) < kStartupFactor * static_cast<double>(median)) continue;
+        slow.push_back({i, t.events.ts[i], t.events.end(i), median});
+      }
+      if (name_end.empty() || name_end.back() != slow.size()) name_end.push_back(slow.size());
     }
+  }
+  std::vector<std::pair<ns_t, ns_t>> spans;
+  for (const StartupOutlier& o : slow) spans.emplace_back(o.start, o.end);
+  const std::vector<ns_t> busy = gpu_busy_within(t, spans);
+  std::vector<StartupOutlier> out;
+  std::size_t k = 0;
+  for (const std::size_t end : name_end) {
+    std::vector<StartupOutlier> mine;
+    for (; k < end; ++k)
+      if (static_cast<double>(busy[k]) <= kStartupGpuBusyShare * static_cast<double>(slow[k].end - slow[k].start))
+        mine.push_back(slow[k]);
     // More than a couple of slow calls of one name is a recurring cost (allocator churn), not start-up.
     if (mine.size() <= kStartupMaxPerName) out.insert(out.end(), mine.begin(), mine.end());
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return std::tie(a.start, a.event) < std::tie(b.start, b.event); });
   return out;
 }
 
@@ -323,13 +391,13 @@ std::vector<StartupOutlier> startup_outliers(const RankTrace& t, const std::vect
 constexpr ns_t kLongSyncNs = 5'000'000;
 constexpr double kIdleInsideShare = 0.9;
 
-ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f, const Busy& busy) {
+ns_t syncs_waiting_on_nothing(const RankTrace& t, const RankFacts& f) {
   if (!f.gpu_records) return 0;
   ns_t total = 0;
-  for (auto i : f.device_syncs) {
-    const ns_t d = t.events.dur[i];
+  for (std::size_t k = 0; k < f.device_syncs.size(); ++k) {
+    const ns_t d = t.events.dur[f.device_syncs[k]];
     if (d < kLongSyncNs) continue;
-    const ns_t idle = d - busy_within(busy, t.events.ts[i], t.events.end(i));
+    const ns_t idle = d - f.device_sync_busy[k];
     if (static_cast<double>(idle) >= kIdleInsideShare * static_cast<double>(d)) total += idle;
   }
   return total;
@@ -452,7 +520,7 @@ std::string gpu_job_evidence(const RankTrace& t, const RankFacts& f) {
   return "";
 }
 
-void record_warnings(const RankTrace& t, RankFacts& f, const Busy& busy) {
+void record_warnings(const RankTrace& t, RankFacts& f) {
   const double launches = static_cast<double>(f.launch_calls);
   if (f.launch_calls > 0 && !f.gpu_records)
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
@@ -476,7 +544,7 @@ void record_warnings(const RankTrace& t, RankFacts& f, const Busy& busy) {
                             f.launches_without_gpu, f.launch_calls),
                 "record a shorter window, or raise the CUPTI activity buffer size",
                 {{"launches", launches}, {"launches_without_gpu", static_cast<double>(f.launches_without_gpu)}});
-  if (const ns_t waited = syncs_waiting_on_nothing(t, f, busy);
+  if (const ns_t waited = syncs_waiting_on_nothing(t, f);
       static_cast<double>(waited) >= 0.25 * static_cast<double>(std::max<ns_t>(t.last_end() - t.first_ts(), 1)))
     add_warning(f, "untraced_gpu_work", TrustSeverity::Blocks,
                 fmt::format("the host waited {:.1f} ms in device syncs while the traced GPU did nothing: it waited "
@@ -557,11 +625,12 @@ RankFacts compute_facts(const RankTrace& t) {
   gpu_stages(t, f.event_stage);
   f.device = device_model(t);
   count_records(t, f);
-  const Busy busy = gpu_busy(t);
-  for (auto i : f.device_syncs) f.device_sync_busy.push_back(busy_within(busy, t.events.ts[i], t.events.end(i)));
-  f.startup = startup_outliers(t, f.names, busy);
+  std::vector<std::pair<ns_t, ns_t>> syncs;
+  for (auto i : f.device_syncs) syncs.emplace_back(t.events.ts[i], t.events.end(i));
+  f.device_sync_busy = gpu_busy_within(t, syncs);
+  f.startup = startup_outliers(t, f.names);
   classify_run(t, f);
-  record_warnings(t, f, busy);
+  record_warnings(t, f);
   return f;
 }
 
