@@ -1,9 +1,11 @@
 // HTA-compatible temporal breakdown, compute/communication overlap and kernel breakdown
 // (hta/analyzers/breakdown_analysis.py, communication_analysis.py at f4d0062).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <string>
 
 #include "hta_breakdown.hpp"
@@ -47,6 +49,51 @@ void sweep(std::vector<Edge>& edges, F&& f) {
     running += edges[k].delta;
     ns_t len = edges[k + 1].time - edges[k].time;
     if (len != 0) f(running, len);
+  }
+}
+
+// The same sweep over unions given as sorted lists (up to three), each interval adding its
+// value while it lasts, without the edge list: when every list's edges come in time order
+// (ts0 <= end0 <= ts1 ...), the lists' edges are merged as they are read. A union holds a
+// reversed interval (end < ts, HTA's rounding of sub-µs rows) only where such a row stands
+// alone: then the edges are listed and sorted as before. The edges of a 1 GB trace's unions
+// took 50 MB, at the GPU timeline's peak.
+//   {[0,10)} value 1, {[5,20)} value 2: f(1, 5), f(3, 5), f(2, 10)
+template <class F>
+void sweep_unions(std::span<const std::pair<const std::vector<Interval>*, int>> unions, F&& f) {
+  auto in_order = [](const std::vector<Interval>& u) {
+    for (std::size_t k = 0; k < u.size(); ++k)
+      if (u[k].end < u[k].ts || (k > 0 && u[k].ts < u[k - 1].end)) return false;
+    return true;
+  };
+  if (!std::all_of(unions.begin(), unions.end(), [&](const auto& u) { return in_order(*u.first); })) {
+    std::vector<Edge> edges;
+    std::size_t n = 0;
+    for (const auto& u : unions) n += 2 * u.first->size();
+    edges.reserve(n);
+    for (const auto& [u, value] : unions) add_edges(*u, value, edges);
+    sweep(edges, f);
+    return;
+  }
+  // Edge e of a list: its interval e / 2's start for even e, its end for odd e.
+  std::array<std::size_t, 3> at{};
+  auto time_at = [&](std::size_t l) {
+    const std::vector<Interval>& u = *unions[l].first;
+    return at[l] % 2 == 0 ? u[at[l] / 2].ts : u[at[l] / 2].end;
+  };
+  int running = 0;
+  bool started = false;
+  ns_t last = 0;
+  for (;;) {
+    std::size_t next = unions.size();
+    for (std::size_t l = 0; l < unions.size(); ++l)
+      if (at[l] < 2 * unions[l].first->size() && (next == unions.size() || time_at(l) < time_at(next))) next = l;
+    if (next == unions.size()) return;
+    const ns_t t = time_at(next);
+    if (started && t != last) f(running, t - last);
+    running += at[next] % 2 == 0 ? unions[next].second : -unions[next].second;
+    last = t, started = true;
+    ++at[next];
   }
 }
 
@@ -231,11 +278,8 @@ HtaCommCompOverlap comm_comp_overlap(const View& v) {
   const std::vector<Interval>& comm = merged(v, HtaKernelType::Communication);
   const std::vector<Interval>& comp = merged(v, HtaKernelType::Computation);
   out.communication = total_length(comm);
-  std::vector<Edge> edges;
-  edges.reserve(2 * (comm.size() + comp.size()));
-  add_edges(comm, 1, edges);
-  add_edges(comp, 2, edges);
-  sweep(edges, [&](int running, ns_t len) {
+  const std::array<std::pair<const std::vector<Interval>*, int>, 2> unions{{{&comm, 1}, {&comp, 2}}};
+  sweep_unions(unions, [&](int running, ns_t len) {
     if (running == 3) out.overlap += len;
   });
   if (comm.empty() || out.communication == 0) {
@@ -252,14 +296,13 @@ HtaCommCompOverlap comm_comp_overlap(const View& v) {
 // get_gpu_kernel_breakdown, kernel-type table: merged intervals per type, bit-coded
 // (computation 1, communication 2, memory 4), swept; each positive running sum is a state.
 std::vector<HtaKernelTypeTime> kernel_type_times(const View& v) {
-  std::vector<Edge> edges;
-  edges.reserve(2 * (merged(v, HtaKernelType::Computation).size() + merged(v, HtaKernelType::Communication).size() +
-                     merged(v, HtaKernelType::Memory).size()));
-  add_edges(merged(v, HtaKernelType::Computation), 1, edges);
-  add_edges(merged(v, HtaKernelType::Communication), 2, edges);
-  add_edges(merged(v, HtaKernelType::Memory), 4, edges);
+  const std::array<std::pair<const std::vector<Interval>*, int>, 3> unions{{
+      {&merged(v, HtaKernelType::Computation), 1},
+      {&merged(v, HtaKernelType::Communication), 2},
+      {&merged(v, HtaKernelType::Memory), 4},
+  }};
   std::map<int, ns_t> by_running;
-  sweep(edges, [&](int running, ns_t len) {
+  sweep_unions(unions, [&](int running, ns_t len) {
     if (running > 0) by_running[running] += len;
   });
   std::map<std::string, HtaKernelTypeTime> by_label;
