@@ -212,7 +212,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     analyze_partitioned(rank, a);
     return a;
   }
-  // Two threads split the work about evenly (1 GB benchmark trace: about 1.2 s each). The
+  // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.2 s and 0.9 s). The
   // second computes the facts while this one builds HTA's view, then the GPU timeline's figures
   // read from the trace, the CUDA summary, the partition and what reads it (footgun scan,
   // collectives). This one, once the facts are in, runs the figures read from the view and the
