@@ -64,8 +64,8 @@ struct Frame {
 };
 
 // Walks every host track as the call tree is built (walk_calls): `open(frame)` when a call is
-// reached, `close(frame, parent)` when its subtree has ended (parent null at the top). Leaf
-// calls close in track order, before any call around them. A subtree is what the call tree's
+// reached, `close(frame)` when its subtree has ended. Leaf calls close in track order, before
+// any call around them. A subtree is what the call tree's
 // depth, child and subtree-end columns described, gathered on the way instead of stored (10
 // bytes an event, at the drill-down's peak).
 //   linear [0, 10) { addmm [1, 9) { launch [2, 3) } }: open linear, open addmm, open launch,
@@ -85,7 +85,7 @@ void walk_subtrees(const SequenceInput& in, Open&& open, Close&& close) {
           Frame f = frames.back();
           frames.pop_back();
           if (!f.has_children) f.launched = launched_rows(in, f.event).size();
-          close(f, frames.empty() ? nullptr : &frames.back());
+          close(f);
           if (!frames.empty()) frames.back().launched += f.launched;
         });
 }
@@ -111,7 +111,7 @@ void for_each_root(const SequenceInput& in, Match matches, Root&& root, Restart&
         open_root = f.event;
         rows.clear();
       },
-      [&](const Frame& f, const Frame*) {
+      [&](const Frame& f) {
         if (!open_root) return;
         if (!f.has_children)
           for (std::uint32_t k : launched_rows(in, f.event)) rows.push_back(&in.view.rows[k]);
@@ -202,7 +202,7 @@ std::string pick_op(const SequenceInput& in, int min_len) {
         if (d != kUnseen) scores.erase(in.rank.str(ev.name[f.event]));
         d = f.depth;
       },
-      [&](const Frame& f, const Frame*) {
+      [&](const Frame& f) {
         if (f.depth != min_depth[ev.name[f.event]] || !kept_op(f.event)) return;
         if (min_len > 0 && f.launched < static_cast<std::size_t>(min_len)) return;
         Score& s = scores[in.rank.str(ev.name[f.event])];
