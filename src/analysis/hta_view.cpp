@@ -4,8 +4,6 @@
 #include "hta_view.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <optional>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -285,51 +283,9 @@ void merge_gpu_rows(View& v) {
 
 // Beyond 2^53 ns (python_us in hta_view.hpp), the quotient is formed in long double (64-bit
 // mantissa, exact for q and precise to far below a µs-fraction step) and rounded once to double.
-double python_us_long_double(ns_t ns) {
-  const ns_t q = ns / 1000, r = ns % 1000;
-  return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
-}
-
-namespace {
-
-// python_us_long_double as a table, for q = ns / 1000 in [2^43, 2^52) (epoch times up to the
-// year 2112; beyond 2^53 ns q is at least 2^43). With e the top bit of q, the doubles there are
-// the multiples of u = 2^(e-52), and q is a multiple of 2u and of the long double's step: each
-// rounding of the formula then adds to q an offset, ties to even included, that depends on e
-// and r = ns % 1000 alone. So x = q + offset[e][r], an exact sum, and the table holds the
-// formula's own results at q = 2^e. The long double operations, on every time HTA's view reads,
-// were a tenth of the analysis at 1 GB.
-//   ns = 1'700'000'000'123'456'789: q = 1'700'000'000'123'456 (e = 50, u = 0.25), r = 789:
-//   offset 0.75, x = 1'700'000'000'123'456.75
-class FarOffsets {
- public:
-  FarOffsets() {
-    for (int e = kLow; e < kHigh; ++e)
-      for (ns_t r = 0; r < 1000; ++r) {
-        const ns_t q = ns_t{1} << e;
-        offset_[e - kLow][r] = python_us_long_double(q * 1000 + r) - static_cast<double>(q);
-      }
-  }
-  // x for ns > 0, or nothing outside the table's exponents.
-  std::optional<double> of(ns_t ns) const {
-    const ns_t q = ns / 1000;
-    const int e = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(q))) - 1;
-    if (e < kLow || e >= kHigh) return std::nullopt;
-    return static_cast<double>(q) + offset_[e - kLow][ns % 1000];
-  }
-
- private:
-  static constexpr int kLow = 43, kHigh = 52;
-  std::array<std::array<double, 1000>, kHigh - kLow> offset_{};
-};
-
-}  // namespace
-
 double python_us_far(ns_t ns) {
-  static const FarOffsets table;
-  if (ns > 0)
-    if (const std::optional<double> x = table.of(ns)) return *x;
-  return python_us_long_double(ns);
+  ns_t q = ns / 1000, r = ns % 1000;
+  return static_cast<double>(static_cast<long double>(q) + static_cast<long double>(r) / 1000.0L);
 }
 
 // Rows HTA keeps after parsing: complete events with a category, minus the profiler's own

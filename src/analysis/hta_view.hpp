@@ -135,15 +135,12 @@ void drop_merged_intervals(View& v);
 // whole µs, with Python's double arithmetic.
 bool is_hta_row(const RankTrace& rank, std::size_t i);
 
-// python_us beyond 2^53 ns: python_us_long_double's result, mostly read from a table.
 double python_us_far(ns_t ns);
-// ns / 1000 as a long double q + r / 1000 (q = ns / 1000, r = ns % 1000), rounded to double.
-double python_us_long_double(ns_t ns);
 
 // The double Python's json.loads makes of the decimal text Kineto wrote for `ns` (µs with three
 // decimals): the double nearest to ns / 1000. Below 2^53 both operands of the division are
 // exact and IEEE division rounds correctly. Absolute epoch timestamps (~1.7e18 ns) are beyond
-// 2^53, where the quotient is formed with more precision (python_us_long_double). This matters: at 1.7e15 µs a
+// 2^53, where python_us_far forms the quotient with more precision. This matters: at 1.7e15 µs a
 // double only resolves 0.25 µs, so HTA's ceil() of such a timestamp can land a µs away from
 // the exact one.
 inline double python_us(ns_t ns) {
