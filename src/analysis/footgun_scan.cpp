@@ -1,7 +1,6 @@
 #include "stepscope/footgun_scan.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
