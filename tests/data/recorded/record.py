@@ -19,12 +19,22 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   sdpa_bf16       transformer encoder layers (scaled dot-product attention) under bf16 autocast
   compiled_bf16   the bf16 MLP under torch.compile: fused Triton kernels, already compiled
   d2h_each_step   the full output copied to pageable host memory every step (metrics on the host)
+  fp8_gemm        forward GEMMs in float8 (torch._scaled_mm), backward in bf16: GPU-bound, already low precision
+  cuda_graph_step launch_bound's model with its whole step captured in one CUDA graph
+  elementwise_fp32  twenty scale-shift-GELU layers over a wide fp32 activation: memory traffic, no GEMM
+  empty_cache_each_step  torch.cuda.empty_cache() after every step: cudaFree and cudaMalloc each step
+  loader_workers  input_bound's slow transform behind two DataLoader worker processes
+  gpu_job_cpu_activity_only  bf16_gpu_bound's job profiled with the CPU activity alone: no GPU records
+  inference_bf16  four transformer encoder layers under inference_mode and bf16 autocast: no backward
+  pinned_prefetch pinned batches copied one step ahead on a side stream: the healthy copy
+  cold_start      no warm-up, profiled from the process's first CUDA work (handles, autotuning, allocator)
 
 Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
 """
 import gzip
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +45,6 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, Dataset
 
 WAIT, WARMUP, ACTIVE = 1, 2, 4
-STEPS = WAIT + WARMUP + ACTIVE
 
 
 def mlp(width, depth, dtype=torch.float32):
@@ -160,8 +169,12 @@ def pageable_copy():
     return step
 
 
+def tiny_layers():
+    return nn.Sequential(*[m for _ in range(16) for m in (nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU())]).cuda()
+
+
 def launch_bound():
-    model = nn.Sequential(*[m for _ in range(16) for m in (nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU())]).cuda()
+    model = tiny_layers()
     opt = torch.optim.AdamW(model.parameters(), foreach=False)
     x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
 
@@ -233,6 +246,180 @@ def d2h_each_step():
     return step
 
 
+class ScaledFp8Linear(torch.autograd.Function):
+    """y = x w^T with both operands cast to float8 (e4m3, per-tensor scale 1) for the forward
+    GEMM, as fp8 training recipes do; the backward GEMMs stay in bf16."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        one = torch.ones((), device=x.device)
+        xq, wq = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+        return torch._scaled_mm(xq, wq.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad @ w, grad.t() @ x
+
+
+def fp8_gemm():
+    weights = [nn.Parameter(torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) * 0.01)
+               for _ in range(4)]
+    opt = torch.optim.AdamW(weights, fused=True)
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+
+    def step(i):
+        with record_function("forward"):
+            h = x
+            for w in weights:
+                h = torch.relu(ScaledFp8Linear.apply(h, w))
+            loss = nn.functional.mse_loss(h.float(), y.float())
+        with record_function("backward"):
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+    return step
+
+
+def cuda_graph_step():
+    # launch_bound's model with its whole step (forward, backward, optimizer) captured once in a
+    # CUDA graph and replayed: one launch per step where launch_bound pays ~700.
+    model = tiny_layers()
+    opt = torch.optim.AdamW(model.parameters(), foreach=False, capturable=True)
+    static_x, static_y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            train_step(model, opt, static_x, static_y, amp=False)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        nn.functional.mse_loss(model(static_x), static_y).backward()
+        opt.step()
+    x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
+
+    def step(i):
+        static_x.copy_(x)
+        static_y.copy_(y)
+        with record_function("graph_replay"):
+            graph.replay()
+    return step
+
+
+class ElementwiseChain(nn.Module):
+    """Twenty scale-shift-GELU layers over a wide activation: no GEMM, all memory traffic."""
+
+    def __init__(self, width, depth):
+        super().__init__()
+        self.scale = nn.ParameterList(nn.Parameter(torch.ones(width)) for _ in range(depth))
+        self.shift = nn.ParameterList(nn.Parameter(torch.zeros(width)) for _ in range(depth))
+
+    def forward(self, h):
+        for a, b in zip(self.scale, self.shift):
+            h = nn.functional.gelu(h * a + b)
+        return h
+
+
+def elementwise_fp32():
+    model = ElementwiseChain(4096, 20).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=False)
+    return step
+
+
+def empty_cache_each_step():
+    # torch.cuda.empty_cache() after every step hands the allocator's blocks back to the driver,
+    # so each step pays cudaFree and then cudaMalloc again, both of which synchronise.
+    model = mlp(4096, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+        torch.cuda.empty_cache()
+    return step
+
+
+def loader_workers():
+    # Two worker processes, each transform sleeping 3 ms: a batch every ~48 ms, where the GPU
+    # needs under a millisecond of it.
+    model = mlp(1024, 4)
+    opt = torch.optim.AdamW(model.parameters())
+    loader = DataLoader(SlowSamples(1024, 0.003), batch_size=32, num_workers=2, pin_memory=True,
+                        persistent_workers=True, prefetch_factor=2)
+    batches = iter(loader)
+
+    def step(i):
+        x, y = next(batches)
+        train_step(model, opt, x.cuda(non_blocking=True), y.cuda(non_blocking=True), amp=True)
+    return step
+
+
+def gpu_job_cpu_activity_only():
+    # A GPU-bound job profiled with ProfilerActivity.CPU alone: the trace has the ops but no
+    # runtime calls or kernels, as when CUPTI's records are lost or never asked for.
+    return gemm_job(amp=True)
+
+
+def inference_bf16():
+    layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, norm_first=True)
+    model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).cuda().eval()
+    x = torch.randn(32, 1024, 1024, device="cuda")
+
+    def step(i):
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            with record_function("forward"):
+                model(x)
+    return step
+
+
+def pinned_prefetch():
+    # The healthy copy: pinned batches copied with non_blocking on a side stream one step ahead,
+    # under GEMMs that take several times as long.
+    model = mlp(4096, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    host = [torch.randn(8192, 4096).pin_memory() for _ in range(2)]
+    y = torch.randn(8192, 4096, device="cuda")
+    copy_stream = torch.cuda.Stream()
+    pending = {}
+
+    def prefetch(i):
+        with torch.cuda.stream(copy_stream):
+            pending[i] = host[i % 2].to("cuda", non_blocking=True)
+
+    def step(i):
+        if i not in pending:
+            prefetch(i)
+        torch.cuda.current_stream().wait_stream(copy_stream)
+        x = pending.pop(i)
+        x.record_stream(torch.cuda.current_stream())
+        prefetch(i + 1)
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
+def cold_start():
+    # No warm-up and the profiler on from the first step: cuBLAS and cuDNN handles, the caching
+    # allocator's growth, AdamW's state and cuDNN's autotuning all land in the profiled steps.
+    torch.backends.cudnn.benchmark = True
+    model = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(64 * 32 * 32, 1024), nn.ReLU(), nn.Linear(1024, 1024)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(256, 64, 32, 32, device="cuda"), torch.randn(256, 1024, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
 SCENARIOS = {
     "input_bound": input_bound,
     "sync_each_layer": sync_each_layer,
@@ -247,21 +434,42 @@ SCENARIOS = {
     "sdpa_bf16": sdpa_bf16,
     "compiled_bf16": compiled_bf16,
     "d2h_each_step": d2h_each_step,
+    "fp8_gemm": fp8_gemm,
+    "cuda_graph_step": cuda_graph_step,
+    "elementwise_fp32": elementwise_fp32,
+    "empty_cache_each_step": empty_cache_each_step,
+    "loader_workers": loader_workers,
+    "gpu_job_cpu_activity_only": gpu_job_cpu_activity_only,
+    "inference_bf16": inference_bf16,
+    "pinned_prefetch": pinned_prefetch,
+    "cold_start": cold_start,
 }
+
+# Scenarios recorded another way than the rest: (warm-up steps, (wait, warmup, active), activities).
+# cold_start must also be the first CUDA work of its process, so main() runs it in a fresh one.
+CPU_AND_CUDA = (ProfilerActivity.CPU, ProfilerActivity.CUDA)
+RECORDING = {
+    "cold_start": (0, (0, 0, 5), CPU_AND_CUDA),
+    "gpu_job_cpu_activity_only": (3, (WAIT, WARMUP, ACTIVE), (ProfilerActivity.CPU,)),
+}
+FRESH_PROCESS = {"cold_start"}
 
 
 def record(name, out_dir):
+    warm_up, (wait, warmup, active), activities = RECORDING.get(name, (3, (WAIT, WARMUP, ACTIVE), CPU_AND_CUDA))
+    if name in FRESH_PROCESS and torch.cuda.is_initialized():
+        raise RuntimeError(f"{name} must be the first CUDA work of its process")
     torch.manual_seed(0)
     step = SCENARIOS[name]()
-    for i in range(3):  # warm-up outside the profiler: handles, autotuning, allocator growth
+    for i in range(warm_up):  # outside the profiler: handles, autotuning, allocator growth
         step(-1 - i)
     torch.cuda.synchronize()
     tmp = tempfile.mkdtemp()
     raw = os.path.join(tmp, "trace.json")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
+    with profile(activities=list(activities), record_shapes=True,
+                 schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
-        for i in range(STEPS):
+        for i in range(wait + warmup + active):
             step(i)
             prof.step()
     torch.cuda.synchronize()
@@ -278,10 +486,14 @@ def main(argv):
     out_dir = argv[1]
     os.makedirs(out_dir, exist_ok=True)
     failed = []
-    for name in argv[2:] or SCENARIOS:
+    names = argv[2:] or list(SCENARIOS)
+    for name in names:
         t0 = time.time()
         try:
-            record(name, out_dir)
+            if name in FRESH_PROCESS and len(names) > 1:
+                subprocess.run([sys.executable, __file__, out_dir, name], check=True)
+            else:
+                record(name, out_dir)
         except Exception as e:  # one scenario's failure (no Triton, ...) leaves the others
             failed.append(name)
             print(f"{name}: failed: {e!r}", flush=True)
