@@ -101,6 +101,8 @@ enum NameFlag : std::uint64_t {
   kNameGraphLaunch = std::uint64_t{1} << 28,    // cudaGraphLaunch / hipGraphLaunch: a CUDA graph replay
   kNameWarmupRange = std::uint64_t{1} << 31,    // a harness's or user's warm-up range
   kNameGradCollective = std::uint64_t{1} << 32,  // a host-side all-reduce of gradients (gloo/nccl:all_reduce)
+  kNameBackwardKernel = std::uint64_t{1} << 33,  // a kernel computing gradients (..Backward.., dgrad, wgrad)
+  kNameDeviceAlloc = std::uint64_t{1} << 34,     // cudaMalloc / cudaFree and their HIP and driver twins
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };

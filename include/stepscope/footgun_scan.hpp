@@ -98,6 +98,10 @@ struct RankScan {
   std::int64_t pageable_h2d = 0;
   ns_t pageable_h2d_time = 0;
   std::int64_t pageable_h2d_bytes = 0;
+  // The device allocator's own calls (cudaMalloc, cudaFree) in steady steps: a caching allocator
+  // makes none once its pool has grown, unless the pool is emptied (torch.cuda.empty_cache()).
+  ByName device_allocs;
+  std::int64_t device_alloc_steps = 0;  // steady steps holding at least one of them
 };
 
 RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartition& p);

@@ -18,7 +18,7 @@ namespace stepscope {
 inline constexpr const char* kFootgunIds[] = {
     "fp32_no_tf32",       "fp32_no_amp",        "cudnn_autotune",     "nchw_layout",     "anomaly_mode",
     "activation_recompute", "compile_recompile", "compile_fallback", "unfused_attention", "unfused_optimizer",
-    "zero_grad_memset",   "host_sync_logging",  "pageable_copy",   "loader_respawn",
+    "zero_grad_memset",   "host_sync_logging",  "pageable_copy",   "allocator_churn", "loader_respawn",
     "ddp_no_overlap"};
 
 // Reads each rank's footgun scan (AnalysisResult::footgun_scans; none, no finding); `job` is the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -121,6 +122,7 @@ enum ScanFlag : std::uint32_t {
   kFp32 = 1u << 19,
   kFusedKernel = 1u << 20,
   kNanCheck = 1u << 21,
+  kDeviceAlloc = 1u << 22,
   kClassShift = 24,  // bits 24..28: KernelClass
   kKnown = 1u << 31,
 };
@@ -138,6 +140,7 @@ std::uint32_t name_flags(const NameFact& n) {
   set(n.has(kNameConvOp), kConvOp);
   set(n.has(kNameSynchronize), kSynchronize);
   set(n.has(kNameAutotune), kFind);
+  set(n.has(kNameDeviceAlloc), kDeviceAlloc);
   set(n.has(kNameCompiledRegion), kCompiledRegion);
   set(n.has(kNameCompile), kCompile);
   set(n.role == HostRole::Loader, kLoader);
@@ -245,6 +248,7 @@ class Scanner {
       if (ctx.conv_op >= 0 && (f & kSynchronize)) syncing_convs_.push_back(ctx.conv_op);
     }
     if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
+    if (f & kDeviceAlloc) device_alloc(t_.name_of(i), ts, dur);
     if (f & kCompiledRegion) {
       const auto step = any_step(p_, ts);
       if (step >= 0) compiled_.push_back(step);
@@ -276,6 +280,13 @@ class Scanner {
       }
       if (f & kIsnan) ++s_.anomaly_isnan;
     }
+  }
+
+  void device_alloc(std::string_view n, ns_t ts, ns_t dur) {
+    const std::int64_t step = steady_step(p_, ts);
+    if (step < 0) return;
+    add(s_.device_allocs, n, dur);
+    if (alloc_steps_.insert(step).second) ++s_.device_alloc_steps;
   }
 
   void add_if_steady(ByName& m, std::string_view n, ns_t ts, ns_t dur) {
@@ -495,6 +506,7 @@ class Scanner {
   std::vector<std::pair<ns_t, ns_t>> anomaly_item_ends_, item_ends_;  // (end, duration)
   std::vector<ns_t> loader_starts_;
   std::vector<std::int64_t> syncing_convs_;
+  std::set<std::int64_t> alloc_steps_;  // steady steps with a device allocator call
 };
 
 }  // namespace

@@ -711,27 +711,49 @@ void compute_mix(const RankTrace& t, const RankFacts& facts, const SweepFacts& f
 // When the host runs ahead, step N's host span ends while the GPU still runs step N-1: windows
 // that run to the end of their GPU work then overlap and count the same GPU time twice. Such
 // steps are measured on the GPU: from the first GPU work step N launched to the first of step N+1.
+//
+// The start is read on the stream that ran most of the launched work: a side stream's work (a
+// copy prefetching the next batch) starts as soon as it is launched, ahead of the queue the step
+// waits on, and would pull every step back to the host's time. A step with no work on that
+// stream starts at its first work on any.
+// Example: step 4 launches a prefetch copy at 10 ms (it runs at once on the idle copy stream) and
+// its GEMMs, which start at 24 ms behind step 3's -> step 4 starts at 24 ms, not 10 ms.
 void gpu_side_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu, std::vector<StepPartition>& steps) {
-  std::vector<ns_t> first(steps.size(), std::numeric_limits<ns_t>::max());
-  std::vector<ns_t> last(steps.size(), std::numeric_limits<ns_t>::min());
-  for (const auto& a : gpu) {
+  constexpr ns_t kUnset = std::numeric_limits<ns_t>::max();
+  // The step whose host span launched `a`, or steps.size().
+  auto launching_step = [&](const GpuActivity& a) {
     auto corr = t.events.correlation[a.event];
-    if (corr == kNone) continue;
+    if (corr == kNone) return steps.size();
     const std::uint32_t call = t.correlations.launch(corr);
-    if (call == CorrelationIndex::kNoEvent) continue;
+    if (call == CorrelationIndex::kNoEvent) return steps.size();
     const ns_t ts = t.events.ts[call];
     auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](ns_t v, const StepPartition& s) { return v < s.start; });
-    if (it == steps.begin() || ts >= std::prev(it)->host_end) continue;
-    const auto k = static_cast<std::size_t>(std::prev(it) - steps.begin());
+    if (it == steps.begin() || ts >= std::prev(it)->host_end) return steps.size();
+    return static_cast<std::size_t>(std::prev(it) - steps.begin());
+  };
+  std::vector<ns_t> first(steps.size(), kUnset), first_on_clock(steps.size(), kUnset);
+  std::vector<ns_t> last(steps.size(), std::numeric_limits<ns_t>::min());
+  std::vector<ns_t> busy(t.events.keys.size(), 0);
+  for (const auto& a : gpu) {
+    const std::size_t k = launching_step(a);
+    if (k == steps.size()) continue;
+    busy[t.events.track[a.event]] += end(t, a) - start(t, a);
     first[k] = std::min(first[k], start(t, a));
     last[k] = std::max(last[k], end(t, a));
   }
+  const auto clock = static_cast<std::uint32_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
+  for (const auto& a : gpu)
+    if (t.events.track[a.event] == clock)
+      if (const std::size_t k = launching_step(a); k < steps.size())
+        first_on_clock[k] = std::min(first_on_clock[k], start(t, a));
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    if (first_on_clock[k] != kUnset) first[k] = first_on_clock[k];
   for (std::size_t k = 0; k < steps.size(); ++k) {
-    if (first[k] == std::numeric_limits<ns_t>::max()) continue;
+    if (first[k] == kUnset) continue;
     steps[k].start = k > 0 ? std::max(first[k], steps[k - 1].end) : std::min(steps[k].start, first[k]);
-    ns_t next = std::numeric_limits<ns_t>::max();
-    for (std::size_t j = k + 1; j < steps.size() && next == std::numeric_limits<ns_t>::max(); ++j) next = first[j];
-    steps[k].end = std::max(steps[k].start, next != std::numeric_limits<ns_t>::max() ? next : last[k]);
+    ns_t next = kUnset;
+    for (std::size_t j = k + 1; j < steps.size() && next == kUnset; ++j) next = first[j];
+    steps[k].end = std::max(steps[k].start, next != kUnset ? next : last[k]);
   }
 }
 
@@ -876,7 +898,7 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
 
 // Per device sync in steady steps: one count; whether it sits inside the model's forward or
 // backward (where no CUDA graph can capture it); how long the host waited in it while the GPU
-// worked; and the refill: how long the GPU then idles until
+// worked, unless it is the trace's closing sync; and the refill: how long the GPU then idles until
 // the host has queued work again, time the partition gives to the host's launches but that the
 // sync caused.
 void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
@@ -889,9 +911,12 @@ void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<G
     const StageHint st = facts.event_stage[i];
     if (st == StageHint::Forward || st == StageHint::Backward) ++r.model_syncs;
     const ns_t call_end = t.events.end(i);
-    if (k < facts.device_sync_busy.size()) wait += facts.device_sync_busy[k];
     const auto it = first_starting_from(t, gpu, call_end);
-    if (it != gpu.end() && in_steady(r.steps, start(t, *it))) refill += start(t, *it) - call_end;
+    // A sync that no GPU work follows waits for the trace's last work, which must finish anyway
+    // (the profiler's own stop synchronises): no step can run ahead into what is not there.
+    if (it == gpu.end()) continue;
+    if (k < facts.device_sync_busy.size()) wait += facts.device_sync_busy[k];
+    if (in_steady(r.steps, start(t, *it))) refill += start(t, *it) - call_end;
   }
   if (!r.steady_steps) return;
   r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);

@@ -441,15 +441,17 @@ void count_records(const RankTrace& t, RankFacts& f) {
 
 struct KindCounts {
   std::size_t backward = 0, optimizer = 0, loader = 0, serving = 0, harness = 0, event_timing = 0,
-              graph_launches = 0, profiler_steps = 0, launches = 0, grad_collectives = 0;
+              graph_launches = 0, profiler_steps = 0, launches = 0, grad_collectives = 0, backward_kernels = 0;
   std::int64_t last_step_number = -1;  // a ProfilerStep#N with N > 1 was recorded inside a loop
 };
 
 KindCounts kind_counts(const RankTrace& t, const RankFacts& f) {
   KindCounts c;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
-    if (t.events.phase[i] != Phase::Complete || !is_host_op_kind(t.events.kind[i])) continue;
+    if (t.events.phase[i] != Phase::Complete) continue;
     const NameFact& n = f.names[t.events.name[i]];
+    if (is_gpu_work(t.events.kind[i])) c.backward_kernels += n.has(kNameBackwardKernel);
+    if (!is_host_op_kind(t.events.kind[i])) continue;
     c.backward += n.stage == StageHint::Backward;
     c.optimizer += n.has(kNameOptimizerStep);
     c.loader += n.role == HostRole::Loader;
@@ -482,6 +484,11 @@ void classify_run(const RankTrace& t, RankFacts& f) {
                c.harness > 0 ? fmt::format("{} benchmark harness ranges (warmup / measure), no backward", c.harness)
                              : fmt::format("{} device syncs for {} launches with event timing: a timing loop",
                                            f.device_syncs.size(), c.launches));
+  // A step replayed from a CUDA graph (or run by a runtime that records no ops) leaves no
+  // backward op on the host, but its gradient kernels still name themselves on the GPU.
+  if (c.backward_kernels > 0 && c.serving == 0)
+    return set(RunKind::Training, fmt::format("{} gradient kernels on the GPU and no backward op on the host{}",
+                                              c.backward_kernels, f.cuda_graphs ? " (CUDA graph replays)" : ""));
   if (c.serving > 0 && !f.pytorch && c.launches == 0 && !f.gpu_records)
     return set(RunKind::Inference, fmt::format("{} serving frontend calls and no model work: a serving process that "
                                                "only routes requests",
@@ -525,8 +532,9 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
   if (f.launch_calls > 0 && !f.gpu_records)
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
                 fmt::format("{} kernel launches and async copies on the host but no GPU records at all: the "
-                            "profiler's GPU activity was lost (CUPTI buffers dropped, or the profiler stopped "
-                            "before they were flushed); the GPU side of this trace is unknown",
+                            "profiler's GPU activity was not recorded (ProfilerActivity.CUDA not asked for) or was lost "
+                            "(CUPTI buffers dropped, or the profiler stopped before they were flushed); the GPU side "
+                            "of this trace is unknown",
                             f.launch_calls),
                 "record again with ProfilerActivity.CUDA and let the profiler context exit normally "
                 "(prof.stop() or the end of the with block) before exporting",

@@ -102,6 +102,16 @@ bool is_blocking_call(std::string_view n) {
   return copy && !has(n, "Async");
 }
 
+// The device allocator's own calls, which the caching allocator makes only when its pool grows or
+// is emptied; the stream-ordered *Async variants neither block nor synchronise and are left out.
+bool is_device_alloc(std::string_view n) {
+  static constexpr std::string_view exact[] = {"cudaMalloc", "cudaFree",     "hipMalloc",     "hipFree",
+                                               "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2"};
+  for (std::string_view e : exact)
+    if (n == e) return true;
+  return false;
+}
+
 void set_host_flags(NameFact& f, std::string_view n) {
   const std::string l = lower(n);
   auto set = [&](bool on, NameFlag bit) {
@@ -142,6 +152,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(n == "cudaGraphLaunch" || n == "hipGraphLaunch" || n == "cuGraphLaunch", kNameGraphLaunch);
   set(has(n, "Launch"), kNameLaunchApi);
   set(is_blocking_call(n), kNameBlockingCall);
+  set(is_device_alloc(n), kNameDeviceAlloc);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

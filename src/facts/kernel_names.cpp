@@ -219,6 +219,9 @@ void set_kernel_flags(NameFact& f, std::string_view l) {
   set(has(l, "fused"), kNameFusedKernel);
   set(has_any(l, {"isnan", "or_kernel"}), kNameNanCheck);
   set(has(l, "gemv"), kNameGemv);
+  // Gradient kernels name themselves: ATen's *Backward* functors and *_grad_input kernels, cuDNN's
+  // data- and weight-gradient convolutions. Forward and inference kernels never carry these.
+  set(has_any(l, {"backward", "_grad_input", "dgrad", "wgrad"}), kNameBackwardKernel);
   set(has_any(l, {"multi_tensor_apply", "_foreach_", "_fused_", "fusedadam", "fused_adam", "fusedsgd"}),
       kNameFusedOptimizer);
 }

@@ -386,7 +386,8 @@ STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compu
                          recompute_time, recompute_markers, allreduce_steps, allreduce_after_backward_steps,
                          allreduces, allreduce_time, late_compile, late_compile_steps, late_compile_time,
                          compiled_steps, fallback_compiled, fallback_eager, compiled_mean_ns, eager_mean_ns,
-                         first_eager_step, pageable_h2d, pageable_h2d_time, pageable_h2d_bytes)
+                         first_eager_step, pageable_h2d, pageable_h2d_time, pageable_h2d_bytes, device_allocs,
+                         device_alloc_steps)
 
 }  // namespace footgun
 

@@ -340,7 +340,8 @@ const Expected kReal[] = {
     {"tracelens/mi300/resnet_act_checkpoint.json.gz", {"activation_recompute"}},
     {"tracelens/mi300/sglang_Qwen3-8B_decode.json.gz", {}},
     {"tracelens/mi300/torch_compile_triton_trace.json.gz", {}},
-    {"tracelens/mi300/train_resnet18.json.gz", {}},
+    // 272 hipFree and 292 hipMalloc calls in every step: the caching allocator keeps nothing.
+    {"tracelens/mi300/train_resnet18.json.gz", {"allocator_churn"}},
     {"cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz", {}},
     {"cpu/b_dataloader_w2_persistent.pt.trace.json.gz", {}},
     {"cpu/c_item_print_every_step.pt.trace.json.gz", {}},

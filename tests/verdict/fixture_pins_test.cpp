@@ -85,8 +85,8 @@ constexpr Pinned kPinned[] = {
      "enumerate(DataLoader) holds 8.2 s of the 16.2 s window; GPU busy 29%"},
     {"tracelens/mi300/resnet_act_checkpoint.json.gz", "comms-bound", "training", "ddp_buckets",
      "DDP on MI300X: the RCCL kernel is active 82% of the window"},
-    {"tracelens/mi300/train_resnet18.json.gz", "host/launch-bound", "training", "cuda_graphs",
-     "ResNet-18 with GPU busy 11%: host stalls and allocator churn between kernels"},
+    {"tracelens/mi300/train_resnet18.json.gz", "host/launch-bound", "training", "keep_allocator_cache",
+     "ResNet-18 with GPU busy 11%: 272 hipFree calls a step hold the host for 809 ms of its 819 ms"},
     // Benchmarks and harnesses: their syncs and launches are what they measure.
     {"hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz", "host/launch-bound",
      "benchmark", "amp_bf16",
@@ -120,10 +120,12 @@ constexpr Pinned kPinned[] = {
      "a 54-event inference excerpt: host calls around a few kernels; no lever for one pass"},
     {"hta/triton_example/triton_example.json.gz", "host/launch-bound", "one-shot", "",
      "one torch.compile'd call: a single Triton kernel behind its host dispatch"},
-    {"tracelens/mi210/gpu_only_trace.json.gz", "gpu-bound", "one-shot", "",
-     "GPU busy 87% of a 6 ms pass; its one sync waits for the result"},
-    {"tracelens/mi300/torch_compile_triton_trace.json.gz", "gpu-bound", "one-shot", "remove_item",
-     "compiled graph calls, GPU busy 96%; syncs inside the pass stop the host from queuing ahead"},
+    {"tracelens/mi210/gpu_only_trace.json.gz", "gpu-bound", "training", "",
+     "a GPU-only capture of one ResNet training pass (batch-norm backward, igemm bwd/wrw kernels), GPU busy 87% "
+     "of 6 ms; its one sync waits for the result"},
+    {"tracelens/mi300/torch_compile_triton_trace.json.gz", "gpu-bound", "one-shot", "",
+     "compiled graph calls, GPU busy 96%; both syncs come after the last launch, so removing them queues "
+     "nothing earlier"},
     {"wild/particle_transformer_cold_forward.pt.trace.json.gz", "inconclusive", "one-shot", "",
      "one cold forward pass: its 1.34 s first launch is start-up, no steady state is recorded"},
     {"wild/zoology_missing_gpu_records.pt.trace.json.gz", "inconclusive", "one-shot", "",

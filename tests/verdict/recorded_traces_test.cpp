@@ -202,6 +202,120 @@ TEST(RecordedTraces, ReadingTheOutputBackEveryStepIsCopyBoundByD2H) {
   EXPECT_FALSE(lever_of(r, "pin_memory").applies);
 }
 
+// Forward GEMMs in float8 through torch._scaled_mm, backward in bf16: GPU-bound, every GEMM
+// already on 8- or 16-bit tensor cores, so no precision lever and no fp32 finding.
+TEST(RecordedTraces, Fp8GemmsAreCountedAsFp8AndGetNoPrecisionLever) {
+  const AnalysisResult r = analyze_recorded("fp8_gemm");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  const auto& by_type = r.partitions.at(0).mix.gemm_ns_by_dtype;
+  double all = 0;
+  for (auto v : by_type) all += static_cast<double>(v);
+  const double fp8 = static_cast<double>(by_type[static_cast<std::size_t>(DataType::Fp8)]);
+  const double bf16 = static_cast<double>(by_type[static_cast<std::size_t>(DataType::Bf16)]);
+  // One fp8 forward GEMM and two bf16 backward GEMMs per layer.
+  EXPECT_GT(fp8, 0.15 * all);
+  EXPECT_GT(fp8 + bf16, 0.99 * all);
+  for (const char* id : {"amp_bf16", "amp_fp16", "tf32"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
+  EXPECT_FALSE(has_finding(r, "fp32_no_tf32"));
+}
+
+// The whole training step captured once and replayed: the host holds no backward op, but the
+// GPU runs the gradient kernels, so the run is training, bound by its GPU, and CUDA graphs are
+// not offered to a run that already replays them.
+TEST(RecordedTraces, ReplayedTrainingStepIsTrainingAndNotToldToUseGraphs) {
+  const AnalysisResult r = analyze_recorded("cuda_graph_step");
+  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training")) << r.facts.at(0).run_kind_evidence;
+  EXPECT_NE(r.facts.at(0).run_kind_evidence.find("CUDA graph"), std::string::npos);
+  EXPECT_TRUE(r.facts.at(0).cuda_graphs);
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  EXPECT_FALSE(lever_of(r, "cuda_graphs").applies) << lever_of(r, "cuda_graphs").basis;
+  // The replay's host side is two small copies and one launch a step.
+  EXPECT_LT(step_share(r, Category::HostCompute) + step_share(r, Category::LaunchOverhead), 0.15);
+}
+
+// Twenty scale-shift-GELU layers: all memory traffic, no GEMM. Fusion is the lever; mixed
+// precision has no fp32 GEMM to act on.
+TEST(RecordedTraces, ElementwiseChainIsGpuBoundWithFusionFirst) {
+  const AnalysisResult r = analyze_recorded("elementwise_fp32");
+  expect_verdict_and_first_lever(r, "gpu-bound", "torch_compile");
+  const ComputeMix& m = r.partitions.at(0).mix;
+  const double eltwise = static_cast<double>(m.class_ns[static_cast<std::size_t>(KernelClass::Elementwise)] +
+                                             m.class_ns[static_cast<std::size_t>(KernelClass::ReductionNorm)]);
+  EXPECT_GT(eltwise, 0.95 * static_cast<double>(m.kernel_ns()));
+  EXPECT_FALSE(lever_of(r, "amp_bf16").applies);
+}
+
+// torch.cuda.empty_cache() after every step: each step pays cudaFree and cudaMalloc again. The
+// finding names the calls; its one-line fix comes before CUDA graphs, which keep only the host
+// time that is left.
+TEST(RecordedTraces, EmptyingTheCacheEveryStepIsAllocatorChurn) {
+  const AnalysisResult r = analyze_recorded("empty_cache_each_step");
+  expect_verdict_and_first_lever(r, "host/launch-bound", "keep_allocator_cache");
+  const auto f = std::find_if(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
+                              [](const Finding& x) { return x.id == "allocator_churn"; });
+  ASSERT_NE(f, r.diagnosis.findings.end());
+  EXPECT_GT(f->gain_ns, 0.25 * f->step_ns);  // ~2.3 ms of a ~6.5 ms step
+  const Lever& graphs = lever_of(r, "cuda_graphs");
+  const Lever& keep = lever_of(r, "keep_allocator_cache");
+  EXPECT_LT(graphs.removable_ns, keep.removable_ns);
+  EXPECT_NE(graphs.basis.find("allocator_churn"), std::string::npos) << graphs.basis;
+}
+
+// The slow transform behind two worker processes: still input-bound, and more workers is still
+// the lever.
+TEST(RecordedTraces, SlowTransformBehindTwoWorkersIsInputBound) {
+  const AnalysisResult r = analyze_recorded("loader_workers");
+  expect_verdict_and_first_lever(r, "input-bound", "num_workers");
+  EXPECT_GT(step_share(r, Category::BatchWait), 0.6);
+}
+
+// A GPU job profiled with the CPU activity alone: launches on the host and no GPU record. The
+// verdict is withheld rather than read as a CPU job, and the advice is to record CUDA activity.
+TEST(RecordedTraces, CpuActivityAloneLeavesTheVerdictInconclusive) {
+  const AnalysisResult r = analyze_recorded("gpu_job_cpu_activity_only");
+  EXPECT_EQ(verdict_id(r), "inconclusive") << r.diagnosis.verdict.headline;
+  const TrustWarning* w = r.facts.at(0).trust.find("incomplete_gpu_records");
+  ASSERT_NE(w, nullptr);
+  EXPECT_NE(w->text.find("ProfilerActivity.CUDA"), std::string::npos) << w->text;
+  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+}
+
+// Transformer layers under inference_mode: an inference run, GPU-bound, with no training lever.
+TEST(RecordedTraces, InferenceLoopGetsNoTrainingLever) {
+  const AnalysisResult r = analyze_recorded("inference_bf16");
+  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("inference"));
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  for (const char* id : {"micro_batch", "fused_optimizer", "ddp_buckets", "amp_bf16"})
+    EXPECT_FALSE(lever_of(r, id).applies) << id;
+}
+
+// Pinned batches copied one step ahead on a side stream while the host runs ahead: the copy
+// stream runs each prefetch as soon as it is launched, so steps are timed on the stream that
+// does the work. Every step then holds one step of GEMMs, and the copy is no bound.
+TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
+  const AnalysisResult r = analyze_recorded("pinned_prefetch");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
+  EXPECT_LT(r.stability.at(0).cv, 0.05);
+  for (const auto& s : r.partitions.at(0).steps)
+    if (!s.warmup) EXPECT_GT(s.ns[static_cast<std::size_t>(Category::ComputeBackward)], 0) << s.name;
+  EXPECT_LT(step_share(r, Category::H2DCopy), 0.05);
+  EXPECT_FALSE(lever_of(r, "pin_memory").applies);
+}
+
+// Profiled from the process's first CUDA work: the first step (cuBLAS and cuDNN handles,
+// autotuning, allocator growth) takes seconds and is left out as warm-up; the steady steps of
+// this small job are milliseconds, set by the host's dispatch.
+TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
+  const AnalysisResult r = analyze_recorded("cold_start");
+  const RankPartition& p = r.partitions.at(0);
+  ASSERT_FALSE(p.steps.empty());
+  EXPECT_TRUE(p.steps.front().warmup);
+  EXPECT_GT(p.steps.front().end - p.steps.front().start, 500'000'000);
+  EXPECT_LT(p.steady_mean_ns, 10e6);
+  EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
+}
+
 TEST(RecordedTraces, OperatorsByShapeKeepWholeInputDims) {
   IngestOptions io;
   io.jobs = 1;
