@@ -28,10 +28,19 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   inference_bf16  four transformer encoder layers under inference_mode and bf16 autocast: no backward
   pinned_prefetch pinned batches copied one step ahead on a side stream: the healthy copy
   cold_start      no warm-up, profiled from the process's first CUDA work (handles, autotuning, allocator)
+  cudnn_retune    cudnn.benchmark on and the image size changing at two profiled steps: cuDNN re-times
+  compile_recompile  torch.compile(dynamic=False) and a larger batch at one profiled step: a recompile
+  zero_grad_memset   zero_grad(set_to_none=False) on 64 parameters: a memset per gradient each step
+  anomaly_mode    torch.autograd.set_detect_anomaly(True) left on
+  unfused_attention  self-attention written out (scores materialised, softmax, matmul) in bf16
+  activation_checkpoint  checkpointed blocks of a model that fits many times over: recompute only
+  fp16_grad_scaler  fp16 autocast with a GradScaler, which reads found_inf back each step
+  epoch_respawn   two batches an epoch from two non-persistent workers: fresh workers every 2nd step
 
 Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
 """
 import gzip
+import math
 import os
 import shutil
 import subprocess
@@ -40,6 +49,7 @@ import tempfile
 import time
 
 import torch
+import torch.utils.checkpoint
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torch.utils.data import DataLoader, Dataset
@@ -420,6 +430,167 @@ def cold_start():
     return step
 
 
+def conv_net(channels, depth):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU()]
+    return nn.Sequential(*layers).cuda()
+
+
+def cudnn_retune():
+    # cudnn.benchmark on, and the image size changes at two profiled steps: each new shape makes
+    # cuDNN time its algorithms again inside the steady state.
+    torch.backends.cudnn.benchmark = True
+    model = conv_net(64, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    sizes = {4: 72, 6: 80}
+
+    def step(i):
+        side = sizes.get(i, 64)
+        x = torch.randn(32, 64, side, side, device="cuda")
+        train_step(model, opt, x, torch.randn_like(x), amp=True)
+    return step
+
+
+def compile_recompile():
+    # torch.compile with static shapes; the batch grows at one profiled step, which compiles the
+    # model again after the steady state began.
+    model = torch.compile(mlp(2048, 4), dynamic=False)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+
+    def step(i):
+        batch = 6144 if i == 5 else 4096
+        x = torch.randn(batch, 2048, device="cuda")
+        train_step(model, opt, x, torch.randn_like(x), amp=True)
+    return step
+
+
+def zero_grad_memset():
+    # zero_grad(set_to_none=False) on 64 parameters: a fill kernel per gradient every step (a fused
+    # optimizer's zero_grad zeroes them one by one).
+    model = mlp(512, 32)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
+
+    def step(i):
+        with record_function("forward"):
+            loss = nn.functional.mse_loss(model(x), y)
+        with record_function("backward"):
+            opt.zero_grad(set_to_none=False)
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+    return step
+
+
+def anomaly_mode():
+    # torch.autograd.set_detect_anomaly(True) left on: every backward node checks its output for
+    # NaN and reads the answer back.
+    model = mlp(1024, 8)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(512, 1024, device="cuda"), torch.randn(512, 1024, device="cuda")
+
+    def step(i):
+        with torch.autograd.set_detect_anomaly(True):
+            train_step(model, opt, x, y, amp=True)
+    return step
+
+
+class ManualAttention(nn.Module):
+    """Self-attention written out: the seq x seq scores are materialised, softmaxed, multiplied."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+
+    def forward(self, h):
+        b, n, w = h.shape
+        q, k, v = self.qkv(h).view(b, n, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(w // self.heads)
+        mixed = torch.softmax(scores, dim=-1) @ v
+        return self.out(mixed.transpose(1, 2).reshape(b, n, w))
+
+
+def unfused_attention():
+    model = nn.Sequential(*[ManualAttention(1024, 16) for _ in range(4)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(8, 2048, 1024, device="cuda"), torch.randn(8, 2048, 1024, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
+class CheckpointedMlp(nn.Module):
+    """Blocks of two wide layers, each block recomputed in backward (activation checkpointing)."""
+
+    def __init__(self, width, blocks):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+                                    for _ in range(blocks))
+
+    def forward(self, h):
+        for block in self.blocks:
+            h = torch.utils.checkpoint.checkpoint(block, h, use_reentrant=False)
+        return h
+
+
+def activation_checkpoint():
+    # Checkpointing a model that fits many times over in the GPU's memory: pure recompute cost.
+    model = CheckpointedMlp(4096, 4).cuda()
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=True)
+    return step
+
+
+def fp16_grad_scaler():
+    # fp16 autocast with a GradScaler: scaler.step reads found_inf back every step.
+    model = mlp(4096, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    scaler = torch.amp.GradScaler("cuda")
+    x, y = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+
+    def step(i):
+        with record_function("forward"):
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = nn.functional.mse_loss(model(x).float(), y)
+        with record_function("backward"):
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+        with record_function("optimizer"):
+            scaler.step(opt)
+            scaler.update()
+    return step
+
+
+class FewSamples(SlowSamples):
+    def __len__(self):
+        return 64
+
+
+def epoch_respawn():
+    # Two batches an epoch and workers that are not persistent: every second step starts an epoch
+    # and waits for two fresh worker processes.
+    model = mlp(1024, 4)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    loader = DataLoader(FewSamples(1024, 0.0), batch_size=32, num_workers=2, pin_memory=True)
+    batches = iter(loader)
+
+    def step(i):
+        nonlocal batches
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            x, y = next(batches)
+        train_step(model, opt, x.cuda(non_blocking=True), y.cuda(non_blocking=True), amp=True)
+    return step
+
+
 SCENARIOS = {
     "input_bound": input_bound,
     "sync_each_layer": sync_each_layer,
@@ -443,6 +614,14 @@ SCENARIOS = {
     "inference_bf16": inference_bf16,
     "pinned_prefetch": pinned_prefetch,
     "cold_start": cold_start,
+    "cudnn_retune": cudnn_retune,
+    "compile_recompile": compile_recompile,
+    "zero_grad_memset": zero_grad_memset,
+    "anomaly_mode": anomaly_mode,
+    "unfused_attention": unfused_attention,
+    "activation_checkpoint": activation_checkpoint,
+    "fp16_grad_scaler": fp16_grad_scaler,
+    "epoch_respawn": epoch_respawn,
 }
 
 # Scenarios recorded another way than the rest: (warm-up steps, (wait, warmup, active), activities).
@@ -451,6 +630,7 @@ CPU_AND_CUDA = (ProfilerActivity.CPU, ProfilerActivity.CUDA)
 RECORDING = {
     "cold_start": (0, (0, 0, 5), CPU_AND_CUDA),
     "gpu_job_cpu_activity_only": (3, (WAIT, WARMUP, ACTIVE), (ProfilerActivity.CPU,)),
+    "epoch_respawn": (4, (WAIT, WARMUP, 12), CPU_AND_CUDA),
 }
 FRESH_PROCESS = {"cold_start"}
 
