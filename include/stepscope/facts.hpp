@@ -103,6 +103,7 @@ enum NameFlag : std::uint64_t {
   kNameGradCollective = std::uint64_t{1} << 32,  // a host-side all-reduce of gradients (gloo/nccl:all_reduce)
   kNameBackwardKernel = std::uint64_t{1} << 33,  // a kernel computing gradients (..Backward.., dgrad, wgrad)
   kNameDeviceAlloc = std::uint64_t{1} << 34,     // cudaMalloc / cudaFree and their HIP and driver twins
+  kNameForwardOnlyOp = std::uint64_t{1} << 35,   // a module's forward op (aten::linear, conv2d, layer_norm, gelu)
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };
@@ -229,7 +230,8 @@ struct RankFacts {
   // Per event: a synchronising call that really waited on the device and is not nested in
   // another one (the one count of host syncs every figure uses).
   std::vector<std::uint32_t> device_syncs;
-  // Per event (sorted): scalar reads (.item()) with no device wait inside, on CPU tensors. Not syncs.
+  // Per event (sorted): scalar reads (.item()) with no device wait inside, on CPU tensors, and the
+  // synchronising calls nested in them (_local_scalar_dense). Not syncs.
   std::vector<std::uint32_t> scalar_reads_without_wait;
   std::vector<StartupOutlier> startup;  // one-time start-up calls
   DeviceModel device;

@@ -30,6 +30,7 @@ struct ConvCall {
   std::vector<std::string> kernels;  // distinct convolution kernel names, in launch order
   std::int64_t conv_kernels = 0;
   ns_t conv_time = 0, last_conv_time = 0;
+  ns_t op_time = 0;                  // the op's host duration
 };
 
 struct RankScan {

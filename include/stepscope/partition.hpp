@@ -57,7 +57,7 @@ struct StepPartition {
   std::int64_t number = 0;     // N of ProfilerStep#N, else the 0-based index
   std::string name;            // "ProfilerStep#12", or the annotation that opened the step
   ns_t start = 0, end = 0;     // window: host start .. max(host end, end of GPU work launched in it)
-  ns_t host_end = 0;
+  ns_t host_start = 0, host_end = 0;  // the host span, kept when the window is measured on the GPU side
   bool warmup = false;         // excluded from the steady-state figures
   std::string warmup_reason;   // "first step", "compilation"
   CategoryTimes ns{};          // sums to end - start exactly
@@ -138,6 +138,12 @@ StageRule parse_stage_rule(const std::string& text);
 RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts = {});
 // The same, computing the rank's facts first.
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});
+
+// The step whose host span [host_start, host_end) holds host time `ts`, or -1. When the host
+// runs ahead, windows are measured on the GPU side and a step's host events lie before its
+// window: they are placed by host span.
+//   host spans [0, 10) [10, 20), GPU-side windows [25, 40) [40, 55): host_span_step(12) -> 1
+std::int64_t host_span_step(const std::vector<StepPartition>& steps, ns_t ts);
 
 // One run of a single category on the timeline.
 struct CategoryRun {

@@ -91,6 +91,17 @@ std::int64_t any_step(const RankPartition& p, ns_t ts) {
   return ts < it->end ? static_cast<std::int64_t>(it - s.begin()) : -1;
 }
 
+// The same two for a host event's time: by host span once the windows are GPU-side.
+std::int64_t steady_host_step(const RankPartition& p, ns_t ts) {
+  if (!p.host_runs_ahead) return steady_step(p, ts);
+  const std::int64_t k = host_span_step(p.steps, ts);
+  return k >= 0 && !p.steps[static_cast<std::size_t>(k)].warmup ? k : -1;
+}
+
+std::int64_t any_host_step(const RankPartition& p, ns_t ts) {
+  return p.host_runs_ahead ? host_span_step(p.steps, ts) : any_step(p, ts);
+}
+
 void add(ByName& m, std::string_view name, ns_t dur) {
   auto& e = m[std::string(name)];
   ++e.count;
@@ -123,6 +134,7 @@ enum ScanFlag : std::uint32_t {
   kFusedKernel = 1u << 20,
   kNanCheck = 1u << 21,
   kDeviceAlloc = 1u << 22,
+  kForwardOnly = 1u << 23,
   kClassShift = 24,  // bits 24..28: KernelClass
   kKnown = 1u << 31,
 };
@@ -141,6 +153,7 @@ std::uint32_t name_flags(const NameFact& n) {
   set(n.has(kNameSynchronize), kSynchronize);
   set(n.has(kNameAutotune), kFind);
   set(n.has(kNameDeviceAlloc), kDeviceAlloc);
+  set(n.has(kNameForwardOnlyOp), kForwardOnly);
   set(n.has(kNameCompiledRegion), kCompiledRegion);
   set(n.has(kNameCompile), kCompile);
   set(n.role == HostRole::Loader, kLoader);
@@ -167,7 +180,7 @@ Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
   if (f & kZeroGrad) c.zero_grad = true;
   if (f & kOptimizerStage) c.optimizer = true;
   if (f & kBackwardStage) c.backward = true;
-  if (f & kRecompute) c.checkpoint = true;
+  if ((f & kRecompute) || ((f & kForwardOnly) && parent.backward)) c.checkpoint = true;
   if (c.conv_op < 0 && (f & kConvOp)) c.conv_op = i;
   return c;
 }
@@ -250,13 +263,13 @@ class Scanner {
     if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
     if (f & kDeviceAlloc) device_alloc(t_.name_of(i), ts, dur);
     if (f & kCompiledRegion) {
-      const auto step = any_step(p_, ts);
+      const auto step = any_host_step(p_, ts);
       if (step >= 0) compiled_.push_back(step);
     }
     if (f & kCompile) compile_events_.push_back(i);
     if (f & kLoader) loader_starts_.push_back(ts);
     if (k != Kind::CpuOp && k != Kind::UserAnnotation) return;
-    const std::int64_t step = steady_step(p_, ts);
+    const std::int64_t step = steady_host_step(p_, ts);
     if (step < 0) return;
     const std::string_view n = t_.name_of(i);
     if (f & kOptimizerStep) s_.opt_host_time += dur;
@@ -283,14 +296,14 @@ class Scanner {
   }
 
   void device_alloc(std::string_view n, ns_t ts, ns_t dur) {
-    const std::int64_t step = steady_step(p_, ts);
+    const std::int64_t step = steady_host_step(p_, ts);
     if (step < 0) return;
     add(s_.device_allocs, n, dur);
     if (alloc_steps_.insert(step).second) ++s_.device_alloc_steps;
   }
 
   void add_if_steady(ByName& m, std::string_view n, ns_t ts, ns_t dur) {
-    if (steady_step(p_, ts) >= 0) add(m, n, dur);
+    if (steady_host_step(p_, ts) >= 0) add(m, n, dur);
   }
 
   // Compilation after the steady state began: steps marked "compilation" (or holding compile
@@ -313,7 +326,7 @@ class Scanner {
               [&](std::uint32_t a, std::uint32_t b) { return t_.events.ts[a] < t_.events.ts[b]; });
     for (auto i : compile_events_) {
       const ns_t ts = t_.events.ts[i];
-      const std::int64_t step = any_step(p_, ts);
+      const std::int64_t step = any_host_step(p_, ts);
       if (step <= first_steady || ts < covered_until) continue;
       covered_until = t_.events.end(i);
       late[static_cast<std::size_t>(step)] = true;
@@ -445,7 +458,7 @@ class Scanner {
     add(s_.conv_names, n, dur);
     if (!ctx || ctx->conv_op < 0) return;
     auto [it, fresh] = conv_index_.try_emplace(ctx->conv_op, s_.convs.size());
-    if (fresh) s_.convs.push_back({step, false, {}, 0, 0, 0});
+    if (fresh) s_.convs.push_back({step, false, {}, 0, 0, 0, t_.events.dur[static_cast<std::size_t>(ctx->conv_op)]});
     ConvCall& c = s_.convs[it->second];
     ++c.conv_kernels;
     c.conv_time += dur;
@@ -469,7 +482,7 @@ class Scanner {
     for (const auto& track : t_.host_tracks)
       for (auto i : track.events) {
         if (!(flags(i) & kBackwardStage)) continue;
-        const std::int64_t step = steady_step(p_, t_.events.ts[i]);
+        const std::int64_t step = steady_host_step(p_, t_.events.ts[i]);
         if (step < 0) continue;
         auto& e = backward_end[step];
         e = std::max(e, t_.events.end(i));

@@ -39,6 +39,7 @@ enum Channel : int {
   kAuxStage0 = kAuxRole0 + kRoleCount,
   kSyncTail = kAuxStage0 + kStageCount,
   kHostComm,  // host-side communication on another thread (gloo's worker threads)
+  kLoaderGap,  // the loop thread's op-free time between two batch fetches (a new epoch's iterator)
   kChannelCount
 };
 using Counts = std::array<int, kChannelCount>;
@@ -323,6 +324,34 @@ void add_sync_tails(Sink& edges, const RankTrace& t, const SweepFacts& f,
     }
 }
 
+// Between two batch fetches of the loop thread with no launch, sync, side work or communication
+// between them and ops filling at most this share of the gap, the gap is the loader's: a new
+// epoch's iterator starting its workers (DataLoader.__iter__ records no op of its own).
+// Example: __next__ [0, 20 ms) ends the epoch, the seed's aten::random_ and aten::item take 40 us,
+// __next__ [53, 64 ms) -> [20, 53 ms) is batch wait wherever no op runs.
+constexpr double kLoaderGapOpShare = 0.1;
+
+template <class Sink>
+void add_loader_gaps(Sink& edges, const RankTrace& t, const SweepFacts& f, int main_track) {
+  if (main_track < 0) return;
+  ns_t prev_end = -1, op_time = 0;
+  bool work = false;
+  for (auto i : t.host_tracks[static_cast<std::size_t>(main_track)].events) {
+    const ns_t ts = t.events.ts[i];
+    const int role = f.role[i];
+    if (role == kLoader) {
+      if (prev_end >= 0 && !work && ts > prev_end &&
+          static_cast<double>(op_time) <= kLoaderGapOpShare * static_cast<double>(ts - prev_end))
+        add_interval(edges, prev_end, ts, kLoaderGap);
+      prev_end = std::max(prev_end, t.events.end(i));
+      op_time = 0, work = false;
+    } else if (prev_end >= 0 && ts >= prev_end && role >= 0) {
+      work = work || role != kOp;
+      op_time += t.events.dur[i];
+    }
+  }
+}
+
 // Host-side collectives (gloo) often run on the backend's own threads: while the GPU idles and
 // the step's threads record nothing, the step waits on them.
 template <class Sink>
@@ -372,6 +401,7 @@ struct Classifier {
     if (h < 0) h = host_blame(c, kAuxRole0, kAuxStage0);
     if (h >= 0) return static_cast<Category>(h);
     if (any(c, kHostComm)) return Category::GradSyncExposed;
+    if (any(c, kLoaderGap)) return Category::BatchWait;
     return gpu && any(c, kSyncTail) ? Category::SyncStall : Category::Idle;
   }
 };
@@ -612,6 +642,11 @@ void extend_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu,
 
 bool holds(const StepPartition& s, ns_t ts) { return ts >= s.start && ts < s.end; }
 
+// For a host event's time: its host span once the windows are measured on the GPU side.
+bool holds_host(const StepPartition& s, ns_t ts, bool gpu_side) {
+  return gpu_side ? ts >= s.host_start && ts < s.host_end : holds(s, ts);
+}
+
 // A first or last step shorter than this share of the median one (the upper median: of two steps,
 // the longer) is a stub: the profiler started or stopped right by a step boundary. A short step
 // between two others is real: a loader with two workers hands over batches in pairs, so every
@@ -627,15 +662,16 @@ void warm(StepPartition& s, const char* reason) {
 // Steady-state steps are chosen by what they hold: compilation and one-time start-up calls make
 // a step warm-up, and so does being nearly empty; the first step is warm-up by position only
 // when at least two others remain.
-void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPartition>& steps, const Track* main) {
+void mark_warmup(const RankTrace& t, const RankFacts& facts, std::vector<StepPartition>& steps, const Track* main,
+                 bool gpu_side) {
   if (main)
     for (auto i : main->events)
       if (facts.of_event(t, i).has(kNameCompile))
         for (auto& s : steps)
-          if (holds(s, t.events.ts[i])) warm(s, "compilation");
+          if (holds_host(s, t.events.ts[i], gpu_side)) warm(s, "compilation");
   for (const auto& o : facts.startup)
     for (auto& s : steps)
-      if (holds(s, o.start) && steps.size() > 1) warm(s, "start-up");
+      if (holds_host(s, o.start, gpu_side) && steps.size() > 1) warm(s, "start-up");
   for (auto& s : steps)
     if (auto id = t.strings.find(s.name); id && facts.of(*id).has(kNameWarmupRange)) warm(s, "harness warm-up");
   std::vector<ns_t> d;
@@ -675,6 +711,13 @@ bool in_steady(const std::vector<StepPartition>& steps, ns_t ts) {
     if (!it->warmup && ts < it->end) return true;
   }
   return false;
+}
+
+// in_steady for a host event's time: by host span once windows have moved to the GPU side.
+bool host_in_steady(const RankPartition& r, ns_t ts) {
+  if (!r.host_runs_ahead) return in_steady(r.steps, ts);
+  const std::int64_t k = host_span_step(r.steps, ts);
+  return k >= 0 && !r.steps[static_cast<std::size_t>(k)].warmup;
 }
 
 // Scores of attention are batched matmuls: a softmax without them is a classifier's output.
@@ -727,9 +770,8 @@ void gpu_side_windows(const RankTrace& t, const std::vector<GpuActivity>& gpu, s
     const std::uint32_t call = t.correlations.launch(corr);
     if (call == CorrelationIndex::kNoEvent) return steps.size();
     const ns_t ts = t.events.ts[call];
-    auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](ns_t v, const StepPartition& s) { return v < s.start; });
-    if (it == steps.begin() || ts >= std::prev(it)->host_end) return steps.size();
-    return static_cast<std::size_t>(std::prev(it) - steps.begin());
+    const std::int64_t k = host_span_step(steps, ts);
+    return k < 0 ? steps.size() : static_cast<std::size_t>(k);
   };
   std::vector<ns_t> first(steps.size(), kUnset), first_on_clock(steps.size(), kUnset);
   std::vector<ns_t> last(steps.size(), std::numeric_limits<ns_t>::min());
@@ -852,7 +894,7 @@ std::vector<StepPartition> step_windows(const StepDetection& d) {
     StepPartition s;
     s.number = w.number;
     s.name = w.name;
-    s.start = w.start;
+    s.start = s.host_start = w.start;
     s.end = s.host_end = std::max(w.end, w.start);
     steps.push_back(std::move(s));
   }
@@ -905,7 +947,7 @@ void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<G
   ns_t refill = 0, wait = 0;
   for (std::size_t k = 0; k < facts.device_syncs.size(); ++k) {
     const auto i = facts.device_syncs[k];
-    if (!in_steady(r.steps, t.events.ts[i])) continue;
+    if (!host_in_steady(r, t.events.ts[i])) continue;
     ++r.sync_calls;
     if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
     const StageHint st = facts.event_stage[i];
@@ -936,7 +978,7 @@ void profiler_overhead(const RankTrace& t, RankPartition& r) {
   double ops = 0, frames = 0, shapes = 0, memory = 0;
   for (const auto& tr : t.host_tracks)
     for (auto i : tr.events) {
-      if (!in_steady(r.steps, t.events.ts[i])) continue;
+      if (!host_in_steady(r, t.events.ts[i])) continue;
       const Kind k = t.events.kind[i];
       if (k == Kind::PythonFunction) ++frames;
       else if (k == Kind::CpuInstant) ++memory;
@@ -1019,6 +1061,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   const auto add_intervals = [&](auto& edges) {
     if (f.gpu) add_sync_tails(edges, t, f, host_tracks, gpu, last);
     add_host_comm(edges, t, f, host_tracks);
+    add_loader_gaps(edges, t, f, d.main_track);
   };
   const Classifier cls{f.gpu, !f.gpu && !f.has_forward_marker};
   WindowTimes times(r.steps);
@@ -1031,7 +1074,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   for (std::size_t k = 0; k < r.steps.size(); ++k) r.steps[k].ns = ns[k];
 
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
-  mark_warmup(t, facts, r.steps, main);
+  mark_warmup(t, facts, r.steps, main, r.host_runs_ahead);
   steady_state(r);
   compute_mix(t, facts, f, gpu, r);
   count_syncs(t, facts, gpu, r);
@@ -1049,6 +1092,14 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
 }
 
 }  // namespace
+
+std::int64_t host_span_step(const std::vector<StepPartition>& steps, ns_t ts) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                             [](ns_t v, const StepPartition& s) { return v < s.host_start; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return ts < it->host_end ? static_cast<std::int64_t>(it - steps.begin()) : -1;
+}
 
 RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts) {
   return partition_impl(t, facts, opts, nullptr);

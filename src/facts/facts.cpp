@@ -227,9 +227,17 @@ void device_syncs(const RankTrace& t, const Track& tr, const std::vector<NameFac
     bool waited;
   };
   std::vector<Open> open;
+  // Synchronising calls nested in the open one: when it waited on nothing, neither did they
+  // (aten::item > _local_scalar_dense on a CPU tensor are both host work).
+  std::vector<std::uint32_t> nested;
   auto close = [&](const Open& o) {
-    if (o.waited) f.device_syncs.push_back(o.event);
-    else f.scalar_reads_without_wait.push_back(o.event);
+    if (o.waited) {
+      f.device_syncs.push_back(o.event);
+    } else {
+      f.scalar_reads_without_wait.push_back(o.event);
+      f.scalar_reads_without_wait.insert(f.scalar_reads_without_wait.end(), nested.begin(), nested.end());
+    }
+    nested.clear();
   };
   for (auto i : tr.events) {
     if (!is_timed_host(t, i)) continue;
@@ -238,7 +246,10 @@ void device_syncs(const RankTrace& t, const Track& tr, const std::vector<NameFac
     const bool wait_inside = waits(n.sync) || n.has(kNameAsyncCopyCall);
     if (!open.empty()) {
       if (wait_inside) open.front().waited = true;
-      if (n.sync != SyncKind::None) continue;  // nested: counted with its outermost call
+      if (n.sync != SyncKind::None) {  // nested: counted with its outermost call
+        nested.push_back(i);
+        continue;
+      }
     }
     if (n.sync == SyncKind::None) continue;
     open.push_back({t.events.end(i), i, waits(n.sync)});

@@ -112,6 +112,19 @@ bool is_device_alloc(std::string_view n) {
   return false;
 }
 
+// The ops a module's forward calls and autograd never does: backward formulas call their
+// *_backward ops or plain matmuls. One of these inside a backward node is a forward recomputed
+// for activation checkpointing (non-reentrant checkpointing leaves no other mark).
+bool is_forward_only_op(std::string_view n) {
+  static constexpr std::string_view exact[] = {
+      "aten::linear",     "aten::conv1d",     "aten::conv2d",    "aten::conv3d",    "aten::layer_norm",
+      "aten::group_norm", "aten::batch_norm", "aten::embedding", "aten::gelu",      "aten::silu",
+      "aten::scaled_dot_product_attention"};
+  for (std::string_view e : exact)
+    if (n == e) return true;
+  return false;
+}
+
 void set_host_flags(NameFact& f, std::string_view n) {
   const std::string l = lower(n);
   auto set = [&](bool on, NameFlag bit) {
@@ -153,6 +166,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(has(n, "Launch"), kNameLaunchApi);
   set(is_blocking_call(n), kNameBlockingCall);
   set(is_device_alloc(n), kNameDeviceAlloc);
+  set(is_forward_only_op(n), kNameForwardOnlyOp);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

@@ -289,7 +289,7 @@ void from_json(const nlohmann::json& j, RankFacts& f) {
 }
 
 // partition.hpp, stability.hpp
-STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_end, warmup, warmup_reason, ns)
+STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_start, host_end, warmup, warmup_reason, ns)
 STEPSCOPE_SUMMARY_FIELDS(ComputeMix, class_ns, kernels, softmax_ns, gemm_ns_by_dtype, fp32_simt_gemm_ns,
                          fp32_simt_conv_ns, comm_ns_by_kind, compiled_ns, compiled_eltwise_norm_ns, recompute_seen,
                          fused_optimizer_seen)
@@ -376,7 +376,7 @@ namespace footgun {
 
 // footgun_scan.hpp
 STEPSCOPE_SUMMARY_FIELDS(NameTime, count, time)
-STEPSCOPE_SUMMARY_FIELDS(ConvCall, step, synchronises, kernels, conv_kernels, conv_time, last_conv_time)
+STEPSCOPE_SUMMARY_FIELDS(ConvCall, step, synchronises, kernels, conv_kernels, conv_time, last_conv_time, op_time)
 STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compute_kernel_time, gemm_simt_time,
                          gemm_tc_time, simt_gemms, convs, conv_kernels, conv_time, conv_names, half_conv_or_layout,
                          layout_kernels, layout_outside_conv, autotune_calls, softmax_kernels, attention_kernels,

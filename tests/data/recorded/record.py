@@ -30,12 +30,13 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   cold_start      no warm-up, profiled from the process's first CUDA work (handles, autotuning, allocator)
   cudnn_retune    cudnn.benchmark on and the image size changing at two profiled steps: cuDNN re-times
   compile_recompile  torch.compile(dynamic=False) and a larger batch at one profiled step: a recompile
-  zero_grad_memset   zero_grad(set_to_none=False) on 64 parameters: a memset per gradient each step
+  zero_grad_foreach  zero_grad(set_to_none=False) on 64 parameters: one foreach kernel zeroes them all
   anomaly_mode    torch.autograd.set_detect_anomaly(True) left on
   unfused_attention  self-attention written out (scores materialised, softmax, matmul) in bf16
   activation_checkpoint  checkpointed blocks of a model that fits many times over: recompute only
   fp16_grad_scaler  fp16 autocast with a GradScaler, which reads found_inf back each step
-  epoch_respawn   two batches an epoch from two non-persistent workers: fresh workers every 2nd step
+  epoch_respawn   four batches an epoch from two non-persistent workers: fresh workers every 4th step
+  zero_grad_per_param  SGD(foreach=False) and zero_grad(set_to_none=False): a fill kernel per gradient
 
 Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
 """
@@ -465,11 +466,29 @@ def compile_recompile():
     return step
 
 
-def zero_grad_memset():
-    # zero_grad(set_to_none=False) on 64 parameters: a fill kernel per gradient every step (a fused
-    # optimizer's zero_grad zeroes them one by one).
+def zero_grad_foreach():
+    # zero_grad(set_to_none=False) on 64 parameters. PyTorch 2.x zeroes them all with one foreach
+    # kernel: the old per-gradient memset is gone, and so must be the finding.
     model = mlp(512, 32)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
+
+    def step(i):
+        with record_function("forward"):
+            loss = nn.functional.mse_loss(model(x), y)
+        with record_function("backward"):
+            opt.zero_grad(set_to_none=False)
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+    return step
+
+
+def zero_grad_per_param():
+    # An optimizer on the per-parameter path (foreach=False) zeroes each gradient with its own
+    # kernel when zero_grad keeps them (set_to_none=False), and updates each one alone.
+    model = mlp(512, 32)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, foreach=False)
     x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
 
     def step(i):
@@ -569,12 +588,12 @@ def fp16_grad_scaler():
 
 class FewSamples(SlowSamples):
     def __len__(self):
-        return 64
+        return 128
 
 
 def epoch_respawn():
-    # Two batches an epoch and workers that are not persistent: every second step starts an epoch
-    # and waits for two fresh worker processes.
+    # Four batches an epoch and workers that are not persistent: every fourth step starts an
+    # epoch and waits for two fresh worker processes.
     model = mlp(1024, 4)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
     loader = DataLoader(FewSamples(1024, 0.0), batch_size=32, num_workers=2, pin_memory=True)
@@ -616,7 +635,8 @@ SCENARIOS = {
     "cold_start": cold_start,
     "cudnn_retune": cudnn_retune,
     "compile_recompile": compile_recompile,
-    "zero_grad_memset": zero_grad_memset,
+    "zero_grad_foreach": zero_grad_foreach,
+    "zero_grad_per_param": zero_grad_per_param,
     "anomaly_mode": anomaly_mode,
     "unfused_attention": unfused_attention,
     "activation_checkpoint": activation_checkpoint,
@@ -630,7 +650,7 @@ CPU_AND_CUDA = (ProfilerActivity.CPU, ProfilerActivity.CUDA)
 RECORDING = {
     "cold_start": (0, (0, 0, 5), CPU_AND_CUDA),
     "gpu_job_cpu_activity_only": (3, (WAIT, WARMUP, ACTIVE), (ProfilerActivity.CPU,)),
-    "epoch_respawn": (4, (WAIT, WARMUP, 12), CPU_AND_CUDA),
+    "epoch_respawn": (4, (WAIT, WARMUP, 16), CPU_AND_CUDA),
 }
 FRESH_PROCESS = {"cold_start"}
 
