@@ -30,7 +30,7 @@ struct ConvCall {
   std::vector<std::string> kernels;  // distinct convolution kernel names, in launch order
   std::int64_t conv_kernels = 0;
   ns_t conv_time = 0, last_conv_time = 0;
-  ns_t op_time = 0;                  // the op's host duration
+  ns_t op_gpu_idle = 0;              // time inside the op with no GPU work on any stream (tuning calls only)
 };
 
 struct RankScan {

@@ -370,16 +370,21 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
     out.push_back(make(e, targets, ns, f, basis, step));
   };
 
+  // Workers respawned at each epoch stall its first fetch however many there are: that part of
+  // the batch wait is the persistent_workers lever's alone.
+  const double epoch_stall = periodic_excess(r, PeriodKind::EpochBoundary);
+  const double fetch_wait = std::max(0.0, wait - epoch_stall);
+  const char* fetch_targets = epoch_stall > 0 ? "batch wait outside epoch starts" : "batch wait";
   add({"num_workers", "raise DataLoader num_workers", "DataLoader(num_workers=N)",
        "each worker holds a copy of the dataset object: too many exhaust host RAM or oversubscribe cores", "", ""},
-      "batch wait", wait, kHideAll, "background workers can hide all of the batch wait");
+      fetch_targets, fetch_wait, kHideAll, "background workers can hide all of the batch wait");
   add({"preprocess_cache", "pre-process or cache the data once", "offline tokenisation/decoding, a cached dataset (WebDataset, Arrow)",
        "disk space and a pipeline to keep in sync with the raw data; a cached augmentation is no longer random", "",
        "changes what each epoch sees when augmentations are cached"},
-      "batch wait", wait, kHideAll, "work moved out of the loop no longer stalls it");
+      fetch_targets, fetch_wait, kHideAll, "work moved out of the loop no longer stalls it");
   add({"persistent_workers", "keep loader workers alive across epochs", "DataLoader(persistent_workers=True)",
        "workers keep their memory between epochs", "", ""},
-      "epoch-start batch wait", periodic_excess(r, PeriodKind::EpochBoundary), kHideAll,
+      "epoch-start batch wait", epoch_stall, kHideAll,
       "the respawn stall at each epoch start disappears");
   add({"prefetch_factor", "deepen the loader's prefetch queue", "DataLoader(prefetch_factor=4)",
        "more batches resident in host memory; no help if workers are slower on average than the step", "", ""},

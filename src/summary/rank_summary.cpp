@@ -376,7 +376,7 @@ namespace footgun {
 
 // footgun_scan.hpp
 STEPSCOPE_SUMMARY_FIELDS(NameTime, count, time)
-STEPSCOPE_SUMMARY_FIELDS(ConvCall, step, synchronises, kernels, conv_kernels, conv_time, last_conv_time, op_time)
+STEPSCOPE_SUMMARY_FIELDS(ConvCall, step, synchronises, kernels, conv_kernels, conv_time, last_conv_time, op_gpu_idle)
 STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compute_kernel_time, gemm_simt_time,
                          gemm_tc_time, simt_gemms, convs, conv_kernels, conv_time, conv_names, half_conv_or_layout,
                          layout_kernels, layout_outside_conv, autotune_calls, softmax_kernels, attention_kernels,
