@@ -316,6 +316,85 @@ TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
   EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
 }
 
+const Finding* finding_of(const AnalysisResult& r, const std::string& id) {
+  for (const auto& f : r.diagnosis.findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+// cudnn.benchmark with the image size changing at two profiled steps: each change re-times the
+// algorithms, the host waiting between candidates while the GPU idles. That idle time, not the
+// trial kernels alone, is what the finding counts.
+TEST(RecordedTraces, ChangingImageSizesRetuneCudnnEveryTime) {
+  const AnalysisResult r = analyze_recorded("cudnn_retune");
+  const Finding* f = finding_of(r, "cudnn_autotune");
+  ASSERT_NE(f, nullptr);
+  EXPECT_GT(f->gain_ns, 0.5 * f->step_ns);  // two ~450 ms tuning steps beside a ~5 ms one
+  EXPECT_EQ(first_lever(r)->id, "fixed_shapes");
+}
+
+TEST(RecordedTraces, LargerBatchRecompilesTheCompiledModel) {
+  const AnalysisResult r = analyze_recorded("compile_recompile");
+  EXPECT_NE(finding_of(r, "compile_recompile"), nullptr);
+  EXPECT_EQ(first_lever(r)->id, "fixed_shapes");
+}
+
+// zero_grad(set_to_none=False) through PyTorch 2.x's foreach path is one kernel for all
+// gradients: the memset footgun stays silent. On the per-parameter path it fires, with the
+// per-parameter optimizer beside it.
+TEST(RecordedTraces, ZeroGradMemsetsOnlyOnThePerParameterPath) {
+  EXPECT_EQ(finding_of(analyze_recorded("zero_grad_foreach"), "zero_grad_memset"), nullptr);
+  const AnalysisResult r = analyze_recorded("zero_grad_per_param");
+  EXPECT_NE(finding_of(r, "zero_grad_memset"), nullptr);
+  EXPECT_NE(finding_of(r, "unfused_optimizer"), nullptr);
+  EXPECT_TRUE(lever_of(r, "zero_grad_set_to_none").applies);
+}
+
+TEST(RecordedTraces, AnomalyDetectionLeftOnIsNamed) {
+  const AnalysisResult r = analyze_recorded("anomaly_mode");
+  EXPECT_NE(finding_of(r, "anomaly_mode"), nullptr);
+  EXPECT_TRUE(lever_of(r, "no_debug_apis").applies);
+  EXPECT_EQ(finding_of(r, "host_sync_logging"), nullptr);  // the anomaly finding explains the reads
+}
+
+// Attention written out by hand, with the host running far ahead of the GPU (no sync in the
+// loop): the ops that mark the scores are found in their steps' host spans.
+TEST(RecordedTraces, HandWrittenAttentionIsUnfusedEvenWithTheHostFarAhead) {
+  const AnalysisResult r = analyze_recorded("unfused_attention");
+  EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  EXPECT_NE(finding_of(r, "unfused_attention"), nullptr);
+  EXPECT_TRUE(lever_of(r, "sdpa").applies);
+}
+
+// Non-reentrant checkpointing leaves no marker: the recomputed forward shows as aten::linear and
+// aten::gelu inside backward nodes.
+TEST(RecordedTraces, NonReentrantCheckpointingIsFoundByItsRecomputedOps) {
+  const AnalysisResult r = analyze_recorded("activation_checkpoint");
+  const Finding* f = finding_of(r, "activation_recompute");
+  ASSERT_NE(f, nullptr);
+  EXPECT_GT(f->gain_ns, 0.05 * f->step_ns);
+  EXPECT_EQ(first_lever(r)->id, "no_activation_checkpointing");
+}
+
+TEST(RecordedTraces, Fp16WithAGradScalerIsGpuBoundWithNoPrecisionLever) {
+  const AnalysisResult r = analyze_recorded("fp16_grad_scaler");
+  EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
+  for (const char* id : {"amp_bf16", "amp_fp16", "tf32"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
+}
+
+// Four batches an epoch from workers that are not persistent: fresh workers stall every fourth
+// step (the second worker's first batch echoes a step later). Keeping the workers is the lever;
+// more of them would only respawn more.
+TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
+  const AnalysisResult r = analyze_recorded("epoch_respawn");
+  expect_verdict_and_first_lever(r, "input-bound", "persistent_workers");
+  EXPECT_EQ(r.stability.at(0).period.kind, PeriodKind::EpochBoundary);
+  EXPECT_EQ(r.stability.at(0).period.every, 4);
+  EXPECT_NE(finding_of(r, "loader_respawn"), nullptr);
+  EXPECT_LT(lever_of(r, "num_workers").removable_ns, lever_of(r, "persistent_workers").removable_ns);
+}
+
 TEST(RecordedTraces, OperatorsByShapeKeepWholeInputDims) {
   IngestOptions io;
   io.jobs = 1;
