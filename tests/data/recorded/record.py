@@ -37,6 +37,7 @@ written gzipped with mtime 0 as <scenario>.pt.trace.json.gz.
   fp16_grad_scaler  fp16 autocast with a GradScaler, which reads found_inf back each step
   epoch_respawn   four batches an epoch from two non-persistent workers: fresh workers every 4th step
   zero_grad_per_param  SGD(foreach=False) and zero_grad(set_to_none=False): a fill kernel per gradient
+  compiled_cuda_graphs  launch_bound's model under torch.compile(mode="reduce-overhead")
 
 Usage: python3 record.py OUT_DIR [SCENARIO ...]   (needs a CUDA device and torch)
 """
@@ -502,6 +503,18 @@ def zero_grad_per_param():
     return step
 
 
+def compiled_cuda_graphs():
+    # launch_bound's model under torch.compile(mode="reduce-overhead"): Inductor's kernels replayed
+    # from CUDA graphs, the optimizer step left eager.
+    model = torch.compile(tiny_layers(), mode="reduce-overhead")
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=False)
+    return step
+
+
 def anomaly_mode():
     # torch.autograd.set_detect_anomaly(True) left on: every backward node checks its output for
     # NaN and reads the answer back.
@@ -637,6 +650,7 @@ SCENARIOS = {
     "compile_recompile": compile_recompile,
     "zero_grad_foreach": zero_grad_foreach,
     "zero_grad_per_param": zero_grad_per_param,
+    "compiled_cuda_graphs": compiled_cuda_graphs,
     "anomaly_mode": anomaly_mode,
     "unfused_attention": unfused_attention,
     "activation_checkpoint": activation_checkpoint,
