@@ -23,11 +23,21 @@ struct StepSkew {
   ns_t skew_ns = 0;  // longest minus shortest exposed grad sync across ranks in this step
 };
 
+// What makes a straggler late: its GPU compute, or its time outside compute and collectives (a
+// slower input path, host work the profiler may not even record).
+enum class StragglerCause : std::uint8_t { None, Compute, HostSide };
+const char* straggler_cause_name(StragglerCause c);  // "", "compute", "host_side"
+// What the straggler's excess measures, for reports: "compute" or "time outside collectives".
+const char* straggler_excess_of(StragglerCause c);
+
 struct RankComparison {
   std::vector<RankRow> rows;
   bool local = false;            // the slowdown is rank-local (one rank differs), else global
   std::optional<int> straggler;  // the rank the others wait for inside collectives
-  double straggler_excess = 0;   // its compute over the other ranks' median compute (fraction)
+  StragglerCause straggler_cause = StragglerCause::None;
+  // Its compute over the other ranks' median compute (fraction); for a host-side straggler, its
+  // time outside collectives (step minus exposed grad sync) over theirs.
+  double straggler_excess = 0;
   double median_wait_ns = 0;     // the other ranks' median exposed grad sync per step
   double balanced_saving_ns = 0; // step time a balanced rank set would save per step
   std::vector<StepSkew> skew;

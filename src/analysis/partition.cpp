@@ -17,7 +17,11 @@ namespace {
 
 using namespace partition_detail;
 
-constexpr int kRoleCount = kHostRoleCount;
+// The facts' host roles, and one of the partition's own: a user annotation (a record_function
+// range) that would otherwise be an op. It holds the thread's time like an op, but does no work
+// itself: where host-side communication runs on another thread meanwhile, the time is the wait.
+constexpr int kRoleCount = kHostRoleCount + 1;
+constexpr int kAnnot = kHostRoleCount;
 constexpr int kStageCount = kStageHintCount;
 constexpr int kLoader = static_cast<int>(HostRole::Loader), kSync = static_cast<int>(HostRole::Sync),
               kSide = static_cast<int>(HostRole::Side), kLaunch = static_cast<int>(HostRole::Launch),
@@ -184,7 +188,8 @@ int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std:
     r = kOp;  // .item() on a CPU tensor: host work, no wait
   const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
                         t.correlations.has_gpu(t.events.correlation[i]);
-  return r == kOp && launches ? kLaunch : r;
+  if (r == kOp && launches) return kLaunch;
+  return r == kOp && t.events.kind[i] == Kind::UserAnnotation ? kAnnot : r;
 }
 
 // Marks the events of one host track that `is_span(i)` holds for or that are nested inside such
@@ -346,7 +351,7 @@ void add_loader_gaps(Sink& edges, const RankTrace& t, const SweepFacts& f, int m
       prev_end = std::max(prev_end, t.events.end(i));
       op_time = 0, work = false;
     } else if (prev_end >= 0 && ts >= prev_end && role >= 0) {
-      work = work || role != kOp;
+      work = work || (role != kOp && role != kAnnot);
       op_time += t.events.dur[i];
     }
   }
@@ -381,11 +386,17 @@ struct Classifier {
       // Without GPU events the model's own ops are the compute.
       for (int s = 0; s < kStageCount; ++s)
         if (any(c, stage0 + s)) return static_cast<int>(Category::ComputeForward) + s;
-      if (ops_are_compute && (role(kOp) || role(kLaunch))) return static_cast<int>(Category::ComputeOther);
+      if (ops_are_compute && (role(kOp) || role(kLaunch) || role(kAnnot)))
+        return static_cast<int>(Category::ComputeOther);
     }
     if (role(kOp) || role(kLaunch)) return static_cast<int>(Category::HostCompute);
-    return -1;
+    return role(kAnnot) ? kAnnotOnly : -1;
   }
+
+  // host_blame's answer for a thread inside annotations only: host compute, unless host-side
+  // communication runs elsewhere meanwhile (DDP over gloo: the loop waits inside its "backward"
+  // range while the backend's threads all-reduce).
+  static constexpr int kAnnotOnly = -2;
 
   Category classify(const Counts& c) const {
     if (gpu) {
@@ -397,8 +408,11 @@ struct Classifier {
       if (any(c, kGpuDtoH)) return Category::D2HCopy;
       if (any(c, kGpuMemset)) return Category::Memset;
     }
-    int h = host_blame(c, kMainRole0, kMainStage0);
-    if (h < 0) h = host_blame(c, kAuxRole0, kAuxStage0);
+    const int main = host_blame(c, kMainRole0, kMainStage0);
+    const int aux = host_blame(c, kAuxRole0, kAuxStage0);
+    if (main == kAnnotOnly && aux < 0 && any(c, kHostComm)) return Category::GradSyncExposed;
+    int h = main == kAnnotOnly ? static_cast<int>(Category::HostCompute) : main;
+    if (h < 0) h = aux == kAnnotOnly ? static_cast<int>(Category::HostCompute) : aux;
     if (h >= 0) return static_cast<Category>(h);
     if (any(c, kHostComm)) return Category::GradSyncExposed;
     if (any(c, kLoaderGap)) return Category::BatchWait;

@@ -11,6 +11,8 @@
 #include <set>
 
 #include "diagnose/diagnose_internal.hpp"
+#include "stepscope/drilldown.hpp"
+#include "stepscope/facts.hpp"
 
 namespace stepscope {
 namespace {
@@ -98,6 +100,30 @@ double compute(const JobStep& j) {
 // A lever that gains less than this share of the step does not apply: within noise, not worth a
 // change.
 constexpr double kMinApplyShare = 0.01;
+
+// Prefetching applies where parameters are sharded: all-gather or reduce-scatter kernels (FSDP,
+// ZeRO) on some drilled rank.
+bool sharded_job(const AnalysisResult& r) {
+  for (const DrillDown& d : r.drilldowns)
+    for (const KernelRow& k : d.kernels.rows) {
+      const Collective c = kernel_name_fact(k.name).collective;
+      if (c == Collective::AllGather || c == Collective::ReduceScatter) return true;
+    }
+  return false;
+}
+
+// Overlap hides communication only under compute that runs beside it: an all-reduce overlapped
+// with backward saves at most the backward's time (a prefetched all-gather, forward and
+// backward's; an overlapped all-to-all, all compute's), however long the exposed wait (a wait for a
+// straggler, or a backward far shorter than the all-reduce).
+// Example: 43 ms exposed, 0.4 ms of backward compute -> at most 0.4 ms, not 80% of 43 ms.
+void cap_at_overlap(Lever& l, double under, double step, const char* what) {
+  if (l.removable_ns <= under) return;
+  l.removable_ns = std::max(0.0, under);
+  l.speedup = step > 0 ? step / (step - l.removable_ns) : 1;
+  l.applies = l.removable_ns >= kMinApplyShare * step && l.removable_ns > 0;
+  l.basis += fmt::format(", at most the {} it can hide under ({})", what, ms(under));
+}
 
 struct Mix {
   double total = 0, gemm_tc = 0, conv = 0, eltwise_norm = 0, attention = 0, softmax = 0;
@@ -472,9 +498,11 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "Megatron: --overlap-moe-expert-parallel-comm)",
        "more memory for the second micro-batch in flight; needs an EP library that supports it", "", ""},
       "exposed expert-parallel all-to-all", ep, kOverlapHides, "dispatch/combine run under the other micro-batch's compute");
+  cap_at_overlap(out.back(), cmp, step, "compute");
   add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
        "cluster-specific tuning; too small buckets add launch overhead", "", ""},
       "exposed grad sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
+  cap_at_overlap(out.back(), cat(j, Category::ComputeBackward), step, "backward compute");
   add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
        "longer optimiser feedback loop", "",
        "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
@@ -482,6 +510,12 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"fsdp_prefetch", "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
        "more memory in flight (limit_all_gathers)", "", ""},
       "exposed grad sync", grad_comm, kPrefetchHides, "the next layer's all-gather runs under current compute");
+  cap_at_overlap(out.back(), cat(j, Category::ComputeForward) + cat(j, Category::ComputeBackward), step, "compute");
+  if (!sharded_job(r) && out.back().applies) {
+    out.back().applies = false;
+    out.back().basis = "no all-gather or reduce-scatter kernel on any rank: the parameters are not sharded (no FSDP "
+                       "or ZeRO), so there is nothing to prefetch; " + out.back().basis;
+  }
   add({"async_checkpoint", "asynchronous or less frequent checkpointing", "torch.distributed.checkpoint.async_save, or save every more steps",
        "more work lost on a crash between saves; async saves hold a copy in memory", "", ""},
       "side work", side, kHideAll, "the save leaves the training loop");

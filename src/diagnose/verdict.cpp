@@ -13,6 +13,16 @@ namespace {
 
 using namespace diagnose_detail;
 
+// "its compute is 25.0% over the other ranks' median", or, for a rank late outside its GPU
+// compute, its time outside collectives with where that time goes.
+std::string straggler_excess_text(const RankComparison& rc) {
+  if (rc.straggler_cause == StragglerCause::HostSide)
+    return fmt::format("its time outside collectives is {} over the other ranks' median while its GPU compute is "
+                       "not (a slower input path or host work on that rank)",
+                       pct(rc.straggler_excess));
+  return fmt::format("its compute is {} over the other ranks' median", pct(rc.straggler_excess));
+}
+
 // A non-compute group that holds at least this share of the step is the bound even when compute
 // is larger (the generator's verdict rule; seed 001 T1: find the one resource gating the step).
 constexpr double kBoundShare = 0.25;
@@ -204,8 +214,8 @@ std::vector<Finding> findings(const AnalysisResult& r) {
                                              ms(static_cast<double>(s.period.mean_excess)), period_kind_name(s.period.kind))});
   const auto& rc = r.rank_comparison;
   if (rc.straggler)
-    out.push_back({"straggler", fmt::format("rank {} computes {} longer than the other ranks' median; they wait {} per step "
-                                            "in collectives", *rc.straggler, pct(rc.straggler_excess), ms(rc.median_wait_ns))});
+    out.push_back({"straggler", fmt::format("rank {}: {}; they wait {} per step in collectives", *rc.straggler,
+                                            straggler_excess_text(rc), ms(rc.median_wait_ns))});
   // On aligned clocks the rank that reaches collectives last is the one the others wait for,
   // whatever its compute time says.
   const ClockAlignment& c = rc.clocks;
@@ -411,9 +421,9 @@ void diagnose_with(AnalysisResult& r) {
   }
   if (r.rank_comparison.straggler) {
     const auto& rc = r.rank_comparison;
-    v.evidence.push_back(fmt::format("rank {} computes {} longer than the others' median; the others' exposed "
-                                     "grad sync is {} per step (theirs is waiting, not the network)",
-                                     *rc.straggler, pct(rc.straggler_excess), ms(rc.median_wait_ns)));
+    v.evidence.push_back(fmt::format("rank {}: {}; the others' exposed grad sync is {} per step (theirs is waiting, "
+                                     "not the network)",
+                                     *rc.straggler, straggler_excess_text(rc), ms(rc.median_wait_ns)));
     v.bound = Bound::Straggler;
     v.scope = fmt::format("rank {} is slow, the other ranks wait for it", *rc.straggler);
   }

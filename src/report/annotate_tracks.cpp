@@ -105,7 +105,7 @@ Track straggler_track(const RankPartition& p, const Runs& runs, const RankCompar
   if (p.rank == who) {
     for (const auto& s : p.steps) {
       if (s.warmup) continue;
-      t.slices.push_back({s.start, s.end, fmt::format("straggler: compute +{:.0f}% over the other ranks' median", rc.straggler_excess * 100),
+      t.slices.push_back({s.start, s.end, fmt::format("straggler: {} +{:.0f}% over the other ranks' median", straggler_excess_of(rc.straggler_cause), rc.straggler_excess * 100),
                           {{"step", s.number}, {"compute_ms", ms(static_cast<double>(compute_ns(s.ns)))},
                            {"balanced_saving_ms_per_step", ms(rc.balanced_saving_ns)}}});
     }

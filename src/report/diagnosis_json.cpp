@@ -47,6 +47,7 @@ nlohmann::json ranks_json(const RankComparison& rc) {
                     {"grad_sync_exposed_ns", r.grad_sync_ns}});
   j["slowdown"] = rc.local ? "rank-local" : "global";
   j["straggler"] = rc.straggler ? nlohmann::json(*rc.straggler) : nlohmann::json(nullptr);
+  j["straggler_cause"] = rc.straggler ? nlohmann::json(straggler_cause_name(rc.straggler_cause)) : nlohmann::json(nullptr);
   j["straggler_compute_excess"] = rc.straggler_excess;
   j["median_wait_ns"] = rc.median_wait_ns;
   j["balanced_saving_ns"] = rc.balanced_saving_ns;

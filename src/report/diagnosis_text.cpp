@@ -131,8 +131,8 @@ void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed
   }
   out += fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
-    out += fmt::format("; straggler rank {} (+{} compute); balanced ranks would save {} per step", *rc.straggler,
-                       pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
+    out += fmt::format("; straggler rank {} (+{} {}); balanced ranks would save {} per step", *rc.straggler,
+                       pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), ms(rc.balanced_saving_ns));
   out += fmt::format("; collective skew {} per step\n", ms(rc.mean_skew_ns));
   if (auto clocks = clock_alignment_sentence(rc.clocks); !clocks.empty()) out += fmt::format("  {}\n", clocks);
 }

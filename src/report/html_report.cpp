@@ -233,8 +233,8 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
   out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";
   put(out, "<p>slowdown: <b>{}</b>", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
-    put(out, "; straggler rank {} (+{} compute over the others' median); balanced ranks would save {} per step", *rc.straggler,
-        pct(rc.straggler_excess), ms(rc.balanced_saving_ns));
+    put(out, "; straggler rank {} (+{} {} over the others' median); balanced ranks would save {} per step", *rc.straggler,
+        pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), ms(rc.balanced_saving_ns));
   put(out, "; collective skew {} per step.</p>\n", ms(rc.mean_skew_ns));
   if (auto clocks = report_detail::clock_alignment_sentence(rc.clocks); !clocks.empty())
     put(out, "<p class=\"muted\">{}.</p>\n", esc(clocks));

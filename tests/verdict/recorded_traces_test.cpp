@@ -395,6 +395,32 @@ TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
   EXPECT_LT(lever_of(r, "num_workers").removable_ns, lever_of(r, "persistent_workers").removable_ns);
 }
 
+// Two DDP ranks over gloo; rank 1 spends 20 ms of unprofiled host time before each forward. The
+// GPU compute of both ranks is alike, so the straggler shows in the time outside collectives,
+// and rank 0's extra wait is that 20 ms.
+TEST(RecordedTraces, DdpRankWithSlowHostWorkIsTheStraggler) {
+  const AnalysisResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
+  ASSERT_EQ(r.partitions.size(), 2u);
+  const RankComparison& rc = r.rank_comparison;
+  ASSERT_TRUE(rc.straggler.has_value());
+  EXPECT_EQ(*rc.straggler, 1);
+  EXPECT_EQ(rc.straggler_cause, StragglerCause::HostSide);
+  EXPECT_NEAR(rc.balanced_saving_ns, 20e6, 3e6);
+  expect_verdict_and_first_lever(r, "straggler", "fix_straggler");
+  // Backward compute is well under a millisecond: overlapping the all-reduce with it hides little.
+  EXPECT_LT(lever_of(r, "ddp_buckets").removable_ns, 1e6);
+  EXPECT_FALSE(lever_of(r, "fsdp_prefetch").applies);  // nothing is sharded
+}
+
+// torch.compile(mode="reduce-overhead"): Inductor's kernels replayed from CUDA graphs in a
+// training run; graphs are not offered again.
+TEST(RecordedTraces, ReduceOverheadCompileIsNotToldToUseGraphs) {
+  const AnalysisResult r = analyze_recorded("compiled_cuda_graphs");
+  EXPECT_TRUE(r.facts.at(0).cuda_graphs);
+  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+  EXPECT_FALSE(lever_of(r, "cuda_graphs").applies);
+}
+
 TEST(RecordedTraces, OperatorsByShapeKeepWholeInputDims) {
   IngestOptions io;
   io.jobs = 1;
