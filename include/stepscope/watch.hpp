@@ -138,6 +138,9 @@ inline constexpr double kGpuStarvedUtilPct = 50;
 inline constexpr double kSteadyUtilStdPct = 10;
 // A swing of GPU-Util this large between consecutive samples is one tooth of a saw-tooth.
 inline constexpr double kSawtoothSwingPct = 40;
+// Samples at or below this GPU-Util before a GPU's first busy sample or after its last are the
+// monitor running before the job started or after it ended: left out of the GPU's figures.
+inline constexpr double kEdgeIdleUtilPct = 5;
 // Share of consecutive-sample transitions that must be swings for the load to be a saw-tooth.
 inline constexpr double kSawtoothSwingShare = 0.25;
 // SM clock at or above this share of its maximum is "high" (the card is really working).
@@ -267,6 +270,7 @@ struct GpuStats {
   double throttled_share = 0;  // samples with a slowdown reason
   std::uint64_t throttle_reasons_seen = 0;
   bool used_by_target = false;
+  int edge_idle_samples = 0;  // idle samples before the first busy one or after the last, left out
 };
 
 struct HostStats {

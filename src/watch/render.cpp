@@ -138,7 +138,8 @@ json gpu_stats_json(const GpuStats& g) {
           {"mem_util_mean_share", share(g.mem_util_mean)},
           {"pcie_rx_mbps_mean", opt_json(g.pcie_rx_mbps_mean)},
           {"throttled_share", g.throttled_share},
-          {"throttle_reasons", throttle::describe(g.throttle_reasons_seen)}};
+          {"throttle_reasons", throttle::describe(g.throttle_reasons_seen)},
+          {"edge_idle_samples", g.edge_idle_samples}};
 }
 
 json host_stats_json(const HostStats& h) {
@@ -257,6 +258,9 @@ std::string gpu_summary_line(const GpuStats& g) {
     out += fmt::format(" · throttled in {:.0f}% of samples ({})", g.throttled_share * 100,
                        throttle::describe(g.throttle_reasons_seen));
   if (g.used_by_target) out += " · used by the target";
+  if (g.edge_idle_samples > 0)
+    out += fmt::format(" · {} idle sample(s) before the job's first GPU work or after its last left out",
+                       g.edge_idle_samples);
   return out + "\n";
 }
 

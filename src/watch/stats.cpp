@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "stepscope/watch.hpp"
 
@@ -45,18 +47,35 @@ std::optional<double> ratio(const std::optional<double>& a, const std::optional<
   return *a / *b;
 }
 
+// The positions (in series order) of the first and last sample of GPU `index` busier than
+// kEdgeIdleUtilPct; nullopt when none is.
+// Example: utils 4, 1, 99, 100, 100, 0, 0 -> (2, 4): two idle samples lead, two trail.
+std::optional<std::pair<std::size_t, std::size_t>> busy_span(const Series& series, int index) {
+  std::optional<std::pair<std::size_t, std::size_t>> span;
+  for (std::size_t k = 0; k < series.samples.size(); ++k)
+    for (const auto& g : series.samples[k].gpus)
+      if (g.index == index && g.util_pct && *g.util_pct > thresholds::kEdgeIdleUtilPct)
+        span = span ? std::make_pair(span->first, k) : std::make_pair(k, k);
+  return span;
+}
+
 GpuStats stats_for_device(const Series& series, int index) {
   GpuStats s;
   s.index = index;
+  const auto span = busy_span(series, index);
   Accumulator util, clock_ratio, power, limit, mem_ratio, mem_util, rx;
   std::optional<double> previous_util;
   int transitions = 0;
   int swings = 0;
   int throttle_known = 0;
   int throttled = 0;
-  for (const auto& sample : series.samples) {
-    for (const auto& g : sample.gpus) {
+  for (std::size_t k = 0; k < series.samples.size(); ++k) {
+    for (const auto& g : series.samples[k].gpus) {
       if (g.index != index) continue;
+      if (span && (k < span->first || k > span->second)) {
+        ++s.edge_idle_samples;
+        continue;
+      }
       ++s.samples;
       if (s.name.empty()) s.name = g.name;
       if (!g.target_pids.empty()) s.used_by_target = true;

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "stepscope/error.hpp"
 
 using namespace stepscope::watch;
@@ -443,4 +446,26 @@ TEST(TriagePidstat, OneLinePerProcessLayoutWithEpochTimes) {
   EXPECT_DOUBLE_EQ(out[1].t_s - out[0].t_s, 1);
   EXPECT_DOUBLE_EQ(*out[0].host->processes[0].rss_mib, 2048);
   EXPECT_DOUBLE_EQ(*out[0].host->processes[0].wait_pct, 1);
+}
+
+namespace {
+
+std::string read_recorded(const std::string& name) {
+  std::ifstream in(std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/monitor/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+// Real logs of ~8 s of back-to-back GEMMs on an H200: the query log was started before the job
+// and ran on ~3 s after it. Those idle edges are not the job's: without them it is GPU-bound.
+TEST(TriageRecorded, IdleSamplesAtTheWindowsEdgesAreLeftOut) {
+  auto t = triage({{"dmon.log", read_recorded("dmon.log")}, {"query.log", read_recorded("query.log")}});
+  ASSERT_EQ(t.classification.gpus.size(), 1u);
+  const GpuStats& g = t.classification.gpus[0];
+  EXPECT_GE(g.edge_idle_samples, 5);
+  EXPECT_GT(*g.util_mean, 90);
+  EXPECT_EQ(t.classification.verdict.rule, "gpu-bound");
 }
