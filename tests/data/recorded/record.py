@@ -78,6 +78,16 @@ def train_step(model, opt, x, y, amp):
     return loss
 
 
+def training_job(model, shape, amp, fused=True, foreach=None):
+    """Steps of `model` with AdamW on one fixed random batch: inputs and targets of `shape`."""
+    opt = torch.optim.AdamW(model.parameters(), fused=fused, foreach=foreach)
+    x, y = torch.randn(*shape, device="cuda"), torch.randn(*shape, device="cuda")
+
+    def step(i):
+        train_step(model, opt, x, y, amp=amp)
+    return step
+
+
 class SlowSamples(Dataset):
     """Samples whose transform sleeps, as a heavy CPU augmentation would."""
 
@@ -187,24 +197,13 @@ def tiny_layers():
 
 def launch_bound():
     model = tiny_layers()
-    opt = torch.optim.AdamW(model.parameters(), foreach=False)
-    x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=False)
-    return step
+    return training_job(model, (32, 64), amp=False, fused=None, foreach=False)
 
 
 def gemm_job(amp):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model = mlp(8192, 4)
-    opt = torch.optim.AdamW(model.parameters())
-    x, y = torch.randn(8192, 8192, device="cuda"), torch.randn(8192, 8192, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=amp)
-    return step
+    return training_job(mlp(8192, 4), (8192, 8192), amp=amp, fused=None)
 
 
 def conv_fp32_no_amp():
@@ -214,33 +213,18 @@ def conv_fp32_no_amp():
     for _ in range(6):
         layers += [nn.Conv2d(128, 128, 3, padding=1), nn.ReLU()]
     model = nn.Sequential(*layers).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(64, 128, 64, 64, device="cuda"), torch.randn(64, 128, 64, 64, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=False)
-    return step
+    return training_job(model, (64, 128, 64, 64), amp=False)
 
 
 def sdpa_bf16():
     layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, norm_first=True)
     model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(16, 1024, 1024, device="cuda"), torch.randn(16, 1024, 1024, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=True)
-    return step
+    return training_job(model, (16, 1024, 1024), amp=True)
 
 
 def compiled_bf16():
     model = torch.compile(mlp(4096, 4))
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=True)
-    return step
+    return training_job(model, (8192, 4096), amp=True)
 
 
 def d2h_each_step():
@@ -339,12 +323,7 @@ class ElementwiseChain(nn.Module):
 
 def elementwise_fp32():
     model = ElementwiseChain(4096, 20).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=False)
-    return step
+    return training_job(model, (8192, 4096), amp=False)
 
 
 def empty_cache_each_step():
@@ -467,11 +446,8 @@ def compile_recompile():
     return step
 
 
-def zero_grad_foreach():
-    # zero_grad(set_to_none=False) on 64 parameters. PyTorch 2.x zeroes them all with one foreach
-    # kernel: the old per-gradient memset is gone, and so must be the finding.
-    model = mlp(512, 32)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+def zero_grad_keeping_grads(model, opt):
+    """fp32 steps that zero the gradients in place (zero_grad(set_to_none=False))."""
     x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
 
     def step(i):
@@ -483,36 +459,27 @@ def zero_grad_foreach():
         with record_function("optimizer"):
             opt.step()
     return step
+
+
+def zero_grad_foreach():
+    # zero_grad(set_to_none=False) on 64 parameters. PyTorch 2.x zeroes them all with one foreach
+    # kernel: the old per-gradient memset is gone, and so must be the finding.
+    model = mlp(512, 32)
+    return zero_grad_keeping_grads(model, torch.optim.AdamW(model.parameters(), fused=True))
 
 
 def zero_grad_per_param():
     # An optimizer on the per-parameter path (foreach=False) zeroes each gradient with its own
     # kernel when zero_grad keeps them (set_to_none=False), and updates each one alone.
     model = mlp(512, 32)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, foreach=False)
-    x, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
-
-    def step(i):
-        with record_function("forward"):
-            loss = nn.functional.mse_loss(model(x), y)
-        with record_function("backward"):
-            opt.zero_grad(set_to_none=False)
-            loss.backward()
-        with record_function("optimizer"):
-            opt.step()
-    return step
+    return zero_grad_keeping_grads(model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, foreach=False))
 
 
 def compiled_cuda_graphs():
     # launch_bound's model under torch.compile(mode="reduce-overhead"): Inductor's kernels replayed
     # from CUDA graphs, the optimizer step left eager.
     model = torch.compile(tiny_layers(), mode="reduce-overhead")
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(32, 64, device="cuda"), torch.randn(32, 64, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=False)
-    return step
+    return training_job(model, (32, 64), amp=False)
 
 
 def anomaly_mode():
@@ -546,12 +513,7 @@ class ManualAttention(nn.Module):
 
 def unfused_attention():
     model = nn.Sequential(*[ManualAttention(1024, 16) for _ in range(4)]).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(8, 2048, 1024, device="cuda"), torch.randn(8, 2048, 1024, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=True)
-    return step
+    return training_job(model, (8, 2048, 1024), amp=True)
 
 
 class CheckpointedMlp(nn.Module):
@@ -571,12 +533,7 @@ class CheckpointedMlp(nn.Module):
 def activation_checkpoint():
     # Checkpointing a model that fits many times over in the GPU's memory: pure recompute cost.
     model = CheckpointedMlp(4096, 4).cuda()
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x, y = torch.randn(8192, 4096, device="cuda"), torch.randn(8192, 4096, device="cuda")
-
-    def step(i):
-        train_step(model, opt, x, y, amp=True)
-    return step
+    return training_job(model, (8192, 4096), amp=True)
 
 
 def fp16_grad_scaler():
@@ -669,17 +626,15 @@ RECORDING = {
 FRESH_PROCESS = {"cold_start"}
 
 
-def record(name, out_dir):
-    warm_up, (wait, warmup, active), activities = RECORDING.get(name, (3, (WAIT, WARMUP, ACTIVE), CPU_AND_CUDA))
-    if name in FRESH_PROCESS and torch.cuda.is_initialized():
-        raise RuntimeError(f"{name} must be the first CUDA work of its process")
-    torch.manual_seed(0)
-    step = SCENARIOS[name]()
+def profile_steps(step, out, warm_up=3, phases=(WAIT, WARMUP, ACTIVE), activities=CPU_AND_CUDA, before_write=None):
+    """Runs `warm_up` steps unprofiled, then the profiler's schedule, and writes the trace gzipped
+    (mtime 0) to `out`; `before_write` runs once the profiler has stopped."""
     for i in range(warm_up):  # outside the profiler: handles, autotuning, allocator growth
         step(-1 - i)
     torch.cuda.synchronize()
     tmp = tempfile.mkdtemp()
     raw = os.path.join(tmp, "trace.json")
+    wait, warmup, active = phases
     with profile(activities=list(activities), record_shapes=True,
                  schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
@@ -687,10 +642,20 @@ def record(name, out_dir):
             step(i)
             prof.step()
     torch.cuda.synchronize()
-    out = os.path.join(out_dir, f"{name}.pt.trace.json.gz")
+    if before_write:
+        before_write()
     with open(raw, "rb") as src, gzip.GzipFile(out, "wb", mtime=0) as dst:
         shutil.copyfileobj(src, dst)
     shutil.rmtree(tmp)
+
+
+def record(name, out_dir):
+    warm_up, phases, activities = RECORDING.get(name, (3, (WAIT, WARMUP, ACTIVE), CPU_AND_CUDA))
+    if name in FRESH_PROCESS and torch.cuda.is_initialized():
+        raise RuntimeError(f"{name} must be the first CUDA work of its process")
+    torch.manual_seed(0)
+    out = os.path.join(out_dir, f"{name}.pt.trace.json.gz")
+    profile_steps(SCENARIOS[name](), out, warm_up, phases, activities)
     print(f"{name}: {os.path.getsize(out)} bytes", flush=True)
 
 

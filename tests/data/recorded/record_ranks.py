@@ -11,29 +11,17 @@ monitor logs (nvidia-smi dmon and query, top) of a GPU-bound job.
 
 Usage: python3 record_ranks.py OUT_DIR [ddp_straggler] [monitor_logs]   (needs CUDA and torch)
 """
-import gzip
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-WAIT, WARMUP, ACTIVE = 1, 2, 4
-
-
-def mlp(width, depth):
-    layers = []
-    for _ in range(depth):
-        layers += [nn.Linear(width, width), nn.ReLU()]
-    return nn.Sequential(*layers).cuda()
+from record import mlp, profile_steps, train_step
 
 
 def ddp_rank(rank, out_dir, port):
@@ -46,31 +34,13 @@ def ddp_rank(rank, out_dir, port):
     def step(i):
         if rank == 1:
             time.sleep(0.02)  # this rank's slow input path, recorded by no op
-        with record_function("forward"):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = nn.functional.mse_loss(model(x).float(), y)
-        with record_function("backward"):
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-        with record_function("optimizer"):
-            opt.step()
+        train_step(model, opt, x, y, amp=True)
 
-    for i in range(3):
-        step(-1 - i)
-    torch.cuda.synchronize()
-    raw = os.path.join(tempfile.mkdtemp(), "trace.json")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
-        for i in range(WAIT + WARMUP + ACTIVE):
-            step(i)
-            prof.step()
-    torch.cuda.synchronize()
-    dist.barrier()
-    dist.destroy_process_group()
-    out = os.path.join(out_dir, "ddp_straggler", f"rank{rank}.pt.trace.json.gz")
-    with open(raw, "rb") as src, gzip.GzipFile(out, "wb", mtime=0) as dst:
-        shutil.copyfileobj(src, dst)
+    def leave_group():
+        dist.barrier()
+        dist.destroy_process_group()
+
+    profile_steps(step, os.path.join(out_dir, "ddp_straggler", f"rank{rank}.pt.trace.json.gz"), before_write=leave_group)
 
 
 def ddp_straggler(out_dir):
