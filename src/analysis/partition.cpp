@@ -408,11 +408,11 @@ struct Classifier {
       if (any(c, kGpuDtoH)) return Category::D2HCopy;
       if (any(c, kGpuMemset)) return Category::Memset;
     }
-    const int main = host_blame(c, kMainRole0, kMainStage0);
-    const int aux = host_blame(c, kAuxRole0, kAuxStage0);
-    if (main == kAnnotOnly && aux < 0 && any(c, kHostComm)) return Category::GradSyncExposed;
-    int h = main == kAnnotOnly ? static_cast<int>(Category::HostCompute) : main;
-    if (h < 0) h = aux == kAnnotOnly ? static_cast<int>(Category::HostCompute) : aux;
+    const int on_main = host_blame(c, kMainRole0, kMainStage0);
+    const int on_aux = host_blame(c, kAuxRole0, kAuxStage0);
+    if (on_main == kAnnotOnly && on_aux < 0 && any(c, kHostComm)) return Category::GradSyncExposed;
+    int h = on_main == kAnnotOnly ? static_cast<int>(Category::HostCompute) : on_main;
+    if (h < 0) h = on_aux == kAnnotOnly ? static_cast<int>(Category::HostCompute) : on_aux;
     if (h >= 0) return static_cast<Category>(h);
     if (any(c, kHostComm)) return Category::GradSyncExposed;
     if (any(c, kLoaderGap)) return Category::BatchWait;
