@@ -96,7 +96,7 @@ nlohmann::json partition_json(const RankPartition& p) {
   auto& steps = j["steps"] = nlohmann::json::array();
   for (const auto& s : p.steps)
     steps.push_back({{"number", s.number}, {"name", s.name}, {"start_ns", s.start}, {"end_ns", s.end},
-                     {"host_end_ns", s.host_end}, {"duration_ns", s.duration()}, {"warmup", s.warmup},
+                     {"host_start_ns", s.host_start}, {"host_end_ns", s.host_end}, {"duration_ns", s.duration()}, {"warmup", s.warmup},
                      {"warmup_reason", s.warmup_reason}, {"categories_ns", categories_json(s.ns)}});
   nlohmann::json mix = nlohmann::json::object();
   for (int c = 0; c < kKernelClassCount; ++c)

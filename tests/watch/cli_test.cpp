@@ -59,7 +59,7 @@ TEST(Cli, WatchJsonOnStdout) {
   auto r = run("watch --no-gpu --seconds 0.6 --interval 200ms --json - -- sleep 1", true);
   ASSERT_EQ(r.code, 0) << r.out;
   auto doc = nlohmann::json::parse(r.out);
-  EXPECT_EQ(doc["schema"], "stepscope.watch/2");
+  EXPECT_EQ(doc["schema"], "stepscope.watch/3");
   EXPECT_EQ(doc["source"], "watch");
   EXPECT_EQ(doc["verdict"]["rule"], "idle");
   EXPECT_EQ(doc["target"]["command"], "sleep 1");

@@ -9,7 +9,7 @@
 
 namespace stepscope::watch {
 
-inline constexpr const char* kWatchJsonSchema = "stepscope.watch/2";
+inline constexpr const char* kWatchJsonSchema = "stepscope.watch/3";
 
 // The latest sample as a short block of lines for a refreshing terminal view. With `width` > 0
 // every line fits in that many columns (a wrapped line would break the redraw, which moves the
