@@ -273,7 +273,10 @@ void compile_recompile(const Job& j, std::vector<Finding>& out) {
                      {fmt::format("{:.0f} steps after the steady state began hold compilation, {} in all", steps,
                                   ms(time)),
                       "compile events: " + top_names(j, j.merged(&RankScan::late_compile), 2),
-                      "gain: the compile time spread over every step (mark dynamic dims or pad shapes)"},
+                      fmt::format("gain: the compile time spread over the window's {:.0f} steps, which holds while "
+                                  "recompiles recur as often as here ({:.0f} of {:.0f}); a shape met once is compiled "
+                                  "once (mark dynamic dims or pad shapes)",
+                                  all, steps, all)},
                      "fixed_shapes", gain, step));
 }
 
