@@ -40,3 +40,28 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, WindowTimes,
 
 }  // namespace
 }  // namespace stepscope
+
+namespace stepscope {
+namespace {
+
+StepPartition span(ns_t host_start, ns_t host_end, ns_t start, ns_t end) {
+  StepPartition s;
+  s.host_start = host_start, s.host_end = host_end, s.start = start, s.end = end;
+  return s;
+}
+
+// With the host running ahead, windows sit on the GPU side, after the host spans that issued
+// them: host times are placed by host span, and a time between spans belongs to no step.
+TEST(HostSpanStep, PlacesHostTimesByHostSpanNotByWindow) {
+  const std::vector<StepPartition> steps = {span(0, 10, 25, 40), span(10, 20, 40, 55), span(22, 30, 55, 70)};
+  EXPECT_EQ(host_span_step(steps, 0), 0);
+  EXPECT_EQ(host_span_step(steps, 12), 1);  // before every GPU-side window
+  EXPECT_EQ(host_span_step(steps, 20), -1);  // between spans
+  EXPECT_EQ(host_span_step(steps, 29), 2);
+  EXPECT_EQ(host_span_step(steps, 30), -1);  // ends are open
+  EXPECT_EQ(host_span_step(steps, -5), -1);
+  EXPECT_EQ(host_span_step({}, 5), -1);
+}
+
+}  // namespace
+}  // namespace stepscope
