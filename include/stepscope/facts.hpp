@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stepscope/kernel_class.hpp"
@@ -135,6 +136,10 @@ struct NameFact {
 NameFact kernel_name_fact(std::string_view name);
 // Facts of a host op / runtime call name alone (role, stage hint, sync kind, flags).
 NameFact host_name_fact(std::string_view name);
+// The GPU's busy time (the union of its kernels, copies and memsets of positive length, on all
+// streams) within each interval [a, b), a <= b, in one pass over the rank's GPU records.
+//   work [0,10) [5,20) [30,40); intervals [15,35) [40,50) -> {10, 0}
+std::vector<ns_t> gpu_busy_within(const RankTrace& t, const std::vector<std::pair<ns_t, ns_t>>& intervals);
 // N of a "ProfilerStep#N" name (N digits only, within int64), else -1. Names with this number are
 // the ones flagged kNameProfilerStep.
 //   "ProfilerStep#12" -> 12    "ProfilerStep#" -> -1    "ProfilerStep#-1" -> -1    "ProfilerStep#3a" -> -1

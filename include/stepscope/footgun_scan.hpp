@@ -5,6 +5,7 @@
 // summary carries its scan, and a merge of summaries finds the same footguns as the direct run.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,6 +23,10 @@ struct NameTime {
 };
 using ByName = std::map<std::string, NameTime>;
 
+// A convolution call running this many different convolution kernels and waiting on the device
+// is timing algorithms (FFT and Winograd launch several kernels too, but never synchronise).
+inline constexpr std::size_t kTuneDistinctKernels = 3;
+
 // One convolution op instance (its outermost aten::conv*/convolution op) and the convolution
 // kernels it launched.
 struct ConvCall {
@@ -31,6 +36,7 @@ struct ConvCall {
   std::int64_t conv_kernels = 0;
   ns_t conv_time = 0, last_conv_time = 0;
   ns_t op_gpu_idle = 0;              // time inside the op with no GPU work on any stream (tuning calls only)
+  bool tunes() const { return kernels.size() >= kTuneDistinctKernels && synchronises; }
 };
 
 struct RankScan {

@@ -108,10 +108,6 @@ void add(ByName& m, std::string_view name, ns_t dur) {
   e.time += dur;
 }
 
-// A convolution call running this many different convolution kernels and waiting on the device
-// is timing algorithms (the cudnn_autotune footgun applies the same floor).
-constexpr std::size_t kTuneDistinctKernels = 3;
-
 // Everything the scan asks of a name, computed once per distinct name (traces repeat a few
 // thousand names millions of times).
 enum ScanFlag : std::uint32_t {
@@ -474,42 +470,17 @@ class Scanner {
   // A convolution call that times algorithms holds the GPU idle while cuDNN builds and compares
   // its candidates on the host: that idle time is most of what re-tuning costs a step.
   void finish_tuning_calls() {
-    for (const auto& [op, k] : conv_index_) {
-      ConvCall& c = s_.convs[k];
-      if (c.kernels.size() < kTuneDistinctKernels || !c.synchronises) continue;
-      const ns_t a = t_.events.ts[static_cast<std::size_t>(op)], b = t_.events.end(static_cast<std::size_t>(op));
-      c.op_gpu_idle = (b - a) - gpu_busy_within(a, b);
-    }
-  }
-
-  // Union of GPU work (kernels, copies, memsets) on all streams inside [a, b).
-  ns_t gpu_busy_within(ns_t a, ns_t b) const {
-    auto work = [&](std::uint32_t e) {
-      const Kind k = t_.events.kind[e];
-      return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset;
-    };
-    std::vector<std::pair<ns_t, ns_t>> busy;
-    for (const auto& tr : t_.gpu_tracks) {
-      const std::vector<std::uint32_t>& ev = tr.events;
-      auto it = std::lower_bound(ev.begin(), ev.end(), a, [&](std::uint32_t e, ns_t v) { return t_.events.ts[e] < v; });
-      // A stream runs one thing at a time: of its work started before `a`, only the last can reach into it.
-      for (auto back = it; back != ev.begin();)
-        if (work(*--back)) {
-          it = back;
-          break;
-        }
-      for (; it != ev.end() && t_.events.ts[*it] < b; ++it)
-        if (work(*it) && t_.events.end(*it) > a)
-          busy.emplace_back(std::max(t_.events.ts[*it], a), std::min(t_.events.end(*it), b));
-    }
-    std::sort(busy.begin(), busy.end());
-    ns_t total = 0, open_end = a;
-    for (const auto& [s, e] : busy) {
-      if (e <= open_end) continue;
-      total += e - std::max(s, open_end);
-      open_end = e;
-    }
-    return total;
+    std::vector<std::size_t> tuning;
+    std::vector<std::pair<ns_t, ns_t>> spans;
+    for (const auto& [op, k] : conv_index_)
+      if (s_.convs[k].tunes()) {
+        tuning.push_back(k);
+        spans.emplace_back(t_.events.ts[static_cast<std::size_t>(op)], t_.events.end(static_cast<std::size_t>(op)));
+      }
+    if (spans.empty()) return;
+    const std::vector<ns_t> busy = gpu_busy_within(t_, spans);
+    for (std::size_t i = 0; i < tuning.size(); ++i)
+      s_.convs[tuning[i]].op_gpu_idle = spans[i].second - spans[i].first - busy[i];
   }
 
   void communication(std::uint32_t g, std::int64_t step, ns_t dur) {

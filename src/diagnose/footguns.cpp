@@ -21,7 +21,6 @@ using namespace footgun;
 constexpr double kSimtGemmShare = 0.5;        // SIMT share of GEMM time (seed 001 T9/T13)
 constexpr double kSimtComputeShare = 0.05;    // and SIMT GEMMs hold this much of compute kernels
 constexpr double kTf32Cut = 0.5;              // same as the tf32 lever: fp32 runs 2-4x slower (T9)
-constexpr std::size_t kTuneDistinct = 3;      // distinct convolution kernels in one call = trials
 constexpr double kLayoutPerConv = 0.5;        // layout conversions per convolution call
 constexpr double kMinShare = 0.01;            // a finding must be worth 1% of the step...
 constexpr double kSyncShare = 0.03;           // ...sync stalls 3% (a final loss.item() costs ~0)
@@ -136,10 +135,6 @@ void fp32_no_tf32(const AnalysisResult& r, const Job& j, std::vector<Finding>& o
 }
 
 // 2. cudnn.benchmark re-tuning in steady steps: one convolution call runs several algorithms.
-// FFT and Winograd algorithms launch several kernels too, but never synchronise: timing
-// candidate algorithms does.
-bool tunes(const ConvCall& c) { return c.kernels.size() >= kTuneDistinct && c.synchronises; }
-
 // What a tuning call costs: its trial kernels, and the GPU idle inside it while cuDNN builds and
 // compares its candidates on the host (waiting on queued work is no cost: that work runs anyway).
 // Example: a backward convolution of 411 ms holding 9 ms of trials and 15 ms of other GPU work
@@ -151,7 +146,7 @@ void cudnn_autotune(const Job& j, std::vector<Finding>& out) {
   ByName trials;
   for (const auto& r : j.ranks)
     for (const auto& c : r.convs) {
-      if (!tunes(c)) continue;
+      if (!c.tunes()) continue;
       ++calls;
       trial_time += static_cast<double>(c.conv_time - c.last_conv_time + c.op_gpu_idle);
       steps.push_back(c.step + 1'000'000 * r.rank);
@@ -167,7 +162,7 @@ void cudnn_autotune(const Job& j, std::vector<Finding>& out) {
   if (calls)
     ev.push_back(fmt::format("{} convolution calls in {} steady steps each ran {} or more different convolution "
                              "kernels (algorithm trials) and waited on the device: {:.1f} per step",
-                             calls, distinct_steps, kTuneDistinct, j.per_step(static_cast<double>(calls))));
+                             calls, distinct_steps, kTuneDistinctKernels, j.per_step(static_cast<double>(calls))));
   if (!finds.empty()) ev.push_back("autotuning calls: " + top_names(j, finds));
   std::string names;
   std::size_t n = 0;

@@ -304,9 +304,10 @@ void for_each_busy_interval(const RankTrace& t, F&& f) {
   if (open) f(lo, hi);
 }
 
-// The GPU's busy time within each interval [a, b) (a <= b): U(b) - U(a), where U(x) is the time
-// the union of its work covers before x, read at every interval end during one pass over the
-// union.
+}  // namespace
+
+// U(b) - U(a), where U(x) is the time the union of the GPU's work covers before x, read at every
+// interval end during one pass over the union.
 //   work [0,10) [5,20) [30,40); [15,35) -> U(35) - U(15) = 25 - 15 = 10
 std::vector<ns_t> gpu_busy_within(const RankTrace& t, const std::vector<std::pair<ns_t, ns_t>>& intervals) {
   std::vector<std::pair<ns_t, std::size_t>> ends;  // (x, 2k for interval k's start, 2k + 1 for its end)
@@ -330,6 +331,8 @@ std::vector<ns_t> gpu_busy_within(const RankTrace& t, const std::vector<std::pai
   for (std::size_t k = 0; k < intervals.size(); ++k) busy[k] = covered[2 * k + 1] - covered[2 * k];
   return busy;
 }
+
+namespace {
 
 // A call the GPU was busy through is waiting on the GPU (a full launch queue, a copy behind
 // queued work), which is steady-state cost; a start-up call leaves the GPU idle.

@@ -91,13 +91,10 @@ bool is_launch_call(std::string_view n) {
 // and copies unless they are the *Async variants (a pageable async copy also blocks, but that
 // shows as a copy finding).
 bool is_blocking_call(std::string_view n) {
-  static constexpr std::string_view exact[] = {
-      "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-      "cudaThreadSynchronize", "cuStreamSynchronize",   "cuCtxSynchronize",
-      "cuEventSynchronize",    "hipStreamSynchronize",  "hipDeviceSynchronize",
-      "hipEventSynchronize",   "hipCtxSynchronize"};
-  for (std::string_view e : exact)
-    if (n == e) return true;
+  if (is_any(n, {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+                 "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "hipStreamSynchronize",
+                 "hipDeviceSynchronize", "hipEventSynchronize", "hipCtxSynchronize"}))
+    return true;
   const bool copy = starts(n, "cudaMemcpy") || starts(n, "hipMemcpy") || starts(n, "cuMemcpy");
   return copy && !has(n, "Async");
 }
@@ -105,24 +102,17 @@ bool is_blocking_call(std::string_view n) {
 // The device allocator's own calls, which the caching allocator makes only when its pool grows or
 // is emptied; the stream-ordered *Async variants neither block nor synchronise and are left out.
 bool is_device_alloc(std::string_view n) {
-  static constexpr std::string_view exact[] = {"cudaMalloc", "cudaFree",     "hipMalloc",     "hipFree",
-                                               "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2"};
-  for (std::string_view e : exact)
-    if (n == e) return true;
-  return false;
+  return is_any(n, {"cudaMalloc", "cudaFree", "hipMalloc", "hipFree", "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree",
+                    "cuMemFree_v2"});
 }
 
 // The ops a module's forward calls and autograd never does: backward formulas call their
 // *_backward ops or plain matmuls. One of these inside a backward node is a forward recomputed
 // for activation checkpointing (non-reentrant checkpointing leaves no other mark).
 bool is_forward_only_op(std::string_view n) {
-  static constexpr std::string_view exact[] = {
-      "aten::linear",     "aten::conv1d",     "aten::conv2d",    "aten::conv3d",    "aten::layer_norm",
-      "aten::group_norm", "aten::batch_norm", "aten::embedding", "aten::gelu",      "aten::silu",
-      "aten::scaled_dot_product_attention"};
-  for (std::string_view e : exact)
-    if (n == e) return true;
-  return false;
+  return is_any(n, {"aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::layer_norm",
+                    "aten::group_norm", "aten::batch_norm", "aten::embedding", "aten::gelu", "aten::silu",
+                    "aten::scaled_dot_product_attention"});
 }
 
 void set_host_flags(NameFact& f, std::string_view n) {

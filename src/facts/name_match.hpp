@@ -18,6 +18,13 @@ inline bool has_any(std::string_view s, std::initializer_list<std::string_view> 
   return false;
 }
 
+// `s` is one of `names`, whole.
+inline bool is_any(std::string_view s, std::initializer_list<std::string_view> names) {
+  for (auto n : names)
+    if (s == n) return true;
+  return false;
+}
+
 inline std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
