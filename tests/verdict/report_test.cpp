@@ -52,6 +52,24 @@ TEST(TextReport, LeadsWithTheVerdictThenTheSections) {
   EXPECT_NE(render_text(input_bound_cpu(), verbose).find("events by category"), std::string::npos);
 }
 
+// The recorded DDP straggler (rank 1 late by 20 ms of host work) as the JSON says it: its cause,
+// and each step's host span beside its window.
+TEST(JsonReport, NamesTheStragglersCauseAndEachStepsHostSpan) {
+  const AnalysisResult r =
+      test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["rank_comparison"]["straggler"], 1);
+  EXPECT_EQ(j["rank_comparison"]["straggler_cause"], "host_side");
+  for (std::size_t k = 0; k < r.partitions.size(); ++k) {
+    const auto& steps = j["ranks"][k]["partition"]["steps"];
+    ASSERT_EQ(steps.size(), r.partitions[k].steps.size());
+    for (const auto& s : steps) {
+      EXPECT_LE(s["host_start_ns"].get<ns_t>(), s["host_end_ns"].get<ns_t>());
+      EXPECT_LE(s["host_start_ns"].get<ns_t>(), s["start_ns"].get<ns_t>());
+    }
+  }
+}
+
 TEST(JsonReport, CarriesPerStepPartitionsAndTheDiagnosis) {
   const AnalysisResult r = input_bound_cpu();
   const nlohmann::json j = to_json(r);
