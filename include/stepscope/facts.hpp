@@ -54,6 +54,29 @@ enum class CommKind : std::uint8_t {
 };
 const char* comm_kind_name(CommKind c);
 
+// What a communication kernel is for: the collective its launching host call names
+// ("nccl:all_to_all", "c10d::_reduce_scatter_base", "nccl:send"), else the kernel's own name, and
+// the stage it was launched in. The kernel name alone can mislead: NCCL runs all-to-all, and in
+// older releases reduce-scatter, as ncclKernel_SendRecv kernels.
+//   SendRecv kernel under nccl:all_to_all                         -> Exchange
+//   SendRecv kernel under nccl:send                               -> PointToPoint
+//   AllReduce kernel under nccl:all_reduce in backward            -> GradientSync
+//   AllReduce kernel inside an explicitly marked forward          -> Activation
+//   SendRecv kernel with no communication call above its launch   -> Other
+enum class CommRole : std::uint8_t {
+  GradientSync,  // all-reduce / reduce-scatter of gradients: DDP buckets, FSDP / ZeRO reduction
+  ParamGather,   // all-gather: FSDP / ZeRO-3 gathering sharded parameters
+  Exchange,      // all-to-all: MoE token dispatch/combine, sharded embeddings (TorchRec, DLRM)
+  PointToPoint,  // send/recv the host calls by name: pipeline-parallel stage transfers
+  Activation,    // all-reduce / reduce-scatter in a marked forward: tensor, sequence or model parallelism
+  Other,         // broadcast, reduce, and SendRecv kernels no host call explains
+};
+inline constexpr int kCommRoleCount = 6;
+// "gradient_sync", "param_gather", "exchange", "point_to_point", "activation", "other"
+const char* comm_role_name(CommRole r);
+// In words, for reports: "gradient sync", "parameter all-gather", "all-to-all exchange", ...
+const char* comm_role_label(CommRole r);
+
 // The host role of a name, in the priority order used to blame an idle GPU.
 // Comm: host-side communication (gloo collectives, MPI calls): the host moves the data itself.
 enum class HostRole : std::int8_t { Loader = 0, Sync, Side, Launch, Op, Comm, Marker = -1 };
@@ -250,11 +273,15 @@ struct RankFacts {
   std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
   std::uint64_t graph_launches = 0, graph_launches_without_gpu = 0;  // CUDA graph replays, and untraced ones
   Trust trust;                          // trace-level warnings (analysis adds step-level ones)
+  // Every communication kernel (by event, ascending) and what it is for.
+  std::vector<std::pair<std::uint32_t, CommRole>> comm_roles;
   // Per device_syncs entry: how much of the call the GPU spent busy (kernels, copies, memsets).
   // The union of the GPU's work they are read from is not kept: a trace has millions of records.
   //   GPU busy {[0,10), [20,30)}, a sync over [5, 25)  ->  10
   std::vector<ns_t> device_sync_busy;
 
+  // The role of communication kernel `event`; GradientSync for an event comm_roles does not list.
+  CommRole comm_role(std::uint32_t event) const;
   const NameFact& of(StrId id) const { return names[id]; }
   const NameFact& of_event(const RankTrace& t, std::size_t i) const { return names[t.events.name[i]]; }
 };

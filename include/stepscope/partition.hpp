@@ -76,6 +76,8 @@ struct ComputeMix {
   ns_t fp32_simt_gemm_ns = 0, fp32_simt_conv_ns = 0;
   // Communication kernel time by kind (CommKind order): NCCL, expert-parallel, NVSHMEM, custom.
   std::array<ns_t, 5> comm_ns_by_kind{};
+  // The same time by what the communication is for (CommRole order).
+  std::array<ns_t, kCommRoleCount> comm_ns_by_role{};
   // Compute kernels launched from inside torch.compile'd regions (on the launching thread, a call
   // nested in "Torch-Compiled Region", CompiledFunction or a CompiledFxGraph call), and the
   // elementwise/norm part of them: what compiling has already fused.

@@ -747,7 +747,10 @@ void compute_mix(const RankTrace& t, const RankFacts& facts, const SweepFacts& f
     if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, start(t, a))) continue;
     const NameFact& n = facts.of_event(t, a.event);
     const ns_t d = end(t, a) - start(t, a);
-    if (n.cls == KernelClass::Communication) r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
+    if (n.cls == KernelClass::Communication) {
+      r.mix.comm_ns_by_kind[static_cast<std::size_t>(n.comm)] += d;
+      r.mix.comm_ns_by_role[static_cast<std::size_t>(facts.comm_role(a.event))] += d;
+    }
     if (a.channel > kGpuStage0 + 3) continue;
     r.mix.class_ns[static_cast<std::size_t>(n.cls)] += d;
     ++r.mix.kernels;
@@ -851,7 +854,7 @@ const char* category_name(Category c) {
 const char* category_label(Category c) {
   static constexpr const char* kLabels[kCategoryCount] = {
       "compute: forward", "compute: backward", "compute: optimizer", "compute: other",
-      "grad sync (exposed)", "H2D copy", "D2H copy", "memset", "batch wait", "sync stall",
+      "communication (exposed)", "H2D copy", "D2H copy", "memset", "batch wait", "sync stall",
       "side work", "launch overhead", "host compute", "idle (unknown)"};
   return kLabels[static_cast<int>(c)];
 }

@@ -26,6 +26,10 @@ double rank_mean(const AnalysisResult& r, F per_step) {
 std::string ms(double ns);
 std::string pct(double share);
 
+// Shares of the ranks' communication kernel time by what it is for (CommRole order); all
+// GradientSync where no communication kernel ran (gloo and MPI move the data on the host).
+std::array<double, kCommRoleCount> comm_role_shares(const AnalysisResult& r);
+
 std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& job, const Verdict& v);
 // Fills Lever::critical_path_share from the ranks' critical paths.
 void add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& levers);

@@ -462,11 +462,12 @@ void allocator_churn(const Job& j, std::vector<Finding>& out) {
                      "keep_allocator_cache", gain, j.step()));
 }
 
-// 12. DDP all-reduce launched only after backward ends (no overlap).
-void ddp_no_overlap(const Job& j, std::vector<Finding>& out) {
+// 12. DDP all-reduce launched only after backward ends (no overlap). Only the gradients' share of
+// the exposed communication (`grad_share`) is the all-reduce's: all-to-all exchange beside it is not.
+void ddp_no_overlap(const Job& j, double grad_share, std::vector<Finding>& out) {
   const double steps = j.sum([](const RankScan& r) { return r.allreduce_steps; });
   const double after = j.sum([](const RankScan& r) { return r.allreduce_after_backward_steps; });
-  const double exposed = j.cat(Category::GradSyncExposed);
+  const double exposed = grad_share * j.cat(Category::GradSyncExposed);
   if (steps <= 0 || after < steps || exposed < kExposedShare * j.step()) return;
   const double gain = kOverlapHides * std::min(exposed, j.cat(Category::ComputeBackward));
   if (!worth(j, gain)) return;
@@ -475,7 +476,7 @@ void ddp_no_overlap(const Job& j, std::vector<Finding>& out) {
                                   "after the last backward op ended ({:.1f} all-reduce kernels per step, {} per step)",
                                   steps, j.per_step(j.sum([](const RankScan& r) { return r.allreduces; })),
                                   ms(j.per_step(j.sum([](const RankScan& r) { return r.allreduce_time; })))),
-                      fmt::format("exposed grad sync {} per step ({} of the step); backward compute {} per step",
+                      fmt::format("exposed gradient sync {} per step ({} of the step); backward compute {} per step",
                                   ms(exposed), pct(exposed / j.step()), ms(j.cat(Category::ComputeBackward))),
                       "gain: 80% of the exposed all-reduce, at most the backward compute it can hide under"},
                      "ddp_buckets", gain, j.step()));
@@ -514,7 +515,7 @@ std::vector<Finding> detect_footguns(const AnalysisResult& r, const JobStep& job
     allocator_churn(j, out);
   }
   loader_respawn(r, j, out);
-  ddp_no_overlap(j, out);
+  ddp_no_overlap(j, comm_role_shares(r)[static_cast<std::size_t>(CommRole::GradientSync)], out);
   return out;
 }
 

@@ -45,6 +45,9 @@ constexpr double kOverlapHides = 0.8;
 constexpr double kAccumulationSteps = 4.0;
 // FSDP backward/forward prefetch hides the next layer's all-gather under compute (seed 001 T23).
 constexpr double kPrefetchHides = 0.5;
+// A pipeline's bubble is (stages - 1) / micro-batches of the step (seed 002): twice the
+// micro-batches, each half the size, halve the time stages wait for each other.
+constexpr double kBubbleCut = 0.5;
 // Activation checkpointing costs ~20-30% extra compute (seed 001 T17); the lower end.
 constexpr double kRecomputeShare = 0.2;
 
@@ -58,17 +61,6 @@ double cat(const JobStep& j, Category c) { return j.category[static_cast<std::si
 double sync_removable(const AnalysisResult& r, double step, double gpu_busy) {
   const double wait = rank_mean(r, [](const RankPartition& p) { return p.sync_wait_ns; });
   return std::max(0.0, std::min(wait, step - gpu_busy));
-}
-
-// Share of communication kernel time that is expert-parallel all-to-all.
-double expert_parallel_share(const AnalysisResult& r) {
-  double ep = 0, all = 0;
-  for (const auto& p : r.partitions)
-    for (std::size_t k = 0; k < p.mix.comm_ns_by_kind.size(); ++k) {
-      all += static_cast<double>(p.mix.comm_ns_by_kind[k]);
-      if (k == static_cast<std::size_t>(CommKind::ExpertParallel)) ep += static_cast<double>(p.mix.comm_ns_by_kind[k]);
-    }
-  return all > 0 ? ep / all : 0;
 }
 
 // More syncs than this per step leave no region a CUDA graph could capture whole.
@@ -220,7 +212,8 @@ Bound lever_bound(std::string_view id) {
       {"cuda_graphs", Bound::HostLaunch},    {"keep_allocator_cache", Bound::HostLaunch},
       {"ddp_buckets", Bound::Communication},
       {"accumulate_allreduce", Bound::Communication}, {"fsdp_prefetch", Bound::Communication},
-      {"ep_overlap", Bound::Communication},  {"async_checkpoint", Bound::SideWork},
+      {"ep_overlap", Bound::Communication},  {"pipeline_schedule", Bound::Communication},
+      {"tp_overlap", Bound::Communication},  {"async_checkpoint", Bound::SideWork},
       {"fix_straggler", Bound::Straggler}};
   for (const auto& [k, b] : kBounds)
     if (k == id) return b;
@@ -311,7 +304,7 @@ std::string kind_excludes(const std::string& id, RunKind kind, bool graphs, doub
   const bool training_only = one_of(id, {"micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
                                          "fsdp_prefetch", "no_activation_checkpointing", "async_checkpoint"});
   if (id == "cuda_graphs" && graphs) return "the run already replays CUDA graphs";
-  // ep_overlap suits inference too (MoE serving overlaps dispatch with compute as well).
+  // ep_overlap, tp_overlap and pipeline_schedule suit inference too (serving overlaps and pipelines as well).
   switch (kind) {
     case RunKind::Training: return "";
     case RunKind::Inference:
@@ -378,6 +371,23 @@ void add_compile_lever(std::vector<Lever>& out, const JobStep& j, const Mix& m, 
 }  // namespace
 
 namespace diagnose_detail {
+
+std::array<double, kCommRoleCount> comm_role_shares(const AnalysisResult& r) {
+  std::array<double, kCommRoleCount> ns{};
+  double all = 0;
+  for (const auto& p : r.partitions)
+    for (std::size_t k = 0; k < ns.size(); ++k) {
+      ns[k] += static_cast<double>(p.mix.comm_ns_by_role[k]);
+      all += static_cast<double>(p.mix.comm_ns_by_role[k]);
+    }
+  if (all <= 0) {
+    ns = {};
+    ns[static_cast<std::size_t>(CommRole::GradientSync)] = 1;
+    return ns;
+  }
+  for (double& v : ns) v /= all;
+  return ns;
+}
 
 std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const Verdict& v) {
   const double step = j.step_ns;
@@ -489,27 +499,47 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        kNumericsLink, ""},
       "softmax kernels of unfused attention", gpu && m.attention == 0 ? cmp * m.share(m.softmax) : 0, kHideAll,
       "the seq x seq score matrix is never materialised");
-  // Exposed communication splits by kind in proportion to its kernel time: gradient collectives
-  // (DDP/FSDP levers) and expert-parallel all-to-all (overlap with expert compute).
-  const double ep = comm * expert_parallel_share(r);
-  const double grad_comm = comm - ep;
-  add({"ep_overlap", "overlap expert-parallel dispatch/combine with compute",
-       "two-micro-batch overlap or the EP library's hook-based async dispatch/combine (DeepEP: return a recv hook; "
-       "Megatron: --overlap-moe-expert-parallel-comm)",
-       "more memory for the second micro-batch in flight; needs an EP library that supports it", "", ""},
-      "exposed expert-parallel all-to-all", ep, kOverlapHides, "dispatch/combine run under the other micro-batch's compute");
+  // Exposed communication splits by what it is for, in proportion to its kernel time: only the
+  // gradients' share is DDP's or FSDP's to hide or skip; all-to-all exchange, pipeline transfers
+  // and forward-pass collectives recur every micro-batch whatever those knobs say.
+  const auto role = comm_role_shares(r);
+  auto comm_for = [&](CommRole c) { return comm * role[static_cast<std::size_t>(c)]; };
+  const double grad_comm = comm_for(CommRole::GradientSync);
+  add({"ep_overlap", "overlap the all-to-all exchange with compute",
+       "MoE: two-micro-batch overlap or the EP library's async dispatch/combine (DeepEP: return a recv hook; "
+       "Megatron: --overlap-moe-expert-parallel-comm); sharded embeddings: TorchRec's TrainPipelineSparseDist, which "
+       "runs the next batch's input all-to-all under this batch's compute",
+       "more memory for the second batch in flight; needs a library or pipeline that supports it", "", ""},
+      "exposed all-to-all exchange", comm_for(CommRole::Exchange), kOverlapHides,
+      "the exchange runs under the other batch's compute");
+  cap_at_overlap(out.back(), cmp, step, "compute");
+  add({"pipeline_schedule", "shrink the pipeline bubble: more micro-batches, interleaved stages",
+       "more micro-batches per global batch (Megatron --global-batch-size / --micro-batch-size), an interleaved 1F1B "
+       "schedule (--num-layers-per-virtual-pipeline-stage; torch.distributed.pipelining ScheduleInterleaved1F1B), "
+       "and stages of equal compute",
+       "smaller micro-batches use the GPU less well; interleaving sends more point-to-point traffic", "", ""},
+      "exposed pipeline send/recv", comm_for(CommRole::PointToPoint), kBubbleCut,
+      "the bubble, (stages - 1) / micro-batches of the step, halves with twice the micro-batches");
+  add({"tp_overlap", "overlap tensor-parallel collectives with compute",
+       "Megatron-Core / Transformer Engine: --tp-comm-overlap with --sequence-parallel; keep the tensor-parallel group "
+       "inside one NVLink domain",
+       "needs Transformer Engine's communication buffers (more memory); cross-node tensor parallelism stays slow", "",
+       ""},
+      "exposed forward-pass collectives", comm_for(CommRole::Activation), kOverlapHides,
+      "the layer's collective runs under the neighbouring GEMM");
   cap_at_overlap(out.back(), cmp, step, "compute");
   add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
        "cluster-specific tuning; too small buckets add launch overhead", "", ""},
-      "exposed grad sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
+      "exposed gradient sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
   cap_at_overlap(out.back(), cat(j, Category::ComputeBackward), step, "backward compute");
   add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
        "longer optimiser feedback loop", "",
        "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
-      "exposed grad sync", grad_comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
+      "exposed gradient sync", grad_comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
   add({"fsdp_prefetch", "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
        "more memory in flight (limit_all_gathers)", "", ""},
-      "exposed grad sync", grad_comm, kPrefetchHides, "the next layer's all-gather runs under current compute");
+      "exposed gradient sync and parameter all-gather", grad_comm + comm_for(CommRole::ParamGather), kPrefetchHides,
+      "the next layer's all-gather runs under current compute");
   cap_at_overlap(out.back(), cat(j, Category::ComputeForward) + cat(j, Category::ComputeBackward), step, "compute");
   if (!sharded_job(r) && out.back().applies) {
     out.back().applies = false;

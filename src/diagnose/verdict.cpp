@@ -142,6 +142,37 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   return kind;
 }
 
+// What the communication is for, by share of communication kernel time, largest first:
+//   "all-to-all exchange 84.0%, gradient sync 16.0% of communication kernel time"
+// "" where no communication kernel ran.
+std::string comm_kind(const AnalysisResult& r) {
+  ns_t kernels = 0;
+  for (const auto& p : r.partitions)
+    for (ns_t v : p.mix.comm_ns_by_role) kernels += v;
+  if (kernels <= 0) return "";
+  const auto shares = comm_role_shares(r);
+  std::vector<int> order(kCommRoleCount);
+  for (int k = 0; k < kCommRoleCount; ++k) order[static_cast<std::size_t>(k)] = k;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return shares[static_cast<std::size_t>(a)] > shares[static_cast<std::size_t>(b)];
+  });
+  std::string out;
+  for (int k : order)
+    if (shares[static_cast<std::size_t>(k)] >= 0.005)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", comm_role_label(static_cast<CommRole>(k)),
+                         pct(shares[static_cast<std::size_t>(k)]));
+  return out + " of communication kernel time";
+}
+
+// "mostly all-to-all exchange" when one purpose holds at least half the communication kernel
+// time, else "".
+std::string main_comm_role(const AnalysisResult& r) {
+  const auto shares = comm_role_shares(r);
+  const auto top = std::max_element(shares.begin(), shares.end());
+  if (*top < 0.5) return "";
+  return std::string("mostly ") + comm_role_label(static_cast<CommRole>(top - shares.begin()));
+}
+
 // Below this share of the host/launch time, the GPU's refill after syncs does not make a
 // host-bound step sync-bound.
 constexpr double kRefillShare = 0.5;
@@ -266,7 +297,7 @@ const char* held_by(Bound b) {
     case Bound::Copy: return "copies and memsets are";
     case Bound::HostLaunch: return "host compute and launch overhead are";
     case Bound::SyncStall: return "sync stalls are";
-    case Bound::Communication: return "exposed grad sync is";
+    case Bound::Communication: return "exposed communication is";
     case Bound::SideWork: return "side work is";
     case Bound::Straggler: return "waiting in collectives is";
     case Bound::Unattributed: return "unattributed time is";
@@ -421,7 +452,7 @@ void diagnose_with(AnalysisResult& r) {
   }
   if (r.rank_comparison.straggler) {
     const auto& rc = r.rank_comparison;
-    v.evidence.push_back(fmt::format("rank {}: {}; the others' exposed grad sync is {} per step (theirs is waiting, "
+    v.evidence.push_back(fmt::format("rank {}: {}; the others' exposed communication is {} per step (theirs is waiting, "
                                      "not the network)",
                                      *rc.straggler, straggler_excess_text(rc), ms(rc.median_wait_ns)));
     v.bound = Bound::Straggler;
@@ -443,6 +474,11 @@ void diagnose_with(AnalysisResult& r) {
     v.compute_kind = compute_kind(r, job);
     if (!v.compute_kind.empty()) v.evidence.push_back("compute: " + v.compute_kind);
   }
+  if (v.bound == Bound::Communication || (v.has_runner_up && v.runner_up == Bound::Communication))
+    if (const std::string kind = comm_kind(r); !kind.empty()) {
+      v.evidence.push_back("communication: " + kind);
+      if (v.bound == Bound::Communication && v.scope.empty()) v.scope = main_comm_role(r);
+    }
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);

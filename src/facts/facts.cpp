@@ -212,6 +212,71 @@ void gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
     }
 }
 
+// ---- communication roles -------------------------------------------------------------------------
+
+// The launch call of every communication kernel: (call, kernel), ascending by call; kernels with
+// no call on record carry kNoEvent and sort last.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> comm_launches(const RankTrace& t,
+                                                                   const std::vector<NameFact>& names) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const auto& tr : t.gpu_tracks)
+    for (auto i : tr.events) {
+      if (t.events.kind[i] != Kind::Kernel || !names[t.events.name[i]].is_comm()) continue;
+      const auto corr = t.events.correlation[i];
+      out.emplace_back(corr == kNone ? CorrelationIndex::kNoEvent : t.correlations.launch(corr), i);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The collective named by the innermost communication call around each launch in `launches`
+// (the call itself included), written to `host[k]` for launches[k]: nccl:all_to_all >
+// record_param_comms > cudaLaunchKernel gives the launch AllToAll.
+void host_collectives(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names,
+                      const std::vector<std::pair<std::uint32_t, std::uint32_t>>& launches,
+                      std::vector<Collective>& host) {
+  std::vector<std::pair<ns_t, Collective>> open;  // (end, collective in force)
+  for (auto i : tr.events) {
+    if (!is_timed_host(t, i)) continue;
+    while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
+    const Collective own = names[t.events.name[i]].collective;
+    const Collective c = own != Collective::None ? own : open.empty() ? Collective::None : open.back().second;
+    open.emplace_back(t.events.end(i), c);
+    auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(i, std::uint32_t{0}));
+    for (; it != launches.end() && it->first == i; ++it) host[static_cast<std::size_t>(it - launches.begin())] = c;
+  }
+}
+
+// What one kernel's communication is for (CommRole's examples). A forward counts only where the
+// trace marks it: a forward inferred for unmarked top-level ops would also take in what runs
+// after backward, such as a gradient reduce-scatter launched from the main thread.
+CommRole comm_role_of(const NameFact& kernel, Collective host, StageHint stage, bool forward_marked) {
+  if (kernel.comm == CommKind::ExpertParallel) return CommRole::Exchange;
+  switch (host != Collective::None ? host : kernel.collective) {
+    case Collective::AllToAll: return CommRole::Exchange;
+    case Collective::SendRecv: return host != Collective::None ? CommRole::PointToPoint : CommRole::Other;
+    case Collective::AllGather: return CommRole::ParamGather;
+    case Collective::Broadcast:
+    case Collective::Reduce: return CommRole::Other;
+    case Collective::AllReduce:
+    case Collective::ReduceScatter:
+    case Collective::None: break;
+  }
+  return forward_marked && stage == StageHint::Forward ? CommRole::Activation : CommRole::GradientSync;
+}
+
+void comm_roles(const RankTrace& t, bool forward_marked, RankFacts& f) {
+  const auto launches = comm_launches(t, f.names);
+  if (launches.empty()) return;
+  std::vector<Collective> host(launches.size(), Collective::None);
+  for (const auto& tr : t.host_tracks) host_collectives(t, tr, f.names, launches, host);
+  for (std::size_t k = 0; k < launches.size(); ++k) {
+    const std::uint32_t g = launches[k].second;
+    f.comm_roles.emplace_back(g, comm_role_of(f.of_event(t, g), host[k], f.event_stage[g], forward_marked));
+  }
+  std::sort(f.comm_roles.begin(), f.comm_roles.end());
+}
+
 // ---- syncs -------------------------------------------------------------------------------------
 
 bool waits(SyncKind k) { return k == SyncKind::DeviceWait || k == SyncKind::BlockingCopy; }
@@ -645,6 +710,7 @@ RankFacts compute_facts(const RankTrace& t) {
   std::sort(f.device_syncs.begin(), f.device_syncs.end());
   std::sort(f.scalar_reads_without_wait.begin(), f.scalar_reads_without_wait.end());
   gpu_stages(t, f.event_stage);
+  comm_roles(t, explicit_forward, f);
   f.device = device_model(t);
   count_records(t, f);
   std::vector<std::pair<ns_t, ns_t>> syncs;
@@ -656,6 +722,11 @@ RankFacts compute_facts(const RankTrace& t) {
   return f;
 }
 
+
+CommRole RankFacts::comm_role(std::uint32_t event) const {
+  auto it = std::lower_bound(comm_roles.begin(), comm_roles.end(), std::make_pair(event, CommRole::GradientSync));
+  return it != comm_roles.end() && it->first == event ? it->second : CommRole::GradientSync;
+}
 
 bool Trust::has(std::string_view code) const { return find(code) != nullptr; }
 

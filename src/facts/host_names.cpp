@@ -47,6 +47,16 @@ SyncKind sync_kind(std::string_view n) {
 // Nsight capture records as MPI_Send, MPI_Allreduce, ... ranges.
 bool is_host_comm(std::string_view n) { return starts(n, "gloo:") || starts(n, "MPI_"); }
 
+// The collective a communication library's host call names, after its prefix:
+//   "nccl:all_to_all" -> AllToAll   "c10d::_reduce_scatter_base_" -> ReduceScatter
+//   "nccl:send" -> SendRecv         "## alltoall_fwd_single ##" -> None (a user's range, not a call)
+Collective host_collective(std::string_view n) {
+  for (std::string_view p : {"nccl:", "rccl:", "gloo:", "hccl:", "xccl:", "ucc:", "mpi:", "c10d::",
+                             "c10d_functional::", "_c10d_functional::"})
+    if (starts(n, p)) return collective_in(lower(n.substr(p.size())));
+  return Collective::None;
+}
+
 bool is_side_work(std::string_view n) {
   return n == "checkpoint" || n == "torch.save" || n == "save_checkpoint" || n == "## checkpoint ##";
 }
@@ -178,6 +188,7 @@ NameFact host_name_fact(std::string_view n) {
   set_host_flags(f, n);
   f.stage = stage_hint(n);
   f.sync = sync_kind(n);
+  f.collective = host_collective(n);
   if (f.has(kNameProfilerStep)) f.role = HostRole::Marker;
   else if (is_loader(n)) f.role = HostRole::Loader;
   else if (f.sync != SyncKind::None) f.role = HostRole::Sync;

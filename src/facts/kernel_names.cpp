@@ -71,16 +71,6 @@ CommKind comm_kind(std::string_view l) {
   return CommKind::None;
 }
 
-Collective collective_in(std::string_view l) {
-  if (has_any(l, {"allreduce", "all_reduce", "cross_device_reduce", "lamport"})) return Collective::AllReduce;
-  if (has_any(l, {"reducescatter", "reduce_scatter"})) return Collective::ReduceScatter;
-  if (has_any(l, {"allgather", "all_gather"})) return Collective::AllGather;
-  if (has_any(l, {"alltoall", "all_to_all", "dispatch", "combine"})) return Collective::AllToAll;
-  if (has(l, "broadcast")) return Collective::Broadcast;
-  if (has_any(l, {"sendrecv", "send", "recv"})) return Collective::SendRecv;
-  if (has(l, "reduce")) return Collective::Reduce;
-  return Collective::None;
-}
 
 bool is_attention(std::string_view l) {
   return has_any(l, {"flash", "fmha", "attention", "attn", "sdpa", "xformers"});
@@ -228,6 +218,21 @@ void set_kernel_flags(NameFact& f, std::string_view l) {
 
 }  // namespace
 
+namespace facts_detail {
+
+Collective collective_in(std::string_view l) {
+  if (has_any(l, {"allreduce", "all_reduce", "cross_device_reduce", "lamport"})) return Collective::AllReduce;
+  if (has_any(l, {"reducescatter", "reduce_scatter"})) return Collective::ReduceScatter;
+  if (has_any(l, {"allgather", "all_gather"})) return Collective::AllGather;
+  if (has_any(l, {"alltoall", "all_to_all", "dispatch", "combine"})) return Collective::AllToAll;
+  if (has(l, "broadcast")) return Collective::Broadcast;
+  if (has_any(l, {"sendrecv", "send", "recv"})) return Collective::SendRecv;
+  if (has(l, "reduce")) return Collective::Reduce;
+  return Collective::None;
+}
+
+}  // namespace facts_detail
+
 NameFact kernel_name_fact(std::string_view name) {
   NameFact f;
   if (is_sync_row(name)) {
@@ -285,6 +290,30 @@ const char* stage_hint_name(StageHint s) {
     case StageHint::None: break;
   }
   return "";
+}
+
+const char* comm_role_name(CommRole r) {
+  switch (r) {
+    case CommRole::GradientSync: return "gradient_sync";
+    case CommRole::ParamGather: return "param_gather";
+    case CommRole::Exchange: return "exchange";
+    case CommRole::PointToPoint: return "point_to_point";
+    case CommRole::Activation: return "activation";
+    case CommRole::Other: return "other";
+  }
+  return "other";
+}
+
+const char* comm_role_label(CommRole r) {
+  switch (r) {
+    case CommRole::GradientSync: return "gradient sync";
+    case CommRole::ParamGather: return "parameter all-gather";
+    case CommRole::Exchange: return "all-to-all exchange";
+    case CommRole::PointToPoint: return "pipeline send/recv";
+    case CommRole::Activation: return "forward-pass collectives (tensor / model parallel)";
+    case CommRole::Other: return "other collectives";
+  }
+  return "other collectives";
 }
 
 const char* comm_kind_name(CommKind c) {

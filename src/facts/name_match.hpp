@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "stepscope/kernel_class.hpp"
+
 namespace stepscope::facts_detail {
 
 inline bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -24,6 +26,10 @@ inline bool is_any(std::string_view s, std::initializer_list<std::string_view> n
     if (s == n) return true;
   return false;
 }
+
+// The collective a lower-cased name speaks of ("ncclkernel_allreduce_ring_ll_sum_float",
+// "all_to_all"), or None. Kernels and host calls name collectives in the same words.
+Collective collective_in(std::string_view lowered);
 
 inline std::string lower(std::string_view s) {
   std::string out(s);

@@ -138,7 +138,7 @@ const char* category_color(Category c) {
       "#66bb6a",  // compute: backward
       "#1565c0",  // compute: optimizer
       "#64b5f6",  // compute: other
-      "#8e24aa",  // grad sync (exposed)
+      "#8e24aa",  // communication (exposed)
       "#ef6c00",  // H2D copy
       "#ffa726",  // D2H copy
       "#bcaaa4",  // memset

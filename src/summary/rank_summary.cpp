@@ -252,8 +252,9 @@ STEPSCOPE_SUMMARY_FIELDS(Trust, warnings)
 
 namespace {
 
-// RankFacts less names, event_stage and device_sync_busy: they are per name or per event of the
-// rank's trace, which the summary does not carry, and nothing after the analysis reads them.
+// RankFacts less names, event_stage, comm_roles and device_sync_busy: they are per name or per
+// event of the rank's trace, which the summary does not carry, and nothing after the analysis
+// reads them (the partition's mix keeps what comm_roles sum to).
 template <typename Facts, typename Visit>
 void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("rank", f.rank);
@@ -275,7 +276,7 @@ void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("graph_launches_without_gpu", f.graph_launches_without_gpu);
   visit("trust", f.trust);
 }
-static_assert(field_count<RankFacts>() == 18 + 3, "RankFacts has a field that visit_summary_facts does not list");
+static_assert(field_count<RankFacts>() == 18 + 4, "RankFacts has a field that visit_summary_facts does not list");
 
 }  // namespace
 
@@ -291,7 +292,7 @@ void from_json(const nlohmann::json& j, RankFacts& f) {
 // partition.hpp, stability.hpp
 STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_start, host_end, warmup, warmup_reason, ns)
 STEPSCOPE_SUMMARY_FIELDS(ComputeMix, class_ns, kernels, softmax_ns, gemm_ns_by_dtype, fp32_simt_gemm_ns,
-                         fp32_simt_conv_ns, comm_ns_by_kind, compiled_ns, compiled_eltwise_norm_ns, recompute_seen,
+                         fp32_simt_conv_ns, comm_ns_by_kind, comm_ns_by_role, compiled_ns, compiled_eltwise_norm_ns, recompute_seen,
                          fused_optimizer_seen)
 STEPSCOPE_SUMMARY_FIELDS(RankPartition, rank, gpu, source, source_detail, main_thread, steps, steady_steps,
                          steady_mean_ns, steady_mean_category, mix, sync_calls, item_calls, model_syncs,

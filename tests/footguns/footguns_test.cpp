@@ -71,6 +71,7 @@ const std::map<std::string, std::string> kPlanted = {
     {"v100-fp32", "fp32_no_amp"},  // fp16 tensor cores, no bf16 or TF32
     {"t4-fp32", "fp32_no_amp"},
     {"fp8-moe-ep", ""},
+    {"moe-nccl-a2a", ""},
     {"nested-item", ""},  // three syncs a step behind plenty of queued work: under the 3% floor
     {"two-step", "pageable_copy"},
 };

@@ -50,7 +50,7 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, RealClass,
                          ::testing::Values("cold-start", "missing-gpu-records", "autograd-thread-old-cats",
-                                           "v100-fp32", "t4-fp32", "fp8-moe-ep", "nested-item", "two-step",
+                                           "v100-fp32", "t4-fp32", "fp8-moe-ep", "moe-nccl-a2a", "nested-item", "two-step",
                                            "host-runs-ahead", "inference-decode", "serving-frontend",
                                            "timing-harness", "one-shot-nvtx", "readback-loop", "blocking-streams",
                                            "profiler-heavy"),
@@ -81,6 +81,31 @@ TEST(RealClass, Fp8GemmsAndExpertParallelKernels) {
   // The expert-parallel time is the EP overlap lever's, not DDP's buckets.
   ASSERT_FALSE(r.result.diagnosis.levers.empty());
   EXPECT_EQ(r.result.diagnosis.levers.front().id, "ep_overlap");
+}
+
+// The same exchange on NCCL's all_to_all_single runs as ncclKernel_SendRecv kernels: only the
+// host's nccl:all_to_all says it is an exchange. It is the exchange lever's, and DDP's levers
+// act on the all-reduce's share alone.
+TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
+  const PresetRun r = run_preset("moe-nccl-a2a");
+  const ComputeMix& m = r.result.partitions.at(0).mix;
+  const auto role = [&](CommRole c) { return static_cast<double>(m.comm_ns_by_role[static_cast<std::size_t>(c)]); };
+  double comm = 0;
+  for (auto v : m.comm_ns_by_role) comm += static_cast<double>(v);
+  EXPECT_GT(role(CommRole::Exchange), 0.8 * comm);
+  EXPECT_GT(role(CommRole::GradientSync), 0);
+  EXPECT_EQ(role(CommRole::Other) + role(CommRole::PointToPoint), 0);
+  const Diagnosis& d = r.result.diagnosis;
+  ASSERT_FALSE(d.levers.empty());
+  EXPECT_EQ(d.levers.front().id, "ep_overlap");
+  const double exposed =
+      r.result.partitions.at(0).steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
+  for (const auto& l : d.levers)
+    if (l.id == "accumulate_allreduce") EXPECT_LT(l.removable_ns, 0.75 * exposed * 0.2);
+  bool said = false;
+  for (const auto& e : d.verdict.evidence) said = said || e.find("all-to-all exchange") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_NE(d.verdict.headline.find("mostly all-to-all exchange"), std::string::npos) << d.verdict.headline;
 }
 
 TEST(RealClass, OldCategoriesStillSplitForwardAndBackward) {

@@ -238,6 +238,7 @@ std::string validate(const Params& p) {
            "autotuning, anomaly checks or final device sync)";
   if (p.kineto_dialect != "current" && p.kineto_dialect != "2021") return "--kineto-dialect must be current or 2021";
   if (!p.training && (p.ranks > 1 || p.fp8_moe)) return "--training 0 needs one rank and no MoE blocks";
+  if (p.ep_nccl && !p.fp8_moe) return "--ep-nccl changes the MoE blocks' exchange: it needs --fp8-moe 1";
   if (p.host_ahead > 0 && p.readback_us > 0) return "--host-ahead needs no per-step sync (--readback-us 0)";
   if (p.workload != "model" && p.workload != "decode" && p.workload != "frontend" && p.workload != "harness")
     return "--workload must be model, decode, frontend or harness";

@@ -56,7 +56,7 @@ void add_trace_class_params(const Params& p, nlohmann::json& j) {
       p.gpu_records == d.gpu_records && p.kineto_dialect == d.kineto_dialect && p.cold_start_us == d.cold_start_us &&
       p.triton_pointwise == d.triton_pointwise && p.item_syncs == d.item_syncs && p.cpu_item == d.cpu_item &&
       p.blocking_copy == d.blocking_copy && p.final_device_sync == d.final_device_sync &&
-      p.host_ahead == d.host_ahead && p.fp8_moe == d.fp8_moe)
+      p.host_ahead == d.host_ahead && p.fp8_moe == d.fp8_moe && p.ep_nccl == d.ep_nccl)
     return;
   j["training"] = p.training;
   j["step_markers"] = p.step_markers;
@@ -72,6 +72,7 @@ void add_trace_class_params(const Params& p, nlohmann::json& j) {
   j["host_ahead"] = p.host_ahead;
   j["fp8_moe"] = p.fp8_moe;
   j["ep_us"] = p.ep_us;
+  j["ep_nccl"] = p.ep_nccl;
   j["expert_gemm_us"] = p.expert_gemm_us;
 }
 

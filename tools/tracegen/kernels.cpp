@@ -193,6 +193,9 @@ const KernelSet kCudaAmpereAllFp32{&kSgemm, &kSgemmNn, &kSgemmNt, &kLayerNormF32
 
 const KernelSpec kNcclLegacy{"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
                              {2, 1, 1}, {512, 1, 1}, 96, 42024, 0.025, 0.4, 1};
+// All-to-all (and point-to-point) in the same releases: grouped sends and receives.
+const KernelSpec kNcclLegacySendRecv{"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)",
+                                     {2, 1, 1}, {640, 1, 1}, 96, 42024, 0.025, 0.5, 1};
 
 // Footgun presets: cuDNN convolutions with and without layout conversions, autotuning trials,
 // unfused attention, anomaly-mode NaN checks, per-parameter AdamW.
@@ -415,6 +418,7 @@ const FootgunKernels& footgun_kernels() {
 }
 
 const KernelSpec& legacy_nccl_allreduce() { return kNcclLegacy; }
+const KernelSpec& legacy_nccl_sendrecv() { return kNcclLegacySendRecv; }
 
 bool legacy_nccl(const std::string& version) {
   int major = 0, minor = 0;

@@ -82,6 +82,7 @@ const KernelSpec& triton_gelu();
 
 // NCCL before 2.19 named its kernels per collective/algorithm/type (ncclKernel_*).
 const KernelSpec& legacy_nccl_allreduce();
+const KernelSpec& legacy_nccl_sendrecv();
 bool legacy_nccl(const std::string& version);
 
 }  // namespace stepscope::tracegen

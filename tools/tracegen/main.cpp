@@ -111,6 +111,8 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--host-ahead", &tg::Params::host_ahead, "steps the host may run ahead of the GPU (0: per-step sync)");
   o.add(app, "--fp8-moe", &tg::Params::fp8_moe, "fp8 MoE blocks with expert-parallel kernels (1/0)");
   o.add(app, "--ep-us", &tg::Params::ep_us, "expert-parallel dispatch/combine kernel time");
+  o.add(app, "--ep-nccl", &tg::Params::ep_nccl,
+        "expert dispatch/combine as NCCL all_to_all_single (SendRecv kernels) instead of DeepEP (1/0)");
   o.add(app, "--expert-gemm-us", &tg::Params::expert_gemm_us, "grouped expert GEMM kernel time");
   o.add(app, "--workload", &tg::Params::workload, "model (the loop of --training), decode, frontend or harness");
   o.add(app, "--step-marker", &tg::Params::step_marker, "per-step host range (ProfilerStep# gets the step number)");

@@ -1028,9 +1028,25 @@ class StepRecipe {
   }
 
   void ep_op(int th, std::string_view op, const KernelList& ks) {
+    if (p_.ep_nccl) return nccl_all_to_all(th, ks);
     open_op(th, op, p_.op_us * 0.5);
     if (gpu_) ep_launch(th, ks);
     close(th, p_.op_us * 0.3);
+  }
+
+  // The same exchange through torch.distributed.all_to_all_single: c10d::alltoall_base_ >
+  // record_param_comms > nccl:all_to_all, one SendRecv kernel as long as the EP kernels together.
+  void nccl_all_to_all(int th, const KernelList& ks) {
+    double us = 0;
+    for (const auto& k : ks) us += k.second;
+    open_op(th, "c10d::alltoall_base_", p_.op_us * 0.3);
+    b_.open(th, EvType::CpuOp, "record_param_comms");
+    host(th, 4);
+    open_annotation(th, "nccl:all_to_all", 3);
+    if (gpu_) ep_launch(th, {{&legacy_nccl_sendrecv(), us}});
+    close(th, 2);
+    close(th, 2);
+    close(th, p_.op_us * 0.2);
   }
 
   // torch._scaled_mm on fp8 operands: one CUTLASS kernel.

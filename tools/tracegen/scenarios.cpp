@@ -337,6 +337,17 @@ void fp8_moe_ep(Params& p) {
                   "transpose that is not a GEMM";
 }
 
+// The same MoE with its exchange on NCCL's all_to_all_single: SendRecv kernels, which only the
+// host's nccl:all_to_all tells from pipeline sends or gradient all-reduces.
+void moe_nccl_a2a(Params& p) {
+  fp8_moe_ep(p);
+  p.ep_nccl = true;
+  p.nccl_version = "2.18.3";
+  p.description = "fp8 MoE training on H100 whose expert dispatch/combine are torch.distributed all_to_all_single "
+                  "calls on NCCL 2.18 (ncclKernel_SendRecv kernels, ~35% of the step, serialised with compute) "
+                  "beside a DDP all-reduce";
+}
+
 // Three nested .item() syncs per step, and one .item() on a CPU tensor that is no sync.
 void nested_item(Params& p) {
   p.item_syncs = 3;
@@ -582,6 +593,7 @@ const std::vector<Scenario> kScenarios = {
     {"v100-fp32", "fp32 on a V100: no bf16/TF32, fp16 autocast is the lever", v100_fp32},
     {"t4-fp32", "fp32 on a T4: no bf16/TF32, fp16 autocast is the lever", t4_fp32},
     {"fp8-moe-ep", "fp8 MoE on H100, expert-parallel comm ~35% of the step", fp8_moe_ep},
+    {"moe-nccl-a2a", "MoE exchange as NCCL all-to-all (SendRecv kernels) ~35% of the step", moe_nccl_a2a},
     {"nested-item", "three nested .item() syncs per step, one CPU .item()", nested_item},
     {"two-step", "two profiled steps, blocking pageable cudaMemcpy", two_step},
     {"readback-loop", "every op's result read back with .item(): sync-bound", readback_loop},

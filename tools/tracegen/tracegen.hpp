@@ -120,6 +120,8 @@ struct Params {
   int host_ahead = 0;              // >0: no per-step sync, the host runs up to N steps ahead (GPU-side windows)
   bool fp8_moe = false;            // MoE blocks: fp8 GEMMs, expert-parallel dispatch/combine kernels
   double ep_us = 350;              // one EP dispatch or combine kernel
+  bool ep_nccl = false;            // dispatch/combine as torch.distributed all_to_all_single on NCCL, whose
+                                   // kernels are ncclKernel_SendRecv: only the host call names the all-to-all
   double expert_gemm_us = 250;     // one grouped expert GEMM
 
   // Runs that are not a training loop, and profiler options (docs/tracegen.md, "Runs that are not
