@@ -59,7 +59,7 @@ const char* comm_kind_name(CommKind c);
 // the stage it was launched in. The kernel name alone can mislead: NCCL runs all-to-all, and in
 // older releases reduce-scatter, as ncclKernel_SendRecv kernels.
 //   SendRecv kernel under nccl:all_to_all                         -> Exchange
-//   SendRecv kernel under nccl:send                               -> PointToPoint
+//   SendRecv kernel under nccl:send, or nccl:coalesced (batch_isend_irecv) -> PointToPoint
 //   AllReduce kernel under nccl:all_reduce in backward            -> GradientSync
 //   AllReduce kernel inside an explicitly marked forward          -> Activation
 //   SendRecv kernel with no communication call above its launch   -> Other
@@ -128,6 +128,7 @@ enum NameFlag : std::uint64_t {
   kNameBackwardKernel = std::uint64_t{1} << 33,  // a kernel computing gradients (..Backward.., dgrad, wgrad)
   kNameDeviceAlloc = std::uint64_t{1} << 34,     // cudaMalloc / cudaFree and their HIP and driver twins
   kNameForwardOnlyOp = std::uint64_t{1} << 35,   // a module's forward op (aten::linear, conv2d, layer_norm, gelu)
+  kNameCoalescedComm = std::uint64_t{1} << 36,   // a group of communication calls launched together (nccl:coalesced)
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };

@@ -229,18 +229,25 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> comm_launches(const RankTra
   return out;
 }
 
-// The collective named by the innermost communication call around each launch in `launches`
-// (the call itself included), written to `host[k]` for launches[k]: nccl:all_to_all >
-// record_param_comms > cudaLaunchKernel gives the launch AllToAll.
+// The innermost communication call around a launch: the collective it names, and whether it is
+// a coalesced group (batch_isend_irecv ends in one "nccl:coalesced" call that launches them all).
+struct HostComm {
+  Collective collective = Collective::None;
+  bool coalesced = false;
+};
+
+// The HostComm of each launch in `launches` (the call itself included), written to `host[k]`
+// for launches[k]: nccl:all_to_all > record_param_comms > cudaLaunchKernel gives AllToAll.
 void host_collectives(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names,
                       const std::vector<std::pair<std::uint32_t, std::uint32_t>>& launches,
-                      std::vector<Collective>& host) {
-  std::vector<std::pair<ns_t, Collective>> open;  // (end, collective in force)
+                      std::vector<HostComm>& host) {
+  std::vector<std::pair<ns_t, HostComm>> open;  // (end, call in force)
   for (auto i : tr.events) {
     if (!is_timed_host(t, i)) continue;
     while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
-    const Collective own = names[t.events.name[i]].collective;
-    const Collective c = own != Collective::None ? own : open.empty() ? Collective::None : open.back().second;
+    const NameFact& n = names[t.events.name[i]];
+    HostComm c = open.empty() ? HostComm{} : open.back().second;
+    if (n.collective != Collective::None || n.has(kNameCoalescedComm)) c = {n.collective, n.has(kNameCoalescedComm)};
     open.emplace_back(t.events.end(i), c);
     auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(i, std::uint32_t{0}));
     for (; it != launches.end() && it->first == i; ++it) host[static_cast<std::size_t>(it - launches.begin())] = c;
@@ -249,12 +256,15 @@ void host_collectives(const RankTrace& t, const Track& tr, const std::vector<Nam
 
 // What one kernel's communication is for (CommRole's examples). A forward counts only where the
 // trace marks it: a forward inferred for unmarked top-level ops would also take in what runs
-// after backward, such as a gradient reduce-scatter launched from the main thread.
-CommRole comm_role_of(const NameFact& kernel, Collective host, StageHint stage, bool forward_marked) {
+// after backward, such as a gradient reduce-scatter launched from the main thread. SendRecv
+// kernels launched by a coalesced group are point-to-point: coalesced collectives launch kernels
+// of their own kind.
+CommRole comm_role_of(const NameFact& kernel, HostComm host, StageHint stage, bool forward_marked) {
   if (kernel.comm == CommKind::ExpertParallel) return CommRole::Exchange;
-  switch (host != Collective::None ? host : kernel.collective) {
+  const bool named = host.collective != Collective::None || host.coalesced;
+  switch (host.collective != Collective::None ? host.collective : kernel.collective) {
     case Collective::AllToAll: return CommRole::Exchange;
-    case Collective::SendRecv: return host != Collective::None ? CommRole::PointToPoint : CommRole::Other;
+    case Collective::SendRecv: return named ? CommRole::PointToPoint : CommRole::Other;
     case Collective::AllGather: return CommRole::ParamGather;
     case Collective::Broadcast:
     case Collective::Reduce: return CommRole::Other;
@@ -268,7 +278,7 @@ CommRole comm_role_of(const NameFact& kernel, Collective host, StageHint stage, 
 void comm_roles(const RankTrace& t, bool forward_marked, RankFacts& f) {
   const auto launches = comm_launches(t, f.names);
   if (launches.empty()) return;
-  std::vector<Collective> host(launches.size(), Collective::None);
+  std::vector<HostComm> host(launches.size());
   for (const auto& tr : t.host_tracks) host_collectives(t, tr, f.names, launches, host);
   for (std::size_t k = 0; k < launches.size(); ++k) {
     const std::uint32_t g = launches[k].second;

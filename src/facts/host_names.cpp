@@ -167,6 +167,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(is_blocking_call(n), kNameBlockingCall);
   set(is_device_alloc(n), kNameDeviceAlloc);
   set(is_forward_only_op(n), kNameForwardOnlyOp);
+  set(n == "nccl:coalesced" || n == "rccl:coalesced", kNameCoalescedComm);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

@@ -35,6 +35,8 @@ TEST(CommRoles, TheHostCallDecidesAndAMarkedForwardHoldsActivations) {
   const auto bare = comm_call(b, "", kSendRecv, 1500, 5);
   const auto gather = comm_call(b, "nccl:_all_gather_base", kSendRecv, 1700, 6);
   const auto bcast = comm_call(b, "nccl:broadcast", kSendRecv, 1900, 7);
+  const auto batch_p2p = comm_call(b, "nccl:coalesced", kSendRecv, 2100, 8);
+  const auto coalesced_ar = comm_call(b, "nccl:coalesced", kAllReduce, 2300, 9);
   b.trace().build_indexes();
   const RankFacts f = compute_facts(b.trace());
   EXPECT_EQ(f.comm_role(tp), CommRole::Activation);
@@ -44,7 +46,9 @@ TEST(CommRoles, TheHostCallDecidesAndAMarkedForwardHoldsActivations) {
   EXPECT_EQ(f.comm_role(bare), CommRole::Other);
   EXPECT_EQ(f.comm_role(gather), CommRole::ParamGather);
   EXPECT_EQ(f.comm_role(bcast), CommRole::Other);
-  EXPECT_EQ(f.comm_roles.size(), 7u);
+  EXPECT_EQ(f.comm_role(batch_p2p), CommRole::PointToPoint);
+  EXPECT_EQ(f.comm_role(coalesced_ar), CommRole::GradientSync);
+  EXPECT_EQ(f.comm_roles.size(), 9u);
 }
 
 // Without a marked forward, an all-reduce on the main thread is gradient sync wherever it runs:
