@@ -532,6 +532,13 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "cluster-specific tuning; too small buckets add launch overhead", "", ""},
       "exposed gradient sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
   cap_at_overlap(out.back(), cat(j, Category::ComputeBackward), step, "backward compute");
+  const bool sharded = sharded_job(r);
+  if (sharded && out.back().applies) {
+    out.back().applies = false;
+    out.back().basis = "the parameters are sharded (all-gather or reduce-scatter kernels: FSDP or ZeRO), whose "
+                       "gradient reduction DDP's buckets do not drive: FSDP prefetch acts on this time; " +
+                       out.back().basis;
+  }
   add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
        "longer optimiser feedback loop", "",
        "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
@@ -541,7 +548,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "exposed gradient sync and parameter all-gather", grad_comm + comm_for(CommRole::ParamGather), kPrefetchHides,
       "the next layer's all-gather runs under current compute");
   cap_at_overlap(out.back(), cat(j, Category::ComputeForward) + cat(j, Category::ComputeBackward), step, "compute");
-  if (!sharded_job(r) && out.back().applies) {
+  if (!sharded && out.back().applies) {
     out.back().applies = false;
     out.back().basis = "no all-gather or reduce-scatter kernel on any rank: the parameters are not sharded (no FSDP "
                        "or ZeRO), so there is nothing to prefetch; " + out.back().basis;

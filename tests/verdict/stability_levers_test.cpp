@@ -186,6 +186,75 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
   EXPECT_FALSE(lever(r, "remove_item").applies);
 }
 
+// A 100 ms step: 50 ms of compute (20 forward + 30 backward) and 50 ms of exposed communication
+// whose kernels are 60% all-to-all, 20% pipeline send/recv and 20% gradient all-reduce.
+AnalysisResult comm_job() {
+  auto with_comm = [](std::int64_t n) {
+    StepPartition s = step(n, 20, Category::ComputeBackward, 30);
+    s.ns[static_cast<std::size_t>(Category::GradSyncExposed)] = ms(50);
+    s.end = s.host_end = s.start + total_ns(s.ns);
+    return s;
+  };
+  AnalysisResult r;
+  r.partitions.push_back(rank_of(0, {with_comm(0), with_comm(1), with_comm(2)}));
+  auto& roles = r.partitions[0].mix.comm_ns_by_role;
+  roles[static_cast<std::size_t>(CommRole::Exchange)] = ms(60);
+  roles[static_cast<std::size_t>(CommRole::PointToPoint)] = ms(20);
+  roles[static_cast<std::size_t>(CommRole::GradientSync)] = ms(20);
+  r.stability.push_back(compute_stability(r.partitions[0]));
+  RankFacts f;  // a PyTorch training job: every lever's knob exists
+  f.pytorch = true;
+  f.run_kind = RunKind::Training;
+  r.facts.push_back(f);
+  return r;
+}
+
+TEST(Levers, ExposedCommunicationSplitsByWhatItIsFor) {
+  AnalysisResult r = comm_job();
+  diagnose(r);
+  EXPECT_EQ(r.diagnosis.verdict.bound, Bound::Communication);
+  EXPECT_NE(r.diagnosis.verdict.headline.find("mostly all-to-all exchange"), std::string::npos)
+      << r.diagnosis.verdict.headline;
+  // Exchange: 80% of its 30 ms, under the 50 ms of compute.
+  EXPECT_NEAR(lever(r, "ep_overlap").removable_ns, static_cast<double>(ms(24)), 1);
+  EXPECT_EQ(r.diagnosis.levers.front().id, "ep_overlap");
+  EXPECT_TRUE(lever(r, "pipeline_schedule").applies);
+  // The bubble: half of the 10 ms of pipeline send/recv.
+  EXPECT_NEAR(lever(r, "pipeline_schedule").removable_ns, static_cast<double>(ms(5)), 1);
+  // Gradients: 10 ms; no_sync skips 3 of 4 all-reduces, buckets hide 80% under 30 ms of backward.
+  EXPECT_NEAR(lever(r, "accumulate_allreduce").removable_ns, static_cast<double>(ms(7.5)), 1);
+  EXPECT_NEAR(lever(r, "ddp_buckets").removable_ns, static_cast<double>(ms(8)), 1);
+  EXPECT_FALSE(lever(r, "tp_overlap").applies);
+}
+
+// Host-side communication (gloo, MPI) runs no kernel: all of it is gradient sync.
+TEST(Levers, CommunicationWithoutKernelsIsGradientSync) {
+  AnalysisResult r = comm_job();
+  r.partitions[0].mix.comm_ns_by_role = {};
+  diagnose(r);
+  EXPECT_NEAR(lever(r, "accumulate_allreduce").removable_ns, static_cast<double>(ms(37.5)), 1);
+  EXPECT_FALSE(lever(r, "ep_overlap").applies);
+}
+
+// Sharded parameters reduce their gradients with FSDP's reduce-scatter: its prefetch is the
+// lever, DDP's buckets are not.
+TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
+  AnalysisResult r = comm_job();
+  r.partitions[0].mix.comm_ns_by_role = {};
+  diagnose(r);
+  EXPECT_TRUE(lever(r, "ddp_buckets").applies);
+  EXPECT_FALSE(lever(r, "fsdp_prefetch").applies);
+  DrillDown d;
+  KernelRow k;
+  k.name = "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  d.kernels.rows.push_back(k);
+  r.drilldowns.push_back(d);
+  diagnose(r);
+  EXPECT_FALSE(lever(r, "ddp_buckets").applies);
+  EXPECT_NE(lever(r, "ddp_buckets").basis.find("sharded"), std::string::npos);
+  EXPECT_TRUE(lever(r, "fsdp_prefetch").applies);
+}
+
 TEST(Levers, CatalogueCoversEveryRequiredLever) {
   AnalysisResult r;
   r.partitions.push_back(rank_of(0, {step(0, 60), step(1, 60)}));
@@ -196,7 +265,8 @@ TEST(Levers, CatalogueCoversEveryRequiredLever) {
   for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "d2h_readback", "prefetch_factor", "preprocess_cache",
                          "remove_item", "micro_batch", "amp_bf16", "tf32", "channels_last", "torch_compile",
                          "cuda_graphs", "fused_optimizer", "sdpa", "ddp_buckets", "accumulate_allreduce",
-                         "fsdp_prefetch", "async_checkpoint", "fix_straggler", "no_activation_checkpointing"})
+                         "fsdp_prefetch", "ep_overlap", "pipeline_schedule", "tp_overlap", "async_checkpoint",
+                         "fix_straggler", "no_activation_checkpointing"})
     EXPECT_TRUE(ids.count(id)) << id;
 }
 
