@@ -249,6 +249,8 @@ void host_collectives(const RankTrace& t, const Track& tr, const std::vector<Nam
     HostComm c = open.empty() ? HostComm{} : open.back().second;
     if (n.collective != Collective::None || n.has(kNameCoalescedComm)) c = {n.collective, n.has(kNameCoalescedComm)};
     open.emplace_back(t.events.end(i), c);
+    const Kind k = t.events.kind[i];
+    if (k != Kind::Runtime && k != Kind::Driver) continue;  // only runtime and driver calls launch
     auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(i, std::uint32_t{0}));
     for (; it != launches.end() && it->first == i; ++it) host[static_cast<std::size_t>(it - launches.begin())] = c;
   }
