@@ -103,6 +103,10 @@ nlohmann::json partition_json(const RankPartition& p) {
     mix[kernel_class_name(static_cast<KernelClass>(c))] = p.mix.class_ns[static_cast<std::size_t>(c)];
   j["compute_kernel_ns_by_class"] = mix;
   j["compute_kernels"] = p.mix.kernels;
+  nlohmann::json roles = nlohmann::json::object();
+  for (int c = 0; c < kCommRoleCount; ++c)
+    roles[comm_role_name(static_cast<CommRole>(c))] = p.mix.comm_ns_by_role[static_cast<std::size_t>(c)];
+  j["comm_kernel_ns_by_role"] = roles;
   return j;
 }
 

@@ -106,6 +106,11 @@ TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
   for (const auto& e : d.verdict.evidence) said = said || e.find("all-to-all exchange") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_NE(d.verdict.headline.find("mostly all-to-all exchange"), std::string::npos) << d.verdict.headline;
+  // The JSON carries the split as the partition holds it.
+  const nlohmann::json roles = to_json(r.result)["ranks"][0]["partition"]["comm_kernel_ns_by_role"];
+  EXPECT_EQ(roles["exchange"].get<double>(), role(CommRole::Exchange));
+  EXPECT_EQ(roles["gradient_sync"].get<double>(), role(CommRole::GradientSync));
+  EXPECT_EQ(roles.size(), static_cast<std::size_t>(kCommRoleCount));
 }
 
 TEST(RealClass, OldCategoriesStillSplitForwardAndBackward) {
