@@ -51,7 +51,7 @@ bool is_host_comm(std::string_view n) { return starts(n, "gloo:") || starts(n, "
 //   "nccl:all_to_all" -> AllToAll   "c10d::_reduce_scatter_base_" -> ReduceScatter
 //   "nccl:send" -> SendRecv         "## alltoall_fwd_single ##" -> None (a user's range, not a call)
 Collective host_collective(std::string_view n) {
-  for (std::string_view p : {"nccl:", "rccl:", "gloo:", "hccl:", "xccl:", "ucc:", "mpi:", "c10d::",
+  for (std::string_view p : {"nccl:", "rccl:", "gloo:", "hccl:", "xccl:", "ucc:", "MPI_", "c10d::",
                              "c10d_functional::", "_c10d_functional::"})
     if (starts(n, p)) return collective_in(lower(n.substr(p.size())));
   return Collective::None;

@@ -71,7 +71,6 @@ CommKind comm_kind(std::string_view l) {
   return CommKind::None;
 }
 
-
 bool is_attention(std::string_view l) {
   return has_any(l, {"flash", "fmha", "attention", "attn", "sdpa", "xformers"});
 }
