@@ -65,7 +65,7 @@ const char* comm_kind_name(CommKind c);
 //   SendRecv kernel with no communication call above its launch   -> Other
 enum class CommRole : std::uint8_t {
   GradientSync,  // all-reduce / reduce-scatter of gradients: DDP buckets, FSDP / ZeRO reduction
-  ParamGather,   // all-gather: FSDP / ZeRO-3 gathering sharded parameters
+  ParamGather,   // all-gather: FSDP / ZeRO-3 gathering sharded parameters (or row-wise sharded tables)
   Exchange,      // all-to-all: MoE token dispatch/combine, sharded embeddings (TorchRec, DLRM)
   PointToPoint,  // send/recv the host calls by name: pipeline-parallel stage transfers
   Activation,    // all-reduce / reduce-scatter in a marked forward: tensor, sequence or model parallelism
@@ -74,7 +74,7 @@ enum class CommRole : std::uint8_t {
 inline constexpr int kCommRoleCount = 6;
 // "gradient_sync", "param_gather", "exchange", "point_to_point", "activation", "other"
 const char* comm_role_name(CommRole r);
-// In words, for reports: "gradient sync", "parameter all-gather", "all-to-all exchange", ...
+// In words, for reports: "gradient sync", "all-to-all exchange", "pipeline send/recv", ...
 const char* comm_role_label(CommRole r);
 
 // The host role of a name, in the priority order used to blame an idle GPU.

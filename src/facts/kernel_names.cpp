@@ -306,7 +306,7 @@ const char* comm_role_name(CommRole r) {
 const char* comm_role_label(CommRole r) {
   switch (r) {
     case CommRole::GradientSync: return "gradient sync";
-    case CommRole::ParamGather: return "parameter all-gather";
+    case CommRole::ParamGather: return "all-gather (sharded parameters or tables)";
     case CommRole::Exchange: return "all-to-all exchange";
     case CommRole::PointToPoint: return "pipeline send/recv";
     case CommRole::Activation: return "forward-pass collectives (tensor / model parallel)";
