@@ -3,8 +3,6 @@
 // and the Python module call this, so they give the same result for the same input.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,9 +16,6 @@ namespace stepscope {
 // system may refuse to create them.
 inline constexpr int kMaxJobs = 256;
 
-// Where a run is: reading a trace into its model, or analysing a rank already read.
-enum class RunPhase : std::uint8_t { Reading, Analysing };
-
 struct PipelineOptions {
   IngestOptions ingest;
   AnalyzeOptions analyze;
@@ -29,10 +24,6 @@ struct PipelineOptions {
   // false, each rank is analysed as soon as its file is read and its events let go: at most
   // ingest.jobs traces are held at once, however many ranks the job has. The result is the same.
   bool keep_trace = true;
-  // Told as the run moves between reading and analysing (from the thread that moves it; with
-  // several files read at once, the phases of different files interleave). The command tunes its
-  // allocator by it; the result does not depend on it.
-  std::function<void(RunPhase)> on_phase;
 };
 
 // What one run produced: the trace model (for outputs that need the events, such as the annotated

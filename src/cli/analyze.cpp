@@ -2,7 +2,6 @@
 // the files are shared between the processes and process 0 writes the reports.
 #include <fmt/core.h>
 
-#include "cli/app.hpp"
 #include "cli/command.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
@@ -34,7 +33,6 @@ PipelineOptions pipeline_options(const AnalyzeArgs& a) {
   po.analyze.partition.step_range = a.step_range;
   po.keep_summary = !a.summary_out.empty();
   po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
-  po.on_phase = phase_hook();
   return po;
 }
 

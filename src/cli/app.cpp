@@ -13,16 +13,6 @@ std::vector<Command>& command_registry() {
   return commands;
 }
 
-namespace {
-std::function<void(RunPhase)>& phase_hook_slot() {
-  static std::function<void(RunPhase)> hook;
-  return hook;
-}
-}  // namespace
-
-void set_phase_hook(std::function<void(RunPhase)> hook) { phase_hook_slot() = std::move(hook); }
-const std::function<void(RunPhase)>& phase_hook() { return phase_hook_slot(); }
-
 std::vector<Runner> define_app(CLI::App& app) {
   app.name("stepscope");
   app.description("stepscope: names the stage that stalls a deep-learning training step");

@@ -8,8 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "stepscope/pipeline.hpp"
-
 namespace stepscope::cli {
 
 // A command's subcommand and the function that runs it once that subcommand is parsed.
@@ -17,11 +15,5 @@ using Runner = std::pair<CLI::App*, std::function<int()>>;
 
 // Names and describes `app`, adds its global options and every registered command.
 std::vector<Runner> define_app(CLI::App& app);
-
-// What the binary does as a run moves between reading and analysing: main() registers its
-// allocator's tuning here (the library links no allocator of its own); the commands that run the
-// pipeline pass it on as PipelineOptions::on_phase. Empty until registered.
-void set_phase_hook(std::function<void(RunPhase)> hook);
-const std::function<void(RunPhase)>& phase_hook();
 
 }  // namespace stepscope::cli

@@ -1,7 +1,6 @@
 // `stepscope diff BASE TEST`: analyse two runs and report what changed.
 #include <fmt/core.h>
 
-#include "cli/app.hpp"
 #include "cli/command.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
@@ -56,7 +55,6 @@ Analysis read_side(const std::vector<std::string>& paths, const char* label, con
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
   po.analyze.jobs = a.jobs;
-  po.on_phase = phase_hook();
   ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));

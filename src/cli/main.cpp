@@ -39,19 +39,6 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   return best;
 }
 
-#ifdef STEPSCOPE_MIMALLOC
-// While a rank is analysed, the pages mimalloc frees go back to the system at once (decommit
-// delay 0): the analyses free about as much as they allocate, and pages kept for reuse only raise
-// the peak. While a trace is read, the default delay stays: the growing columns and the parser's
-// buffers reuse what was freed, and a delay of 0 throughout made a 1 GB analysis 45% slower. On
-// analyze -j2, medians of interleaved runs: 107 MB trace 43.4 -> 34.9 MiB at the same speed; 1 GB
-// 228 -> 211 MiB, about 4% slower (2.00 -> 2.09 s).
-void release_while_analysing(stepscope::RunPhase p) {
-  static const long reading_delay = mi_option_get(mi_option_decommit_delay);
-  mi_option_set(mi_option_decommit_delay, p == stepscope::RunPhase::Analysing ? 0 : reading_delay);
-}
-#endif
-
 // Segments mimalloc frees go back to the system at once, not after its default half second: with
 // two threads, one thread's freed memory otherwise stays resident while the other allocates
 // (1 GB trace, analyze -j2: peak RSS 271 to 264 MiB, medians of 8 runs, no slower). The environment's
@@ -59,7 +46,6 @@ void release_while_analysing(stepscope::RunPhase p) {
 void tune_allocator() {
 #ifdef STEPSCOPE_MIMALLOC
   if (std::getenv("MIMALLOC_SEGMENT_DECOMMIT_DELAY") == nullptr) mi_option_set(mi_option_segment_decommit_delay, 0);
-  if (std::getenv("MIMALLOC_DECOMMIT_DELAY") == nullptr) stepscope::cli::set_phase_hook(release_while_analysing);
 #endif
 }
 

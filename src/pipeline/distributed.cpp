@@ -151,9 +151,7 @@ Part analyse_share(const std::vector<std::string>& paths, const PipelineOptions&
     FileListing one;
     one.share = true;
     one.files.push_back(std::move(f));
-    if (o.on_phase) o.on_phase(RunPhase::Reading);
     Trace trace = read_trace_files(std::move(one), o.ingest);
-    if (o.on_phase) o.on_phase(RunPhase::Analysing);
     for (RankAnalysis& a : analyze_ranks(trace, o.analyze)) {
       SummaryFile piece;
       piece.ranks.push_back(std::move(a));

@@ -27,10 +27,6 @@ void check_options(const PipelineOptions& opts) {
 
 // The parts' set warnings, each once, in order. A part made from a subset of the files says that
 // it numbered ranks in file order about that subset only: the merge says it anew.
-void enter(const PipelineOptions& opts, RunPhase p) {
-  if (opts.on_phase) opts.on_phase(p);
-}
-
 std::vector<std::string> merged_warnings(std::vector<SummaryFile>& parts) {
   std::vector<std::string> out;
   std::unordered_set<std::string> seen{kFileOrderRanksWarning};
@@ -128,13 +124,10 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
   one.rank_threads = rank_threads_for(opts.ingest.jobs, listing.files.size());
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
-    if (t.events.size() == 0) {
+    if (t.events.size() == 0)
       per_file[f].push_back({{}, std::move(t)});
-      return;
-    }
-    enter(opts, RunPhase::Analysing);
-    per_file[f].push_back({analyze_rank(t, one), std::nullopt});
-    enter(opts, RunPhase::Reading);
+    else
+      per_file[f].push_back({analyze_rank(t, one), std::nullopt});
   });
   std::vector<RankAnalysis> ranks;
   for (std::size_t f = 0; f < per_file.size(); ++f)
@@ -159,14 +152,12 @@ Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOpti
   Analysis a;
   if (!opts.keep_trace) {
     auto [ranks, warnings] = analyze_as_read(paths, opts);
-    enter(opts, RunPhase::Analysing);
     if (opts.keep_summary) a.summary = {ranks, warnings};
     a.result = combine_ranks(std::move(ranks), std::move(warnings));
     diagnose(a.result);
     return a;
   }
   a.trace = read_traces(paths, opts.ingest);
-  enter(opts, RunPhase::Analysing);
   std::vector<RankAnalysis> ranks = analyze_ranks(a.trace, opts.analyze);
   if (opts.keep_summary) a.summary = {ranks, a.trace.warnings};
   a.result = combine_ranks(std::move(ranks), a.trace.warnings);

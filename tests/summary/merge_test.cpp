@@ -89,26 +89,6 @@ TEST_P(Job, AnalysedAsReadEqualsTheReportOfKeptTraces) {
 
 INSTANTIATE_TEST_SUITE_P(RealJobs, Job, ::testing::Values("param/dlrm_8rank/kineto", "hta/sampled_world128"));
 
-// The run says when it turns from reading to analysing: once per rank analysed as read (and back
-// to reading after it), once for kept traces; its report is the same with a listener as without.
-TEST(RunPhases, EachRankIsAnalysedBetweenReadingPhases) {
-  const std::string dir = kFixtures + "/hta/sampled_world128";
-  for (bool keep : {false, true}) {
-    std::vector<RunPhase> seen;
-    PipelineOptions po;
-    po.ingest.jobs = po.analyze.jobs = 1;
-    po.keep_trace = keep;
-    po.on_phase = [&seen](RunPhase p) { seen.push_back(p); };
-    const Analysis a = analyze_paths({dir}, po);
-    const std::vector<RunPhase> want =
-        keep ? std::vector<RunPhase>{RunPhase::Analysing}
-             : std::vector<RunPhase>{RunPhase::Analysing, RunPhase::Reading, RunPhase::Analysing, RunPhase::Reading,
-                                     RunPhase::Analysing};
-    EXPECT_EQ(seen, want) << "keep_trace " << keep;
-    EXPECT_EQ(to_json(a.result).dump(1), direct_json(dir));
-  }
-}
-
 // A directory as jobs leave them: beside three ranks, a JSON file that is no trace, a trace cut
 // before its first event, one that recorded nothing, and one that names no rank. The rules that
 // need every file (skip, leave out, number in file order) decide alike when each rank is analysed
