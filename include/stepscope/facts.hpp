@@ -62,13 +62,15 @@ const char* comm_kind_name(CommKind c);
 //   SendRecv kernel under nccl:send, or nccl:coalesced (batch_isend_irecv) -> PointToPoint
 //   AllReduce kernel under nccl:all_reduce in backward            -> GradientSync
 //   AllReduce kernel inside an explicitly marked forward          -> Activation
+//   AllReduce kernel under _CopyToModelParallelRegionBackward     -> Activation (tensor parallel)
 //   SendRecv kernel with no communication call above its launch   -> Other
 enum class CommRole : std::uint8_t {
   GradientSync,  // all-reduce / reduce-scatter of gradients: DDP buckets, FSDP / ZeRO reduction
   ParamGather,   // all-gather: FSDP / ZeRO-3 gathering sharded parameters (or row-wise sharded tables)
   Exchange,      // all-to-all: MoE token dispatch/combine, sharded embeddings (TorchRec, DLRM)
   PointToPoint,  // send/recv the host calls by name: pipeline-parallel stage transfers
-  Activation,    // all-reduce / reduce-scatter in a marked forward: tensor, sequence or model parallelism
+  Activation,    // all-reduce / reduce-scatter in a marked forward, or any collective in a tensor-parallel
+                 // region (Megatron's mappings): tensor, sequence or model parallelism
   Other,         // broadcast, reduce, and SendRecv kernels no host call explains
 };
 inline constexpr int kCommRoleCount = 6;
@@ -129,6 +131,7 @@ enum NameFlag : std::uint64_t {
   kNameDeviceAlloc = std::uint64_t{1} << 34,     // cudaMalloc / cudaFree and their HIP and driver twins
   kNameForwardOnlyOp = std::uint64_t{1} << 35,   // a module's forward op (aten::linear, conv2d, layer_norm, gelu)
   kNameCoalescedComm = std::uint64_t{1} << 36,   // a group of communication calls launched together (nccl:coalesced)
+  kNameTensorParallel = std::uint64_t{1} << 37,  // Megatron's tensor/sequence-parallel mappings (..ParallelRegion..)
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };

@@ -230,10 +230,12 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> comm_launches(const RankTra
 }
 
 // The innermost communication call around a launch: the collective it names, and whether it is
-// a coalesced group (batch_isend_irecv ends in one "nccl:coalesced" call that launches them all).
+// a coalesced group (batch_isend_irecv ends in one "nccl:coalesced" call that launches them all);
+// and whether any call around it is a tensor-parallel region.
 struct HostComm {
   Collective collective = Collective::None;
   bool coalesced = false;
+  bool tensor_parallel = false;
 };
 
 // The HostComm of each launch in `launches` (the call itself included), written to `host[k]`
@@ -247,7 +249,9 @@ void host_collectives(const RankTrace& t, const Track& tr, const std::vector<Nam
     while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
     const NameFact& n = names[t.events.name[i]];
     HostComm c = open.empty() ? HostComm{} : open.back().second;
-    if (n.collective != Collective::None || n.has(kNameCoalescedComm)) c = {n.collective, n.has(kNameCoalescedComm)};
+    if (n.collective != Collective::None || n.has(kNameCoalescedComm))
+      c.collective = n.collective, c.coalesced = n.has(kNameCoalescedComm);
+    c.tensor_parallel = c.tensor_parallel || n.has(kNameTensorParallel);
     open.emplace_back(t.events.end(i), c);
     const Kind k = t.events.kind[i];
     if (k != Kind::Runtime && k != Kind::Driver) continue;  // only runtime and driver calls launch
@@ -260,20 +264,22 @@ void host_collectives(const RankTrace& t, const Track& tr, const std::vector<Nam
 // trace marks it: a forward inferred for unmarked top-level ops would also take in what runs
 // after backward, such as a gradient reduce-scatter launched from the main thread. SendRecv
 // kernels launched by a coalesced group are point-to-point: coalesced collectives launch kernels
-// of their own kind.
+// of their own kind. Inside a tensor-parallel region, all-reduce, reduce-scatter and all-gather
+// move activations or their gradients, in backward too.
 CommRole comm_role_of(const NameFact& kernel, HostComm host, StageHint stage, bool forward_marked) {
   if (kernel.comm == CommKind::ExpertParallel) return CommRole::Exchange;
   const bool named = host.collective != Collective::None || host.coalesced;
   switch (host.collective != Collective::None ? host.collective : kernel.collective) {
     case Collective::AllToAll: return CommRole::Exchange;
     case Collective::SendRecv: return named ? CommRole::PointToPoint : CommRole::Other;
-    case Collective::AllGather: return CommRole::ParamGather;
+    case Collective::AllGather: return host.tensor_parallel ? CommRole::Activation : CommRole::ParamGather;
     case Collective::Broadcast:
     case Collective::Reduce: return CommRole::Other;
     case Collective::AllReduce:
     case Collective::ReduceScatter:
     case Collective::None: break;
   }
+  if (host.tensor_parallel) return CommRole::Activation;
   return forward_marked && stage == StageHint::Forward ? CommRole::Activation : CommRole::GradientSync;
 }
 

@@ -168,6 +168,12 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(is_device_alloc(n), kNameDeviceAlloc);
   set(is_forward_only_op(n), kNameForwardOnlyOp);
   set(n == "nccl:coalesced" || n == "rccl:coalesced", kNameCoalescedComm);
+  // Megatron's tensor- and sequence-parallel mappings: autograd functions _CopyToModelParallelRegion,
+  // _ReduceScatterToSequenceParallelRegion (their backward nodes append "Backward"), the helpers
+  // reduce_from_tensor_model_parallel_region, and the linear layer that all-reduces its input's
+  // gradient asynchronously.
+  set(has_any(l, {"parallelregion", "parallel_region", "linearwithgradaccumulationandasynccommunication"}),
+      kNameTensorParallel);
   set(n == "aten::cross_entropy_loss" || n == "aten::nll_loss" || n == "aten::log_softmax" ||
           n == "aten::_log_softmax" || n == "aten::softmax" || n == "aten::_softmax",
       kNameLossOrOutput);

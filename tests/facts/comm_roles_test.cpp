@@ -51,6 +51,29 @@ TEST(CommRoles, TheHostCallDecidesAndAMarkedForwardHoldsActivations) {
   EXPECT_EQ(f.comm_roles.size(), 9u);
 }
 
+// Megatron's tensor-parallel mappings: the backward of _CopyToModelParallelRegion all-reduces the
+// input's gradient, and sequence parallelism all-gathers activations. Neither is gradient sync or
+// a parameter gather, in backward or in an unmarked forward.
+TEST(CommRoles, TensorParallelRegionsHoldActivations) {
+  TraceBuilder b;
+  b.add_ns(Kind::CpuOp, "cpu_op", "autograd::engine::evaluate_function: _CopyToModelParallelRegionBackward", us(0),
+           us(300));
+  b.add_ns(Kind::CpuOp, "cpu_op", "_CopyToModelParallelRegionBackward", us(5), us(290));
+  const auto grad_in = comm_call(b, "nccl:all_reduce", kAllReduce, 100, 1);
+  b.add_ns(Kind::PythonFunction, "python_function",
+           "megatron/core/tensor_parallel/mappings.py(300): gather_from_sequence_parallel_region", us(400), us(300));
+  const auto seq = comm_call(b, "nccl:_all_gather_base", kSendRecv, 500, 2);
+  // The data-parallel reduction beside them is still gradient sync.
+  b.add_ns(Kind::CpuOp, "cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", us(800),
+           us(300));
+  const auto dp = comm_call(b, "nccl:all_reduce", kAllReduce, 900, 3);
+  b.trace().build_indexes();
+  const RankFacts f = compute_facts(b.trace());
+  EXPECT_EQ(f.comm_role(grad_in), CommRole::Activation);
+  EXPECT_EQ(f.comm_role(seq), CommRole::Activation);
+  EXPECT_EQ(f.comm_role(dp), CommRole::GradientSync);
+}
+
 // Without a marked forward, an all-reduce on the main thread is gradient sync wherever it runs:
 // the forward inferred for unmarked ops would also cover a reduction launched after backward.
 TEST(CommRoles, AnInferredForwardHoldsNoActivations) {
