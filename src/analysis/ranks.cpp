@@ -28,41 +28,55 @@ RankRow row_of(const RankPartition& p) {
   return r;
 }
 
-// The rank with the most of `work` is a straggler when it exceeds the other ranks' median by
-// kStragglerComputeExcess while they wait in collectives.
+// The rank with the most of `work` against the other ranks' median of it, and whether it is a
+// straggler: it exceeds that median by kStragglerComputeExcess while the others wait in collectives.
+struct StragglerTest {
+  const RankRow* slow = nullptr;
+  double median_others = 0;  // of `work`
+  double median_wait = 0;    // the others' exposed grad sync
+  double excess = 0;         // (slow - median_others) / median_others; 0 when the median is 0
+  bool found = false;
+};
+
 template <class Work>
-bool find_straggler_by(RankComparison& out, Work work, StragglerCause cause) {
-  auto slow = std::max_element(out.rows.begin(), out.rows.end(),
-                               [&](const RankRow& a, const RankRow& b) { return work(a) < work(b); });
+StragglerTest test_straggler(const std::vector<RankRow>& rows, Work work) {
+  StragglerTest t;
+  t.slow = &*std::max_element(rows.begin(), rows.end(), [&](const RankRow& a, const RankRow& b) { return work(a) < work(b); });
   std::vector<double> others, wait;
-  for (const auto& r : out.rows)
-    if (r.rank != slow->rank) others.push_back(work(r)), wait.push_back(r.grad_sync_ns);
-  const double m = median(others);
-  out.median_wait_ns = median(wait);
-  if (m <= 0) return false;
-  const double excess = (work(*slow) - m) / m;
-  if (cause == StragglerCause::Compute) out.straggler_excess = excess;  // reported even below the bar
-  const bool others_wait = out.median_wait_ns >= kStragglerWaitShare * slow->step_ns &&
-                           slow->grad_sync_ns < out.median_wait_ns;
-  if (excess < kStragglerComputeExcess || !others_wait) return false;
-  out.straggler = slow->rank;
-  out.straggler_cause = cause;
-  out.straggler_excess = excess;
-  out.local = true;
-  // Balanced ranks would all finish with the median; the others' wait bounds the gain.
-  out.balanced_saving_ns = std::min(work(*slow) - m, out.median_wait_ns);
-  return true;
+  for (const auto& r : rows)
+    if (r.rank != t.slow->rank) others.push_back(work(r)), wait.push_back(r.grad_sync_ns);
+  t.median_others = median(others);
+  t.median_wait = median(wait);
+  if (t.median_others <= 0) return t;
+  t.excess = (work(*t.slow) - t.median_others) / t.median_others;
+  const bool others_wait = t.median_wait >= kStragglerWaitShare * t.slow->step_ns && t.slow->grad_sync_ns < t.median_wait;
+  t.found = t.excess >= kStragglerComputeExcess && others_wait;
+  return t;
 }
 
 // By GPU compute first; else by the time outside collectives, where a rank's slower input path
-// or host work (recorded or not) shows while its GPU compute matches the others'.
+// or host work (recorded or not) shows while its GPU compute matches the others'. Without a
+// straggler, the compute test's excess and wait are reported.
 // Example: two ranks of 61.6 ms steps, compute 0.8 and 0.7 ms, exposed grad sync 52.8 and 33.6 ms
 // -> by time outside collectives, 8.8 against 28.0 ms: rank 1, the others waiting 52.8 ms.
 void find_straggler(RankComparison& out) {
-  if (find_straggler_by(out, [](const RankRow& r) { return r.compute_ns; }, StragglerCause::Compute)) return;
-  const RankComparison by_compute = out;
-  if (!find_straggler_by(out, [](const RankRow& r) { return r.step_ns - r.grad_sync_ns; }, StragglerCause::HostSide))
-    out = by_compute;
+  auto compute = [](const RankRow& r) { return r.compute_ns; };
+  auto outside = [](const RankRow& r) { return r.step_ns - r.grad_sync_ns; };
+  StragglerTest t = test_straggler(out.rows, compute);
+  StragglerCause cause = StragglerCause::Compute;
+  if (!t.found) {
+    const StragglerTest host = test_straggler(out.rows, outside);
+    if (host.found) t = host, cause = StragglerCause::HostSide;
+  }
+  out.median_wait_ns = t.median_wait;
+  out.straggler_excess = t.excess;
+  if (!t.found) return;
+  out.straggler = t.slow->rank;
+  out.straggler_cause = cause;
+  out.local = true;
+  // Balanced ranks would all finish with the median; the others' wait bounds the gain.
+  const double slow = cause == StragglerCause::Compute ? compute(*t.slow) : outside(*t.slow);
+  out.balanced_saving_ns = std::min(slow - t.median_others, out.median_wait_ns);
 }
 
 void collective_skew(const std::vector<RankPartition>& ranks, RankComparison& out) {

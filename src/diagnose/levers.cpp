@@ -501,7 +501,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "the seq x seq score matrix is never materialised");
   // Exposed communication splits by what it is for, in proportion to its kernel time: only the
   // gradients' share is DDP's or FSDP's to hide or skip; all-to-all exchange, pipeline transfers
-  // and forward-pass collectives recur every micro-batch whatever those knobs say.
+  // and tensor-parallel collectives recur every micro-batch whatever those knobs say.
   const auto role = comm_role_shares(r);
   auto comm_for = [&](CommRole c) { return comm * role[static_cast<std::size_t>(c)]; };
   const double grad_comm = comm_for(CommRole::GradientSync);
@@ -525,7 +525,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "inside one NVLink domain",
        "needs Transformer Engine's communication buffers (more memory); cross-node tensor parallelism stays slow", "",
        ""},
-      "exposed forward-pass collectives", comm_for(CommRole::Activation), kOverlapHides,
+      "exposed tensor/model-parallel collectives", comm_for(CommRole::Activation), kOverlapHides,
       "the layer's collective runs under the neighbouring GEMM");
   cap_at_overlap(out.back(), cmp, step, "compute");
   add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",

@@ -142,35 +142,34 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   return kind;
 }
 
-// What the communication is for, by share of communication kernel time, largest first:
-//   "all-to-all exchange 84.0%, gradient sync 16.0% of communication kernel time"
-// "" where no communication kernel ran.
-std::string comm_kind(const AnalysisResult& r) {
+// What the communication is for, where communication kernels ran: the evidence line, by share of
+// their time, largest first, and the headline's scope when one purpose holds at least half.
+//   "all-to-all exchange 84.0%, gradient sync 16.0% of communication kernel time", "mostly all-to-all exchange"
+struct CommKindText {
+  std::string evidence, scope;
+};
+
+CommKindText comm_kind(const AnalysisResult& r) {
   ns_t kernels = 0;
   for (const auto& p : r.partitions)
     for (ns_t v : p.mix.comm_ns_by_role) kernels += v;
-  if (kernels <= 0) return "";
+  if (kernels <= 0) return {};
   const auto shares = comm_role_shares(r);
   std::vector<int> order(kCommRoleCount);
   for (int k = 0; k < kCommRoleCount; ++k) order[static_cast<std::size_t>(k)] = k;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return shares[static_cast<std::size_t>(a)] > shares[static_cast<std::size_t>(b)];
   });
-  std::string out;
+  CommKindText out;
   for (int k : order)
     if (shares[static_cast<std::size_t>(k)] >= 0.005)
-      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", comm_role_label(static_cast<CommRole>(k)),
-                         pct(shares[static_cast<std::size_t>(k)]));
-  return out + " of communication kernel time";
-}
-
-// "mostly all-to-all exchange" when one purpose holds at least half the communication kernel
-// time, else "".
-std::string main_comm_role(const AnalysisResult& r) {
-  const auto shares = comm_role_shares(r);
-  const auto top = std::max_element(shares.begin(), shares.end());
-  if (*top < 0.5) return "";
-  return std::string("mostly ") + comm_role_label(static_cast<CommRole>(top - shares.begin()));
+      out.evidence += fmt::format("{}{} {}", out.evidence.empty() ? "" : ", ",
+                                  comm_role_label(static_cast<CommRole>(k)), pct(shares[static_cast<std::size_t>(k)]));
+  out.evidence += " of communication kernel time";
+  const int top = order.front();
+  if (shares[static_cast<std::size_t>(top)] >= 0.5)
+    out.scope = std::string("mostly ") + comm_role_label(static_cast<CommRole>(top));
+  return out;
 }
 
 // Below this share of the host/launch time, the GPU's refill after syncs does not make a
@@ -475,9 +474,9 @@ void diagnose_with(AnalysisResult& r) {
     if (!v.compute_kind.empty()) v.evidence.push_back("compute: " + v.compute_kind);
   }
   if (v.bound == Bound::Communication || (v.has_runner_up && v.runner_up == Bound::Communication))
-    if (const std::string kind = comm_kind(r); !kind.empty()) {
-      v.evidence.push_back("communication: " + kind);
-      if (v.bound == Bound::Communication && v.scope.empty()) v.scope = main_comm_role(r);
+    if (const CommKindText kind = comm_kind(r); !kind.evidence.empty()) {
+      v.evidence.push_back("communication: " + kind.evidence);
+      if (v.bound == Bound::Communication && v.scope.empty()) v.scope = kind.scope;
     }
   if (v.bound != Bound::SyncStall) add_sync_evidence(r, v);
   d.findings = findings(r);

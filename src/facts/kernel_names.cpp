@@ -309,7 +309,7 @@ const char* comm_role_label(CommRole r) {
     case CommRole::ParamGather: return "all-gather (sharded parameters or tables)";
     case CommRole::Exchange: return "all-to-all exchange";
     case CommRole::PointToPoint: return "pipeline send/recv";
-    case CommRole::Activation: return "forward-pass collectives (tensor / model parallel)";
+    case CommRole::Activation: return "tensor/model-parallel collectives";
     case CommRole::Other: return "other collectives";
   }
   return "other collectives";

@@ -8,6 +8,7 @@
 #include "partition/support.hpp"
 #include "stepscope/drilldown.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
@@ -410,6 +411,15 @@ TEST(RecordedTraces, DdpRankWithSlowHostWorkIsTheStraggler) {
   // Backward compute is well under a millisecond: overlapping the all-reduce with it hides little.
   EXPECT_LT(lever_of(r, "ddp_buckets").removable_ns, 1e6);
   EXPECT_FALSE(lever_of(r, "fsdp_prefetch").applies);  // nothing is sharded
+}
+
+// The reports say what the straggler's excess measures: time outside collectives, not compute.
+TEST(RecordedTraces, ReportsNameAHostSideStragglersExcess) {
+  const AnalysisResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("straggler rank 1 (+"), std::string::npos);
+  EXPECT_NE(text.find(" time outside collectives); balanced ranks would save"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" compute); balanced ranks"), std::string::npos);
 }
 
 // torch.compile(mode="reduce-overhead"): Inductor's kernels replayed from CUDA graphs in a

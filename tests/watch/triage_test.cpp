@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "stepscope/error.hpp"
+#include "stepscope/watch/render.hpp"
 
 using namespace stepscope::watch;
 
@@ -468,4 +470,18 @@ TEST(TriageRecorded, IdleSamplesAtTheWindowsEdgesAreLeftOut) {
   EXPECT_GE(g.edge_idle_samples, 5);
   EXPECT_GT(*g.util_mean, 90);
   EXPECT_EQ(t.classification.verdict.rule, "gpu-bound");
+}
+
+// The reports carry the count: the JSON's field and the summary's line.
+TEST(TriageRecorded, ReportsCountTheEdgeSamplesLeftOut) {
+  auto t = triage({{"dmon.log", read_recorded("dmon.log")}, {"query.log", read_recorded("query.log")}});
+  const int left_out = t.classification.gpus.at(0).edge_idle_samples;
+  ASSERT_GT(left_out, 0);
+  const auto doc = nlohmann::json::parse(render_json(t.series, t.classification, "triage"));
+  bool found = false;
+  for (const auto& g : doc["gpu_stats"]) found = found || g["edge_idle_samples"].get<int>() == left_out;
+  EXPECT_TRUE(found) << doc.dump(1).substr(0, 2000);
+  EXPECT_NE(render_summary(t.series, t.classification, "triage").find(fmt::format(
+                "{} idle sample(s) before the job's first GPU work or after its last left out", left_out)),
+            std::string::npos);
 }
