@@ -21,7 +21,7 @@
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.7";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.8";
 
 struct StreamSummary {
   std::int64_t device = 0;

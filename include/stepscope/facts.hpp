@@ -132,6 +132,8 @@ enum NameFlag : std::uint64_t {
   kNameForwardOnlyOp = std::uint64_t{1} << 35,   // a module's forward op (aten::linear, conv2d, layer_norm, gelu)
   kNameCoalescedComm = std::uint64_t{1} << 36,   // a group of communication calls launched together (nccl:coalesced)
   kNameTensorParallel = std::uint64_t{1} << 37,  // Megatron's tensor/sequence-parallel mappings (..ParallelRegion..)
+  kNameDeviceApi = std::uint64_t{1} << 38,      // a name only a GPU job calls: CUDA/HIP runtime, cuDNN, cuBLAS, MIOpen, NCCL
+  kNameOneTimeSetup = std::uint64_t{1} << 39,   // context creation, device queries, library handles, module loading
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };
@@ -248,6 +250,107 @@ enum class RunKind : std::uint8_t {
 const char* run_kind_name(RunKind k);  // "training", "inference", "benchmark", "one-shot", "unknown"
 
 // ---------------------------------------------------------------------------------------------
+// Input inventory: what one input file holds, taken before anything is claimed about it.
+//
+// A claim compares activities, so it needs them in the input: a communication-only export cannot
+// say communication is exposed behind compute it does not hold, a capture of start-up cannot bound
+// a step, a file of four ranks read as one unions four GPUs. Each claim states what it needs of
+// the inventory in one table (kClaimPreconditions); an unmet row is a trust warning with the
+// row's code, and the claim is withheld or inconclusive.
+
+// The program that wrote the input.
+enum class Recorder : std::uint8_t { TorchProfiler, AutogradProfiler, NsightSystems };
+const char* recorder_name(Recorder r);   // "torch.profiler", "autograd_profiler", "nsys"
+const char* recorder_label(Recorder r);  // "torch.profiler (Kineto)", "legacy autograd profiler", "Nsight Systems"
+
+// The kinds of activity an input can hold, each counted in InputInventory::counts.
+enum class Activity : std::uint8_t {
+  HostOps,          // framework ops on the host (cpu_op; NVTX ranges under nsys)
+  Annotations,      // record_function / ProfilerStep / user ranges
+  PythonFrames,     // python_function events (with_stack)
+  RuntimeCalls,     // CUDA/HIP runtime and driver calls
+  ComputeKernels,   // GPU kernels that compute
+  CommKernels,      // GPU communication kernels (NCCL, RCCL, expert-parallel, NVSHMEM)
+  Copies,           // GPU memcpy records
+  Memsets,          // GPU memset records
+  HostCollectives,  // communication calls on the host (nccl:*, c10d::*, gloo, MPI)
+  MemoryEvents,     // [memory] allocation events (profile_memory)
+  Shapes,           // ops carrying their input shapes (record_shapes)
+};
+inline constexpr int kActivityCount = 11;
+const char* activity_name(Activity a);  // "host_ops", "annotations", "python_frames", ...
+
+struct InputInventory {
+  Recorder recorder = Recorder::TorchProfiler;
+  std::string format;                            // "Kineto JSON, schema 1", "JSON array", "SQLite export"
+  std::array<std::uint64_t, kActivityCount> counts{};
+  std::vector<std::string> options;              // recording options in force: with_stack, record_shapes, profile_memory
+  int processes = 0, threads = 0, gpus = 0, streams = 0;
+  // Ranks the file holds: 1, or more where trace-merging tools wrote a whole job into one file
+  // (process names "RANK 2 - GPU 0", one launching process per GPU). Evidence in words.
+  int ranks_in_file = 1;
+  std::string ranks_evidence;
+  ns_t window_ns = 0;                            // first event start to last event end
+  // The input holds only a program's start-up (context creation, first allocations, module
+  // loading, autotuning): no step, no compute kernel. Evidence in words.
+  bool startup_only = false;
+  std::string startup_evidence;
+  // Why this is a GPU job ("device properties", "GPU records", "CUDA runtime calls", "CUDA op names
+  // such as cudnn_convolution"); "" when nothing in view says a GPU was used: CPU only.
+  std::string device_evidence;
+
+  std::uint64_t count(Activity a) const { return counts[static_cast<std::size_t>(a)]; }
+  bool has(Activity a) const { return count(a) > 0; }
+  bool gpu_job() const { return !device_evidence.empty(); }
+  bool host_side() const {
+    return has(Activity::HostOps) || has(Activity::Annotations) || has(Activity::PythonFrames) ||
+           has(Activity::RuntimeCalls);
+  }
+  bool gpu_side() const {
+    return has(Activity::ComputeKernels) || has(Activity::CommKernels) || has(Activity::Copies) || has(Activity::Memsets);
+  }
+};
+
+// The inventory in one line, for the reports:
+//   "torch.profiler (Kineto): 1 process, 3 threads, 1 GPU (2 streams); host ops 1,204, kernels 3,310
+//    (comm 96), copies 12; with_stack; 1.82 s"
+std::string describe_inventory(const InputInventory& inv);
+
+// The recorder that writes inputs of a layout.
+Recorder recorder_of(TraceLayout layout);
+
+// How to record this input again so that it holds what a claim needs, in the recorder's own
+// terms: `what` is one of "gpu" (GPU activity), "host" (host ops), "steps" (step markers),
+// "more_steps" (three steady steps or more), "warm" (steady steps past start-up), "lean" (no
+// stacks, shapes or memory), "ranks" (one file per rank).
+//   advice(NsightSystems, "gpu") -> "nsys profile --trace=cuda,nvtx,osrt ..."
+std::string recording_advice(Recorder r, std::string_view what);
+
+// Claims and what each needs of the inventory. A row's code is the trust warning raised when
+// the need is unmet; `blocks` rows leave the claim (and a verdict resting on it) inconclusive.
+enum class Claim : std::uint8_t { Bound, CommunicationBound, HostLevers, RankComparison, Stability };
+const char* claim_name(Claim c);  // "bound", "communication_bound", "host_levers", "rank_comparison", "stability"
+
+struct ClaimPrecondition {
+  Claim claim;
+  const char* code;     // stable trust code when unmet
+  const char* needs;    // the need, in words (docs/facts.md prints the table)
+  bool blocks;          // true: the claim is withheld; false: it stands with the warning beside it
+};
+inline constexpr ClaimPrecondition kClaimPreconditions[] = {
+    {Claim::Bound, "no_host_activity", "host activity (ops, annotations or runtime calls): a bound compares the "
+                                       "host's and the GPU's time", true},
+    {Claim::Bound, "incomplete_gpu_records", "GPU records, where anything shows a GPU was used", true},
+    {Claim::Bound, "startup_only", "more than start-up: a step, an iteration or compute kernels", true},
+    {Claim::Bound, "several_ranks_in_file", "one rank per file, or a file the reader split into its ranks", true},
+    {Claim::CommunicationBound, "filtered_export", "compute kernels beside the communication kernels", true},
+    {Claim::HostLevers, "profiler_overhead", "host time not inflated by with_stack, record_shapes or profile_memory",
+     false},
+    {Claim::RankComparison, "partial_job", "at least half of the job's ranks (world_size), and at least two", true},
+    {Claim::Stability, "few_steps", "at least three steady steps", false},
+};
+
+// ---------------------------------------------------------------------------------------------
 // The facts of one rank.
 
 enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
@@ -277,6 +380,7 @@ struct RankFacts {
   std::uint64_t gpu_without_launch = 0;    // GPU records whose correlation no host call carries
   std::uint64_t graph_launches = 0, graph_launches_without_gpu = 0;  // CUDA graph replays, and untraced ones
   Trust trust;                          // trace-level warnings (analysis adds step-level ones)
+  InputInventory inventory;             // what the input file holds
   // Every communication kernel (by event, ascending) and what it is for.
   std::vector<std::pair<std::uint32_t, CommRole>> comm_roles;
   // Per device_syncs entry: how much of the call the GPU spent busy (kernels, copies, memsets).
@@ -289,6 +393,13 @@ struct RankFacts {
   const NameFact& of(StrId id) const { return names[id]; }
   const NameFact& of_event(const RankTrace& t, std::size_t i) const { return names[t.events.name[i]]; }
 };
+
+// The inventory of `t`, whose name facts, launches, device and start-up calls `f` already holds.
+InputInventory take_inventory(const RankTrace& t, const RankFacts& f);
+
+// The device a rank's reports name: the model where known, else "GPU of unknown model" where the
+// inventory holds evidence of a GPU, else "CPU only".
+std::string device_line(const RankFacts& f);
 
 // The rules that user options add (--stage NAME=REGEX) are applied by the partition on top.
 RankFacts compute_facts(const RankTrace& t);

@@ -44,6 +44,10 @@ struct RankComparison {
   double mean_skew_ns = 0;
   // The ranks' clocks fitted to their matched collectives, and the arrival skew measured on them.
   ClockAlignment clocks;
+  // The job's size as its traces declare it (distributedInfo's world_size), 0 when unknown; and,
+  // when too few of its ranks are in view to name a straggler or a rank-local slowdown, why not.
+  int world_size = 0;
+  std::string withheld;
 };
 
 RankComparison compare_ranks(const std::vector<RankPartition>& ranks);

@@ -936,16 +936,16 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
   if (d.source == StepSource::WholeTrace)
     warn("no_step_markers", TrustSeverity::Info,
          "no ProfilerStep markers, repeated annotations or optimizer steps: the trace is read as one window",
-         "call prof.step() once per iteration so that every step is marked", {});
+         recording_advice(recorder_of(t.layout), "steps"), {});
   if (r.steady_steps == 1)
     warn("one_step", TrustSeverity::Limits, "one steady-state step: its stability is unknown and one-off costs "
                                             "cannot be told from steady ones",
-         "record at least 3 active steps: torch.profiler.schedule(wait=1, warmup=1, active=3)",
+         recording_advice(recorder_of(t.layout), "more_steps"),
          {{"steady_steps", 1}});
   else if (r.steady_steps > 0 && r.steady_steps < 3)
     warn("few_steps", TrustSeverity::Limits,
          fmt::format("{} steady-state steps: stability and spikes cannot be judged", r.steady_steps),
-         "record at least 3 active steps: torch.profiler.schedule(wait=1, warmup=1, active=3)",
+         recording_advice(recorder_of(t.layout), "more_steps"),
          {{"steady_steps", static_cast<double>(r.steady_steps)}});
   if (r.host_runs_ahead)
     warn("host_runs_ahead", TrustSeverity::Info,
@@ -1019,7 +1019,7 @@ void profiler_overhead(const RankTrace& t, RankPartition& r) {
                                  "of host time per step ({:.0f}% of the step); host-side figures are inflated",
                                  events, options.empty() ? "" : " (" + options + ")", per_step / 1e6,
                                  100 * per_step / r.steady_mean_ns),
-                     "re-record without with_stack, record_shapes and profile_memory to judge host and launch time",
+                     recording_advice(recorder_of(t.layout), "lean"),
                      {{"events_per_step", events}, {"overhead_ns_per_step", per_step}}});
 }
 

@@ -235,6 +235,24 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   return a;
 }
 
+// A straggler or a rank-local slowdown is a claim about the job: it needs at least half of the
+// job's ranks (and two) in view. Two ranks sampled from 128 can differ by chance alone.
+void check_job_coverage(AnalysisResult& r) {
+  RankComparison& rc = r.rank_comparison;
+  for (const auto& s : r.ranks) rc.world_size = std::max(rc.world_size, s.world_size.value_or(0));
+  const auto seen = static_cast<int>(r.ranks.size());
+  if (seen < 2 || rc.world_size <= 0 || 2 * seen >= rc.world_size) return;
+  rc.withheld = fmt::format("{} of the job's {} ranks are in view; naming a straggler or a rank-local slowdown needs "
+                            "at least half of them ({})",
+                            seen, rc.world_size, (rc.world_size + 1) / 2);
+  rc.straggler.reset();
+  rc.straggler_cause = StragglerCause::None;
+  rc.local = false;
+  r.trust.warnings.push_back({"partial_job", TrustSeverity::Limits, r.ranks.front().rank, rc.withheld,
+                              "analyse the traces of every rank (or of at least half of them) together",
+                              {{"ranks", seen}, {"world_size", rc.world_size}}});
+}
+
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
   AnalysisResult r;
   std::vector<RankMarks> marks;
@@ -262,6 +280,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
     const auto& p = r.partitions[i].trust;
     r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
   }
+  check_job_coverage(r);
   return r;
 }
 

@@ -165,7 +165,7 @@ Capability DeviceModel::flash_attention2() const {
 }
 
 std::string DeviceModel::describe() const {
-  if (!present) return "unknown GPU";
+  if (!present) return "GPU of unknown model";
   std::string what = name.empty() ? std::string("GPU") : name;
   if (!arch.empty()) what += fmt::format(" ({}{})", lower_bound ? ">= " : "", arch);
   return what;

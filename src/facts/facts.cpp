@@ -614,14 +614,40 @@ void add_warning(RankFacts& f, std::string code, TrustSeverity sev, std::string 
   f.trust.warnings.push_back({std::move(code), sev, f.rank, std::move(text), std::move(advice), std::move(figures)});
 }
 
-// Why a trace with no GPU activity at all was still a GPU job, or "" when nothing says so: its
-// device properties list a GPU, or it ran NCCL collectives (a GPU-only backend).
-std::string gpu_job_evidence(const RankTrace& t, const RankFacts& f) {
+// Why a trace with no GPU activity at all was still a GPU job, or "" when nothing says so (the
+// inventory's evidence: device properties, GPU library or runtime names, NCCL collectives).
+std::string gpu_job_evidence(const RankFacts& f) {
   if (f.gpu_records || f.launch_calls > 0) return "";
-  if (f.device.present && f.device.source == "device properties") return "its device properties list " + f.device.describe();
-  for (StrId id = 0; id < t.strings.size(); ++id)
-    if (starts(t.str(id), "nccl:")) return fmt::format("it ran NCCL collectives such as {}", t.str(id));
-  return "";
+  return f.inventory.device_evidence;
+}
+
+// The preconditions on the inventory that every claim rests on (kClaimPreconditions): a file of
+// several ranks, a filtered export, a capture of start-up alone.
+void inventory_warnings(RankFacts& f) {
+  const InputInventory& inv = f.inventory;
+  const Recorder rec = inv.recorder;
+  if (inv.ranks_in_file > 1)
+    add_warning(f, "several_ranks_in_file", TrustSeverity::Blocks,
+                fmt::format("the file holds {} ranks ({}): read as one rank, their GPUs' busy time would be unioned "
+                            "and no rank compared with another",
+                            inv.ranks_in_file, inv.ranks_evidence),
+                recording_advice(rec, "ranks"), {{"ranks_in_file", inv.ranks_in_file}});
+  if (inv.gpu_side() && !inv.host_side())
+    add_warning(f, "no_host_activity", TrustSeverity::Blocks,
+                "the input holds GPU records but no host op, annotation or runtime call (a filtered or GPU-only "
+                "export): a bound compares the host's time with the GPU's, and one side is missing",
+                recording_advice(rec, "host"), {});
+  if (inv.has(Activity::CommKernels) && !inv.has(Activity::ComputeKernels))
+    add_warning(f, "filtered_export", TrustSeverity::Blocks,
+                fmt::format("the input holds {} communication kernels and no compute kernel: an export cut down to "
+                            "communication, so how much of it compute hides cannot be told",
+                            inv.count(Activity::CommKernels)),
+                recording_advice(rec, "gpu"), {{"comm_kernels", static_cast<double>(inv.count(Activity::CommKernels))}});
+  if (inv.startup_only)
+    add_warning(f, "startup_only", TrustSeverity::Blocks,
+                "the input holds only the program's start-up: " + inv.startup_evidence +
+                    "; one-time costs say nothing of the steady step",
+                recording_advice(rec, "warm"), {{"window_ns", static_cast<double>(inv.window_ns)}});
 }
 
 void record_warnings(const RankTrace& t, RankFacts& f) {
@@ -633,15 +659,14 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                             "(CUPTI buffers dropped, or the profiler stopped before they were flushed); the GPU side "
                             "of this trace is unknown",
                             f.launch_calls),
-                "record again with ProfilerActivity.CUDA and let the profiler context exit normally "
-                "(prof.stop() or the end of the with block) before exporting",
+                recording_advice(f.inventory.recorder, "gpu"),
                 {{"launches", launches}, {"gpu_records", 0}});
-  else if (const std::string gpu_job = gpu_job_evidence(t, f); !gpu_job.empty())
+  else if (const std::string gpu_job = gpu_job_evidence(f); !gpu_job.empty())
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Blocks,
                 fmt::format("the job ran on a GPU ({}) but the trace holds no GPU records and no launches: its "
                             "GPU side was not recorded or was cut out, and host op times are only dispatch times",
                             gpu_job),
-                "record again with ProfilerActivity.CUDA in the profiler's activities",
+                recording_advice(f.inventory.recorder, "gpu"),
                 {{"launches", 0}, {"gpu_records", 0}});
   else if (f.launch_calls >= 10 && static_cast<double>(f.launches_without_gpu) > kLostShare * launches)
     add_warning(f, "incomplete_gpu_records", TrustSeverity::Limits,
@@ -681,6 +706,7 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                 "no PyTorch ops, no kernel launches and no GPU records: this process ran Python only (a serving "
                 "frontend, a launcher, an idle worker); nothing in it for a training or GPU lever to act on",
                 "profile the process that runs the model (the engine's worker, the training rank)", {});
+  inventory_warnings(f);
   if (t.truncated)
     add_warning(f, "truncated", TrustSeverity::Limits,
                 fmt::format("the trace file is cut off ({} bytes after the last complete event): the last step "
@@ -698,8 +724,7 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                             f.startup.size(), f.startup.size() == 1 ? "" : "s", static_cast<double>(total) / 1e6,
                             t.name_of(first.event), static_cast<double>(first.end - first.start) / 1e6,
                             static_cast<double>(first.peer_median_ns) / 1e3),
-                "profile warm steps: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=2, "
-                "active=3)) and call prof.step() every iteration",
+                recording_advice(f.inventory.recorder, "warm"),
                 {{"startup_ns", static_cast<double>(total)}, {"calls", static_cast<double>(f.startup.size())}});
   }
 }
@@ -736,6 +761,7 @@ RankFacts compute_facts(const RankTrace& t) {
   f.device_sync_busy = gpu_busy_within(t, syncs);
   f.startup = startup_outliers(t, f.names);
   classify_run(t, f);
+  f.inventory = take_inventory(t, f);
   record_warnings(t, f);
   return f;
 }

@@ -125,6 +125,31 @@ bool is_forward_only_op(std::string_view n) {
                     "aten::scaled_dot_product_attention"});
 }
 
+// Names that only a GPU job calls, whatever else the trace lost: the runtime and driver APIs and
+// the device libraries, as calls or inside op names ("aten::cudnn_convolution", the legacy
+// profiler's "cudnn_convolution", "aten::_cudnn_rnn"). Python frames are not asked: a CPU-only
+// script also calls torch.cuda.is_available().
+//   "cudaLaunchKernel", "cuInit", "hipMalloc", "cudnn_convolution", "nccl:all_reduce" -> true
+//   "aten::mm", "aten::to", "curandom_walk" -> false
+bool is_device_api(std::string_view n, std::string_view lowered) {
+  const bool driver = n.size() > 2 && starts(n, "cu") && std::isupper(static_cast<unsigned char>(n[2]));
+  return driver || starts(n, "cuda") || starts(n, "hip") || starts(lowered, "nccl") || starts(lowered, "rccl") ||
+         has_any(lowered, {"cudnn", "cublas", "miopen", "rocblas", "hipblas", "_cuda", "cuda_", "::cuda"});
+}
+
+// The calls a process makes once, as it starts to use a GPU: a capture that holds only these
+// (and their minutes of lazy loading or autotuning) holds no step.
+bool is_one_time_setup(std::string_view n) {
+  return is_device_alloc(n) ||
+         is_any(n, {"cuInit", "cudaGetDeviceCount", "cudaSetDevice", "cudaGetDeviceProperties", "cudaGetDevice",
+                    "cuDevicePrimaryCtxRetain", "cuCtxCreate", "cuCtxCreate_v2", "cudaDeviceGetAttribute",
+                    "cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cudaHostAlloc",
+                    "cudaMallocHost", "hipInit", "hipGetDeviceCount", "hipSetDevice", "hipGetDeviceProperties",
+                    "hipStreamCreate", "hipHostMalloc", "cudnnCreate", "cublasCreate_v2", "cublasLtCreate",
+                    "miopenCreate", "rocblas_create_handle"}) ||
+         starts(n, "cuModuleLoad") || starts(n, "cuLibraryLoad") || has_any(n, {"cudnnFind", "miopenFind"});
+}
+
 void set_host_flags(NameFact& f, std::string_view n) {
   const std::string l = lower(n);
   auto set = [&](bool on, NameFlag bit) {
@@ -167,6 +192,8 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(is_blocking_call(n), kNameBlockingCall);
   set(is_device_alloc(n), kNameDeviceAlloc);
   set(is_forward_only_op(n), kNameForwardOnlyOp);
+  set(is_device_api(n, l), kNameDeviceApi);
+  set(is_one_time_setup(n), kNameOneTimeSetup);
   set(n == "nccl:coalesced" || n == "rccl:coalesced", kNameCoalescedComm);
   // Megatron's tensor- and sequence-parallel mappings: autograd functions _CopyToModelParallelRegion,
   // _ReduceScatterToSequenceParallelRegion (their backward nodes append "Backward"), the helpers

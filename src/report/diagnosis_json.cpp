@@ -45,7 +45,10 @@ nlohmann::json ranks_json(const RankComparison& rc) {
   for (const auto& r : rc.rows)
     rows.push_back({{"rank", r.rank}, {"step_ns", r.step_ns}, {"compute_ns", r.compute_ns},
                     {"grad_sync_exposed_ns", r.grad_sync_ns}});
-  j["slowdown"] = rc.local ? "rank-local" : "global";
+  j["slowdown"] = !rc.withheld.empty() ? "not_judged" : rc.local ? "rank-local" : "global";
+  j["ranks_compared"] = rc.rows.size();
+  j["world_size"] = rc.world_size > 0 ? nlohmann::json(rc.world_size) : nlohmann::json(nullptr);
+  j["withheld"] = rc.withheld;
   j["straggler"] = rc.straggler ? nlohmann::json(*rc.straggler) : nlohmann::json(nullptr);
   j["straggler_cause"] = rc.straggler ? nlohmann::json(straggler_cause_name(rc.straggler_cause)) : nlohmann::json(nullptr);
   j["straggler_compute_excess"] = rc.straggler_excess;

@@ -51,7 +51,8 @@ void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed,
     // The run line once, for the first rank listed, and again where a rank's run kind differs.
     if (f && (i == listed.front() || f->run_kind != r.facts[listed.front()].run_kind))
       out += fmt::format("  run: {} ({}); device: {}\n", run_kind_name(f->run_kind), terminal_safe(f->run_kind_evidence),
-                         terminal_safe(f->device.describe()));
+                         terminal_safe(device_line(*f)));
+    if (f && i == listed.front()) out += fmt::format("  input: {}\n", terminal_safe(describe_inventory(f->inventory)));
   }
   more_ranks(listed.size(), r.partitions.size(), out);
 }
@@ -129,7 +130,8 @@ void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed
     out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}{}\n", row->rank, ms(row->step_ns), ms(row->compute_ns),
                        ms(row->grad_sync_ns), where, rc.straggler && *rc.straggler == row->rank ? "  <- straggler" : "");
   }
-  out += fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
+  out += !rc.withheld.empty() ? fmt::format("  slowdown: not judged ({})", rc.withheld)
+                              : fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
     out += fmt::format("; straggler rank {} (+{} {}); balanced ranks would save {} per step", *rc.straggler,
                        pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), ms(rc.balanced_saving_ns));

@@ -231,7 +231,8 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
   out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), "
          "so what differs between ranks stands out (differences under 0.5% of the step are left unshaded).</p>\n";
   out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";
-  put(out, "<p>slowdown: <b>{}</b>", rc.local ? "rank-local" : "global (all ranks alike)");
+  if (!rc.withheld.empty()) put(out, "<p>slowdown: <b>not judged</b> ({})", esc(rc.withheld));
+  else put(out, "<p>slowdown: <b>{}</b>", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
     put(out, "; straggler rank {} (+{} {} over the others' median); balanced ranks would save {} per step", *rc.straggler,
         pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), ms(rc.balanced_saving_ns));

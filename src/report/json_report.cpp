@@ -66,6 +66,27 @@ nlohmann::json device_json(const DeviceModel& d) {
             {"flash_attention2", capability_name(d.flash_attention2())}}}};
 }
 
+// What the input file holds: the recorder, its options, each activity kind with its count.
+nlohmann::json inventory_json(const InputInventory& inv) {
+  nlohmann::json activities = nlohmann::json::object();
+  for (int a = 0; a < kActivityCount; ++a) activities[activity_name(static_cast<Activity>(a))] = inv.counts[static_cast<std::size_t>(a)];
+  return {{"recorder", recorder_name(inv.recorder)},
+          {"format", inv.format},
+          {"options", inv.options},
+          {"activities", std::move(activities)},
+          {"processes", inv.processes},
+          {"threads", inv.threads},
+          {"gpus", inv.gpus},
+          {"streams", inv.streams},
+          {"ranks_in_file", inv.ranks_in_file},
+          {"ranks_evidence", inv.ranks_evidence},
+          {"window_ns", inv.window_ns},
+          {"startup_only", inv.startup_only},
+          {"startup_evidence", inv.startup_evidence},
+          {"device_evidence", inv.device_evidence},
+          {"line", describe_inventory(inv)}};
+}
+
 // The facts that reports and users check: the device, the thread roles, the record pairing.
 nlohmann::json facts_json(const RankFacts& f) {
   nlohmann::json j;
@@ -82,6 +103,8 @@ nlohmann::json facts_json(const RankFacts& f) {
   j["startup_calls"] = f.startup.size();
   auto& roles = j["thread_roles"] = nlohmann::json::array();
   for (auto r : f.track_role) roles.push_back(thread_role_name(r));
+  j["device_line"] = device_line(f);
+  j["inventory"] = inventory_json(f.inventory);
   return j;
 }
 

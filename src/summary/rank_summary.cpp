@@ -249,6 +249,8 @@ STEPSCOPE_SUMMARY_FIELDS(DeviceModel, present, name, vendor, cc_major, cc_minor,
                          lower_bound)
 STEPSCOPE_SUMMARY_FIELDS(TrustWarning, code, severity, rank, text, advice, figures)
 STEPSCOPE_SUMMARY_FIELDS(Trust, warnings)
+STEPSCOPE_SUMMARY_FIELDS(InputInventory, recorder, format, counts, options, processes, threads, gpus, streams,
+                         ranks_in_file, ranks_evidence, window_ns, startup_only, startup_evidence, device_evidence)
 
 namespace {
 
@@ -275,8 +277,9 @@ void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("graph_launches", f.graph_launches);
   visit("graph_launches_without_gpu", f.graph_launches_without_gpu);
   visit("trust", f.trust);
+  visit("inventory", f.inventory);
 }
-static_assert(field_count<RankFacts>() == 18 + 4, "RankFacts has a field that visit_summary_facts does not list");
+static_assert(field_count<RankFacts>() == 19 + 4, "RankFacts has a field that visit_summary_facts does not list");
 
 }  // namespace
 
