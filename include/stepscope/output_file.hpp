@@ -12,13 +12,21 @@ namespace stepscope {
 
 // A file written whole or not at all: the bytes go to a temporary file beside the target, which
 // commit() flushes to disk and renames over it. Until then the old file, if any, is untouched;
-// a write that fails (a full disk) leaves it whole and removes the temporary.
+// a write that fails (a full disk) leaves it whole and removes the temporary, and so does
+// SIGINT, SIGTERM or SIGHUP (stepscope/temp_files.hpp).
+//
+// Symbolic links, one rule: the path is followed through its links to the file they name, which
+// is created when missing (a dangling link's target). A terminal, pipe, FIFO or character device
+// found there (/dev/null, /dev/stdout) is written directly, never replaced; a FIFO that no
+// process reads is refused at once rather than waited on. A file this run must not touch (an
+// input, or an output it already wrote; check_outputs) is refused however it is reached.
 //
 // A path ending in ".gz" is written gzip-compressed (RFC 1952, zlib's default level), so that a
 // 38 MB annotated trace can go out as a few MB that Perfetto and zcat read as they are.
 //
 // Errors (InputError, naming the path and the system's reason):
 //   constructor: the directory cannot hold a new file (missing, read-only, not a directory);
+//                the target is an input or an output of this run, a directory or a socket;
 //   write(), commit(): the bytes cannot be written, synced or renamed into place.
 class OutputFile {
  public:
@@ -32,11 +40,13 @@ class OutputFile {
 
  private:
   [[noreturn]] void fail(const char* doing);
+  void drop_temporary();
   void write_raw(std::string_view bytes);
   void deflate_into_file(std::string_view bytes, bool finish);
   struct Gzip;
   std::string path_, tmp_, what_;
   int fd_ = -1;
+  bool direct_ = false;  // a FIFO, terminal or device: written in place
   std::unique_ptr<Gzip> gzip_;  // set for a ".gz" path
 };
 
@@ -51,14 +61,21 @@ void write_output_pieces(const std::string& path, const std::string& what,
 // a closed pipe), so that the command exits non-zero.
 void write_stdout(std::string_view bytes);
 
+// True for "-" and for a path that reaches this process's standard output when that is not a
+// regular file (/dev/stdout, /dev/fd/1 on a terminal or a pipe).
+bool goes_to_stdout(const std::string& path);
+
 struct NamedOutput {
   std::string option;  // "--json"
   std::string path;    // "-" (standard output) is never a conflict
+  std::vector<std::string> files_inside = {};  // a directory output: the names it will create in it
 };
 
-// Refuses, before any work, an output that would destroy an input or another output.
-// Error (InputError naming both): an output that is one of `inputs` or a file inside an input
-// directory (symlinks and hard links included), or two outputs that are the same file.
+// Refuses, before any work, an output that would destroy an input or another output, and
+// remembers the inputs so that no later write reaches them by any name (OutputFile).
+// Error (InputError naming both): a file an output creates (the path, or each of files_inside)
+// that is one of `inputs` or a file inside an input directory once links are followed (hard
+// links too), two outputs that create the same file, or two outputs that go to standard output.
 void check_outputs(const std::vector<std::string>& inputs, const std::vector<NamedOutput>& outputs);
 
 }  // namespace stepscope

@@ -57,12 +57,16 @@ struct CsvTable {
   std::string text;
 };
 std::vector<CsvTable> drilldown_csv_tables(const AnalysisResult& r);
+// The file names drilldown_csv_tables makes, whatever the result.
+std::vector<std::string> drilldown_csv_names();
 
 // Before/after reports of `stepscope diff`.
 std::string render_diff_text(const DiffResult& d, const TextOptions& opts = {});
 nlohmann::json diff_to_json(const DiffResult& d);
 
-// Trace text (kernel and op names) is untrusted: control characters could drive the terminal.
+// Trace text (kernel and op names, file names) is untrusted: C0 and C1 controls, DEL and the
+// bidirectional overrides and isolates become \\xNN or \\uNNNN escapes, and so do bytes that are not
+// UTF-8, so nothing in it can drive or reorder the terminal. The one function for that sink.
 std::string terminal_safe(std::string_view s);
 
 }  // namespace stepscope

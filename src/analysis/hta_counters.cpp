@@ -56,13 +56,25 @@ std::uint32_t stream_place(const std::vector<std::int64_t>& streams, std::int64_
 //   a launch at 10 µs and its kernel at 14 µs on stream 7, then a launch at 12 µs whose kernel
 //   starts at 20 µs: stream 7's launches [10, 12], records [14, 20]
 std::vector<StreamChanges> stream_changes(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
+  auto is_launch = [&](const hta::Row& row) {
+    return !row.gpu() && row.correlated() && is_queue_launch(rank.str(row.name(rank.events)));
+  };
+  // Launch calls per correlation id. HTA joins every launch of an id with every GPU record of it;
+  // an id shared by thousands of launches (a malformed or merged trace, id 0) would make that
+  // join grow with the square of the input, so such launches take one record each.
+  CorrelationTable<std::uint32_t> launches_of(rank.correlations, 0);
+  for (const hta::Row& row : v.rows)
+    if (is_launch(row)) ++launches_of[row.correlation(rank.events)];
   // The launch calls with a GPU partner; the others are not launch rows for HTA.
   auto for_each_launch = [&](auto&& f) {
     for (std::size_t k = 0; k < v.rows.size(); ++k) {
       const hta::Row& row = v.rows[k];
-      if (row.gpu() || !row.correlated() || !is_queue_launch(rank.str(row.name(rank.events)))) continue;
+      if (!is_launch(row)) continue;
       const std::int64_t corr = row.correlation(rank.events);
-      if (const auto partners = v.gpu_by_correlation.find(corr); !partners.empty()) f(k, corr, partners);
+      auto partners = v.gpu_by_correlation.find(corr);
+      if (partners.empty()) continue;
+      if (launches_of[corr] > 1) partners = partners.subspan(k % partners.size(), 1);
+      f(k, corr, partners);
     }
   };
   CorrelationTable<char> launched(rank.correlations, 0);

@@ -68,12 +68,13 @@ int run_analyze(const AnalyzeArgs& a) {
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const Analysis run = analyze_paths(a.paths, po);
   bar.phase("writing reports");
-  if (a.reports.json_out == "-" || a.summary_out == "-") bar.finish();  // what goes to the terminal starts on a clean line
+  if (goes_to_stdout(a.reports.json_out) || goes_to_stdout(a.summary_out)) bar.finish();  // a clean line for it
   if (!a.summary_out.empty()) write_output(a.summary_out, encode_summary(run.summary), "rank summary");
   if (!a.annotate_out.empty()) write_annotations(run, a, po.analyze.partition);
   bar.finish();
-  if (a.summary_out == "-") return run.result.diagnosis.present ? kExitOk : kExitNothing;
-  return write_reports(run.result, a.reports);
+  ReportArgs reports = a.reports;
+  reports.stdout_taken = goes_to_stdout(a.summary_out);  // the summary took it: the other files still follow
+  return write_reports(run.result, reports);
 }
 
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {

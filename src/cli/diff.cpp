@@ -85,7 +85,7 @@ int run_diff(const DiffArgs& a) {
   d.test_label = label_of(test_paths);
   if (!a.json_out.empty()) write_json(a.json_out, diff_to_json(d));
   if (!a.html_out.empty()) write_text(a.html_out, render_diff_html(d), "HTML report");
-  if (a.json_out != "-") {
+  if (!goes_to_stdout(a.json_out) && !goes_to_stdout(a.html_out)) {
     TextOptions t;
     t.verbose = a.verbose;
     write_stdout(render_diff_text(d, t));

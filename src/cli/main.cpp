@@ -4,14 +4,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <new>
+#include <string_view>
 #ifdef STEPSCOPE_MIMALLOC
 #include <mimalloc.h>
 #endif
 
 #include "cli/app.hpp"
 #include "cli/command.hpp"
+#include "cli/config_file.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/report.hpp"
 
 namespace {
 
@@ -86,7 +91,8 @@ CLI::App* named_command(CLI::App& app, int argc, char** argv, std::string& stray
   return at;
 }
 
-void tell_unknown(const std::string& prefix, const char* kind, const std::string& word, const std::string& near) {
+void tell_unknown(const std::string& prefix, const char* kind, const std::string& raw_word, const std::string& near) {
+  const std::string word = stepscope::terminal_safe(raw_word);
   std::string msg = fmt::format("{}: unknown {} '{}'", prefix, kind, word);
   if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
   // A trace named without a command: the user meant to analyse it.
@@ -109,7 +115,8 @@ bool explain_config_error(CLI::App& app, const std::string& what, int argc, char
   CLI::App* cmd = nullptr;
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     if (sub->get_name() == section) cmd = sub;
-  std::string msg = fmt::format("stepscope: {}: [{}] has no option '{}'", file, section, key);
+  std::string msg = fmt::format("stepscope: {}: [{}] has no option '{}'", stepscope::terminal_safe(file),
+                                stepscope::terminal_safe(section), stepscope::terminal_safe(key));
   if (cmd) {
     std::vector<std::string> keys;
     for (const auto& o : option_names(*cmd))
@@ -144,9 +151,24 @@ bool explain_unknown(CLI::App& app, const CLI::ParseError& e, int argc, char** a
   return false;
 }
 
+// The error line's one escape: names in messages come from the command line, the trace, the
+// working directory; a newline or an escape sequence in one must not forge or hide a line.
 // With stderr gone too (a full device, a closed pipe) there is no one to tell: this must not
 // throw, or the error becomes an abort.
-void report_error(const char* kind, const char* what) { std::fprintf(stderr, "stepscope: %s: %s\n", kind, what); }
+void report_error(const char* kind, const char* what) noexcept {
+  try {
+    std::fprintf(stderr, "stepscope: %s: %s\n", kind, stepscope::terminal_safe(what).c_str());
+  } catch (...) {
+    std::fprintf(stderr, "stepscope: %s\n", kind);
+  }
+}
+
+// CLI11's own messages quote option values and config keys as given: escaped like ours.
+std::string escaped_failure(const CLI::App* app, const CLI::Error& e) {
+  const std::string plain = CLI::FailureMessage::simple(app, e);
+  const std::size_t own = std::string_view(plain).starts_with(e.what()) ? std::strlen(e.what()) : 0;
+  return stepscope::terminal_safe(std::string_view(plain).substr(0, own)) + plain.substr(own);
+}
 
 }  // namespace
 
@@ -155,6 +177,16 @@ int main(int argc, char** argv) {
   tune_allocator();
   CLI::App app;
   const std::vector<Runner> runners = define_app(app);
+  app.failure_message(escaped_failure);
+  try {
+    const std::string config = config_path(argc, argv);
+    vet_config_file(config, config != "stepscope.toml" || std::any_of(argv + 1, argv + argc, [](const char* a) {
+                              return std::string_view(a).starts_with("--config");
+                            }));
+  } catch (const stepscope::InputError& e) {
+    report_error("error", e.what());
+    return kExitBadInput;
+  }
 
   try {
     app.parse(argc, argv);
@@ -169,6 +201,9 @@ int main(int argc, char** argv) {
     }
   } catch (const stepscope::InputError& e) {
     report_error("error", e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    report_error("error", "out of memory: the input needs more memory than this process may use (ulimit -v, cgroup)");
     return kExitBadInput;
   } catch (const std::exception& e) {
     report_error("internal error", e.what());

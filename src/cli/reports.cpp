@@ -56,7 +56,8 @@ void add_report_options(CLI::App& cmd, ReportArgs& a) {
 void check_report_outputs(const std::vector<std::string>& inputs, const ReportArgs& a,
                           std::vector<NamedOutput> extra) {
   if (a.csv_dir == "-") throw InputError("--csv -: the tables are several files: give a directory");
-  extra.insert(extra.begin(), {NamedOutput{"--json", a.json_out}, NamedOutput{"--html", a.html_out}, NamedOutput{"--csv", a.csv_dir}});
+  extra.insert(extra.begin(), {NamedOutput{"--json", a.json_out}, NamedOutput{"--html", a.html_out},
+                               NamedOutput{"--csv", a.csv_dir, drilldown_csv_names()}});
   check_outputs(inputs, extra);
 }
 
@@ -67,7 +68,7 @@ int write_reports(const AnalysisResult& r, const ReportArgs& a) {
     });
   if (!a.html_out.empty()) write_text(a.html_out, render_html(r), "HTML report");
   if (!a.csv_dir.empty()) write_csv_tables(r, a.csv_dir);
-  if (a.json_out != "-") write_text_report(r, a);
+  if (!a.stdout_taken && !goes_to_stdout(a.json_out) && !goes_to_stdout(a.html_out)) write_text_report(r, a);
   return r.diagnosis.present ? kExitOk : kExitNothing;
 }
 

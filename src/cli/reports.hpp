@@ -20,6 +20,7 @@ struct ReportArgs {
   bool wide = false;
   bool verbose = false;
   bool quiet = false;
+  bool stdout_taken = false;  // another output of the command went to standard output: no text report
 };
 
 // --json, --html, --csv, --top, --ranks, --wide, -v and -q on `cmd`.
@@ -30,7 +31,7 @@ void add_report_options(CLI::App& cmd, ReportArgs& a);
 void check_report_outputs(const std::vector<std::string>& inputs, const ReportArgs& a,
                           std::vector<NamedOutput> extra = {});
 
-// Writes the files asked for, then the text report (unless the JSON went to standard output).
+// Writes the files asked for, then the text report (unless an output went to standard output).
 // Returns the command's exit code: 0 with a diagnosis, 1 when there was nothing to analyse.
 int write_reports(const AnalysisResult& r, const ReportArgs& a);
 

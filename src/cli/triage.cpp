@@ -65,7 +65,7 @@ int run(const TriageArgs& args) {
       args.json_path.empty()
           ? ""
           : watch::render_json(result.series, result.classification, "triage", &result.logs);
-  if (args.json_path == "-") {
+  if (goes_to_stdout(args.json_path)) {
     write_stdout(json);
     return kExitOk;
   }

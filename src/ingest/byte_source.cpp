@@ -17,11 +17,13 @@
 
 #include "stepscope/error.hpp"
 #include "stepscope/ingest.hpp"
+#include "stepscope/temp_files.hpp"
 
 namespace stepscope::ingest {
 namespace {
 
 constexpr std::size_t kReadBlock = 1 << 20;
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
 
 struct FileCloser {
   void operator()(std::FILE* f) const {
@@ -104,7 +106,9 @@ class GzipFileSource final : public ByteSource {
     if (size_ < 18 || std::fseek(f_.get(), -4, SEEK_END) != 0) return;
     if (std::fread(tail, 1, 4, f_.get()) == 4) {
       std::uint64_t v = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (std::uint64_t{tail[3]} << 24);
-      isize_ = v >= size_ ? v : 0;
+      // The trailer is the input's word, not a measure: deflate expands at most 1032-fold, so a
+      // forged size cannot make the reader reserve more than the file could hold.
+      isize_ = v >= size_ ? std::min(v, size_ * kMaxDeflateRatio) : 0;
     }
     std::rewind(f_.get());
   }
@@ -188,7 +192,12 @@ std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {
   return std::make_unique<MemorySource>(bytes);
 }
 
-SpooledInput::~SpooledInput() { ::unlink(path_.c_str()); }
+SpooledInput::SpooledInput(std::string path) : path_(std::move(path)) { register_temporary(path_); }
+
+SpooledInput::~SpooledInput() {
+  ::unlink(path_.c_str());
+  release_temporary(path_);
+}
 
 namespace {
 
@@ -214,13 +223,37 @@ int open_stream(const std::string& path, int wait_s) {
   return fd;
 }
 
+// What a trace, a profile or a snapshot starts with: JSON (after blanks or a BOM), gzip, an
+// Nsight SQLite export, a pickle. Anything else is not copied further: /dev/zero would otherwise
+// fill the temporary directory.
+bool could_be_input(std::string_view head) {
+  if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (head[first] == '{' || head[first] == '[')) return true;
+  if (first == std::string_view::npos && head.size() < 4096) return true;  // blanks so far: the reader words it
+  return head.starts_with("\x1f\x8b") || head.starts_with("SQLite format 3") || head.starts_with("\x80");
+}
+
+void refuse_unless_input(std::string_view head, const std::string& path) {
+  if (head.empty() || could_be_input(head)) return;
+  std::string shown;
+  for (std::size_t i = 0; i < std::min<std::size_t>(head.size(), 8); ++i)
+    shown += fmt::format("{}{:02x}", i ? " " : "", static_cast<unsigned char>(head[i]));
+  throw InputError(fmt::format("{}: a stream that is no trace (it starts with bytes {}): expected JSON, gzip or an "
+                               "Nsight Systems SQLite export",
+                               path, shown));
+}
+
 void copy_all(int from, int to, const std::string& path) {
   std::vector<char> buf(kReadBlock);
+  bool first = true;
   for (;;) {
     const ssize_t n = ::read(from, buf.data(), buf.size());
     if (n == 0) return;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw InputError(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+    if (first) refuse_unless_input(std::string_view(buf.data(), static_cast<std::size_t>(n)), path);
+    first = false;
     for (ssize_t done = 0; done < n;) {
       const ssize_t w = ::write(to, buf.data() + done, static_cast<std::size_t>(n - done));
       if (w <= 0 && errno != EINTR)

@@ -35,7 +35,7 @@ std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes);
 // threads: the copy reads like the file would have.
 class SpooledInput {
  public:
-  explicit SpooledInput(std::string path) : path_(std::move(path)) {}
+  explicit SpooledInput(std::string path);  // registered for removal on a signal
   ~SpooledInput();
   SpooledInput(const SpooledInput&) = delete;
   SpooledInput& operator=(const SpooledInput&) = delete;
@@ -48,7 +48,8 @@ class SpooledInput {
 // The copy of `path` when it is a stream (FIFO, character device, socket); null for a regular
 // file or a directory, which are read in place. Waits at most `wait_s` for the first byte.
 // Errors (InputError naming the path): no data within `wait_s` (a pipe nobody writes to), a read
-// error, or no room for the copy in the temporary directory.
+// error, no room for the copy in the temporary directory, or first bytes that start no input
+// stepscope reads (JSON, gzip, SQLite), so that an endless stream is not copied.
 std::unique_ptr<SpooledInput> spool_if_stream(const std::string& path, int wait_s = 30);
 
 }  // namespace stepscope::ingest

@@ -6,7 +6,10 @@
 #include <fmt/core.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "stepscope/error.hpp"
+#include "stepscope/temp_files.hpp"
 #include "stepscope/parse.hpp"
 
 namespace stepscope::ingest {
@@ -62,8 +66,7 @@ class Statement {
 };
 
 // The file as a read-only SQLite URI. An export is read, never written: "immutable" keeps SQLite
-// from creating -shm/-wal files beside it (which fails in a read-only directory); only when a
-// -wal file already holds part of the database must it be read through, in plain read-only mode.
+// from creating -shm/-wal files beside it (which fails in a read-only directory).
 // Example: "/d/run 1.sqlite" -> "file:/d/run%201.sqlite?immutable=1".
 std::string read_only_uri(const std::string& path) {
   std::string uri = "file:";
@@ -71,14 +74,50 @@ std::string read_only_uri(const std::string& path) {
     if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') uri += static_cast<char>(c);
     else uri += fmt::format("%{:02X}", c);
   }
-  std::error_code ec;
-  return uri + (std::filesystem::exists(path + "-wal", ec) ? "?mode=ro" : "?immutable=1");
+  return uri + "?immutable=1";
 }
+
+// An export left in WAL mode keeps part of its rows in the -wal file beside it, which only a
+// reader that writes a -shm index can see. Nothing is ever written beside an input: the database
+// and its -wal are copied to a temporary directory and read there (registered, so that a signal
+// removes the copy too).
+class WalCopy {
+ public:
+  explicit WalCopy(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path + "-wal", ec)) return;
+    std::string dir = (std::filesystem::temp_directory_path(ec) / "stepscope-nsys-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, std::strerror(errno)));
+    dir_ = dir;
+    copy_ = dir_ + "/export.sqlite";
+    for (const char* suffix : {"", "-wal", "-shm"}) register_temporary(copy_ + suffix);
+    std::filesystem::copy_file(path, copy_, ec);
+    if (!ec) std::filesystem::copy_file(path + "-wal", copy_ + "-wal", ec);
+    if (ec) throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, ec.message()));
+  }
+  ~WalCopy() {
+    if (dir_.empty()) return;
+    for (const char* suffix : {"", "-wal", "-shm"}) release_temporary(copy_ + suffix);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  WalCopy(const WalCopy&) = delete;
+  WalCopy& operator=(const WalCopy&) = delete;
+  // The URI to open: the copy (read-only, so SQLite may index the WAL beside it), or the file.
+  std::string uri(const std::string& path) const {
+    if (dir_.empty()) return read_only_uri(path);
+    std::string u = read_only_uri(copy_);
+    return u.substr(0, u.size() - std::string_view("?immutable=1").size()) + "?mode=ro";
+  }
+
+ private:
+  std::string dir_, copy_;
+};
 
 class Database {
  public:
-  explicit Database(const std::string& path) : path_(path) {
-    int rc = sqlite3_open_v2(read_only_uri(path).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  explicit Database(const std::string& path) : path_(path), wal_(path) {
+    int rc = sqlite3_open_v2(wal_.uri(path).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     if (rc != SQLITE_OK) {
       std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -140,6 +179,7 @@ class Database {
 
  private:
   std::string path_;
+  WalCopy wal_;  // before db_: the copy outlives the connection
   sqlite3* db_ = nullptr;
   std::set<std::string> tables_;
 };

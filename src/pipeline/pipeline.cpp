@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -76,11 +78,34 @@ void sort_by_rank(std::vector<RankAnalysis>& ranks) {
                                    ranks[i].ingest.path, ranks[i].ingest.rank));
 }
 
+// A summary is a CBOR map (encode_summary): anything else is refused at its first byte, before
+// more of it is read.
+bool starts_a_summary(std::string_view bytes) {
+  return !bytes.empty() && (static_cast<unsigned char>(bytes[0]) >> 5) == 5;
+}
+
+// Summaries compress a few times over; a stream that decodes to far more than its file (a gzip
+// of zeros) is stopped where it passes that, not once it has filled the memory.
+std::uint64_t summary_budget(const std::string& path) {
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  return std::max<std::uint64_t>(64ull << 20, (ec ? 0 : size) * 64);
+}
+
 // A summary file's bytes, decoded from gzip when they are compressed (as for traces).
 std::string summary_bytes(const std::string& path) {
   std::string bytes;
-  if (!read_trace_bytes(path, [&](std::string_view piece) { bytes.append(piece); }))
-    throw InputError(fmt::format("{}: the gzip stream ends early: the summary was cut off", path));
+  const std::uint64_t budget = summary_budget(path);
+  const bool complete = read_trace_bytes(path, [&](std::string_view piece) {
+    if (bytes.empty() && !starts_a_summary(piece))
+      throw InputError(fmt::format("{}: not a stepscope summary (it does not start as one): write it with "
+                                   "`stepscope analyze --summary`", path));
+    if (bytes.size() + piece.size() > budget)
+      throw InputError(fmt::format("{}: decodes to over {} MiB, far more than a summary of its size: not a stepscope "
+                                   "summary", path, budget >> 20));
+    bytes.append(piece);
+  });
+  if (!complete) throw InputError(fmt::format("{}: the gzip stream ends early: the summary was cut off", path));
   return bytes;
 }
 

@@ -10,11 +10,17 @@
 namespace stepscope {
 namespace {
 
-// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+// A text cell a spreadsheet would take for a formula: it starts with =, +, -, @, a tab or a
+// carriage return (OWASP, "CSV Injection").
+bool formula_like(std::string_view s) { return !s.empty() && std::string_view("=+-@\t\r").find(s.front()) != std::string_view::npos; }
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. A text cell
+// that would start a formula gets a leading ' inside quotes, which spreadsheets show as text.
 std::string field(std::string_view s) {
   const std::string safe = report_json::utf8_safe(s);
-  if (safe.find_first_of(",\"\r\n") == std::string::npos) return safe;
-  std::string out = "\"";
+  const bool formula = formula_like(safe);
+  if (!formula && safe.find_first_of(",\"\r\n") == std::string::npos) return safe;
+  std::string out = formula ? "\"'" : "\"";
   for (char c : safe) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
@@ -100,6 +106,12 @@ std::string memory_csv(const AnalysisResult& r) {
 }
 
 }  // namespace
+
+std::vector<std::string> drilldown_csv_names() {
+  std::vector<std::string> names;
+  for (const CsvTable& t : drilldown_csv_tables(AnalysisResult{})) names.push_back(t.file);
+  return names;
+}
 
 std::vector<CsvTable> drilldown_csv_tables(const AnalysisResult& r) {
   std::vector<CsvTable> tables;

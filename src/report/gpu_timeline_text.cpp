@@ -5,23 +5,23 @@
 #include <cmath>
 #include <string_view>
 
+#include "stepscope/report.hpp"
+
 namespace stepscope {
 
 namespace {
 
 constexpr std::size_t kNameWidth = 60;
 
-// Kernel names come from the trace: drop control characters (terminal escapes) and shorten.
+// Kernel names come from the trace: escaped for the terminal (stepscope/report.hpp) and shortened.
 std::string safe_name(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u < 0x20 || u == 0x7f) ? '?' : c;
-    if (out.size() >= kNameWidth) {
-      out += "...";
-      break;
-    }
+  std::string out = terminal_safe(s.substr(0, kNameWidth));
+  if (out.size() > kNameWidth) {
+    out.resize(kNameWidth);
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();  // whole characters
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
   }
+  if (out.size() >= kNameWidth || s.size() > kNameWidth) out += "...";
   return out;
 }
 

@@ -2,31 +2,99 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
-#include <zlib.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "stepscope/error.hpp"
+#include "stepscope/report.hpp"
+#include "stepscope/temp_files.hpp"
 
 namespace stepscope {
 namespace fs = std::filesystem;
 
 namespace {
 
-// The file a path names once its symlinks are followed: writing through a link replaces what it
-// points to, as a shell redirection would, not the link itself.
-std::string resolved(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_symlink(path, ec)) {
-    const fs::path target = fs::canonical(path, ec);
-    if (!ec) return target.string();
+// ---- Where an output lands ---------------------------------------------------------------
+//
+// The one rule for symbolic links: an output path is followed through its links to the file
+// they name, even when that file does not exist yet (a dangling link's target is created). What
+// is found there decides how it is written: nothing or a regular file is replaced whole through a
+// temporary beside it; a terminal, pipe, FIFO or character device (/dev/null, /dev/stdout) is
+// written directly; anything else (a directory, a socket) is refused.
+
+constexpr int kMaxLinks = 40;  // as the kernel's ELOOP limit
+
+struct Target {
+  std::string path;        // the path written: links followed
+  bool exists = false;
+  bool stream = false;     // written directly, not replaced
+  struct stat st {};
+};
+
+// The target of a chain of links, followed by readlink so that a dangling one names the file to
+// create. /proc/self/fd/N links name no path when they point at a pipe: stat() reads those.
+Target follow_links(const std::string& path) {
+  Target t;
+  if (::stat(path.c_str(), &t.st) == 0) {
+    t.exists = true;
+    t.stream = S_ISCHR(t.st.st_mode) || S_ISFIFO(t.st.st_mode);
+    if (t.stream) {
+      t.path = path;  // opened through the link: a pipe has no other name
+      return t;
+    }
+    std::error_code ec;
+    const fs::path real = fs::canonical(path, ec);
+    t.path = ec ? path : real.string();
+    return t;
   }
-  return path;
+  fs::path p = path;
+  for (int i = 0; i < kMaxLinks; ++i) {
+    struct stat lst {};
+    if (::lstat(p.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) break;
+    const fs::path next(std::string(buf, static_cast<std::size_t>(n)));
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  t.path = p.lexically_normal().string();
+  return t;
+}
+
+// ---- Files an output must not touch ----------------------------------------------------------
+//
+// The inputs of this run and the outputs it has written, by device and inode, so that a write
+// through any name (a link, a hard link, a file inside an output directory) is caught where it
+// happens, whatever chose the name.
+
+struct Guarded {
+  dev_t dev;
+  ino_t ino;
+  std::string what;  // "the input t.json", "the JSON report r.json written by this run"
+};
+std::mutex g_guard_mutex;
+std::vector<Guarded> g_guarded;
+
+void guard(const struct stat& st, std::string what) {
+  std::lock_guard<std::mutex> lock(g_guard_mutex);
+  for (const Guarded& g : g_guarded)
+    if (g.dev == st.st_dev && g.ino == st.st_ino) return;
+  g_guarded.push_back({st.st_dev, st.st_ino, std::move(what)});
+}
+
+std::string guarded_as(const struct stat& st) {
+  std::lock_guard<std::mutex> lock(g_guard_mutex);
+  for (const Guarded& g : g_guarded)
+    if (g.dev == st.st_dev && g.ino == st.st_ino) return g.what;
+  return "";
 }
 
 // The mode a new file gets from open(2): 0666 less the process's umask (mkstemp makes 0600).
@@ -36,40 +104,78 @@ mode_t new_file_mode() {
   return 0666 & ~mask;
 }
 
+std::string shown(const std::string& path) { return terminal_safe(path); }
+
+// A name beside `target` for the bytes until they are complete: short and fixed, so that a
+// target name of up to 255 bytes still leaves room for it.
+std::string temporary_pattern(const std::string& target) {
+  const fs::path dir = fs::path(target).parent_path();
+  return ((dir.empty() ? fs::path(".") : dir) / ".stepscope-XXXXXX").string();
+}
+
+// Opens a FIFO, terminal or device for writing without waiting for a reader that may never come.
+int open_stream(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && errno == ENXIO)
+    throw InputError(fmt::format("{}: no process reads this FIFO, so the {} cannot go there", shown(path), what));
+  if (fd < 0)
+    throw InputError(fmt::format("{}: cannot open the {} ({})", shown(path), what, std::strerror(errno)));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 }  // namespace
 
 struct OutputFile::Gzip {
   z_stream z{};
 };
 
-OutputFile::OutputFile(std::string path, std::string what) : path_(resolved(path)), what_(std::move(what)) {
+OutputFile::OutputFile(std::string path, std::string what) : what_(std::move(what)) {
+  const Target t = follow_links(path);
+  path_ = t.path;
+  if (t.exists) {
+    if (const std::string hit = guarded_as(t.st); !hit.empty())
+      throw InputError(fmt::format("{}: that is {}; refusing to overwrite it with the {}", shown(path), hit, what_));
+    if (!t.stream && !S_ISREG(t.st.st_mode))
+      throw InputError(fmt::format("{}: not a regular file, FIFO or device; cannot write the {} there", shown(path), what_));
+  }
   if (path_.size() > 3 && path_.compare(path_.size() - 3, 3, ".gz") == 0) {
     gzip_ = std::make_unique<Gzip>();
     // windowBits 15 + 16: a gzip header and trailer around the deflate stream.
     if (deflateInit2(&gzip_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-      throw InputError(fmt::format("{}: cannot start compressing the {}", path_, what_));
+      throw InputError(fmt::format("{}: cannot start compressing the {}", shown(path_), what_));
   }
-  const fs::path dir = fs::path(path_).parent_path();
-  std::string pattern = ((dir.empty() ? fs::path(".") : dir) / ("." + fs::path(path_).filename().string() + ".XXXXXX")).string();
+  if (t.stream) {
+    fd_ = open_stream(path_, what_);
+    direct_ = true;
+    return;
+  }
+  std::string pattern = temporary_pattern(path_);
   fd_ = ::mkstemp(pattern.data());
   if (fd_ < 0) fail("create");
   tmp_ = pattern;
-  struct stat st {};
-  const mode_t mode = ::stat(path_.c_str(), &st) == 0 ? (st.st_mode & 07777) : new_file_mode();
-  ::fchmod(fd_, mode);
+  register_temporary(tmp_);
+  ::fchmod(fd_, t.exists ? (t.st.st_mode & 07777) : new_file_mode());
 }
 
 OutputFile::~OutputFile() {
   if (gzip_) deflateEnd(&gzip_->z);
   if (fd_ >= 0) ::close(fd_);
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  drop_temporary();
+}
+
+void OutputFile::drop_temporary() {
+  if (tmp_.empty()) return;
+  ::unlink(tmp_.c_str());
+  release_temporary(tmp_);
+  tmp_.clear();
 }
 
 void OutputFile::fail(const char* doing) {
   const int err = errno;
   if (fd_ >= 0) ::close(fd_), fd_ = -1;
-  if (!tmp_.empty()) ::unlink(tmp_.c_str()), tmp_.clear();
-  throw InputError(fmt::format("{}: cannot {} the {} ({})", path_, doing, what_, std::strerror(err)));
+  drop_temporary();
+  throw InputError(fmt::format("{}: cannot {} the {} ({})", shown(path_), doing, what_, std::strerror(err)));
 }
 
 void OutputFile::write(std::string_view bytes) {
@@ -106,14 +212,18 @@ void OutputFile::write_raw(std::string_view bytes) {
 
 void OutputFile::commit() {
   if (gzip_) deflate_into_file({}, true);
-  if (::fsync(fd_) != 0 && errno != EINVAL) fail("write");
+  if (!direct_ && ::fsync(fd_) != 0 && errno != EINVAL) fail("write");
   if (::close(fd_) != 0) {
     fd_ = -1;
     fail("write");
   }
   fd_ = -1;
+  if (direct_) return;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("replace");
+  release_temporary(tmp_);
   tmp_.clear();
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) guard(st, fmt::format("the {} {} written by this run", what_, shown(path_)));
 }
 
 void write_stdout(std::string_view bytes) {
@@ -134,43 +244,101 @@ void write_output_pieces(const std::string& path, const std::string& what,
   f.commit();
 }
 
+bool goes_to_stdout(const std::string& path) {
+  if (path == "-") return true;
+  if (path.empty()) return false;
+  struct stat out {}, st {};
+  return ::fstat(STDOUT_FILENO, &out) == 0 && !S_ISREG(out.st_mode) && ::stat(path.c_str(), &st) == 0 &&
+         st.st_dev == out.st_dev && st.st_ino == out.st_ino && st.st_rdev == out.st_rdev;
+}
+
 namespace {
 
-bool same_file(const fs::path& a, const fs::path& b) {
-  std::error_code ec;
-  return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
+struct FileId {
+  struct stat st {};
+  std::string path;
+};
+
+// Every regular file an input names: the file, or the files anywhere inside a directory.
+std::vector<FileId> input_files(const std::vector<std::string>& inputs) {
+  std::vector<FileId> out;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(in, ec)) {
+      FileId f{{}, in};
+      if (::stat(in.c_str(), &f.st) == 0 && S_ISREG(f.st.st_mode)) out.push_back(f);
+      continue;
+    }
+    for (fs::recursive_directory_iterator it(in, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      FileId f{{}, it->path().string()};
+      if (::stat(f.path.c_str(), &f.st) == 0 && S_ISREG(f.st.st_mode)) out.push_back(f);
+    }
+  }
+  return out;
 }
 
-// The input file an existing output would overwrite, or "" when none.
-std::string overwritten_input(const std::string& input, const fs::path& out) {
-  std::error_code ec;
-  if (!fs::is_directory(input, ec)) return same_file(input, out) ? input : "";
-  for (fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec) && same_file(it->path(), out)) return it->path().string();
-  return "";
+// Each file one output creates: its path, or each name inside its directory.
+std::vector<std::string> created_files(const NamedOutput& o) {
+  std::vector<std::string> out{o.path};
+  for (const auto& name : o.files_inside) out.push_back((fs::path(o.path) / name).string());
+  return out;
 }
 
-// Two spellings of one path, whether or not the file exists yet ("a/../r.json", "./r.json").
-bool same_path(const std::string& a, const std::string& b) {
-  std::error_code ea, eb;
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea), cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
-  return (!ea && !eb && ca == cb) || same_file(a, b);
+std::string absolute_normal(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? path : p.string();
+}
+
+struct Planned {
+  const NamedOutput* output;
+  std::string file;  // as the user will see it
+  Target target;
+  std::string where;  // the target, absolute, for comparing spellings
+};
+
+bool same_target(const Planned& a, const Planned& b) {
+  if (a.target.stream || b.target.stream) return false;  // two outputs may both go to /dev/null
+  if (a.target.exists && b.target.exists)
+    return a.target.st.st_dev == b.target.st.st_dev && a.target.st.st_ino == b.target.st.st_ino;
+  return a.where == b.where;
+}
+
+void refuse_second_stdout(const std::vector<NamedOutput>& outputs) {
+  const NamedOutput* first = nullptr;
+  for (const NamedOutput& o : outputs) {
+    if (!goes_to_stdout(o.path)) continue;
+    if (first)
+      throw InputError(fmt::format("{} {} and {} {} both go to standard output: one output at most may use it",
+                                   first->option, shown(first->path), o.option, shown(o.path)));
+    first = &o;
+  }
 }
 
 }  // namespace
 
 void check_outputs(const std::vector<std::string>& inputs, const std::vector<NamedOutput>& outputs) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const NamedOutput& o = outputs[i];
+  refuse_second_stdout(outputs);
+  const std::vector<FileId> in = input_files(inputs);
+  for (const FileId& f : in) guard(f.st, "the input " + shown(f.path));
+  std::vector<Planned> planned;
+  for (const NamedOutput& o : outputs) {
     if (o.path.empty() || o.path == "-") continue;
-    for (const auto& in : inputs)
-      if (const std::string hit = overwritten_input(in, o.path); !hit.empty())
-        throw InputError(fmt::format("{} {}: that is the input {}; refusing to overwrite it", o.option, o.path, hit));
-    for (std::size_t k = 0; k < i; ++k)
-      if (!outputs[k].path.empty() && outputs[k].path != "-" && same_path(outputs[k].path, o.path))
-        throw InputError(fmt::format("{} and {} name the same file {}: give each output its own path",
-                                     outputs[k].option, o.option, o.path));
+    for (const std::string& file : created_files(o)) {
+      Planned p{&o, file, follow_links(file), ""};
+      p.where = absolute_normal(p.target.path);
+      if (p.target.exists && !p.target.stream)
+        for (const FileId& f : in)
+          if (f.st.st_dev == p.target.st.st_dev && f.st.st_ino == p.target.st.st_ino)
+            throw InputError(fmt::format("{} {}: {} is the input {}; refusing to overwrite it", o.option, shown(o.path),
+                                         shown(file), shown(f.path)));
+      for (const Planned& q : planned)
+        if (same_target(p, q))
+          throw InputError(fmt::format("{} and {} name the same file {}: give each output its own path", q.output->option,
+                                       o.option, shown(file)));
+      planned.push_back(std::move(p));
+    }
   }
 }
 

@@ -11,12 +11,52 @@
 
 namespace stepscope {
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at the start of `s`, 0 when it is not one.
+std::size_t utf8_length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 && c >= 0xc2 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e && c <= 0xf4 ? 4 : 0;
+  if (n == 0 || n > s.size()) return 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if ((b(i) & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) >= 0xa0))) return 0;  // overlong, surrogate
+  if (n == 4 && ((c == 0xf0 && b(1) < 0x90) || (c == 0xf4 && b(1) >= 0x90))) return 0;
+  return n;
+}
+
+std::uint32_t code_point(std::string_view s, std::size_t n) {
+  const auto b = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(s[i])); };
+  if (n == 1) return b(0);
+  std::uint32_t cp = b(0) & (0xffu >> (n + 1));
+  for (std::size_t i = 1; i < n; ++i) cp = (cp << 6) | (b(i) & 0x3f);
+  return cp;
+}
+
+// Code points a terminal acts on rather than shows: C0 and C1 controls (U+009B is CSI, U+009D
+// OSC), DEL, and the bidirectional overrides and isolates that reorder what follows them.
+bool acts_on_terminal(std::uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
 std::string terminal_safe(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
+  while (!s.empty()) {
+    const std::size_t n = utf8_length(s);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[0]));  // a lone byte: 0x9b alone is CSI too
+      s.remove_prefix(1);
+      continue;
+    }
+    const std::uint32_t cp = code_point(s, n);
+    if (cp < 0x80 && acts_on_terminal(cp)) out += fmt::format("\\x{:02x}", cp);
+    else if (acts_on_terminal(cp)) out += fmt::format("\\u{:04x}", cp);
+    else out.append(s.data(), n);
+    s.remove_prefix(n);
   }
   return out;
 }

@@ -928,15 +928,34 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   return result;
 }
 
+namespace {
+
+// Logs are text: a NUL in the first block means another kind of file (or /dev/zero), refused
+// before more of it is read. A day of dmon at one line a second is a few MB: the limit leaves
+// room for far more, yet bounds what an endless stream can take.
+constexpr std::size_t kMaxLogBytes = 512ull << 20;
+
+std::string read_log(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", p));
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    const std::string_view piece(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.empty() && piece.find('\0') != std::string_view::npos)
+      throw InputError(fmt::format("{}: not a text log (it holds NUL bytes)", p));
+    if (text.size() + piece.size() > kMaxLogBytes)
+      throw InputError(fmt::format("{}: over {} MiB: not a log triage reads whole", p, kMaxLogBytes >> 20));
+    text.append(piece);
+  }
+  return text;
+}
+
+}  // namespace
+
 TriageResult triage_files(const std::vector<std::string>& paths, const TriageOptions& o) {
   std::vector<std::pair<std::string, std::string>> logs;
-  for (const auto& p : paths) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open", p));
-    std::ostringstream s;
-    s << in.rdbuf();
-    logs.emplace_back(p, s.str());
-  }
+  for (const auto& p : paths) logs.emplace_back(p, read_log(p));
   return triage_logs(logs, o);
 }
 
