@@ -636,6 +636,11 @@ struct RankTrace {
   void build_indexes();
 };
 
+// The rank a process name states, as trace-merging tools name the processes of a job written
+// into one file; -1 when it states none.
+//   "RANK 2 - GPU 0" -> 2, "rank3" -> 3, "Rank_1 python" -> 1, "python3" -> -1, "ranker 4" -> -1
+int rank_in_process_name(std::string_view name);
+
 // A whole job: every rank read, in rank order.
 struct Trace {
   std::vector<RankTrace> ranks;

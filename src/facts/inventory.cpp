@@ -84,19 +84,6 @@ Recorder recorder_of(TraceLayout layout) {
 
 namespace {
 
-// "RANK 2 - GPU 0", "rank3", "Rank 1" -> 2, 3, 1; -1 when the name carries no rank.
-int rank_in_process_name(std::string_view name) {
-  const std::string l = lower(name);
-  const auto at = l.find("rank");
-  if (at == std::string::npos) return -1;
-  std::size_t k = at + 4;
-  while (k < l.size() && (l[k] == ' ' || l[k] == '_' || l[k] == '-' || l[k] == ':')) ++k;
-  if (k >= l.size() || !std::isdigit(static_cast<unsigned char>(l[k]))) return -1;
-  int r = 0;
-  for (; k < l.size() && std::isdigit(static_cast<unsigned char>(l[k])) && r < 1'000'000; ++k) r = r * 10 + (l[k] - '0');
-  return r;
-}
-
 // Processes, threads, GPUs and streams; and how many ranks the file holds. A merged job file
 // names its processes after ranks, or has several processes each launching GPU work.
 void processes_and_ranks(const RankTrace& t, const RankFacts& f, InputInventory& inv) {

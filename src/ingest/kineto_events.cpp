@@ -225,7 +225,7 @@ void parse_args(od::object obj, StringTable& strings, Phase phase, ns_t ts, StrI
       as_int64(v, a.stream);
     } else if (k == "device") {
       as_int64(v, a.device);
-    } else if (k == "name" && phase == Phase::Metadata) {
+    } else if (k == "name") {  // kept for M events; their "ph" may come after "args" (keys in any order)
       auto s = v.get_string();
       if (!s.error()) {
         a.meta_name = s.value_unsafe();
@@ -541,7 +541,8 @@ bool arg_member(Cursor& c, std::string_view k, const EventFields& e, StringTable
   if (k == "External id" || k == "external id") return int_value(c, a.external_id);
   if (k == "stream") return int_value(c, a.stream);
   if (k == "device") return int_value(c, a.device);
-  if (k == "name" && e.phase == Phase::Metadata) {
+  // Kept for M events, whatever comes first: a writer that sorts keys puts "args" before "ph".
+  if (k == "name") {
     StrId id = kNoStr;
     if (!interned_string(c, strings, id, got)) return false;
     if (got) a.meta_name = strings.view(id), a.meta_name_set = true;

@@ -402,6 +402,12 @@ void number_in_file_order(std::vector<RankPlace*>& kept, const std::vector<std::
 }
 
 // Numbers the kept ranks: their own number, else their place in file order; refuses duplicates.
+// A file whose ranks all name themselves (a job file split by its process names) needs no
+// numbering by file order.
+bool every_rank_named(const std::vector<RankStub>& stubs) {
+  return std::all_of(stubs.begin(), stubs.end(), [](const RankStub& s) { return s.named.has_value(); });
+}
+
 void assign_ranks(const std::vector<std::vector<RankStub>>& stubs, ListingPlan& plan,
                   const std::vector<std::string>& shared_files) {
   std::vector<RankPlace*> kept;
@@ -548,7 +554,10 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
     auto src = open_byte_source(sources[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
     try {
-      ranks.push_back(r.read());
+      std::string why_not;
+      ranks = split_merged_ranks(r.read(), why_not);
+      if (!why_not.empty())
+        ranks.front().warnings.push_back("the file holds several ranks and was not split: " + why_not);
     } catch (const NotATraceError&) {
       if (!found[i].listed) throw;
       not_traces[i] = 1;
@@ -573,7 +582,7 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
   leave_out_empty_ranks(files, sqlite, stubs, plan);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i)
-    if (stubs[i].size() > 1 && plan.files[i][0].kept) shared_files.push_back(files[i]);
+    if (stubs[i].size() > 1 && plan.files[i][0].kept && !every_rank_named(stubs[i])) shared_files.push_back(files[i]);
   assign_ranks(stubs, plan, shared_files);
   return plan;
 }
