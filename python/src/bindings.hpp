@@ -14,4 +14,7 @@ std::string dump_report(const nlohmann::json& j);
 // `stepscope.plan.<calculator>`: keyword arguments named after the CLI's options.
 void bind_plan(pybind11::module_& plan);
 
+// `HtaTrace` and `hta_load`: HTA's analyses with HTA's arguments, for stepscope.hta.
+void bind_hta(pybind11::module_& m);
+
 }  // namespace stepscope::python

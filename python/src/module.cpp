@@ -134,6 +134,8 @@ PYBIND11_MODULE(_stepscope, m) {
   m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;
   m.attr("max_jobs") = stepscope::kMaxJobs;
 
+  bind_hta(m);
+
   auto plan = m.def_submodule("plan", "Planning calculators; each returns `plan <name> --json` text.");
   bind_plan(plan);
 }

@@ -1,0 +1,750 @@
+"""HTA's `TraceAnalysis` API on stepscope's C++ analysis: an HTA notebook runs with one import changed.
+
+    from stepscope.hta import TraceAnalysis          # instead of: from hta.trace_analysis import ...
+    analyzer = TraceAnalysis(trace_dir="traces/")
+    time_df = analyzer.get_temporal_breakdown(visualize=False)
+    idle_df, stats_df = analyzer.get_idle_time_breakdown(show_idle_interval_stats=True)
+    cp_graph, ok = analyzer.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
+
+Methods, parameters, defaults, return types, column names and index are those of Meta's Holistic
+Trace Analysis (HTA) at commit f4d0062 (version 0.6.1), and so are the figures: they follow HTA's
+definitions, quirks included (whole µs, the last profiler step dropped, HTA's launch delay formula),
+where stepscope's own report (`stepscope.Report`) keeps its own definitions. Timestamps are the
+trace's absolute µs (HTA shifts them to start at the earliest event of the set).
+
+The traces are read once when `TraceAnalysis` is built; each method computes its table in C++ with
+the arguments given. `visualize=True` draws HTA's plotly charts when plotly is installed, and
+otherwise warns and returns the frames. pandas is needed (as for HTA).
+"""
+import enum as _enum
+import json as _json
+import os as _os
+import re as _re
+import warnings as _warnings
+
+from . import _stepscope
+from ._stepscope import Error
+
+__all__ = ["TraceAnalysis", "TraceDiff", "LabeledTrace", "DeviceType", "CPGraph", "DEFAULT_TRACE_DIR",
+           "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM", "NotComputedError"]
+
+DEFAULT_TRACE_DIR = "traces"
+CUDA_MAX_LAUNCH_QUEUE_PER_STREAM = 1024
+
+
+class NotComputedError(Error, NotImplementedError):
+    """An HTA method whose figure stepscope does not compute (the message says what is missing)."""
+
+
+NotComputedError.__module__ = "stepscope.hta"
+
+
+class DeviceType(_enum.Enum):
+    """HTA's `hta.common.trace_filter`-side device selector for TraceDiff."""
+    CPU = 0
+    GPU = 1
+    ALL = 2
+
+
+def _pd():
+    from .frames import _pandas
+    return _pandas()
+
+
+def _us(ns):
+    return None if ns is None else ns / 1000.0
+
+
+def _hta_round(x, decimals):
+    from .frames import _hta_round as r
+    return r(x, decimals)
+
+
+def _plotly():
+    """plotly.express, or None with a warning: the caller then returns its frames undrawn."""
+    try:
+        import plotly.express as px
+        return px
+    except ImportError:
+        _warnings.warn("visualize=True: plotly is not installed, so nothing is drawn; the frames are returned "
+                       "(install plotly, e.g. `pip install plotly`, to draw HTA's charts)", stacklevel=3)
+        return None
+
+
+def _rank_list(ranks, all_ranks, default_first):
+    """HTA's `ranks` argument: None or [] is rank 0 (the first rank here when the set has no rank 0)
+    for the methods that default to it, every rank for the others."""
+    if ranks is None or (not isinstance(ranks, int) and len(ranks) == 0):
+        if default_first:
+            return [0] if 0 in all_ranks else all_ranks[:1]
+        return list(all_ranks)
+    if isinstance(ranks, bool) or not all(isinstance(r, int) and not isinstance(r, bool)
+                                          for r in ([ranks] if isinstance(ranks, int) else ranks)):
+        raise Error(f"ranks {ranks!r}: expected a list of rank numbers")
+    ranks = [ranks] if isinstance(ranks, int) else list(ranks)
+    missing = [r for r in ranks if r not in all_ranks]
+    if missing:
+        raise Error(f"ranks {missing}: not in the trace (ranks: {', '.join(map(str, all_ranks))})")
+    return ranks
+
+
+def _trace_paths(trace_files, trace_dir):
+    if trace_files:
+        if not isinstance(trace_files, dict):
+            raise Error("trace_files: expected a dict rank -> trace file")
+        paths = []
+        for _, f in sorted(trace_files.items()):
+            f = _os.fspath(f)
+            if not _os.path.isabs(f) and not _os.path.exists(f) and trace_dir:
+                f = _os.path.join(_os.fspath(trace_dir), f)
+            paths.append(f)
+        return paths
+    if trace_dir is None:
+        raise Error("TraceAnalysis: give trace_dir or trace_files")
+    return [_os.fspath(trace_dir)]
+
+
+class CPGraph:
+    """The critical path graph `critical_path_analysis` returns: HTA's `CPGraph` read-only view.
+
+    `summary()` is HTA's Series bound_by -> % of the path; `get_critical_path_breakdown()` the
+    path's edges in order; `save(out_dir)` writes the path as JSON and returns the file's path.
+    """
+
+    def __init__(self, rank, data):
+        self.rank = rank
+        self._data = data
+        self.success = bool(data.get("success"))
+        self.error = data.get("error")
+        self.annotation = data.get("annotation")
+        self.critical_path_length_us = _us(data.get("length_ns"))
+
+    def summary(self):
+        pd = _pd()
+        shares = ((self._data.get("hta") or {}).get("summary_share")) or {}
+        s = pd.Series({k: (float("nan") if v is None else 100.0 * v) for k, v in shares.items()}, dtype=float)
+        s.index.name = "bound_by"
+        return s
+
+    def get_critical_path_breakdown(self):
+        pd = _pd()
+        cols = ["event_idx", "name", "duration", "type", "bound_by", "stream", "begin_ts", "end_ts"]
+        rows = [{"event_idx": e["event"], "name": e["name"], "duration": _us(e["duration_ns"]), "type": e["type"],
+                 "bound_by": e["bound_by"], "stream": e["stream"], "begin_ts": _us(e["begin_ns"]),
+                 "end_ts": _us(e["end_ns"])} for e in self._data.get("path", [])]
+        return pd.DataFrame(rows, columns=cols)
+
+    def save(self, out_dir):
+        _os.makedirs(out_dir, exist_ok=True)
+        path = _os.path.join(out_dir, f"critical_path_rank{self.rank}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            _json.dump(dict(self._data, rank=self.rank), f)
+        return path
+
+    def __repr__(self):
+        if not self.success:
+            return f"<stepscope.hta.CPGraph rank {self.rank}: failed: {self.error}>"
+        return f"<stepscope.hta.CPGraph rank {self.rank}: {self.annotation}, {self.critical_path_length_us:.0f} us>"
+
+
+class TraceAnalysis:
+    """HTA's `hta.trace_analysis.TraceAnalysis`, computed by stepscope."""
+
+    def __init__(self, trace_files=None, trace_dir=DEFAULT_TRACE_DIR, include_last_profiler_step=False):
+        from . import _paths
+        self.trace_dir = trace_dir
+        self.include_last_profiler_step = bool(include_last_profiler_step)
+        self._files = _paths(_trace_paths(trace_files, trace_dir))
+        from ._interrupt import call_interruptibly
+        self._t = call_interruptibly(_stepscope.hta_load, self._files)
+        self._ranks = sorted(self._t.ranks())
+        self._timelines = {}
+        self._report = None
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def _timeline(self, rank, consecutive_kernel_delay=30, runtime_cutoff=50, launch_delay_cutoff=100,
+                  include_memory_events=True, duration_ratio=0.8, num_kernels=10):
+        key = (rank, consecutive_kernel_delay, runtime_cutoff, launch_delay_cutoff, include_memory_events,
+               duration_ratio, num_kernels)
+        if key not in self._timelines:
+            self._timelines[key] = _json.loads(self._t.gpu_timeline(
+                rank, self.include_last_profiler_step, float(consecutive_kernel_delay), float(runtime_cutoff),
+                float(launch_delay_cutoff), bool(include_memory_events), float(duration_ratio), int(num_kernels)))
+        return self._timelines[key]
+
+    def _full_report(self):
+        if self._report is None:
+            from . import analyze_report
+            self._report = analyze_report(self._files)
+        return self._report
+
+    # ---- breakdowns ------------------------------------------------------------------------------
+
+    def get_temporal_breakdown(self, visualize=True):
+        pd = _pd()
+        cols = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
+                "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
+        rows = []
+        for r in self._ranks:
+            t = self._timeline(r)["hta"]["temporal_breakdown"]
+            if not t.get("available"):
+                continue
+            rows.append({"rank": r, "idle_time(us)": _us(t["idle_time_ns"]), "compute_time(us)": _us(t["compute_time_ns"]),
+                         "non_compute_time(us)": _us(t["non_compute_time_ns"]), "kernel_time(us)": _us(t["kernel_time_ns"]),
+                         "idle_time_pctg": _hta_round(100.0 * t["idle_time_share"], 2),
+                         "compute_time_pctg": _hta_round(100.0 * t["compute_time_share"], 2),
+                         "non_compute_time_pctg": _hta_round(100.0 * t["non_compute_time_share"], 2)})
+        df = pd.DataFrame(rows, columns=cols)
+        if visualize and (px := _plotly()):
+            fig = px.bar(df, x="rank", y=["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"],
+                         title="Temporal breakdown across ranks", labels={"rank": "Rank", "value": "Percentage (%)"})
+            fig.show()
+        return df
+
+    def get_idle_time_breakdown(self, ranks=None, streams=None, visualize=True, visualize_pctg=True,
+                                show_idle_interval_stats=False, consecutive_kernel_delay=30):
+        pd = _pd()
+        ranks = _rank_list(ranks, self._ranks, default_first=True)
+        want_streams = None if streams is None else set(streams)
+        idle_rows, stat_rows = [], []
+        for r in ranks:
+            for s in self._timeline(r, consecutive_kernel_delay=consecutive_kernel_delay)["hta"]["idle_time_breakdown"].get("streams", []):
+                if want_streams is not None and s["stream"] not in want_streams:
+                    continue
+                for c in s["categories"]:
+                    share = c["idle_time_share"]
+                    idle_rows.append({"rank": r, "stream": s["stream"], "idle_category": c["idle_category"],
+                                      "idle_time": _us(c["idle_time_ns"]),
+                                      "idle_time_ratio": float("nan") if share is None else _hta_round(share, 2)})
+                    st = c.get("interval_stats_ns") or {}
+                    # HTA rounds the interval statistics to two places.
+                    stat_rows.append({"idle_category": c["idle_category"], "rank": r, "stream": s["stream"],
+                                      "count": float(st.get("count", 0)),
+                                      **{k: _hta_round(_us(st.get(src)), 2) if st.get(src) is not None else float("nan")
+                                         for k, src in (("mean", "mean"), ("std", "std"), ("min", "min"), ("25%", "p25"),
+                                                        ("50%", "median"), ("75%", "p75"), ("max", "max"))}})
+        idle = pd.DataFrame(idle_rows, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
+        stats = None
+        if show_idle_interval_stats:
+            stats = pd.DataFrame(stat_rows, columns=["idle_category", "rank", "stream", "count", "mean", "std", "min",
+                                                     "25%", "50%", "75%", "max"])
+        if visualize and (px := _plotly()):
+            y = "idle_time_ratio" if visualize_pctg else "idle_time"
+            for r in ranks:
+                d = idle[idle["rank"] == r]
+                px.bar(d, x="stream", y=y, color="idle_category", title=f"Idle time breakdown on rank {r} per CUDA stream",
+                       barmode="stack").show()
+        return idle, stats
+
+    def get_comm_comp_overlap(self, visualize=True):
+        pd = _pd()
+        rows = []
+        for r in self._ranks:
+            tl = self._timeline(r)["hta"]
+            if not tl["temporal_breakdown"].get("available"):
+                continue
+            o = tl["comm_comp_overlap"]
+            share = o.get("comp_comm_overlap_share")
+            rows.append({"rank": r, "comp_comm_overlap_pctg":
+                         _hta_round(100.0 * share, 2) if o.get("available") and share is not None else float("nan")})
+        df = pd.DataFrame(rows, columns=["rank", "comp_comm_overlap_pctg"]).astype({"comp_comm_overlap_pctg": float})
+        if visualize and (px := _plotly()):
+            px.bar(df, x="rank", y="comp_comm_overlap_pctg", title="Computation-Communication Overlap",
+                   labels={"rank": "Rank", "comp_comm_overlap_pctg": "Computation-Communication Overlap Percentage"}).show()
+        return df
+
+    def get_gpu_kernel_breakdown(self, visualize=True, duration_ratio=0.8, num_kernels=10, include_memory_kernels=True,
+                                 image_renderer=""):
+        pd = _pd()
+        sums, order = {}, []
+        kernel_rows = []
+        for r in self._ranks:
+            tl = self._timeline(r, duration_ratio=duration_ratio, num_kernels=num_kernels)
+            for t in tl.get("kernel_types") or []:
+                if t["kernel_type"] not in sums:
+                    order.append(t["kernel_type"])
+                sums[t["kernel_type"]] = sums.get(t["kernel_type"], 0) + t["sum_ns"]
+            for k in tl["hta"]["kernel_breakdown"].get("top_kernels", []):
+                if not include_memory_kernels and k["kernel_type"] == "MEMORY":
+                    continue
+                kernel_rows.append({"name": k["name"], "sum (us)": _us(k["sum_ns"]), "max (us)": _us(k["max_ns"]),
+                                    "min (us)": _us(k["min_ns"]), "stddev": _us(k["stddev_ns"]),
+                                    "mean (us)": _us(k["mean_ns"]), "kernel_type": k["kernel_type"], "rank": r})
+        total = sum(sums.values())
+        type_rows = sorted(({"kernel_type": t, "sum": sums[t] // 1000,
+                             "percentage": _hta_round(100.0 * sums[t] / total, 1) if total else float("nan")}
+                            for t in order), key=lambda x: -x["sum"])
+        types = pd.DataFrame(type_rows, columns=["kernel_type", "sum", "percentage"])
+        # HTA's order: by kernel type, then name (ranks in order within a name).
+        kernel_rows.sort(key=lambda k: (k["kernel_type"], k["name"], k["rank"]))
+        kernels = pd.DataFrame(kernel_rows, columns=["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)",
+                                                     "kernel_type", "rank"])
+        if visualize and (px := _plotly()):
+            px.pie(types, values="percentage", names="kernel_type", title="Kernel type percentage across all ranks").show(
+                renderer=image_renderer or None)
+            for kt in kernels["kernel_type"].unique():
+                d = kernels[kernels["kernel_type"] == kt]
+                px.bar(d, x="rank", y="sum (us)", color="name", title=f"{kt} kernel duration per rank").show(
+                    renderer=image_renderer or None)
+        return types, kernels
+
+    def get_cuda_kernel_launch_stats(self, ranks=None, runtime_cutoff=50, launch_delay_cutoff=100,
+                                     include_memory_events=True, visualize=True):
+        pd = _pd()
+        out = {}
+        for r in _rank_list(ranks, self._ranks, default_first=True):
+            corr, cpu, gpu, delay = self._t.launches(r, self.include_last_profiler_step, bool(include_memory_events))
+            df = pd.DataFrame({"correlation": corr, "cpu_duration": cpu, "gpu_duration": gpu, "launch_delay": delay},
+                              columns=["correlation", "cpu_duration", "gpu_duration", "launch_delay"])
+            out[r] = df
+            if visualize and (px := _plotly()):
+                short = df[(df["cpu_duration"] <= runtime_cutoff) & (df["gpu_duration"] < df["cpu_duration"])]
+                px.histogram(short, x="cpu_duration",
+                             title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}").show()
+                px.histogram(df[df["cpu_duration"] > runtime_cutoff], x="cpu_duration", nbins=300,
+                             title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}").show()
+                px.histogram(df[df["launch_delay"] > launch_delay_cutoff], x="launch_delay", nbins=300,
+                             title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}").show()
+        return out
+
+    def get_frequent_cuda_kernel_sequences(self, operator_name, output_dir, min_pattern_len=3, rank=0, top_k=5,
+                                           visualize=False, compress_other_kernels=True):
+        pd = _pd()
+        if not isinstance(operator_name, str) or not operator_name:
+            raise Error(f"operator_name {operator_name!r}: expected the (part of an) operator name to search")
+        rank = _rank_list([rank], self._ranks, default_first=True)[0]
+        k = _json.loads(self._t.kernel_sequences(rank, operator_name, int(min_pattern_len)))
+        cols = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
+        rows = [{"pattern": "|".join(s["pattern"]), "count": s["count"], "GPU kernel duration (us)": _us(s["gpu_time_ns"]),
+                 "CPU op duration (us)": _us(s["cpu_time_ns"])} for s in k.get("sequences", [])]
+        df = pd.DataFrame(rows, columns=cols)
+        if output_dir is not None:
+            # HTA writes the trace overlaid with the top_k patterns; we write the patterns themselves.
+            _os.makedirs(output_dir, exist_ok=True)
+            path = _os.path.join(output_dir, f"frequent_kernel_sequences_rank{rank}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                _json.dump({"rank": rank, "operator_name": operator_name, "min_pattern_len": min_pattern_len,
+                            "note": k.get("note"), "patterns": rows[:max(0, int(top_k))]}, f, indent=1)
+        if visualize and (px := _plotly()) and len(df):
+            top = df.head(top_k)
+            px.bar(top, x="pattern", y="count", title=f"Frequent CUDA kernel sequences of {operator_name} on rank {rank}").show()
+        return df
+
+    # ---- counters --------------------------------------------------------------------------------
+
+    def get_queue_length_time_series(self, ranks=None):
+        pd = _pd()
+        out = {}
+        for r in _rank_list(ranks, self._ranks, default_first=True):
+            q = _json.loads(self._t.queue_length(r))
+            rows = []
+            for s in q.get("streams", []):
+                series = s.get("series") or {}
+                rows.extend({"ts": _us(ts), "pid": None, "tid": s["stream"], "stream": s["stream"], "queue_length": v}
+                            for ts, v in zip(series.get("ts_ns", []), series.get("queue_length", [])))
+            if rows:
+                out[r] = pd.DataFrame(rows, columns=["ts", "pid", "tid", "stream", "queue_length"])
+        return out
+
+    def get_queue_length_summary_from_time_series(self, queue_length_dict):
+        pd = _pd()
+        parts = []
+        for r, df in queue_length_dict.items():
+            df = df.copy()
+            df["rank"] = r
+            parts.append(df[["rank", "stream", "queue_length"]].groupby(["rank", "stream"]).describe())
+        return pd.concat(parts) if parts else None
+
+    def get_queue_length_summary(self, ranks=None):
+        return self.get_queue_length_summary_from_time_series(self.get_queue_length_time_series(ranks))
+
+    def get_time_spent_blocked_on_full_queue(self, queue_length_dict, max_queue_length=CUDA_MAX_LAUNCH_QUEUE_PER_STREAM):
+        pd = _pd()
+        result = {}
+        for r, ql in queue_length_dict.items():
+            span = self._trace_duration_us(r)
+            for stream in ql["stream"].unique():
+                df = ql.loc[ql["stream"] == stream].copy()
+                df["dur"] = df["ts"].shift(-1) - df["ts"]
+                df = df.loc[df["queue_length"] >= max_queue_length]
+                if df.empty:
+                    continue
+                dur = df["dur"].sum()
+                # As HTA: keyed by rank, so a rank keeps its last stream that filled up.
+                result[r] = [stream, dur, dur / span if span else float("nan")]
+        df = pd.DataFrame.from_dict(result, orient="index",
+                                    columns=["stream", "duration_at_max_queue_length", "relative_duration_at_max_queue_length"])
+        return df.reset_index(names="rank")
+
+    def _trace_duration_us(self, rank):
+        q = self._timeline(rank)["hta"]["temporal_breakdown"]
+        return _us(q.get("kernel_time_ns")) if q.get("available") else 0.0
+
+    def get_memory_bw_time_series(self, ranks=None):
+        pd = _pd()
+        out = {}
+        for r in _rank_list(ranks, self._ranks, default_first=True):
+            m = _json.loads(self._t.memory_bandwidth(r))
+            rows = []
+            for t in m.get("types", []):
+                series = t.get("series") or {}
+                rows.extend({"ts": _us(ts), "pid": None, "name": t["name"], "memory_bw_gbps": v}
+                            for ts, v in zip(series.get("ts_ns", []), series.get("gbps", [])))
+            if rows:
+                out[r] = pd.DataFrame(rows, columns=["ts", "pid", "name", "memory_bw_gbps"])
+        return out
+
+    def get_memory_bw_summary(self, ranks=None):
+        pd = _pd()
+        parts = []
+        for r, df in self.get_memory_bw_time_series(ranks).items():
+            df = df.copy()
+            df["rank"] = r
+            df = df[df["memory_bw_gbps"] > 0]
+            parts.append(df[["rank", "name", "memory_bw_gbps"]].groupby(["rank", "name"]).describe())
+        return pd.concat(parts) if parts else None
+
+    def generate_trace_with_counters(self, time_series=None, ranks=None, output_suffix="_with_counters"):
+        """Writes, beside each rank's trace, a copy with HTA's counter tracks (queue length per
+        stream, memory bandwidth per copy type) added as `ph: "C"` events."""
+        import gzip
+        kinds = {"QUEUE_LENGTH", "MEMCPY_BANDWIDTH"} if time_series is None else {getattr(t, "name", str(t)).upper()
+                                                                               for t in (time_series if isinstance(time_series, (list, tuple, set)) else [time_series])}
+        ranks = _rank_list(ranks, self._ranks, default_first=True)
+        queues = self.get_queue_length_time_series(ranks) if kinds & {"QUEUE_LENGTH", "TIMESERIESTYPES.QUEUE_LENGTH"} else {}
+        bws = self.get_memory_bw_time_series(ranks) if kinds & {"MEMCPY_BANDWIDTH", "TIMESERIESTYPES.MEMCPY_BANDWIDTH"} else {}
+        by_rank = self._rank_files()
+        for r in ranks:
+            src = by_rank.get(r)
+            if src is None:
+                raise Error(f"generate_trace_with_counters: cannot tell which file holds rank {r}")
+            opener = gzip.open if src.endswith(".gz") else open
+            with opener(src, "rt", encoding="utf-8") as f:
+                doc = _json.load(f)
+            events = doc.setdefault("traceEvents", [])
+            for _, row in (queues.get(r) if r in queues else _pd().DataFrame()).iterrows():
+                events.append({"ph": "C", "cat": "stepscope", "name": "Queue Length", "pid": 0, "tid": int(row["stream"]),
+                               "ts": row["ts"], "args": {f"stream {int(row['stream'])}": row["queue_length"]}})
+            for _, row in (bws.get(r) if r in bws else _pd().DataFrame()).iterrows():
+                events.append({"ph": "C", "cat": "stepscope", "name": "Memcpy BW", "pid": 0, "tid": 0,
+                               "ts": row["ts"], "args": {row["name"]: row["memory_bw_gbps"]}})
+            # HTA's naming: the first ".json" of the file name gets the suffix in front of it.
+            dst = src.replace(".json", f"{output_suffix or '_with_counters'}.json", 1)
+            with opener(dst, "wt", encoding="utf-8") as f:
+                _json.dump(doc, f)
+
+    def _rank_files(self):
+        """rank -> the trace file it was read from."""
+        return {rank: _os.fsdecode(path) for rank, path in self._t.files()}
+
+    # ---- steps, stragglers, annotations ----------------------------------------------------------
+
+    def get_profiler_steps(self):
+        its = set()
+        for r in self._ranks:
+            its.update(self._timeline(r)["hta"]["load"].get("iterations") or [])
+        return sorted(its)
+
+    def get_potential_stragglers(self, profiler_steps=None, num_candidates=2, visualize=False,
+                                 straggler_identification_impl=None):
+        """The ranks whose late arrival the others wait for. HTA ranks them by the late start of
+        their communication kernels; we rank them by stepscope's cross-rank arrival wait (the
+        clock-aligned collective arrivals), which names the same rank on the traces we checked."""
+        if straggler_identification_impl is not None:
+            raise NotComputedError("get_potential_stragglers: a custom straggler_identification_impl needs HTA's "
+                                   "per-kernel frame, which stepscope does not build")
+        if len(self._ranks) <= num_candidates:
+            return list(self._ranks)
+        rep = self._full_report()
+        rc = rep.get("rank_comparison") or {}
+        rows = rc.get("rows") or []
+        if not rows:
+            raise Error("get_potential_stragglers: the trace has no communication to compare ranks by")
+        clocks = {c["rank"]: c for c in (rc.get("clock_alignment") or {}).get("ranks", []) if c.get("aligned")}
+
+        def lateness(row):
+            # The rank the others wait for waits least itself; its step is the longest.
+            wait = (clocks.get(row["rank"]) or {}).get("arrival_wait_ns")
+            return (0 if row["rank"] == rc.get("straggler") else 1, wait if wait is not None else 0, -row["step_ns"])
+        return [row["rank"] for row in sorted(rows, key=lateness)[:num_candidates]]
+
+    def _rows(self, rank, host=False):
+        pd = _pd()
+        df = pd.DataFrame(self._t.gpu_rows(rank, self.include_last_profiler_step, host))
+        df["ts"] = df.pop("ts_ns") / 1000.0
+        df["dur"] = df.pop("dur_ns") / 1000.0
+        return df[["index", "ts", "dur", "pid", "tid", "stream", "correlation", "name", "cat"]]
+
+    def get_gpu_kernels_with_user_annotations(self, rank, expand_names=True, shorten_names=True):
+        """Every GPU kernel, copy and memset of the rank with the innermost GPU user annotation
+        (`gpu_user_annotation`) of its track (pid, tid: the stream's row) that holds its start, in `user_annotation` (None
+        outside any). Names are text already; `expand_names` adds HTA's `s_name` and
+        `s_user_annotation` columns, shortened (templates and arguments cut) with `shorten_names`.
+        None when the rank has no GPU user annotations, as in HTA."""
+        import numpy as np
+        rank = _rank_list([rank], self._ranks, default_first=True)[0]
+        rows = self._rows(rank)
+        anno = rows[rows["cat"] == "gpu_user_annotation"]
+        if anno.empty:
+            return None
+        kernels = rows[rows["cat"].isin(["kernel", "Kernel", "gpu_memcpy", "gpu_memset"])].copy()
+        kernels = kernels.sort_values(["ts", "index"]).reset_index(drop=True)
+        label = np.full(len(kernels), None, dtype=object)
+        # Annotations carry no stream argument: they share the (pid, tid) of their stream's row.
+        for (pid, tid), a in anno.groupby(["pid", "tid"]):
+            sel = np.flatnonzero((kernels["pid"].to_numpy() == pid) & (kernels["tid"].to_numpy() == tid))
+            if not len(sel):
+                continue
+            starts = kernels["ts"].to_numpy()[sel]
+            # Outer annotations first, so an inner one (later start, then shorter) overwrites them.
+            for _, row in a.sort_values(["ts", "dur"], ascending=[True, False]).iterrows():
+                lo, hi = np.searchsorted(starts, [row["ts"], row["ts"] + row["dur"]], side="left")
+                label[sel[lo:hi]] = row["name"]
+        kernels["user_annotation"] = label
+        if expand_names:
+            short = _short_name if shorten_names else (lambda n: n)
+            kernels["s_name"] = kernels["name"].map(short)
+            kernels["s_user_annotation"] = kernels["user_annotation"].map(lambda n: None if n is None else short(n))
+        return kernels
+
+    def get_gpu_user_annotation_breakdown(self, use_gpu_annotation=True, visualize=True, duration_ratio=0.8,
+                                          num_kernels=1000, allowlist_patterns=None, image_renderer=None):
+        """Time per user annotation and rank: name, sum (us), max (us), min (us), stddev, mean (us),
+        rank, with the annotations beyond `num_kernels` or past the `duration_ratio` quantile of the
+        cumulative sum lumped into "others" (HTA's kernel-table rule). GPU annotations
+        (`gpu_user_annotation`) with `use_gpu_annotation`, else the host's `user_annotation` ranges;
+        `allowlist_patterns` keeps the names matching one of its regexes. None without annotations."""
+        pd = _pd()
+        patterns = [_re.compile(p) for p in (allowlist_patterns or [])]
+        frames = []
+        for r in self._ranks:
+            rows = self._rows(r, host=not use_gpu_annotation)
+            if use_gpu_annotation:
+                rows = rows[rows["cat"] == "gpu_user_annotation"]
+            rows = rows[~rows["name"].str.startswith("ProfilerStep")] if not use_gpu_annotation else rows
+            if patterns:
+                rows = rows[rows["name"].map(lambda n: any(p.search(n) for p in patterns))]
+            if rows.empty:
+                continue
+            frames.append(_summarize_by_name(rows, r, duration_ratio, num_kernels))
+        if not frames:
+            return None
+        df = pd.concat(frames, ignore_index=True)
+        if visualize and (px := _plotly()):
+            for r, d in df.groupby("rank"):
+                px.pie(d, values="sum (us)", names="name", title=f"User annotation time on rank {r}").show(
+                    renderer=image_renderer or None)
+                px.bar(d, x="name", y="mean (us)", title=f"Mean user annotation time on rank {r}").show(
+                    renderer=image_renderer or None)
+        return df
+
+    def get_aten_op_kernels_and_delay(self, ranks=None, sort_by=None):
+        raise NotComputedError("get_aten_op_kernels_and_delay: stepscope does not build HTA's per-op kernel and "
+                               "delay frame; use stepscope.Report.operators() for per-op GPU time")
+
+    def get_cupti_counter_data_with_operators(self, ranks=None):
+        raise NotComputedError("get_cupti_counter_data_with_operators: stepscope does not read CUPTI range-profiler "
+                               "counters (cuda_profiler_range events)")
+
+    # ---- critical path ---------------------------------------------------------------------------
+
+    def critical_path_analysis(self, rank, annotation, instance_id, data_load_events=None):
+        rank = _rank_list([rank], self._ranks, default_first=True)[0]
+        if instance_id is None:
+            first = last = 0
+        elif isinstance(instance_id, tuple):
+            if len(instance_id) != 2:
+                raise Error(f"instance_id {instance_id!r}: expected an index or a (start, end) pair")
+            first, last = (int(x) for x in instance_id)
+        else:
+            first = last = int(instance_id)
+        if not isinstance(annotation, str):
+            raise Error(f"annotation {annotation!r}: expected the name (or part of it) of the annotation")
+        zero = _os.environ.get("CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE", "0") not in ("", "0")
+        cp = _json.loads(self._t.critical_path(rank, annotation, first, last, list(data_load_events or []),
+                                               self.include_last_profiler_step, zero))
+        g = CPGraph(rank, cp)
+        return g, g.success
+
+    def overlay_critical_path_analysis(self, rank, critical_path_graph, output_dir, only_show_critical_events=True,
+                                       show_all_edges=False):
+        """Writes the rank's trace with the path's events marked (`args.critical: 1`) and the path
+        as flow arrows; returns the file's path."""
+        import gzip
+        src = self._rank_files().get(rank)
+        if src is None:
+            raise Error(f"overlay_critical_path_analysis: cannot tell which file holds rank {rank}")
+        opener = gzip.open if src.endswith(".gz") else open
+        with opener(src, "rt", encoding="utf-8") as f:
+            doc = _json.load(f)
+        events = doc.get("traceEvents", [])
+        path = critical_path_graph._data.get("path", [])
+        on_path = {e["event"] for e in path if e["event"] >= 0}
+        kept = []
+        for i, e in enumerate(events):
+            if i in on_path:
+                e = dict(e, args=dict(e.get("args") or {}, critical=1))
+            elif only_show_critical_events and e.get("ph") == "X":
+                continue
+            kept.append(e)
+        for n, e in enumerate(path):
+            if e["duration_ns"] == 0 and not show_all_edges:
+                continue
+            kept.append({"ph": "s", "id": n, "name": e["type"], "cat": "critical_path", "ts": _us(e["begin_ns"]),
+                         "pid": 0, "tid": 0, "bp": "e"})
+            kept.append({"ph": "f", "id": n, "name": e["type"], "cat": "critical_path", "ts": _us(e["end_ns"]),
+                         "pid": 0, "tid": 0, "bp": "e"})
+        doc["traceEvents"] = kept
+        _os.makedirs(output_dir, exist_ok=True)
+        name = _os.path.basename(src)
+        name = (name[:-8] if name.endswith(".json.gz") else _os.path.splitext(name)[0]) + "_overlaid_critical_path_.json.gz"
+        out = _os.path.join(output_dir, name)
+        with gzip.open(out, "wt", encoding="utf-8") as f:
+            _json.dump(doc, f)
+        return out
+
+
+# ---- TraceDiff ------------------------------------------------------------------------------------
+
+class LabeledTrace:
+    """HTA's `LabeledTrace`: a trace set with a label, for TraceDiff."""
+
+    def __init__(self, label=None, t=None, trace_dir=None):
+        if t is None and trace_dir is None:
+            raise Error("LabeledTrace: give trace_dir (or t, a stepscope.hta.TraceAnalysis)")
+        self.label = label if label is not None else (trace_dir or "trace")
+        self.t = t if t is not None else TraceAnalysis(trace_dir=trace_dir)
+
+    def ranks(self):
+        return list(self.t._ranks)
+
+    def iterations(self):
+        return self.t.get_profiler_steps()
+
+    def extract_ops(self, rank=None, iteration=None, device_type=DeviceType.ALL):
+        """One row per op name: HTA's grouped form of the ops it extracts (name, counts and
+        durations), from stepscope's operator (CPU) and kernel (GPU) views."""
+        if iteration is not None:
+            raise NotComputedError("extract_ops: per-iteration op lists are not computed; pass iteration=None")
+        pd = _pd()
+        rep = self.t._full_report()
+        ranks = None if rank is None else ([rank] if isinstance(rank, int) else list(rank))
+        parts = []
+        if device_type in (DeviceType.CPU, DeviceType.ALL):
+            ops = rep.operators(ranks=ranks)
+            parts.append(pd.DataFrame({"rank": ops["rank"], "name": ops["name"], "counts": ops["calls"],
+                                       "total_duration": ops["host_total_us"], "device_type": "CPU"}))
+        if device_type in (DeviceType.GPU, DeviceType.ALL):
+            k = rep.kernels(ranks=ranks)
+            parts.append(pd.DataFrame({"rank": k["rank"], "name": k["name"], "counts": k["calls"],
+                                       "total_duration": k["total_us"], "device_type": "GPU"}))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def get_ops_summary(self, ops):
+        g = ops.groupby("name", as_index=False).agg(counts=("counts", "sum"), total_duration=("total_duration", "sum"))
+        g["mean_duration"] = g["total_duration"] / g["counts"]
+        return g.sort_values("total_duration", ascending=False).reset_index(drop=True)
+
+
+def _labeled(x, label):
+    if isinstance(x, LabeledTrace):
+        return x
+    if isinstance(x, TraceAnalysis):
+        return LabeledTrace(label=label, t=x)
+    return LabeledTrace(label=label, trace_dir=_os.fspath(x))
+
+
+class TraceDiff:
+    """HTA's `TraceDiff`: op counts and durations of two trace sets side by side."""
+
+    @classmethod
+    def compare_traces(cls, control, test, control_rank=None, test_rank=None, control_iteration=None,
+                       test_iteration=None, device_type=DeviceType.ALL, use_short_name=False):
+        pd = _pd()
+        c, t = _labeled(control, "control"), _labeled(test, "test")
+        cs = c.get_ops_summary(c.extract_ops(control_rank, control_iteration, device_type))
+        ts = t.get_ops_summary(t.extract_ops(test_rank, test_iteration, device_type))
+        if use_short_name:
+            for s in (cs, ts):
+                s["name"] = s["name"].map(_short_name)
+                s.update(s.groupby("name")[["counts", "total_duration"]].transform("sum"))
+        df = pd.merge(cs, ts, on="name", how="outer", suffixes=("_control", "_test")).fillna(0)
+        df = df.rename(columns={"counts_control": "control_counts", "counts_test": "test_counts",
+                                "total_duration_control": "control_total_duration",
+                                "total_duration_test": "test_total_duration",
+                                "mean_duration_control": "control_avg_duration",
+                                "mean_duration_test": "test_avg_duration"})
+        df["diff_counts"] = df["test_counts"] - df["control_counts"]
+        df["diff_total_duration"] = df["test_total_duration"] - df["control_total_duration"]
+        df["diff_avg_duration"] = df["test_avg_duration"] - df["control_avg_duration"]
+        return df.set_index("name")
+
+    @classmethod
+    def ops_diff(cls, control, test, control_rank=None, test_rank=None, control_iteration=None, test_iteration=None,
+                 device_type=DeviceType.ALL):
+        c, t = _labeled(control, "control"), _labeled(test, "test")
+        co = c.extract_ops(control_rank, control_iteration, device_type).groupby("name")["counts"].sum()
+        to = t.extract_ops(test_rank, test_iteration, device_type).groupby("name")["counts"].sum()
+        names = set(co.index) | set(to.index)
+        out = {"added": [], "deleted": [], "increased": [], "decreased": [], "unchanged": []}
+        for n in sorted(names):
+            a, b = co.get(n, 0), to.get(n, 0)
+            key = ("added" if a == 0 else "deleted" if b == 0 else "increased" if b > a else
+                   "decreased" if b < a else "unchanged")
+            out[key].append(n)
+        return out
+
+    @classmethod
+    def visualize_counts_diff(cls, df, show_image=True, export_image_path=None):
+        cls._visualize(df, "diff_counts", "Op count difference (test - control)", show_image, export_image_path)
+
+    @classmethod
+    def visualize_duration_diff(cls, df, show_image=True, export_image_path=None):
+        cls._visualize(df, "diff_total_duration", "Op duration difference (test - control, us)", show_image,
+                       export_image_path)
+
+    @staticmethod
+    def _visualize(df, column, title, show_image, export_image_path):
+        px = _plotly()
+        if px is None:
+            return
+        d = df.reset_index().sort_values(column)
+        fig = px.bar(d, x=column, y="name", orientation="h", title=title)
+        if show_image:
+            fig.show()
+        if export_image_path:
+            fig.write_image(export_image_path)
+
+
+def _summarize_by_name(rows, rank, duration_ratio, num_kernels):
+    """HTA's per-name summary with its "others" rule (see docs/gpu_timeline.md, kernel table): after
+    the regrouping, a named row's statistics are of its sum; "others" has those of the sums it took."""
+    pd = _pd()
+    g = rows.groupby("name")["dur"].agg(["sum", "max", "min", "std", "mean"]).sort_values("sum", ascending=False)
+    g["std"] = g["std"].fillna(0.0)
+    if len(g) > num_kernels or duration_ratio < 1:
+        cum = g["sum"].cumsum()
+        keep = (cum <= cum.quantile(duration_ratio)).to_numpy()
+        keep[num_kernels:] = False
+        if keep.all():
+            keep[:] = True
+    else:
+        keep = [True] * len(g)
+    kept = g[keep]
+    out = [{"name": n, "sum (us)": v["sum"], "max (us)": v["sum"], "min (us)": v["sum"], "stddev": 0.0,
+            "mean (us)": v["sum"], "rank": rank} for n, v in kept.iterrows()]
+    rest = g[[not k for k in keep]]["sum"]
+    if len(rest):
+        out.append({"name": "others", "sum (us)": rest.sum(), "max (us)": rest.max(), "min (us)": rest.min(),
+                    "stddev": rest.std() if len(rest) > 1 else 0.0, "mean (us)": rest.mean(), "rank": rank})
+    return pd.DataFrame(out, columns=["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"])
+
+
+_SHORT = _re.compile(r"[(<].*$")
+
+
+def _short_name(name):
+    """HTA's shortened kernel name: the text before the template or argument list."""
+    s = _SHORT.sub("", name).strip()
+    return s or name

@@ -1,0 +1,470 @@
+"""stepscope.hta: HTA's TraceAnalysis API, called as HTA's example notebooks call it, checked against
+HTA's own answers on the same traces (shared/oracles/hta and hta-deep) and against HTA's API
+reference (shared/reference/hta-api.md)."""
+import ast
+import gzip
+import inspect
+import json
+import math
+import re
+import shutil
+import sys
+import time
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+
+import stepscope
+from stepscope import hta
+from stepscope.hta import CPGraph, DeviceType, LabeledTrace, TraceAnalysis, TraceDiff
+
+NS = "hta/ns_resolution_trace"
+SAMPLED = "hta/sampled_world128"
+
+
+def oracle(fixtures, kind, name):
+    path = fixtures.parent / "oracles" / kind / name
+    if not path.is_file():
+        pytest.skip(f"no HTA oracle at {path}")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def ns(fixtures):
+    return TraceAnalysis(trace_dir=str(fixtures / NS))
+
+
+@pytest.fixture(scope="module")
+def two(fixtures):
+    return TraceAnalysis(trace_dir=str(fixtures / SAMPLED))
+
+
+@pytest.fixture(scope="module")
+def rank0(fixtures, tmp_path_factory):
+    d = tmp_path_factory.mktemp("rank0")
+    shutil.copy(fixtures / SAMPLED / "sampled_rank-0.json.gz", d)
+    return TraceAnalysis(trace_dir=str(d))
+
+
+def records(df):
+    return json.loads(df.to_json(orient="records"))
+
+
+def close(a, b, rel=1e-9):
+    if a is None or b is None:
+        return a is None and b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b))
+    return a == pytest.approx(b, rel=rel, abs=1e-9)
+
+
+def assert_records(got, want, keys=None):
+    assert len(got) == len(want), (got, want)
+    for g, w in zip(got, want):
+        for k in keys or w:
+            assert close(g[k], w[k]), (k, g, w)
+
+
+# ---- the API itself ------------------------------------------------------------------------------
+
+def reference_methods(fixtures):
+    path = fixtures.parent / "reference" / "hta-api.md"
+    if not path.is_file():
+        pytest.skip(f"no HTA API reference at {path}")
+    out, cls = {}, None
+    for line in path.read_text().splitlines():
+        m = re.match(r"## `(\w+)`", line)
+        if m:
+            cls = m.group(1)
+            continue
+        m = re.match(r"\| `(\w+)(?: \((\w+)\))?` \| (.*?) \| (.*?) \|$", line)
+        if cls and m:
+            params = []
+            text = m.group(3).strip()
+            # Split on commas outside brackets: types such as Dict[int, str] hold commas.
+            depth, cur = 0, ""
+            for ch in text + ",":
+                if ch == "," and depth == 0:
+                    if cur.strip():
+                        params.append(cur.strip())
+                    cur = ""
+                    continue
+                depth += ch in "[(" and 1 or ch in "])" and -1 or 0
+                cur += ch
+            parsed = []
+            for p in params:
+                name = re.match(r"(\w+)", p).group(1)
+                default = p.split("=", 1)[1].strip() if "=" in p else inspect.Parameter.empty
+                parsed.append((name, default))
+            out.setdefault(cls, {})[m.group(1)] = (m.group(2), parsed)
+    return out
+
+
+def default_matches(actual, text):
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        pass
+    else:
+        return actual == value and type(actual) is type(value)
+    if text == "DEFAULT_TRACE_DIR":
+        return actual == hta.DEFAULT_TRACE_DIR
+    if text == "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM":
+        return actual == 1024
+    if text == "DeviceType.ALL":
+        return actual is DeviceType.ALL
+    # HTA's own straggler function: we take an implementation too, defaulting to ours.
+    return text == "find_stragglers_with_late_start_comm_kernels" and actual is None
+
+
+def test_every_public_hta_method_and_parameter_exists(fixtures):
+    classes = {"TraceAnalysis": TraceAnalysis, "TraceDiff": TraceDiff, "LabeledTrace": LabeledTrace}
+    ref = reference_methods(fixtures)
+    assert set(ref) == set(classes)
+    missing = []
+    for cls_name, methods in ref.items():
+        cls = classes[cls_name]
+        assert len(methods) >= 4
+        for method, (kind, params) in methods.items():
+            fn = getattr(cls, method, None)
+            if fn is None:
+                missing.append(f"{cls_name}.{method}")
+                continue
+            if kind == "classmethod":
+                assert isinstance(inspect.getattr_static(cls, method), classmethod), f"{cls_name}.{method}"
+            sig = inspect.signature(fn)
+            names = [p for p in sig.parameters if p not in ("self", "cls")]
+            want = [n for n, _ in params]
+            if names[:len(want)] != want:
+                missing.append(f"{cls_name}.{method}{tuple(want)} != {tuple(names)}")
+                continue
+            for name, default in params:
+                got = sig.parameters[name].default
+                if default is inspect.Parameter.empty:
+                    if got is not inspect.Parameter.empty:
+                        missing.append(f"{cls_name}.{method}({name}) has a default, HTA's has none")
+                elif not default_matches(got, default):
+                    missing.append(f"{cls_name}.{method}({name}={got!r}) != HTA's {default}")
+    assert not missing, missing
+
+
+def test_unsupported_methods_say_what_is_missing(ns):
+    for call in (lambda: ns.get_aten_op_kernels_and_delay(),
+                 lambda: ns.get_cupti_counter_data_with_operators()):
+        with pytest.raises(stepscope.Error, match="stepscope") as e:
+            call()
+        assert isinstance(e.value, NotImplementedError)
+
+
+def test_bad_arguments_raise_stepscope_error(ns, fixtures):
+    with pytest.raises(stepscope.Error, match=r"\[7\]: not in the trace"):
+        ns.critical_path_analysis(rank=7, annotation="ProfilerStep", instance_id=0)
+    with pytest.raises(stepscope.Error, match="not in the trace"):
+        ns.get_queue_length_summary(ranks=[3])
+    with pytest.raises(stepscope.Error):
+        TraceAnalysis(trace_dir=str(fixtures / "no-such-folder"))
+
+
+# ---- time to the first frame ----------------------------------------------------------------------
+
+def test_first_dataframe_is_faster_than_htas_load(fixtures):
+    h = oracle(fixtures, "hta", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json")
+    t0 = time.perf_counter()
+    df = TraceAnalysis(trace_dir=str(fixtures / NS)).get_temporal_breakdown(visualize=False)
+    elapsed = time.perf_counter() - t0
+    assert len(df) == 1
+    print(f"time to first DataFrame: {elapsed:.2f} s (HTA's load alone: {h['timings_s']['load']} s)", file=sys.stderr)
+    assert elapsed < h["timings_s"]["load"]
+
+
+# ---- HTA's core tables against HTA ----------------------------------------------------------------
+
+TEMPORAL_COLUMNS = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
+                    "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_temporal_breakdown(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    h = oracle(fixtures, "hta", name)["results"]["get_temporal_breakdown"]
+    df = ta.get_temporal_breakdown(visualize=False)
+    assert list(df.columns) == TEMPORAL_COLUMNS
+    assert list(df.index) == list(range(len(h)))
+    assert_records(records(df), h)
+    t = df.loc[0]
+    assert t["idle_time(us)"] == h[0]["idle_time(us)"]  # the notebook's KeyError, gone
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_idle_time_breakdown(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    o = oracle(fixtures, "hta", name)
+    h = o["results"]["get_idle_time_breakdown"]
+    idle, stats = ta.get_idle_time_breakdown(ranks=o["load"]["ranks"], visualize=False, show_idle_interval_stats=True)
+    assert list(idle.columns) == ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
+    assert list(stats.columns) == ["idle_category", "rank", "stream", "count", "mean", "std", "min", "25%", "50%",
+                                   "75%", "max"]
+    key = lambda r: (r["rank"], r["stream"], r["idle_category"])
+    assert_records(sorted(records(idle), key=key), sorted(h["breakdown"], key=key))
+    got_stats = {key(r): r for r in records(stats)}
+    for w in h["interval_stats"]:
+        g = got_stats[key(w)]
+        for k in ("count", "mean", "std", "min", "25%", "50%", "75%", "max"):
+            assert close(g[k], w[k]), (k, g, w)
+    idle0, none = ta.get_idle_time_breakdown(visualize=False)
+    assert none is None and set(idle0["rank"]) == {0}  # HTA's default: rank 0
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_comm_comp_overlap(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    h = oracle(fixtures, "hta", name)["results"]["get_comm_comp_overlap"]
+    df = ta.get_comm_comp_overlap(visualize=False)
+    assert list(df.columns) == ["rank", "comp_comm_overlap_pctg"]
+    assert_records(records(df), h)
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_gpu_kernel_breakdown(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    h = oracle(fixtures, "hta", name)["results"]["get_gpu_kernel_breakdown"]
+    types, kernels = ta.get_gpu_kernel_breakdown(visualize=False, num_kernels=10, include_memory_kernels=True,
+                                                 duration_ratio=0.8)
+    assert list(types.columns) == ["kernel_type", "sum", "percentage"]
+    assert list(kernels.columns) == ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"]
+    assert_records(records(types), h["kernel_type_breakdown"])
+    assert_records(records(kernels), h["top_kernels"], keys=["name", "rank", "kernel_type", "sum (us)", "max (us)",
+                                                              "min (us)", "mean (us)"])
+    for g, w in zip(records(kernels), h["top_kernels"]):
+        assert close(g["stddev"], w["stddev"], rel=1e-6)
+    _, no_memory = ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=False)
+    assert "MEMORY" not in set(no_memory["kernel_type"])
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_cuda_kernel_launch_stats(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    o = oracle(fixtures, "hta", name)
+    h = o["results"]["get_cuda_kernel_launch_stats"]
+    got = ta.get_cuda_kernel_launch_stats(ranks=o["load"]["ranks"], visualize=False)
+    assert sorted(got) == sorted(int(r) for r in h)
+    for r, df in got.items():
+        w = h[str(r)]
+        assert list(df.columns) == ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
+        assert len(df) == w["events"]
+        assert ((df.cpu_duration <= 50) & (df.gpu_duration < df.cpu_duration)).sum() == w["short_gpu_kernels"]
+        assert (df.cpu_duration > 50).sum() == w["runtime_outliers"]
+        assert (df.launch_delay > 100).sum() == w["launch_delay_outliers"]
+        assert (df.gpu_duration < df.cpu_duration).sum() == w["gpu_shorter_than_cpu_any"]
+        for col, key in (("cpu_duration", "cpu_duration"), ("gpu_duration", "gpu_duration"), ("launch_delay", "launch_delay")):
+            s = df[col]
+            assert s.sum() == w[key]["sum"], col
+            assert s.median() == pytest.approx(w[key]["median"]), col
+            assert s.max() == w[key]["max"], col
+            assert s.quantile(0.95) == pytest.approx(w[key]["p95"]), col
+    assert list(ta.get_cuda_kernel_launch_stats(visualize=False)) == [0]  # HTA's default: rank 0
+
+
+@pytest.mark.parametrize("which,name", [("ns", "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json"),
+                                        ("two", "hta__trace_filter__2ranks.json")])
+def test_profiler_steps(request, fixtures, which, name):
+    ta = request.getfixturevalue(which)
+    assert ta.get_profiler_steps() == oracle(fixtures, "hta", name)["results"]["get_profiler_steps"]
+
+
+def test_include_last_profiler_step(fixtures):
+    ta = TraceAnalysis(trace_dir=str(fixtures / NS), include_last_profiler_step=True)
+    assert ta.get_profiler_steps() == [101, 102, 103, 104, 105]
+
+
+def test_potential_stragglers(two, fixtures):
+    h = oracle(fixtures, "hta-deep", "hta__trace_filter__2ranks.json")["results"]
+    want = h.get("get_potential_stragglers", [0, 1])
+    assert two.get_potential_stragglers(profiler_steps=None, num_candidates=2, visualize=False) == want
+    assert len(two.get_potential_stragglers(num_candidates=1)) == 1
+
+
+# ---- counters ------------------------------------------------------------------------------------
+
+def test_queue_length(rank0, fixtures):
+    h = oracle(fixtures, "hta-deep", "hta__timeline_analysis__sampled_rank-0.json")["results"]["queue_length"]
+    series = rank0.get_queue_length_time_series(ranks=[0])
+    assert list(series) == [0]
+    assert list(series[0].columns) == ["ts", "pid", "tid", "stream", "queue_length"]
+    want_rows = h["time_series"]["per_rank"]["0"]["rows"]
+    assert len(series[0]) == len(want_rows)
+    summary = rank0.get_queue_length_summary(ranks=[0])
+    assert summary.index.names == ["rank", "stream"]
+    assert list(summary.columns) == [("queue_length", c) for c in ("count", "mean", "std", "min", "25%", "50%", "75%", "max")]
+    for w in h["summary"]:
+        g = summary.loc[(w["rank"], w["stream"])]["queue_length"]
+        for k in ("count", "mean", "std", "min", "25%", "50%", "75%", "max"):
+            assert close(float(g[k]), w[k]), (k, w)
+    assert records(rank0.get_queue_length_summary_from_time_series(series)) == records(summary)
+    blocked = rank0.get_time_spent_blocked_on_full_queue(series)
+    assert list(blocked.columns) == ["rank", "stream", "duration_at_max_queue_length",
+                                     "relative_duration_at_max_queue_length"]
+    assert len(blocked) == len(h["time_spent_blocked_on_full_queue"])
+    assert len(rank0.get_time_spent_blocked_on_full_queue(series, max_queue_length=50)) == 1
+
+
+def test_memory_bandwidth(rank0, fixtures):
+    h = oracle(fixtures, "hta-deep", "hta__timeline_analysis__sampled_rank-0.json")["results"]["memory_bw"]
+    series = rank0.get_memory_bw_time_series()
+    assert list(series[0].columns) == ["ts", "pid", "name", "memory_bw_gbps"]
+    assert len(series[0]) == len(h["time_series"]["per_rank"]["0"]["rows"])
+    summary = rank0.get_memory_bw_summary()
+    assert summary.index.names == ["rank", "name"]
+    for w in h["summary"]:
+        g = summary.loc[(w["rank"], w["name"])]["memory_bw_gbps"]
+        for k in ("count", "mean", "std", "min", "25%", "50%", "75%", "max"):
+            assert close(float(g[k]), w[k], rel=1e-6), (k, w)
+
+
+def test_generate_trace_with_counters(rank0):
+    folder = rank0.trace_dir
+    rank0.generate_trace_with_counters(ranks=[0])
+    import pathlib
+    out = pathlib.Path(folder) / "sampled_rank-0_with_counters.json.gz"
+    with gzip.open(out, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    counters = {e["name"] for e in events if e.get("ph") == "C" and e.get("cat") == "stepscope"}
+    assert counters == {"Queue Length", "Memcpy BW"}
+    out.unlink()
+
+
+# ---- sequences and the critical path --------------------------------------------------------------
+
+def test_frequent_cuda_kernel_sequences(rank0, fixtures, tmp_path):
+    h = oracle(fixtures, "hta-deep", "hta__timeline_analysis__sampled_rank-0.json")["results"]
+    for case in h["get_frequent_cuda_kernel_sequences"]["cases"]:
+        a = case["args"]
+        df = rank0.get_frequent_cuda_kernel_sequences(a["operator_name"], str(tmp_path), min_pattern_len=3,
+                                                      rank=0, top_k=5, visualize=False)
+        assert list(df.columns) == ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
+        assert_records(records(df), case["patterns"])
+    assert any(tmp_path.iterdir())
+
+
+def test_frequent_cuda_kernel_sequences_refuses_what_hta_cannot(ns, tmp_path):
+    df = ns.get_frequent_cuda_kernel_sequences("aten::mm", str(tmp_path))
+    assert list(df.columns) == ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
+
+
+def test_critical_path(rank0, fixtures, tmp_path):
+    h = oracle(fixtures, "hta-deep", "hta__timeline_analysis__sampled_rank-0.json")["results"]["critical_path"]
+    case = h["cases"][0]
+    a = case["args"]
+    graph, ok = rank0.critical_path_analysis(rank=a["rank"], annotation=a["annotation"], instance_id=a["instance_id"])
+    assert ok and isinstance(graph, CPGraph)
+    want = case["default_env"]
+    summary = graph.summary()
+    for k, v in want["summary_pct"].items():
+        assert summary[k] == pytest.approx(v, abs=1e-9), k
+    path = graph.get_critical_path_breakdown()
+    assert path["duration"].sum() == want["critical_path"]["length_us_breakdown_duration"]
+    saved = graph.save(str(tmp_path))
+    assert json.loads(open(saved).read())["success"]
+    overlaid = rank0.overlay_critical_path_analysis(0, graph, str(tmp_path / "overlay"))
+    with gzip.open(overlaid, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    assert sum(1 for e in events if (e.get("args") or {}).get("critical") == 1) == want["critical_path"]["events"]
+
+
+def test_critical_path_without_gpu_fails_as_hta(fixtures):
+    ta = TraceAnalysis(trace_dir=str(fixtures / "hta/cpu_only"))
+    rank = ta._ranks[0]
+    graph, ok = ta.critical_path_analysis(rank, "ProfilerStep", 0)
+    assert not ok and graph.error
+
+
+# ---- visualize -------------------------------------------------------------------------------------
+
+def test_visualize_without_plotly_warns_and_returns_frames(ns, monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    monkeypatch.setitem(sys.modules, "plotly.express", None)
+    with pytest.warns(UserWarning, match="plotly is not installed"):
+        df = ns.get_temporal_breakdown()
+    assert len(df) == 1
+    with pytest.warns(UserWarning, match="plotly"):
+        idle, _ = ns.get_idle_time_breakdown()
+    assert len(idle)
+
+
+def test_visualize_draws_with_plotly(ns, monkeypatch):
+    shown = []
+
+    class Fig:
+        def show(self, *a, **k):
+            shown.append(1)
+
+    class Px:
+        def __getattr__(self, name):
+            return lambda *a, **k: Fig()
+
+    import types
+    plotly = types.ModuleType("plotly")
+    plotly.express = Px()
+    monkeypatch.setitem(sys.modules, "plotly", plotly)
+    monkeypatch.setitem(sys.modules, "plotly.express", plotly.express)
+    ns.get_temporal_breakdown(visualize=True)
+    ns.get_gpu_kernel_breakdown()
+    ns.get_cuda_kernel_launch_stats()
+    assert len(shown) >= 3
+
+
+# ---- TraceDiff ---------------------------------------------------------------------------------------
+
+def test_trace_diff(fixtures):
+    control = LabeledTrace(label="control", trace_dir=str(fixtures / "hta/trace_diff/control"))
+    test = LabeledTrace(label="test", trace_dir=str(fixtures / "hta/trace_diff/test"))
+    assert control.ranks() and control.iterations()
+    df = TraceDiff.compare_traces(control, test, device_type=DeviceType.GPU)
+    for c in ("control_counts", "test_counts", "diff_counts", "control_total_duration", "test_total_duration",
+              "diff_total_duration"):
+        assert c in df.columns
+    assert df.index.name == "name"
+    assert (df["diff_counts"] == df["test_counts"] - df["control_counts"]).all()
+    ops = TraceDiff.ops_diff(control, test)
+    assert set(ops) == {"added", "deleted", "increased", "decreased", "unchanged"}
+    assert sum(map(len, ops.values())) >= len(df)
+
+
+# ---- user annotations -----------------------------------------------------------------------------
+
+def test_gpu_kernels_with_user_annotations(fixtures):
+    ta = TraceAnalysis(trace_dir=str(fixtures / "hta/with_gpu_user_annotation"))
+    rank = ta.get_profiler_steps() and ta._ranks[0] or ta._ranks[0]
+    df = ta.get_gpu_kernels_with_user_annotations(rank=rank, expand_names=True, shorten_names=True)
+    for c in ("ts", "dur", "stream", "correlation", "name", "user_annotation", "s_name", "s_user_annotation"):
+        assert c in df.columns
+    assert df["user_annotation"].notna().any()
+    # A kernel's annotation holds its start, on its own stream.
+    rows = ta._rows(rank)
+    anno = rows[rows["cat"] == "gpu_user_annotation"]
+    for _, k in df[df["user_annotation"].notna()].head(50).iterrows():
+        a = anno[(anno["name"] == k["user_annotation"]) & (anno["pid"] == k["pid"]) & (anno["tid"] == k["tid"])]
+        assert ((a["ts"] <= k["ts"]) & (k["ts"] < a["ts"] + a["dur"])).any()
+    plain = ta.get_gpu_kernels_with_user_annotations(rank, expand_names=False)
+    assert "s_name" not in plain.columns
+    cpu = TraceAnalysis(trace_dir=str(fixtures / "hta/cpu_only"))
+    assert cpu.get_gpu_kernels_with_user_annotations(cpu._ranks[0]) is None
+
+
+def test_gpu_user_annotation_breakdown(fixtures):
+    ta = TraceAnalysis(trace_dir=str(fixtures / "hta/with_gpu_user_annotation"))
+    df = ta.get_gpu_user_annotation_breakdown(visualize=False)
+    assert list(df.columns) == ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
+    rows = ta._rows(ta._ranks[0])
+    total = rows[rows["cat"] == "gpu_user_annotation"]["dur"].sum()
+    assert df["sum (us)"].sum() == pytest.approx(total)
+    few = ta.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=1, duration_ratio=1.0)
+    assert len(few) <= 2 and few["sum (us)"].sum() == pytest.approx(total)
+    host = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)
+    assert host is None or len(host)
+    none = TraceAnalysis(trace_dir=str(fixtures / "hta/cpu_only")).get_gpu_user_annotation_breakdown(visualize=False)
+    assert none is None
