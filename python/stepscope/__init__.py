@@ -26,6 +26,7 @@ import os as _os
 from . import _stepscope
 from ._stepscope import Error
 from ._errors import ArgumentError
+from ._interrupt import call_interruptibly as _interruptibly
 from . import plan
 from .timer import STAGES, StepTimer
 from .frames import Report, analyze_report
@@ -61,7 +62,7 @@ def _stage_rules(stages):
     if stages is None:
         return []
     if isinstance(stages, str):
-        return [stages]
+        return [_stage_rule(stages)]
     if isinstance(stages, dict):
         stages = stages.items()
     try:
@@ -72,11 +73,14 @@ def _stage_rules(stages):
 
 
 def _stage_rule(item):
-    if isinstance(item, str):
-        return item
     if isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(x, str) for x in item):
-        return f"{item[0]}={item[1]}"
-    raise Error(f"--stage {item!r}: expected 'NAME=REGEX' or a (NAME, REGEX) pair of strings")
+        item = f"{item[0]}={item[1]}"
+    if not isinstance(item, str):
+        raise Error(f"--stage {item!r}: expected 'NAME=REGEX' or a (NAME, REGEX) pair of strings")
+    # The C++ side reads the rule as a C string: a NUL would silently cut the pattern short.
+    if "\0" in item:
+        raise Error(f"--stage {item!r}: a stage rule cannot hold a NUL character")
+    return item
 
 
 def _whole_number(option, value, low, high, low_text=None):
@@ -118,8 +122,8 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None):
         (names: forward, backward, optimizer, data, sync, side).
     step_range: the annotation (e.g. NVTX range) that is one step, as --step-range.
     """
-    text = _stepscope.analyze_json(_paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
-                                   step_range=_step_range(step_range))
+    text = _interruptibly(_stepscope.analyze_json, _paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
+                          step_range=_step_range(step_range))
     return _json.loads(text)
 
 
@@ -129,7 +133,7 @@ def merge(summaries):
 
     summaries: a summary file written by `stepscope analyze TRACE --summary FILE`, or a list.
     """
-    return _json.loads(_stepscope.merge_json(_paths(summaries)))
+    return _json.loads(_interruptibly(_stepscope.merge_json, _paths(summaries)))
 
 
 def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, seed=1,
@@ -142,9 +146,9 @@ def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, se
     """
     if bootstrap_samples is not None:
         bootstrap = bootstrap_samples
-    text = _stepscope.diff_json(_paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
-                                step_range=_step_range(step_range),
-                                bootstrap_samples=_whole_number("--bootstrap", bootstrap, 100, 1000000),
-                                seed=_whole_number("--seed", seed, 0, 2**64 - 1),
-                                kernel_threshold=_threshold(kernel_threshold))
+    text = _interruptibly(_stepscope.diff_json, _paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
+                          step_range=_step_range(step_range),
+                          bootstrap_samples=_whole_number("--bootstrap", bootstrap, 100, 1000000),
+                          seed=_whole_number("--seed", seed, 0, 2**64 - 1),
+                          kernel_threshold=_threshold(kernel_threshold))
     return _json.loads(text)

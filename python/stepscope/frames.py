@@ -127,8 +127,17 @@ class Report(_Mapping):
     @classmethod
     def from_json(cls, path):
         """A report from the JSON file `stepscope analyze --json FILE` wrote."""
-        with open(path, encoding="utf-8") as f:
-            return cls(_json.load(f))
+        from ._stepscope import Error
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = _json.load(f)
+        except (OSError, TypeError) as e:
+            raise Error(f"{path}: cannot read the report: {getattr(e, 'strerror', None) or e}") from None
+        except ValueError as e:  # bad JSON or bad UTF-8
+            raise Error(f"{path}: not a stepscope JSON report: {e}") from None
+        if not isinstance(data, dict) or "ranks" not in data:
+            raise Error(f"{path}: not a stepscope JSON report (no 'ranks')")
+        return cls(data)
 
     @property
     def raw(self):

@@ -20,8 +20,12 @@ N steps. torch is imported on first use, never at import time; without torch the
 keeps host-side times.
 """
 import collections
+import numbers
 import sys
 import time
+
+from ._errors import ArgumentError
+from ._stepscope import Error
 
 # The stages of the seed's instrumented training step, in loop order.
 STAGES = ("h2d", "forward", "backward", "optimizer")
@@ -116,6 +120,16 @@ class _StepRecord:
             self.timed_top += ns
 
 
+def _count(option, value, low):
+    """A whole-number option, refused with stepscope.Error (a ValueError, or an ArgumentError for a
+    wrong type) instead of a TypeError from deep inside the timer."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ArgumentError(f"StepTimer: {option} must be a whole number (got {value!r})")
+    if value < low:
+        raise Error(f"StepTimer: {option} must be at least {low} (got {value})")
+    return int(value)
+
+
 class StepTimer:
     """Times the stages of each training step; see the module documentation.
 
@@ -131,10 +145,10 @@ class StepTimer:
 
     def __init__(self, *, cuda_events=False, nvtx=None, record_function=True, profiler=None,
                  window=100, print_every=0, file=None):
-        if window < 1:
-            raise ValueError(f"window must be at least 1 (got {window})")
-        if print_every < 0:
-            raise ValueError(f"print_every must be non-negative (got {print_every})")
+        window = _count("window", window, 1)
+        print_every = _count("print_every", print_every, 0)
+        if file is not None and not callable(getattr(file, "write", None)):
+            raise ArgumentError(f"StepTimer: file must be a text stream with write() (got {type(file).__name__})")
         self.window = window
         self.print_every = print_every
         self.file = file
