@@ -75,14 +75,18 @@ class Builder {
 
   bool bool_field(NodeId dict, std::string_view key) const { return int_field(dict, key) != 0; }
 
+  // Frames and stacks are interned by content: PyTorch writes a new list per trace entry, so the
+  // same allocation site must be recognised from its frames, not from the pickle's objects.
   std::uint32_t frame(NodeId id) {
     auto it = frame_of_node_.find(id);
     if (it != frame_of_node_.end()) return it->second;
     if (doc_.kind(id) != Kind::dict) fail("frames[]", "is not a dict");
-    snap_.frames.push_back({str_field(id, "filename"), str_field(id, "name"), int_field(id, "line")});
-    const auto index = static_cast<std::uint32_t>(snap_.frames.size() - 1);
-    frame_of_node_.emplace(id, index);
-    return index;
+    Frame f{str_field(id, "filename"), str_field(id, "name"), int_field(id, "line")};
+    std::string key = f.filename + '\0' + f.name + '\0' + std::to_string(f.line);
+    auto [known, added] = frame_of_content_.emplace(std::move(key), static_cast<std::uint32_t>(snap_.frames.size()));
+    if (added) snap_.frames.push_back(std::move(f));
+    frame_of_node_.emplace(id, known->second);
+    return known->second;
   }
 
   // The stack of a dict's "frames", interned: events share their frame lists through the memo.
@@ -95,8 +99,10 @@ class Builder {
     for (NodeId fr : list(*f, "frames")) frames.push_back(frame(fr));
     StackId id = 0;
     if (!frames.empty()) {
-      snap_.stacks.push_back(std::move(frames));
-      id = static_cast<StackId>(snap_.stacks.size() - 1);
+      std::string key(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(std::uint32_t));
+      auto [known, added] = stack_of_content_.emplace(std::move(key), static_cast<StackId>(snap_.stacks.size()));
+      if (added) snap_.stacks.push_back(std::move(frames));
+      id = known->second;
     }
     stack_of_node_.emplace(*f, id);
     return id;
@@ -173,6 +179,8 @@ class Builder {
   Snapshot snap_;
   std::unordered_map<NodeId, std::uint32_t> frame_of_node_;
   std::unordered_map<NodeId, StackId> stack_of_node_;
+  std::unordered_map<std::string, std::uint32_t> frame_of_content_;
+  std::unordered_map<std::string, StackId> stack_of_content_;
 };
 
 std::string read_file(const std::string& path) {

@@ -38,10 +38,10 @@ inline std::filesystem::path temp_dir() {
   return dir;
 }
 
-// Runs the generator for `scenario` and returns the snapshot's path; the ground truth is written
-// beside it as PATH.truth.json.
-inline std::string generated(const std::string& scenario, const std::string& extra = "") {
-  const std::filesystem::path out = temp_dir() / (scenario + ".pickle");
+// Runs the generator for `scenario` (with `extra` options, under the file name `name`) and returns
+// the snapshot's path; the ground truth is written beside it as PATH.truth.json.
+inline std::string generated(const std::string& scenario, const std::string& extra = "", const std::string& name = "") {
+  const std::filesystem::path out = temp_dir() / ((name.empty() ? scenario : name) + ".pickle");
   if (!std::filesystem::exists(out))
     run_capture("/usr/bin/python3 " STEPSCOPE_SOURCE_DIR "/tools/memsnap/generate.py --scenario " + scenario + " " + extra +
                 " --out " + out.string());
