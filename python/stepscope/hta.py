@@ -25,7 +25,7 @@ import warnings as _warnings
 from . import _stepscope
 from ._stepscope import Error
 
-__all__ = ["TraceAnalysis", "TraceDiff", "LabeledTrace", "DeviceType", "CPGraph", "DEFAULT_TRACE_DIR",
+__all__ = ["TraceAnalysis", "TraceDiff", "LabeledTrace", "DeviceType", "TimeSeriesTypes", "CPGraph", "DEFAULT_TRACE_DIR",
            "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM", "NotComputedError"]
 
 DEFAULT_TRACE_DIR = "traces"
@@ -37,6 +37,12 @@ class NotComputedError(Error, NotImplementedError):
 
 
 NotComputedError.__module__ = "stepscope.hta"
+
+
+class TimeSeriesTypes(_enum.Flag):
+    """HTA's counter tracks for `generate_trace_with_counters`."""
+    QUEUE_LENGTH = _enum.auto()
+    MEMCPY_BANDWIDTH = _enum.auto()
 
 
 class DeviceType(_enum.Enum):
@@ -409,11 +415,20 @@ class TraceAnalysis:
         """Writes, beside each rank's trace, a copy with HTA's counter tracks (queue length per
         stream, memory bandwidth per copy type) added as `ph: "C"` events."""
         import gzip
-        kinds = {"QUEUE_LENGTH", "MEMCPY_BANDWIDTH"} if time_series is None else {getattr(t, "name", str(t)).upper()
-                                                                               for t in (time_series if isinstance(time_series, (list, tuple, set)) else [time_series])}
+        # Our TimeSeriesTypes, HTA's own flag (same member names), or a list of either.
+        items = time_series if isinstance(time_series, (list, tuple, set)) else [time_series]
+        kinds = set()
+        for t in items:
+            if t is None:
+                kinds |= {"QUEUE_LENGTH", "MEMCPY_BANDWIDTH"}
+            else:
+                kinds |= {n.split(".")[-1].strip().upper() for n in str(getattr(t, "name", None) or t).split("|")}
+        unknown = kinds - {"QUEUE_LENGTH", "MEMCPY_BANDWIDTH"}
+        if unknown:
+            raise Error(f"time_series: {sorted(unknown)}: expected QUEUE_LENGTH and/or MEMCPY_BANDWIDTH")
         ranks = _rank_list(ranks, self._ranks, default_first=True)
-        queues = self.get_queue_length_time_series(ranks) if kinds & {"QUEUE_LENGTH", "TIMESERIESTYPES.QUEUE_LENGTH"} else {}
-        bws = self.get_memory_bw_time_series(ranks) if kinds & {"MEMCPY_BANDWIDTH", "TIMESERIESTYPES.MEMCPY_BANDWIDTH"} else {}
+        queues = self.get_queue_length_time_series(ranks) if "QUEUE_LENGTH" in kinds else {}
+        bws = self.get_memory_bw_time_series(ranks) if "MEMCPY_BANDWIDTH" in kinds else {}
         by_rank = self._rank_files()
         for r in ranks:
             src = by_rank.get(r)
