@@ -110,12 +110,27 @@ bool is_reduction(std::string_view l) {
 }
 
 bool is_elementwise(std::string_view l) {
-  return has_any(l, {"elementwise", "vectorized", "pointwise", "triton_poi", "fill", "copy", "index", "gather",
+  return has_any(l, {"elementwise", "vectorized", "pointwise", "triton_poi", "fill", "copy", "index", "gather", "embedding",
                      "scatter", "nchwtonhwc", "nhwctonchw", "transpose", "permute", "dropout", "relu", "gelu",
                      "silu", "activation", "convert", "cast_", "quant"});
 }
 
-KernelClass compute_class(std::string_view l) {
+// A kernel's own name: its namespace and function, without template arguments or parameters,
+// which name other libraries' types ("fbgemm_gpu::FixedDivisor" is no GEMM).
+//   "void fbgemm_gpu::permute_kernel<long, fbgemm_gpu::fixeddivisor>(long*)" -> "void fbgemm_gpu::permute_kernel"
+//   "ampere_sgemm_128x64_nn" -> itself
+std::string own_name(std::string_view l) {
+  std::string out;
+  int depth = 0;
+  for (char c : l) {
+    if (c == '<' || c == '(') ++depth;
+    else if ((c == '>' || c == ')') && depth > 0) --depth;
+    else if (depth == 0) out += c;
+  }
+  return out;
+}
+
+KernelClass class_of_name(std::string_view l) {
   if (is_attention(l)) return KernelClass::Attention;
   if (KernelClass h = gemm_helper_class(l); h != KernelClass::OtherCompute && is_gemm(l)) return h;
   // Before GEMM: implicit-GEMM convolutions carry "gemm" in their names too.
@@ -124,6 +139,15 @@ KernelClass compute_class(std::string_view l) {
   if (is_reduction(l)) return KernelClass::ReductionNorm;
   if (is_elementwise(l)) return KernelClass::Elementwise;
   return KernelClass::OtherCompute;
+}
+
+// The own name decides; a wrapper that names no class itself (cutlass::Kernel<..._s1688gemm_...>)
+// is classed by its arguments. FBGEMM-GPU's kernels are embedding lookups and permutes, whatever
+// the library's name says.
+KernelClass compute_class(std::string_view l) {
+  const KernelClass own = class_of_name(without(own_name(l), "fbgemm_gpu"));
+  if (own != KernelClass::OtherCompute) return own;
+  return class_of_name(without(std::string(l), "fbgemm_gpu"));
 }
 
 // Tensile's type field: Cijk_Ailk_Bljk_<T>_... ("SB", "HHS", "BBS", "DB", "I8II", "4xi8", "F8...").

@@ -72,6 +72,25 @@ TEST(NameFacts, GemmLibraryHelpersAreNotGemms) {
             KernelClass::Elementwise);
 }
 
+// A kernel is classed by its own name and namespace: a type named in its template arguments or
+// parameters, or a library called FBGEMM, does not make it a GEMM.
+TEST(NameFacts, ClassFromTheKernelsOwnName) {
+  EXPECT_EQ(kernel_name_fact("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int*)").cls,
+            KernelClass::Elementwise);
+  EXPECT_EQ(kernel_name_fact("void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel<float, float, "
+                             "fbgemm_gpu::FixedDivisor>(at::PackedTensorAccessor64<float, 1>)")
+                .cls,
+            KernelClass::Elementwise);
+  EXPECT_EQ(kernel_name_fact("void at::native::vectorized_elementwise_kernel<4, at::native::gemm_like_functor>(int)").cls,
+            KernelClass::Elementwise);
+  // A wrapper that names nothing itself is classed by what it wraps.
+  EXPECT_EQ(kernel_name_fact("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>"
+                             "(Params)")
+                .cls,
+            KernelClass::GemmTensorCore);
+  EXPECT_EQ(kernel_name_fact("ampere_sgemm_128x64_nn").cls, KernelClass::Gemm);
+}
+
 TEST(NameFacts, CommunicationOutsideNccl) {
   struct C {
     const char* name;
