@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -30,12 +31,24 @@ nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types)
 namespace report_json {
 std::string utf8_safe(std::string_view in);
 }  // namespace report_json
+namespace hta {
+// src/analysis/hta_view.hpp: the double Python's json.loads makes of a timestamp past 2^53 ns.
+double python_us_far(ns_t ns);
+}  // namespace hta
 }  // namespace stepscope
 
 namespace py = pybind11;
 
 namespace stepscope::python {
 namespace {
+
+// HTA's start of a row in µs: with sub-µs times, ceil() of the double json.loads made of the
+// trace's text (hta_view.hpp's rounded_start).
+double hta_start_us(ns_t ns, bool rounded) {
+  constexpr ns_t kExact = ns_t{1} << 53;
+  const double us = (ns > -kExact && ns < kExact) ? static_cast<double>(ns) / 1000.0 : hta::python_us_far(ns);
+  return rounded ? std::ceil(us) : us;
+}
 
 constexpr std::size_t kWholeSeries = std::numeric_limits<std::size_t>::max();
 
@@ -55,6 +68,28 @@ class HtaTrace {
   }
 
   std::vector<std::string> warnings() const { return trace_.warnings; }
+
+  // HTA's time origin: the earliest start of a complete row (the profiler's own "Trace" span
+  // left out) over every rank, in HTA's µs. HTA shifts every ts by it (_align_all_ranks).
+  double origin_us() const {
+    py::gil_scoped_release unlocked;
+    double origin = 0;
+    bool any = false;
+    for (const RankTrace& r : trace_.ranks) {
+      const bool rounded = analyze_gpu_timeline(r, GpuTimelineOptions{}).hta_load.rounded_to_us;
+      const EventTable& ev = r.events;
+      ns_t first = 0;
+      bool seen = false;
+      for (std::size_t i = 0; i < ev.size(); ++i) {
+        if (ev.phase[i] != Phase::Complete || ev.kind[i] == Kind::TraceSpan) continue;
+        if (!seen || ev.ts[i] < first) first = ev.ts[i], seen = true;
+      }
+      if (!seen) continue;
+      const double us = hta_start_us(first, rounded);
+      if (!any || us < origin) origin = us, any = true;
+    }
+    return origin;
+  }
 
   // rank -> the file it was read from (as bytes: a name need not be UTF-8).
   std::vector<std::pair<int, py::bytes>> files() const {
@@ -216,6 +251,10 @@ class HtaTrace {
     DrillDown d;
     d.rank = r.rank;
     d.critical_path = analyze_critical_path(r, o);
+    // The path names its events by index; HTA's breakdown carries their names.
+    for (CpPathEdge& e : d.critical_path.path)
+      if (e.name.empty() && e.event >= 0 && static_cast<std::size_t>(e.event) < r.events.size())
+        e.name = std::string(r.strings.view(r.events.name[static_cast<std::size_t>(e.event)]));
     return dump_report(to_json(d)["critical_path"]);
   }
 
@@ -241,6 +280,7 @@ void bind_hta(py::module_& m) {
       .def("ranks", &HtaTrace::ranks)
       .def("warnings", &HtaTrace::warnings)
       .def("files", &HtaTrace::files)
+      .def("origin_us", &HtaTrace::origin_us)
       .def("gpu_timeline", &HtaTrace::gpu_timeline, py::arg("rank"), py::arg("include_last_profiler_step"),
            py::arg("consecutive_kernel_delay_us"), py::arg("runtime_cutoff_us"), py::arg("launch_delay_cutoff_us"),
            py::arg("include_memory_events"), py::arg("duration_ratio"), py::arg("num_kernels"))

@@ -8,9 +8,9 @@
 
 Methods, parameters, defaults, return types, column names and index are those of Meta's Holistic
 Trace Analysis (HTA) at commit f4d0062 (version 0.6.1), and so are the figures: they follow HTA's
-definitions, quirks included (whole µs, the last profiler step dropped, HTA's launch delay formula),
-where stepscope's own report (`stepscope.Report`) keeps its own definitions. Timestamps are the
-trace's absolute µs (HTA shifts them to start at the earliest event of the set).
+definitions, quirks included (whole µs, the last profiler step dropped, the kernel table's "others"
+rule), where stepscope's own report (`stepscope.Report`) keeps its own definitions. Timestamps are
+HTA's: µs from the set's earliest kept row.
 
 The traces are read once when `TraceAnalysis` is built; each method computes its table in C++ with
 the arguments given. `visualize=True` draws HTA's plotly charts when plotly is installed, and
@@ -50,6 +50,12 @@ class DeviceType(_enum.Enum):
     CPU = 0
     GPU = 1
     ALL = 2
+
+
+def _origin_ns(origin_us):
+    """An epoch time in µs (a double) as whole ns, without the double's error past 2^53 ns."""
+    whole = int(origin_us)
+    return whole * 1000 + round((origin_us - whole) * 1000)
 
 
 def _pd():
@@ -117,8 +123,9 @@ class CPGraph:
     path's edges in order; `save(out_dir)` writes the path as JSON and returns the file's path.
     """
 
-    def __init__(self, rank, data):
+    def __init__(self, rank, data, origin_us=0.0):
         self.rank = rank
+        self._origin = origin_us
         self._data = data
         self.success = bool(data.get("success"))
         self.error = data.get("error")
@@ -135,9 +142,12 @@ class CPGraph:
     def get_critical_path_breakdown(self):
         pd = _pd()
         cols = ["event_idx", "name", "duration", "type", "bound_by", "stream", "begin_ts", "end_ts"]
-        rows = [{"event_idx": e["event"], "name": e["name"], "duration": _us(e["duration_ns"]), "type": e["type"],
-                 "bound_by": e["bound_by"], "stream": e["stream"], "begin_ts": _us(e["begin_ns"]),
-                 "end_ts": _us(e["end_ns"])} for e in self._data.get("path", [])]
+        # Edges without an event (dependencies, launch and sync delays) have no name or stream in HTA.
+        rows = [{"event_idx": e["event"] if e["event"] >= 0 else None, "name": e["name"] if e["event"] >= 0 else None,
+                 "duration": _us(e["duration_ns"]), "type": e["type"], "bound_by": e["bound_by"],
+                 "stream": e["stream"] if e["event"] >= 0 else None,
+                 "begin_ts": (e["begin_ns"] - _origin_ns(self._origin)) / 1000.0,
+                 "end_ts": (e["end_ns"] - _origin_ns(self._origin)) / 1000.0} for e in self._data.get("path", [])]
         return pd.DataFrame(rows, columns=cols)
 
     def save(self, out_dir):
@@ -166,6 +176,8 @@ class TraceAnalysis:
         self._ranks = sorted(self._t.ranks())
         self._timelines = {}
         self._report = None
+        self._origin = None
+        self._pids = {}
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -178,6 +190,28 @@ class TraceAnalysis:
                 rank, self.include_last_profiler_step, float(consecutive_kernel_delay), float(runtime_cutoff),
                 float(launch_delay_cutoff), bool(include_memory_events), float(duration_ratio), int(num_kernels)))
         return self._timelines[key]
+
+    def _origin_us(self):
+        """HTA's time origin (µs): its frames' `ts` start at the set's earliest kept row."""
+        if self._origin is None:
+            self._origin = self._t.origin_us()
+        return self._origin
+
+    def _stream_tracks(self, rank):
+        """stream -> (pid, tid) of its GPU rows, and the rank's most common GPU (pid, tid) under None."""
+        if rank not in self._pids:
+            rows = self._rows(rank)
+            rows = rows[rows["stream"] >= 0]
+            track = lambda d: (int(d["pid"].mode().iloc[0]), int(d["tid"].mode().iloc[0]))
+            tracks = {int(k): track(d) for k, d in rows.groupby("stream")}
+            tracks[None] = track(rows) if len(rows) else (None, None)
+            self._pids[rank] = tracks
+        return self._pids[rank]
+
+    def _ts(self, ns):
+        """HTA's ts of a time the analysis gives in ns (already rounded as HTA rounds the trace): µs
+        from the origin, in integers first so that epoch times keep their sub-µs part."""
+        return (ns - _origin_ns(self._origin_us())) / 1000.0
 
     def _full_report(self):
         if self._report is None:
@@ -344,10 +378,12 @@ class TraceAnalysis:
         out = {}
         for r in _rank_list(ranks, self._ranks, default_first=True):
             q = _json.loads(self._t.queue_length(r))
+            tracks = self._stream_tracks(r)
             rows = []
             for s in q.get("streams", []):
                 series = s.get("series") or {}
-                rows.extend({"ts": _us(ts), "pid": None, "tid": s["stream"], "stream": s["stream"], "queue_length": v}
+                pid, tid = tracks.get(s["stream"], tracks[None])
+                rows.extend({"ts": self._ts(ts), "pid": pid, "tid": tid, "stream": s["stream"], "queue_length": v}
                             for ts, v in zip(series.get("ts_ns", []), series.get("queue_length", [])))
             if rows:
                 out[r] = pd.DataFrame(rows, columns=["ts", "pid", "tid", "stream", "queue_length"])
@@ -392,10 +428,11 @@ class TraceAnalysis:
         out = {}
         for r in _rank_list(ranks, self._ranks, default_first=True):
             m = _json.loads(self._t.memory_bandwidth(r))
+            pid = self._stream_tracks(r)[None][0]
             rows = []
             for t in m.get("types", []):
                 series = t.get("series") or {}
-                rows.extend({"ts": _us(ts), "pid": None, "name": t["name"], "memory_bw_gbps": v}
+                rows.extend({"ts": self._ts(ts), "pid": pid, "name": t["name"], "memory_bw_gbps": v}
                             for ts, v in zip(series.get("ts_ns", []), series.get("gbps", [])))
             if rows:
                 out[r] = pd.DataFrame(rows, columns=["ts", "pid", "name", "memory_bw_gbps"])
@@ -438,12 +475,15 @@ class TraceAnalysis:
             with opener(src, "rt", encoding="utf-8") as f:
                 doc = _json.load(f)
             events = doc.setdefault("traceEvents", [])
+            # The frames' ts are HTA's (from the origin); the trace's are absolute.
+            origin = self._origin_us()
             for _, row in (queues.get(r) if r in queues else _pd().DataFrame()).iterrows():
-                events.append({"ph": "C", "cat": "stepscope", "name": "Queue Length", "pid": 0, "tid": int(row["stream"]),
-                               "ts": row["ts"], "args": {f"stream {int(row['stream'])}": row["queue_length"]}})
+                events.append({"ph": "C", "cat": "stepscope", "name": "Queue Length", "pid": row["pid"],
+                               "tid": int(row["stream"]), "ts": row["ts"] + origin,
+                               "args": {f"stream {int(row['stream'])}": row["queue_length"]}})
             for _, row in (bws.get(r) if r in bws else _pd().DataFrame()).iterrows():
-                events.append({"ph": "C", "cat": "stepscope", "name": "Memcpy BW", "pid": 0, "tid": 0,
-                               "ts": row["ts"], "args": {row["name"]: row["memory_bw_gbps"]}})
+                events.append({"ph": "C", "cat": "stepscope", "name": "Memcpy BW", "pid": row["pid"], "tid": 0,
+                               "ts": row["ts"] + origin, "args": {row["name"]: row["memory_bw_gbps"]}})
             # HTA's naming: the first ".json" of the file name gets the suffix in front of it.
             dst = src.replace(".json", f"{output_suffix or '_with_counters'}.json", 1)
             with opener(dst, "wt", encoding="utf-8") as f:
@@ -487,7 +527,7 @@ class TraceAnalysis:
     def _rows(self, rank, host=False):
         pd = _pd()
         df = pd.DataFrame(self._t.gpu_rows(rank, self.include_last_profiler_step, host))
-        df["ts"] = df.pop("ts_ns") / 1000.0
+        df["ts"] = (df.pop("ts_ns") - _origin_ns(self._origin_us())) / 1000.0
         df["dur"] = df.pop("dur_ns") / 1000.0
         return df[["index", "ts", "dur", "pid", "tid", "stream", "correlation", "name", "cat"]]
 
@@ -579,7 +619,7 @@ class TraceAnalysis:
         zero = _os.environ.get("CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE", "0") not in ("", "0")
         cp = _json.loads(self._t.critical_path(rank, annotation, first, last, list(data_load_events or []),
                                                self.include_last_profiler_step, zero))
-        g = CPGraph(rank, cp)
+        g = CPGraph(rank, cp, self._origin_us())
         return g, g.success
 
     def overlay_critical_path_analysis(self, rank, critical_path_graph, output_dir, only_show_critical_events=True,

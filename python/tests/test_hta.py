@@ -298,6 +298,11 @@ def test_queue_length(rank0, fixtures):
     series = rank0.get_queue_length_time_series(ranks=[0])
     assert list(series) == [0]
     assert list(series[0].columns) == ["ts", "pid", "tid", "stream", "queue_length"]
+    want = [r[1:] for r in h["time_series"]["per_rank"]["0"]["rows"]]  # ts, pid, tid, stream, queue_length
+    got = series[0].values.tolist()
+    assert [g[1:] for g in got] == [w[1:] for w in want]
+    # The oracle stores HTA's ts as whole µs; a few rows of this trace carry a fraction of one.
+    assert all(abs(g[0] - w[0]) <= 0.5 for g, w in zip(got, want))
     want_rows = h["time_series"]["per_rank"]["0"]["rows"]
     assert len(series[0]) == len(want_rows)
     summary = rank0.get_queue_length_summary(ranks=[0])
@@ -371,6 +376,12 @@ def test_critical_path(rank0, fixtures, tmp_path):
         assert summary[k] == pytest.approx(v, abs=1e-9), k
     path = graph.get_critical_path_breakdown()
     assert path["duration"].sum() == want["critical_path"]["length_us_breakdown_duration"]
+    edges = want["critical_path_edges_in_path_order"]
+    got = records(path.head(len(edges)))
+    for g, w in zip(got, edges):
+        assert (g["event_idx"], g["name"], g["duration"], g["type"], g["bound_by"], g["stream"]) == \
+            (w["event_idx"], w["name"], w["duration"], w["type"], w["bound_by"], w["stream"]), (g, w)
+        assert abs(g["begin_ts"] - w["begin_ts"]) <= 0.5 and abs(g["end_ts"] - w["end_ts"]) <= 0.5, (g, w)
     saved = graph.save(str(tmp_path))
     assert json.loads(open(saved).read())["success"]
     overlaid = rank0.overlay_critical_path_analysis(0, graph, str(tmp_path / "overlay"))
@@ -502,6 +513,23 @@ def test_deep_oracle(fixtures, name, tmp_path):
         return
     r = o["results"]
     checked = 0
+    if o.get("load", {}).get("ts_origin_us") is not None:
+        assert ta._origin_us() == o["load"]["ts_origin_us"], name
+    series = ((r.get("queue_length") or {}).get("time_series") or {})
+    if series.get("stored") == "whole" and name not in QUEUE_DIFFERS:
+        got = ta.get_queue_length_time_series(ranks=ta._ranks)
+        for rank, want in series["per_rank"].items():
+            g = got[int(rank) if int(rank) in got else ta._ranks[0]]
+            cols = want["columns"]
+            for stream, st in series["stats"][rank].items():
+                w = [dict(zip(cols, row)) for row in want["rows"] if row[cols.index("stream")] == int(stream)]
+                gs = records(g[g["stream"] == int(stream)])
+                assert len(gs) == len(w), (name, stream)
+                if st["rows"] == st["distinct_ts"]:  # no ties: HTA's order is the only one
+                    for a, b in zip(gs, w):
+                        assert (a["pid"], a["tid"], a["queue_length"]) == (b["pid"], b["tid"], b["queue_length"]), (name, a, b)
+                        assert abs(a["ts"] - b["ts"]) <= 0.5, (name, a, b)
+        checked += 1
     if "queue_length" in r and r["queue_length"].get("summary"):
         summary = ta.get_queue_length_summary(ranks=ta._ranks)
         for w in r["queue_length"]["summary"]:
