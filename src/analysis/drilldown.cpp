@@ -62,13 +62,14 @@ Launched launched_by(const RankTrace& rank, std::uint32_t call) {
 
 // An op's group as interned ids: its name, and its input dims or its module range's name. Equal
 // texts intern to equal ids, so the ids group exactly as the texts would.
-std::pair<StrId, StrId> group_key(const RankTrace& rank, const CallTree& tree, std::uint32_t i, OperatorGrouping g) {
+// `module`: module_range_of(i), which the walk keeps on its stack.
+std::pair<StrId, StrId> group_key(const RankTrace& rank, std::uint32_t i, OperatorGrouping g, StrId module) {
   StrId second = kNoStr;
   if (g == OperatorGrouping::NameAndShape) {
     const std::optional<EventExtra> x = rank.extra_of(i);
     second = x ? x->input_dims : kNoStr;
   } else if (g == OperatorGrouping::Module) {
-    second = module_range_of(rank, tree, i);
+    second = module;
   }
   return {rank.events.name[i], second};
 }
@@ -115,6 +116,8 @@ class OperatorTables {
     std::uint32_t event;
     Figures figures;      // used when the call is an op
     std::int32_t op_at;   // the stack entry of the innermost op at or below this one, or -1
+    StrId enclosing_module;  // module_range_of(event): the innermost module range above it
+    StrId module_inside;     // the same for the calls below it: itself when it is a module range
   };
   struct Table {
     OperatorGrouping grouping;
@@ -126,7 +129,7 @@ class OperatorTables {
   void walk(const std::vector<std::uint32_t>& track);
   void enter(std::uint32_t i);
   void leave();
-  void close(std::uint32_t op, const Figures& f);
+  void close(std::uint32_t op, const Figures& f, StrId module);
 
   const RankTrace& rank_;
   const RankFacts& facts_;
@@ -154,7 +157,11 @@ void OperatorTables::enter(std::uint32_t i) {
     if (l.records > 0) f.gpu_self += l.time, f.gpu_total += l.time, f.kernels += l.records;
   }
   const auto here = static_cast<std::int32_t>(stack_.size());
-  stack_.push_back({i, {}, ev.kind[i] == Kind::CpuOp ? here : op});
+  // The module above a call, from the stack of its ancestors rather than a climb up the tree
+  // per op (which grows with the square of the nesting depth).
+  const StrId enclosing = stack_.empty() ? module_range_of(rank_, tree_, i) : stack_.back().module_inside;
+  const StrId inside = rank_.name_of(i).starts_with(kModulePrefix) ? ev.name[i] : enclosing;
+  stack_.push_back({i, {}, ev.kind[i] == Kind::CpuOp ? here : op, enclosing, inside});
 }
 
 void OperatorTables::leave() {
@@ -166,14 +173,14 @@ void OperatorTables::leave() {
     up.gpu_total += o.figures.gpu_total;
     up.kernels += o.figures.kernels;
   }
-  close(o.event, o.figures);
+  close(o.event, o.figures, o.enclosing_module);
 }
 
-void OperatorTables::close(std::uint32_t i, const Figures& f) {
+void OperatorTables::close(std::uint32_t i, const Figures& f, StrId module) {
   const EventTable& ev = rank_.events;
   const StageHint s = i < facts_.event_stage.size() ? facts_.event_stage[i] : StageHint::None;
   for (Table& t : tables_) {
-    const auto key = group_key(rank_, tree_, i, t.grouping);
+    const auto key = group_key(rank_, i, t.grouping, module);
     std::size_t& row = t.index[static_cast<std::int64_t>(std::uint64_t{key.first} << 32 | key.second)];
     if (row == 0) {
       row = t.rows.size() + 1;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "gpu_timeline_internal.hpp"
@@ -25,8 +26,10 @@ class KernelsByStream {
   void add(std::uint32_t i) {
     const std::pair<std::int64_t, std::int64_t> key{ev_.device[i], ev_.stream[i]};
     if (last_ >= keys_.size() || keys_[last_] != key) {
-      last_ = static_cast<std::size_t>(std::find(keys_.begin(), keys_.end(), key) - keys_.begin());
-      if (last_ == keys_.size()) {
+      // A map, not a scan of the keys: a scan per kernel grows with kernels x streams.
+      const auto [it, added] = index_.try_emplace(key, keys_.size());
+      last_ = it->second;
+      if (added) {
         keys_.push_back(key);
         groups_.emplace_back();
       }
@@ -56,6 +59,7 @@ class KernelsByStream {
  private:
   const EventTable& ev_;
   std::vector<std::pair<std::int64_t, std::int64_t>> keys_;  // (device, stream) of each group
+  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> index_;  // key -> its group
   std::deque<std::vector<std::uint32_t>> groups_;
   std::size_t last_ = 0;  // the group of the last kernel added: kernels come in runs of one stream
 };

@@ -41,9 +41,11 @@ std::vector<std::int64_t> gpu_streams(const RankTrace& rank, const hta::View& v)
     const std::int64_t stream = row.stream(rank.events);
     if (stream == last) continue;
     last = stream;
-    if (std::find(streams.begin(), streams.end(), stream) == streams.end()) streams.push_back(stream);
+    streams.push_back(stream);
   }
+  // Sorted and made unique once: a search per new run grows with the square of the streams.
   std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
   return streams;
 }
 

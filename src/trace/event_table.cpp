@@ -231,19 +231,28 @@ std::vector<std::int32_t> KernelArgsStore::append(const KernelArgsStore& o) {
   return here;
 }
 
+namespace {
+// The index's key for a track: pid and tid mixed, so that 400k processes sharing one thread id
+// (or one process with many threads) spread over the buckets instead of sharing one list that
+// each new track scans (quadratic). A mix that collides only lengthens one short list.
+std::int64_t track_mix(std::int64_t pid, std::int64_t tid) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(tid) ^ (static_cast<std::uint64_t>(pid) * 0x9E3779B97F4A7C15ULL));
+}
+}  // namespace
+
 std::uint32_t TrackKeys::intern(std::int64_t pid, std::int64_t tid) {
   if (last_ < keys_.size() && keys_[last_].pid == pid && keys_[last_].tid == tid) return last_;
-  std::vector<std::uint32_t>& same_tid = by_tid_[tid];
-  for (std::uint32_t k : same_tid)
-    if (keys_[k].pid == pid) return last_ = k;
+  std::vector<std::uint32_t>& same = by_tid_[track_mix(pid, tid)];
+  for (std::uint32_t k : same)
+    if (keys_[k].pid == pid && keys_[k].tid == tid) return last_ = k;
   keys_.push_back({pid, tid});
-  same_tid.push_back(static_cast<std::uint32_t>(keys_.size() - 1));
+  same.push_back(static_cast<std::uint32_t>(keys_.size() - 1));
   return last_ = static_cast<std::uint32_t>(keys_.size() - 1);
 }
 
 void TrackKeys::rebuild_index() {
   by_tid_.clear();
-  for (std::uint32_t k = 0; k < keys_.size(); ++k) by_tid_[keys_[k].tid].push_back(k);
+  for (std::uint32_t k = 0; k < keys_.size(); ++k) by_tid_[track_mix(keys_[k].pid, keys_[k].tid)].push_back(k);
   last_ = 0;
 }
 

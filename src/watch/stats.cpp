@@ -50,28 +50,30 @@ std::optional<double> ratio(const std::optional<double>& a, const std::optional<
 // The positions (in series order) of the first and last sample of GPU `index` busier than
 // kEdgeIdleUtilPct; nullopt when none is.
 // Example: utils 4, 1, 99, 100, 100, 0, 0 -> (2, 4): two idle samples lead, two trail.
-std::optional<std::pair<std::size_t, std::size_t>> busy_span(const Series& series, int index) {
+// One GPU's readings, with the position of the sample each is in, in series order.
+using Readings = std::vector<std::pair<std::size_t, const GpuReading*>>;
+
+std::optional<std::pair<std::size_t, std::size_t>> busy_span(const Readings& readings) {
   std::optional<std::pair<std::size_t, std::size_t>> span;
-  for (std::size_t k = 0; k < series.samples.size(); ++k)
-    for (const auto& g : series.samples[k].gpus)
-      if (g.index == index && g.util_pct && *g.util_pct > thresholds::kEdgeIdleUtilPct)
-        span = span ? std::make_pair(span->first, k) : std::make_pair(k, k);
+  for (const auto& [k, g] : readings)
+    if (g->util_pct && *g->util_pct > thresholds::kEdgeIdleUtilPct)
+      span = span ? std::make_pair(span->first, k) : std::make_pair(k, k);
   return span;
 }
 
-GpuStats stats_for_device(const Series& series, int index) {
+GpuStats stats_for_device(const Readings& readings, int index) {
   GpuStats s;
   s.index = index;
-  const auto span = busy_span(series, index);
+  const auto span = busy_span(readings);
   Accumulator util, clock_ratio, power, limit, mem_ratio, mem_util, rx;
   std::optional<double> previous_util;
   int transitions = 0;
   int swings = 0;
   int throttle_known = 0;
   int throttled = 0;
-  for (std::size_t k = 0; k < series.samples.size(); ++k) {
-    for (const auto& g : series.samples[k].gpus) {
-      if (g.index != index) continue;
+  for (const auto& [k, reading] : readings) {
+    {
+      const GpuReading& g = *reading;
       if (span && (k < span->first || k > span->second)) {
         ++s.edge_idle_samples;
         continue;
@@ -167,14 +169,13 @@ void pick_top_process(const std::map<int, ProcessTotals>& processes, int samples
 }  // namespace
 
 std::vector<GpuStats> gpu_stats(const Series& series) {
-  std::vector<int> indices;
-  for (const auto& sample : series.samples)
-    for (const auto& g : sample.gpus)
-      if (std::find(indices.begin(), indices.end(), g.index) == indices.end())
-        indices.push_back(g.index);
-  std::sort(indices.begin(), indices.end());
+  // Each GPU's readings gathered in one pass: a pass per GPU grows with GPUs x readings (a log
+  // of 60k GPU indices took a minute).
+  std::map<int, Readings> by_index;
+  for (std::size_t k = 0; k < series.samples.size(); ++k)
+    for (const auto& g : series.samples[k].gpus) by_index[g.index].emplace_back(k, &g);
   std::vector<GpuStats> out;
-  for (int index : indices) out.push_back(stats_for_device(series, index));
+  for (const auto& [index, readings] : by_index) out.push_back(stats_for_device(readings, index));
   return out;
 }
 
