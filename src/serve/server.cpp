@@ -225,7 +225,6 @@ class App {
   std::optional<StoredRun> run_param(const httplib::Request& req, const char* name) {
     const std::string v = req.get_param_value(name);
     if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    std::lock_guard lock(reader_mu_);
     return reader_.get(std::stoll(v));
   }
 
@@ -239,11 +238,7 @@ class App {
     q.job = req.get_param_value("job");
     const std::string base = req.get_param_value("base");
     if (!base.empty() && base.size() < 18 && base.find_first_not_of("0123456789") == std::string::npos) q.base = std::stoll(base);
-    std::vector<StoredRun> runs;
-    {
-      std::lock_guard lock(reader_mu_);
-      runs = reader_.runs();
-    }
+    const std::vector<StoredRun> runs = reader_.runs();
     html(res, render_runs_page(runs, q, state(), label_));
   }
 
@@ -256,12 +251,7 @@ class App {
         page = page_begin("run " + run->name, label_) + "<h1>" + html_escape(run->name) +
                "</h1><p class=\"warn\">not analysed: " + html_escape(run->error) + "</p>" + page_end();
       } else {
-        AnalysisResult r;
-        {
-          std::lock_guard lock(reader_mu_);
-          r = reader_.result(run->id);
-        }
-        page = decorate_run_page(render_html(r), *run, label_);
+        page = decorate_run_page(render_html(reader_.result(run->id)), *run, label_);
       }
       remember(run->id, page);
     }
@@ -299,10 +289,8 @@ class App {
   void history_page(const httplib::Request& req, httplib::Response& res) {
     const std::string job = req.get_param_value("job");
     std::vector<JobHistory> jobs;
-    {
-      std::lock_guard lock(reader_mu_);
-      jobs = job_histories(reader_, job);
-    }
+    for (const auto& h : histories())
+      if (job.empty() || h.job == job) jobs.push_back(h);
     html(res, render_history_page(jobs, job, label_));
   }
 
@@ -338,11 +326,7 @@ class App {
 
   void status(const httplib::Request&, httplib::Response& res) {
     const IndexState s = state();
-    std::size_t runs = 0;
-    {
-      std::lock_guard lock(reader_mu_);
-      runs = reader_.runs().size();
-    }
+    const std::size_t runs = reader_.runs().size();
     res.set_content(fmt::format("{{\"scanning\": {}, \"run_done\": {}, \"run_total\": {}, \"bytes_done\": {}, "
                                 "\"bytes_total\": {}, \"last_scan\": {}, \"runs\": {}}}\n",
                                 s.scanning, s.done, s.total, s.bytes_done, s.bytes_total, s.last_scan, runs),
@@ -373,6 +357,22 @@ class App {
                              });
   }
 
+  // Every job's history, computed once per state of the store: each point decodes two runs'
+  // summaries and bootstraps their steps, too much to redo for every request.
+  std::vector<JobHistory> histories() {
+    std::lock_guard lock(history_mu_);
+    const std::vector<StoredRun> runs = reader_.runs();
+    std::int64_t last = 0;
+    for (const auto& r : runs) last = std::max(last, r.id);
+    const auto state = std::make_pair(runs.size(), last);
+    if (state != history_state_ || !history_valid_) {
+      histories_ = job_histories(reader_);
+      history_state_ = state;
+      history_valid_ = true;
+    }
+    return histories_;
+  }
+
   std::string cached(std::int64_t id) {
     std::lock_guard lock(cache_mu_);
     auto it = pages_.find(id);
@@ -387,14 +387,20 @@ class App {
 
   ServeOptions opts_;
   std::string root_, store_path_, label_;
+  // Shared by the request threads: the connection is opened serialized (SQLITE_OPEN_FULLMUTEX)
+  // and each Store call is one statement.
   Store reader_;
-  std::mutex reader_mu_, state_mu_, log_mu_, cache_mu_, heavy_mu_, wake_mu_;
+  std::mutex state_mu_, log_mu_, cache_mu_, heavy_mu_, wake_mu_;
   std::condition_variable wake_;
   IndexState state_;
   RateLimiter limiter_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> counter_{0};
   std::map<std::int64_t, std::string> pages_;
+  std::mutex history_mu_;
+  std::vector<JobHistory> histories_;
+  std::pair<std::size_t, std::int64_t> history_state_{0, 0};
+  bool history_valid_ = false;
 };
 
 bool is_local(const std::string& host) {
@@ -423,8 +429,17 @@ int serve(const ServeOptions& o) {
   svr.set_read_timeout(5, 0);
   svr.set_write_timeout(30, 0);
   app.routes(svr);
+  int listener = -1;
+  svr.set_socket_options([&listener](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listener = sock;
+  });
   const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) throw InputError(fmt::format("serve: cannot listen on {}:{} (in use, or no such address)", o.host, o.port));
+  // The library listens with a backlog of 5: a page that opens many connections at once (or a
+  // burst of clients) would have some of them dropped by the kernel and stall for seconds. Calling
+  // listen() again on the socket raises the backlog.
+  if (listener >= 0) ::listen(listener, SOMAXCONN);
   const std::string shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   app.log(fmt::format("serving {} at http://{}:{}/ (Ctrl-C stops)", o.logdir, shown, port));
 
