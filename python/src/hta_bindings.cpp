@@ -148,11 +148,13 @@ class HtaTrace {
     return out;
   }
 
-  // The rank's GPU rows (kernels, copies, memsets, syncs, GPU annotations), or with `host` its
-  // user annotations, as HTA's trace frame keeps them: with two or more profiler steps and
-  // !include_last, a row stays only when its launch (for an annotation, the row itself) starts
-  // before the last step.
-  py::dict gpu_rows(int rank, bool include_last, bool host) const {
+  // The rank's complete rows as HTA's trace frame keeps them: `which` is "gpu" (kernels, copies,
+  // memsets, syncs, GPU annotations), "user_annotation" (the host's) or "all" (the profiler's own
+  // span left out). With two or more profiler steps and !include_last, a host row stays when it
+  // starts before the last step, a GPU row when its launch does (a GPU annotation: itself).
+  py::dict rows(int rank, bool include_last, const std::string& which) const {
+    if (which != "gpu" && which != "user_annotation" && which != "all")
+      throw InputError("rows: expected gpu, user_annotation or all (got " + which + ")");
     const RankTrace& r = at(rank);
     std::vector<std::int64_t> index, ts, dur, pid, tid, stream, correlation;
     std::vector<std::string> name, category, kind;
@@ -170,11 +172,13 @@ class HtaTrace {
             if (!fresh) it->second = std::min(it->second, ev.ts[i]);
           }
       for (std::size_t i = 0; i < ev.size(); ++i) {
-        const bool wanted = host ? ev.kind[i] == Kind::UserAnnotation : is_gpu_kind(ev.kind[i]);
+        const Kind k = ev.kind[i];
+        const bool wanted = which == "all" ? k != Kind::TraceSpan
+                            : which == "gpu" ? is_gpu_kind(k) : k == Kind::UserAnnotation;
         if (!wanted || ev.phase[i] != Phase::Complete) continue;
         if (load.last_step_dropped) {
           ns_t start = ev.ts[i];
-          if (!host && ev.kind[i] != Kind::GpuAnnotation) {
+          if (is_gpu_kind(k) && k != Kind::GpuAnnotation) {
             const auto it = launch_ts.find(ev.correlation[i]);
             if (it == launch_ts.end()) continue;
             start = it->second;
@@ -286,8 +290,8 @@ void bind_hta(py::module_& m) {
            py::arg("include_memory_events"), py::arg("duration_ratio"), py::arg("num_kernels"))
       .def("launches", &HtaTrace::launches, py::arg("rank"), py::arg("include_last_profiler_step"),
            py::arg("include_memory_events"))
-      .def("gpu_rows", &HtaTrace::gpu_rows, py::arg("rank"), py::arg("include_last_profiler_step"),
-           py::arg("host") = false)
+      .def("rows", &HtaTrace::rows, py::arg("rank"), py::arg("include_last_profiler_step"),
+           py::arg("which") = "gpu")
       .def("queue_length", &HtaTrace::queue_length, py::arg("rank"))
       .def("memory_bandwidth", &HtaTrace::memory_bandwidth, py::arg("rank"))
       .def("kernel_sequences", &HtaTrace::kernel_sequences, py::arg("rank"), py::arg("op"), py::arg("min_pattern_len"))

@@ -46,10 +46,10 @@ class TimeSeriesTypes(_enum.Flag):
 
 
 class DeviceType(_enum.Enum):
-    """HTA's `hta.common.trace_filter`-side device selector for TraceDiff."""
-    CPU = 0
-    GPU = 1
-    ALL = 2
+    """HTA's `hta.trace_diff.DeviceType`: which ops TraceDiff compares."""
+    CPU = 1
+    GPU = 2
+    ALL = 3
 
 
 def _origin_ns(origin_us):
@@ -524,9 +524,10 @@ class TraceAnalysis:
             return (0 if row["rank"] == rc.get("straggler") else 1, wait if wait is not None else 0, -row["step_ns"])
         return [row["rank"] for row in sorted(rows, key=lateness)[:num_candidates]]
 
-    def _rows(self, rank, host=False):
+    def _rows(self, rank, which="gpu", include_last=None):
         pd = _pd()
-        df = pd.DataFrame(self._t.gpu_rows(rank, self.include_last_profiler_step, host))
+        include_last = self.include_last_profiler_step if include_last is None else include_last
+        df = pd.DataFrame(self._t.rows(rank, include_last, which))
         df["ts"] = (df.pop("ts_ns") - _origin_ns(self._origin_us())) / 1000.0
         df["dur"] = df.pop("dur_ns") / 1000.0
         return df[["index", "ts", "dur", "pid", "tid", "stream", "correlation", "name", "cat"]]
@@ -574,7 +575,7 @@ class TraceAnalysis:
         patterns = [_re.compile(p) for p in (allowlist_patterns or [])]
         frames = []
         for r in self._ranks:
-            rows = self._rows(r, host=not use_gpu_annotation)
+            rows = self._rows(r, "gpu" if use_gpu_annotation else "user_annotation")
             if use_gpu_annotation:
                 rows = rows[rows["cat"] == "gpu_user_annotation"]
             rows = rows[~rows["name"].str.startswith("ProfilerStep")] if not use_gpu_annotation else rows
@@ -663,43 +664,84 @@ class TraceAnalysis:
 # ---- TraceDiff ------------------------------------------------------------------------------------
 
 class LabeledTrace:
-    """HTA's `LabeledTrace`: a trace set with a label, for TraceDiff."""
+    """HTA's `LabeledTrace`: a trace set with a label, for TraceDiff. `t` is a
+    `stepscope.hta.TraceAnalysis` (HTA's `Trace`)."""
 
     def __init__(self, label=None, t=None, trace_dir=None):
-        if t is None and trace_dir is None:
-            raise Error("LabeledTrace: give trace_dir (or t, a stepscope.hta.TraceAnalysis)")
-        self.label = label if label is not None else (trace_dir or "trace")
-        self.t = t if t is not None else TraceAnalysis(trace_dir=trace_dir)
+        if t is not None:
+            self.t = t
+        elif trace_dir is not None and _os.path.isdir(trace_dir):
+            self.t = TraceAnalysis(trace_dir=trace_dir)
+        else:
+            raise Error("LabeledTrace: give a TraceAnalysis (t) or a trace folder (trace_dir) that exists")
+        self.label = label if label else "trace"
+        self._ops = {}
 
     def ranks(self):
         return list(self.t._ranks)
 
     def iterations(self):
-        return self.t.get_profiler_steps()
+        """Every ProfilerStep number the traces name (HTA reads them from its symbol table, so the
+        last step, dropped from the analyses, is listed too)."""
+        its = set()
+        for r in self.t._ranks:
+            names = self._frame(r)["name"]
+            its.update(int(n[len("ProfilerStep#"):]) for n in names[names.str.match(r"ProfilerStep#\d+$")].unique())
+        return sorted(its)
+
+    def _frame(self, rank):
+        """HTA's trace frame of a rank: every kept complete row with its iteration (the
+        ProfilerStep a host row starts in; a GPU row takes its launch's; -1 outside any step)."""
+        if rank not in self._ops:
+            import numpy as np
+            df = self.t._rows(rank, "all")
+            host = df["stream"].to_numpy() < 0
+            steps = df[host & df["name"].str.match(r"ProfilerStep#\d+$").to_numpy()].sort_values("ts")
+            it = np.full(len(df), -1, dtype=np.int64)
+            if len(steps):
+                starts = steps["ts"].to_numpy()
+                ends = starts + steps["dur"].to_numpy()
+                numbers = steps["name"].str.slice(len("ProfilerStep#")).astype(int).to_numpy()
+                pos = np.searchsorted(starts, df["ts"].to_numpy(), side="right") - 1
+                inside = (pos >= 0) & (df["ts"].to_numpy() < ends[np.maximum(pos, 0)])
+                it = np.where(inside, numbers[np.maximum(pos, 0)], -1)
+                by_corr = {}
+                corr = df["correlation"].to_numpy()
+                for c, i, h in zip(corr, it, host):
+                    if h and c >= 0 and c not in by_corr:
+                        by_corr[c] = i
+                it = np.where(host, it, [by_corr.get(c, -1) for c in corr])
+            df["iteration"] = it
+            self._ops[rank] = df
+        return self._ops[rank]
 
     def extract_ops(self, rank=None, iteration=None, device_type=DeviceType.ALL):
-        """One row per op name: HTA's grouped form of the ops it extracts (name, counts and
-        durations), from stepscope's operator (CPU) and kernel (GPU) views."""
-        if iteration is not None:
-            raise NotComputedError("extract_ops: per-iteration op lists are not computed; pass iteration=None")
         pd = _pd()
-        rep = self.t._full_report()
-        ranks = None if rank is None else ([rank] if isinstance(rank, int) else list(rank))
-        parts = []
-        if device_type in (DeviceType.CPU, DeviceType.ALL):
-            ops = rep.operators(ranks=ranks)
-            parts.append(pd.DataFrame({"rank": ops["rank"], "name": ops["name"], "counts": ops["calls"],
-                                       "total_duration": ops["host_total_us"], "device_type": "CPU"}))
-        if device_type in (DeviceType.GPU, DeviceType.ALL):
-            k = rep.kernels(ranks=ranks)
-            parts.append(pd.DataFrame({"rank": k["rank"], "name": k["name"], "counts": k["calls"],
-                                       "total_duration": k["total_us"], "device_type": "GPU"}))
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        ranks = self.ranks()[:1] if rank is None else ([rank] if isinstance(rank, int) else list(rank))
+        for r in ranks:
+            if r not in self.ranks():
+                raise Error(f"extract_ops: rank {r} is not in trace {self.label} (ranks: {self.ranks()})")
+        iterations = self.iterations()[:1] if iteration is None else (
+            [iteration] if isinstance(iteration, int) else list(iteration))
+        if iteration is None and not iterations:
+            raise Error(f"extract_ops: trace {self.label} has no ProfilerStep (iteration)")
+        frames = [self._frame(r).assign(rank=r) for r in ranks]
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        df = df[df["iteration"].isin(iterations)]
+        if device_type == DeviceType.CPU:
+            df = df[df["stream"] < 0]
+        elif device_type == DeviceType.GPU:
+            df = df[df["stream"] >= 0]
+        return df
 
     def get_ops_summary(self, ops):
-        g = ops.groupby("name", as_index=False).agg(counts=("counts", "sum"), total_duration=("total_duration", "sum"))
-        g["mean_duration"] = g["total_duration"] / g["counts"]
-        return g.sort_values("total_duration", ascending=False).reset_index(drop=True)
+        df = ops[["cat", "name", "dur"]].groupby(["cat", "name"])["dur"].agg(["count", "sum"]).reset_index()
+        df = df.rename(columns={"count": "counts", "sum": "total_duration"})
+        df["short_name"] = df["name"].map(_short_name)
+        # HTA's symbol ids: here the position of the text among the summary's distinct values.
+        df["cat_id"] = _pd().factorize(df["cat"])[0]
+        df["name_id"] = _pd().factorize(df["name"])[0]
+        return df[["cat", "name", "short_name", "counts", "total_duration", "cat_id", "name_id"]]
 
 
 def _labeled(x, label):
@@ -707,7 +749,9 @@ def _labeled(x, label):
         return x
     if isinstance(x, TraceAnalysis):
         return LabeledTrace(label=label, t=x)
-    return LabeledTrace(label=label, trace_dir=_os.fspath(x))
+    if isinstance(x, (str, _os.PathLike)):
+        return LabeledTrace(label=label, trace_dir=_os.fspath(x))
+    raise Error(f"expected a LabeledTrace, a TraceAnalysis or a trace folder, got {type(x).__name__}")
 
 
 class TraceDiff:
@@ -717,55 +761,57 @@ class TraceDiff:
     def compare_traces(cls, control, test, control_rank=None, test_rank=None, control_iteration=None,
                        test_iteration=None, device_type=DeviceType.ALL, use_short_name=False):
         pd = _pd()
-        c, t = _labeled(control, "control"), _labeled(test, "test")
-        cs = c.get_ops_summary(c.extract_ops(control_rank, control_iteration, device_type))
-        ts = t.get_ops_summary(t.extract_ops(test_rank, test_iteration, device_type))
-        if use_short_name:
-            for s in (cs, ts):
-                s["name"] = s["name"].map(_short_name)
-                s.update(s.groupby("name")[["counts", "total_duration"]].transform("sum"))
-        df = pd.merge(cs, ts, on="name", how="outer", suffixes=("_control", "_test")).fillna(0)
-        df = df.rename(columns={"counts_control": "control_counts", "counts_test": "test_counts",
-                                "total_duration_control": "control_total_duration",
-                                "total_duration_test": "test_total_duration",
-                                "mean_duration_control": "control_avg_duration",
-                                "mean_duration_test": "test_avg_duration"})
-        df["diff_counts"] = df["test_counts"] - df["control_counts"]
-        df["diff_total_duration"] = df["test_total_duration"] - df["control_total_duration"]
-        df["diff_avg_duration"] = df["test_avg_duration"] - df["control_avg_duration"]
-        return df.set_index("name")
+        c, t = _labeled(control, "Control"), _labeled(test, "Test")
+        if c.label == t.label:
+            t.label = f"{t.label}_test"
+        col = "short_name" if use_short_name else "name"
+        cs = c.get_ops_summary(c.extract_ops(control_rank, control_iteration, device_type)).groupby(col)[
+            ["counts", "total_duration"]].sum()
+        ts = t.get_ops_summary(t.extract_ops(test_rank, test_iteration, device_type)).groupby(col)[
+            ["counts", "total_duration"]].sum()
+        comp = pd.concat([cs, ts], axis=1, join="outer", keys=[c.label, t.label]).fillna(0)
+        comp.columns = ["_".join(x) for x in comp.columns]
+        comp["diff_counts"] = comp[f"{t.label}_counts"] - comp[f"{c.label}_counts"]
+        comp["diff_duration"] = comp[f"{t.label}_total_duration"] - comp[f"{c.label}_total_duration"]
+        comp["counts_change_categories"] = comp["diff_counts"].map(lambda d: "+" if d > 0 else "-" if d < 0 else "=")
+        return comp
 
     @classmethod
     def ops_diff(cls, control, test, control_rank=None, test_rank=None, control_iteration=None, test_iteration=None,
                  device_type=DeviceType.ALL):
-        c, t = _labeled(control, "control"), _labeled(test, "test")
-        co = c.extract_ops(control_rank, control_iteration, device_type).groupby("name")["counts"].sum()
-        to = t.extract_ops(test_rank, test_iteration, device_type).groupby("name")["counts"].sum()
-        names = set(co.index) | set(to.index)
-        out = {"added": [], "deleted": [], "increased": [], "decreased": [], "unchanged": []}
-        for n in sorted(names):
-            a, b = co.get(n, 0), to.get(n, 0)
-            key = ("added" if a == 0 else "deleted" if b == 0 else "increased" if b > a else
-                   "decreased" if b < a else "unchanged")
-            out[key].append(n)
-        return out
+        c, t = _labeled(control, "Control"), _labeled(test, "Test")
+        df = cls.compare_traces(c, t, control_rank, test_rank, control_iteration, test_iteration, device_type)
+        cc, tc, d = f"{c.label}_counts", f"{t.label}_counts", df["diff_counts"]
+        return {"added": df.loc[df[cc].eq(0) & df[tc].gt(0)].index.tolist(),
+                "deleted": df.loc[df[cc].gt(0) & df[tc].eq(0)].index.tolist(),
+                "increased": df.loc[df[cc].gt(0) & d.gt(0)].index.tolist(),
+                "decreased": df.loc[df[tc].gt(0) & d.lt(0)].index.tolist(),
+                "unchanged": df.loc[df[tc].gt(0) & d.eq(0)].index.tolist()}
 
     @classmethod
     def visualize_counts_diff(cls, df, show_image=True, export_image_path=None):
-        cls._visualize(df, "diff_counts", "Op count difference (test - control)", show_image, export_image_path)
+        cls._visualize(df, "_counts", "diff_counts", "Ops Count Comparison", show_image, export_image_path)
 
     @classmethod
     def visualize_duration_diff(cls, df, show_image=True, export_image_path=None):
-        cls._visualize(df, "diff_total_duration", "Op duration difference (test - control, us)", show_image,
+        cls._visualize(df, "_total_duration", "diff_duration", "Ops Duration Comparison", show_image,
                        export_image_path)
 
     @staticmethod
-    def _visualize(df, column, title, show_image, export_image_path):
-        px = _plotly()
-        if px is None:
+    def _visualize(df, suffix, diff, title, show_image, export_image_path):
+        labels = [c[:-len("_total_duration")] for c in df.columns if c.endswith("_total_duration")]
+        if len(labels) < 2:
+            raise Error("visualize: expected the frame TraceDiff.compare_traces returns")
+        try:
+            import plotly.graph_objects as go
+        except ImportError:
+            _warnings.warn("plotly is not installed, so nothing is drawn (install plotly to draw the comparison)",
+                           stacklevel=3)
             return
-        d = df.reset_index().sort_values(column)
-        fig = px.bar(d, x=column, y="name", orientation="h", title=title)
+        fig = go.Figure(data=[go.Bar(name=labels[0], x=df.index, y=df[labels[0] + suffix]),
+                              go.Bar(name=labels[1], x=df.index, y=df[labels[1] + suffix]),
+                              go.Bar(name="Difference", x=df.index, y=df[diff])])
+        fig.update_layout(barmode="group", title_text=title)
         if show_image:
             fig.show()
         if export_image_path:

@@ -437,18 +437,29 @@ def test_visualize_draws_with_plotly(ns, monkeypatch):
 def test_trace_diff(fixtures):
     control = LabeledTrace(label="control", trace_dir=str(fixtures / "hta/trace_diff/control"))
     test = LabeledTrace(label="test", trace_dir=str(fixtures / "hta/trace_diff/test"))
-    assert control.ranks() and control.iterations()
+    assert control.iterations()[:1] == [1009] and control.ranks()
+    ops = control.extract_ops(device_type=DeviceType.GPU)
+    assert set(ops["iteration"]) == {1009} and (ops["stream"] >= 0).all()
+    summary = control.get_ops_summary(ops)
+    assert list(summary.columns) == ["cat", "name", "short_name", "counts", "total_duration", "cat_id", "name_id"]
+    assert summary["counts"].sum() == len(ops)
     df = TraceDiff.compare_traces(control, test, device_type=DeviceType.GPU)
-    for c in ("control_counts", "test_counts", "diff_counts", "control_total_duration", "test_total_duration",
-              "diff_total_duration"):
-        assert c in df.columns
+    assert list(df.columns) == ["control_counts", "control_total_duration", "test_counts", "test_total_duration",
+                                "diff_counts", "diff_duration", "counts_change_categories"]
     assert df.index.name == "name"
+    assert df["control_counts"].sum() == len(ops)
     assert (df["diff_counts"] == df["test_counts"] - df["control_counts"]).all()
+    assert set(df["counts_change_categories"]) <= {"+", "-", "="}
+    short = TraceDiff.compare_traces(control, test, device_type=DeviceType.GPU, use_short_name=True)
+    assert short.index.name == "short_name" and len(short) <= len(df)
     with pytest.warns(UserWarning, match="plotly"):
         TraceDiff.visualize_counts_diff(df)
-    ops = TraceDiff.ops_diff(control, test)
-    assert set(ops) == {"added", "deleted", "increased", "decreased", "unchanged"}
-    assert sum(map(len, ops.values())) >= len(df)
+    diff = TraceDiff.ops_diff(control, test, device_type=DeviceType.GPU)
+    assert set(diff) == {"added", "deleted", "increased", "decreased", "unchanged"}
+    assert sum(map(len, diff.values())) == len(df)
+    by_dir = TraceDiff.compare_traces(str(fixtures / "hta/trace_diff/control"), str(fixtures / "hta/trace_diff/test"),
+                                      device_type=DeviceType.CPU, control_iteration=[1009, 1010])
+    assert "Control_counts" in by_dir.columns and "Test_counts" in by_dir.columns
 
 
 # ---- user annotations -----------------------------------------------------------------------------
