@@ -178,6 +178,7 @@ class TraceAnalysis:
         self._report = None
         self._origin = None
         self._pids = {}
+        self._ops = {}
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -213,11 +214,31 @@ class TraceAnalysis:
         from the origin, in integers first so that epoch times keep their sub-µs part."""
         return (ns - _origin_ns(self._origin_us())) / 1000.0
 
-    def _full_report(self):
-        if self._report is None:
-            from . import analyze_report
-            self._report = analyze_report(self._files)
-        return self._report
+    def _ops_frame(self, rank):
+        """HTA's trace frame of a rank: every kept complete row with its iteration (the
+        ProfilerStep a host row starts in; a GPU row takes its launch's; -1 outside any step)."""
+        if rank not in self._ops:
+            import numpy as np
+            df = self._rows(rank, "all")
+            host = df["stream"].to_numpy() < 0
+            steps = df[host & df["name"].str.match(r"ProfilerStep#\d+$").to_numpy()].sort_values("ts")
+            it = np.full(len(df), -1, dtype=np.int64)
+            if len(steps):
+                starts = steps["ts"].to_numpy()
+                ends = starts + steps["dur"].to_numpy()
+                numbers = steps["name"].str.slice(len("ProfilerStep#")).astype(int).to_numpy()
+                pos = np.searchsorted(starts, df["ts"].to_numpy(), side="right") - 1
+                inside = (pos >= 0) & (df["ts"].to_numpy() < ends[np.maximum(pos, 0)])
+                it = np.where(inside, numbers[np.maximum(pos, 0)], -1)
+                by_corr = {}
+                corr = df["correlation"].to_numpy()
+                for c, i, h in zip(corr, it, host):
+                    if h and c >= 0 and c not in by_corr:
+                        by_corr[c] = i
+                it = np.where(host, it, [by_corr.get(c, -1) for c in corr])
+            df["iteration"] = it
+            self._ops[rank] = df
+        return self._ops[rank]
 
     # ---- breakdowns ------------------------------------------------------------------------------
 
@@ -503,26 +524,17 @@ class TraceAnalysis:
 
     def get_potential_stragglers(self, profiler_steps=None, num_candidates=2, visualize=False,
                                  straggler_identification_impl=None):
-        """The ranks whose late arrival the others wait for. HTA ranks them by the late start of
-        their communication kernels; we rank them by stepscope's cross-rank arrival wait (the
-        clock-aligned collective arrivals), which names the same rank on the traces we checked."""
-        if straggler_identification_impl is not None:
-            raise NotComputedError("get_potential_stragglers: a custom straggler_identification_impl needs HTA's "
-                                   "per-kernel frame, which stepscope does not build")
-        if len(self._ranks) <= num_candidates:
-            return list(self._ranks)
-        rep = self._full_report()
-        rc = rep.get("rank_comparison") or {}
-        rows = rc.get("rows") or []
-        if not rows:
-            raise Error("get_potential_stragglers: the trace has no communication to compare ranks by")
-        clocks = {c["rank"]: c for c in (rc.get("clock_alignment") or {}).get("ranks", []) if c.get("aligned")}
-
-        def lateness(row):
-            # The rank the others wait for waits least itself; its step is the longest.
-            wait = (clocks.get(row["rank"]) or {}).get("arrival_wait_ns")
-            return (0 if row["rank"] == rc.get("straggler") else 1, wait if wait is not None else 0, -row["step_ns"])
-        return [row["rank"] for row in sorted(rows, key=lateness)[:num_candidates]]
+        """HTA's late-start rule (`find_stragglers_with_late_start_comm_kernels`): in each step,
+        the ranks whose last long NCCL kernel (of the stream and name whose duration varies most
+        across ranks) starts latest. A custom `straggler_identification_impl(df, symbol_table,
+        num_candidates, visualize)` gets the rows with their names as text and no symbol table."""
+        pd = _pd()
+        steps = self.get_profiler_steps() if profiler_steps is None else list(profiler_steps)
+        df = pd.concat([self._ops_frame(r).assign(rank=r) for r in self._ranks], ignore_index=True)
+        df = df[df["iteration"].isin(steps)].sort_values(["ts", "index"], kind="stable")
+        impl = straggler_identification_impl or _late_start_stragglers
+        found = impl(df, None, num_candidates, visualize)
+        return sorted(int(r) for r in found[found > 0].index)
 
     def _rows(self, rank, which="gpu", include_last=None):
         pd = _pd()
@@ -675,7 +687,6 @@ class LabeledTrace:
         else:
             raise Error("LabeledTrace: give a TraceAnalysis (t) or a trace folder (trace_dir) that exists")
         self.label = label if label else "trace"
-        self._ops = {}
 
     def ranks(self):
         return list(self.t._ranks)
@@ -690,30 +701,7 @@ class LabeledTrace:
         return sorted(its)
 
     def _frame(self, rank):
-        """HTA's trace frame of a rank: every kept complete row with its iteration (the
-        ProfilerStep a host row starts in; a GPU row takes its launch's; -1 outside any step)."""
-        if rank not in self._ops:
-            import numpy as np
-            df = self.t._rows(rank, "all")
-            host = df["stream"].to_numpy() < 0
-            steps = df[host & df["name"].str.match(r"ProfilerStep#\d+$").to_numpy()].sort_values("ts")
-            it = np.full(len(df), -1, dtype=np.int64)
-            if len(steps):
-                starts = steps["ts"].to_numpy()
-                ends = starts + steps["dur"].to_numpy()
-                numbers = steps["name"].str.slice(len("ProfilerStep#")).astype(int).to_numpy()
-                pos = np.searchsorted(starts, df["ts"].to_numpy(), side="right") - 1
-                inside = (pos >= 0) & (df["ts"].to_numpy() < ends[np.maximum(pos, 0)])
-                it = np.where(inside, numbers[np.maximum(pos, 0)], -1)
-                by_corr = {}
-                corr = df["correlation"].to_numpy()
-                for c, i, h in zip(corr, it, host):
-                    if h and c >= 0 and c not in by_corr:
-                        by_corr[c] = i
-                it = np.where(host, it, [by_corr.get(c, -1) for c in corr])
-            df["iteration"] = it
-            self._ops[rank] = df
-        return self._ops[rank]
+        return self.t._ops_frame(rank)
 
     def extract_ops(self, rank=None, iteration=None, device_type=DeviceType.ALL):
         pd = _pd()
@@ -816,6 +804,40 @@ class TraceDiff:
             fig.show()
         if export_image_path:
             fig.write_image(export_image_path)
+
+
+def _late_start_stragglers(df, symbol_table, n_stragglers=2, visualize=False, min_normalized_duration=0.01):
+    """HTA's find_stragglers_with_late_start_comm_kernels on our rows (names as text): a Series
+    rank -> the number of steps in which the rank is among the n latest starters."""
+    pd = _pd()
+    iterations = sorted(df["iteration"].unique())
+    if not len(df) or not iterations:
+        raise Error("get_potential_stragglers: no rows in the profiler steps asked for")
+    t_min = df["ts"].min()
+    mean_iter = ((df["ts"] + df["dur"]).max() - t_min) / float(len(iterations))
+    long_comm = df[(df["stream"] > 0) & (df["iteration"] > 0) & (df["dur"] >= mean_iter * min_normalized_duration)
+                   & df["name"].str.startswith("ncclKernel")]
+    if long_comm.empty:
+        raise Error("get_potential_stragglers: the trace has no NCCL kernels long enough to compare ranks by "
+                    "(HTA fails here with 'attempt to get argmax of an empty sequence')")
+    last = long_comm.groupby(["rank", "stream", "iteration", "name"], as_index=False).last()
+    last["normalized_start_time"] = (last["ts"] - t_min) / mean_iter
+    last["duration"] = last["dur"] / mean_iter
+    spread = last.groupby(["stream", "iteration", "name"])["duration"].std().groupby(["stream", "name"]).mean()
+    if spread.isna().all():
+        raise Error("get_potential_stragglers: one rank only: nothing to compare")
+    stream, name = spread.idxmax()
+    metric = last[(last["stream"] == stream) & (last["name"] == name)][["rank", "iteration", "normalized_start_time"]]
+    n = max(1, int(n_stragglers))
+    out = pd.Series(0, index=sorted(metric["rank"].unique()), dtype=int)
+    for _, group in metric.groupby("iteration"):
+        values = sorted(group["normalized_start_time"], reverse=True)
+        threshold = values[min(n, len(values)) - 1]
+        for r in group.loc[group["normalized_start_time"] >= threshold, "rank"]:
+            out[r] += 1
+    if visualize and (px := _plotly()):
+        px.bar(metric, x="rank", y="normalized_start_time", facet_col="iteration", title="Potential Stragglers").show()
+    return out
 
 
 def _summarize_by_name(rows, rank, duration_ratio, num_kernels):

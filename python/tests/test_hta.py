@@ -289,6 +289,14 @@ def test_potential_stragglers(two, fixtures):
     want = h.get("get_potential_stragglers", [0, 1])
     assert two.get_potential_stragglers(profiler_steps=None, num_candidates=2, visualize=False) == want
     assert len(two.get_potential_stragglers(num_candidates=1)) == 1
+    with pytest.raises(stepscope.Error, match="no NCCL kernels"):
+        TraceAnalysis(trace_dir=str(fixtures / NS)).get_potential_stragglers()
+    dlrm = TraceAnalysis(trace_dir=str(fixtures / "param/dlrm_8rank/kineto"))
+    late = dlrm.get_potential_stragglers(num_candidates=2)
+    assert 2 <= len(late) < 8 and set(late) <= set(range(8))
+    calls = []
+    custom = lambda df, table, n, vis: calls.append(n) or pd.Series({3: 1, 5: 0})
+    assert dlrm.get_potential_stragglers(straggler_identification_impl=custom) == [3] and calls == [2]
 
 
 # ---- counters ------------------------------------------------------------------------------------
