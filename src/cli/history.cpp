@@ -60,7 +60,7 @@ const RegisterCommand reg{{"history", [](CLI::App& app) -> std::function<int()> 
   cmd->footer(
       "\nExamples:\n"
       "  stepscope history ./tb_logs/                         # analyse new runs, then print the trend\n"
-      "  stepscope history --store runs.sqlite --json -       # the trend as JSON, from a history elsewhere\n"
+      "  stepscope history tb_logs/ --job tb_logs --json -    # one job's trend as JSON\n"
       "  stepscope history ./tb_logs/ --fail-if-regressed     # exit 3 when the newest run got slower (CI)");
   cmd->add_option("LOGDIR", args->logdir,
                   "Log directory whose runs are analysed into the history first (the history is LOGDIR/.stepscope/runs.sqlite)")

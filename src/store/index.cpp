@@ -42,7 +42,9 @@ std::int64_t mtime_seconds(const fs::path& p) {
 
 std::string relative_name(const fs::path& p, const fs::path& root) {
   std::string rel = p.lexically_relative(root).generic_string();
-  return rel.empty() ? std::string(".") : rel;
+  // The log directory itself as a run (its rank files at the top) goes by the directory's name.
+  if (rel.empty() || rel == ".") return root.filename().empty() ? std::string(".") : root.filename().string();
+  return rel;
 }
 
 // Inside `root` once links are resolved: a link out of the log directory is not followed.

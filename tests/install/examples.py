@@ -9,8 +9,8 @@ The rule for running them (README.md, "Examples in this README" says the same):
   the example trace that ships in examples/ (TRACES and RUN_DIRS below), with the built
   `stepscope` first on PATH;
 - it must exit 0, or N when its comment says `expect exit N`;
-- `watch` needs a live process and `triage` logs recorded on a GPU host (LIVE below), and a
-  block right after `<!-- not run: REASON -->` needs something else that is not here: those are
+- `watch` needs a live process, `triage` logs recorded on a GPU host and `serve` runs until
+  stopped (LIVE below), and a block right after `<!-- not run: REASON -->` needs something else that is not here: those are
   not run, but every command and option they name must still be one `--help` lists.
 """
 import glob
@@ -31,7 +31,8 @@ TRACES = ["TRACE.json.gz", "trace.json.gz", "trace.json", "t.json.gz", "base.jso
 RUN_DIRS = ["tb_logs", "before", "after"]
 
 # Commands whose examples need what a test machine does not have.
-LIVE = {"watch": "attaches to a live process", "triage": "reads logs recorded on a GPU host"}
+LIVE = {"watch": "attaches to a live process", "triage": "reads logs recorded on a GPU host",
+        "serve": "serves until stopped"}
 
 SHELL_BLOCKS = ("sh", "shell", "bash", "console")
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->")
