@@ -441,8 +441,9 @@ class TraceAnalysis:
         return df.reset_index(names="rank")
 
     def _trace_duration_us(self, rank):
-        q = self._timeline(rank)["hta"]["temporal_breakdown"]
-        return _us(q.get("kernel_time_ns")) if q.get("available") else 0.0
+        """HTA's get_trace_duration: the last end minus the first start over the rank's kept rows."""
+        rows = self._rows(rank, "all")
+        return float((rows["ts"] + rows["dur"]).max() - rows["ts"].min()) if len(rows) else 0.0
 
     def get_memory_bw_time_series(self, ranks=None):
         pd = _pd()

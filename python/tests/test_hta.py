@@ -548,6 +548,8 @@ def test_deep_oracle(fixtures, name, tmp_path):
                     for a, b in zip(gs, w):
                         assert (a["pid"], a["tid"], a["queue_length"]) == (b["pid"], b["tid"], b["queue_length"]), (name, a, b)
                         assert abs(a["ts"] - b["ts"]) <= 0.5, (name, a, b)
+        blocked = ta.get_time_spent_blocked_on_full_queue(got)
+        assert len(blocked) == len(r["queue_length"]["time_spent_blocked_on_full_queue"]), name
         checked += 1
     if "queue_length" in r and r["queue_length"].get("summary"):
         summary = ta.get_queue_length_summary(ranks=ta._ranks)
