@@ -1,4 +1,5 @@
 #include "ingest/json_chunker.hpp"
+#include "ingest/input_kind.hpp"
 
 #include <fmt/core.h>
 #include <simdjson.h>
@@ -257,8 +258,11 @@ void JsonChunker::emit(EventBatch& out) {
 void JsonChunker::finish_at_eof() {
   if (!started_) throw InputError(fmt::format("{}: empty file: no JSON in it", name_));
   if (doc_done_) {
-    if (!saw_events_array_)
-      throw NotATraceError(fmt::format("{}: not a trace: no \"traceEvents\" array", name_));
+    if (!saw_events_array_) {
+      std::vector<std::string> keys;
+      for (const auto& kv : top_) keys.push_back(kv.first);
+      throw NotATraceError(fmt::format("{}: not a trace: no \"traceEvents\" array; it is {}", name_, what_object_is(keys)));
+    }
     return;
   }
   // The text stopped early: a job killed while writing, or a cut-off gzip stream.
@@ -432,7 +436,8 @@ void JsonChunker::start_document(char c, std::size_t at) {
     events_depth_ = 1;
     expect_element_ = true;
   } else {
-    fail(at, "not JSON: a trace starts with '{' or '['");
+    const std::string what = what_bytes_are(buf_.view(at, std::min<std::size_t>(buf_.size() - at, 4096)));
+    fail(at, what.empty() ? std::string("not JSON: a trace starts with '{' or '['") : "not JSON: this is " + what);
   }
 }
 
@@ -452,7 +457,8 @@ void JsonChunker::in_event_array(char c, std::size_t at) {
     events_done_ = true;
     if (stack_.empty()) doc_done_ = true;
   } else {
-    fail(at, fmt::format("event {} is not a JSON object", events_seen_));
+    const std::string what = events_seen_ == 0 && layout_ == TraceLayout::LegacyArray ? what_array_is(c) : "";
+    fail(at, fmt::format("event {} is not a JSON object{}", events_seen_, what.empty() ? "" : "; the file is " + what));
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "ingest/byte_source.hpp"
 #include "ingest/json_chunker.hpp"
+#include "ingest/input_kind.hpp"
 #include "ingest/kineto_events.hpp"
 #include "ingest/metadata.hpp"
 #include "ingest/nsys_sqlite.hpp"
@@ -402,8 +403,8 @@ void number_in_file_order(std::vector<RankPlace*>& kept, const std::vector<std::
 }
 
 // Numbers the kept ranks: their own number, else their place in file order; refuses duplicates.
-// A file whose ranks all name themselves (a job file split by its process names) needs no
-// numbering by file order.
+// A JSON file whose ranks all name themselves (a job file split by its process names) needs no
+// numbering by file order; an Nsight export's processes are numbered by it whatever they say.
 bool every_rank_named(const std::vector<RankStub>& stubs) {
   return std::all_of(stubs.begin(), stubs.end(), [](const RankStub& s) { return s.named.has_value(); });
 }
@@ -555,7 +556,10 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
     FileReader r{*src, files[i], o, inner, 0, total};
     try {
       std::string why_not;
-      ranks = split_merged_ranks(r.read(), why_not);
+      RankTrace read = r.read();
+      if (const std::string what = not_a_profiler_trace(read); !what.empty())
+        throw NotATraceError(fmt::format("{}: not a profiler trace: this is {}", files[i], what));
+      ranks = split_merged_ranks(std::move(read), why_not);
       if (!why_not.empty())
         ranks.front().warnings.push_back("the file holds several ranks and was not split: " + why_not);
     } catch (const NotATraceError&) {
@@ -582,7 +586,8 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
   leave_out_empty_ranks(files, sqlite, stubs, plan);
   std::vector<std::string> shared_files;
   for (std::size_t i = 0; i < files.size(); ++i)
-    if (stubs[i].size() > 1 && plan.files[i][0].kept && !every_rank_named(stubs[i])) shared_files.push_back(files[i]);
+    if (stubs[i].size() > 1 && plan.files[i][0].kept && (sqlite[i] || !every_rank_named(stubs[i])))
+      shared_files.push_back(files[i]);
   assign_ranks(stubs, plan, shared_files);
   return plan;
 }
