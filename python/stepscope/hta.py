@@ -842,27 +842,22 @@ def _late_start_stragglers(df, symbol_table, n_stragglers=2, visualize=False, mi
 
 
 def _summarize_by_name(rows, rank, duration_ratio, num_kernels):
-    """HTA's per-name summary with its "others" rule (see docs/gpu_timeline.md, kernel table): after
-    the regrouping, a named row's statistics are of its sum; "others" has those of the sums it took."""
-    pd = _pd()
-    g = rows.groupby("name")["dur"].agg(["sum", "max", "min", "std", "mean"]).sort_values("sum", ascending=False)
+    """HTA's per-name table (`_aggr_gpu_kernel_time`): per name sum, max, min, mean and std of the
+    durations, by sum; with more than `num_kernels` names, those past the `duration_ratio` quantile
+    of the cumulative sum or past the first `num_kernels` become "others", and the table is grouped
+    again over the per-name sums (so a named row shows its sum as max, min and mean)."""
+    g = rows.groupby("name")["dur"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
+    g = g.sort_values("sum", ascending=False, ignore_index=True)
     g["std"] = g["std"].fillna(0.0)
-    if len(g) > num_kernels or duration_ratio < 1:
+    if len(g) > num_kernels:
         cum = g["sum"].cumsum()
-        keep = (cum <= cum.quantile(duration_ratio)).to_numpy()
-        keep[num_kernels:] = False
-        if keep.all():
-            keep[:] = True
-    else:
-        keep = [True] * len(g)
-    kept = g[keep]
-    out = [{"name": n, "sum (us)": v["sum"], "max (us)": v["sum"], "min (us)": v["sum"], "stddev": 0.0,
-            "mean (us)": v["sum"], "rank": rank} for n, v in kept.iterrows()]
-    rest = g[[not k for k in keep]]["sum"]
-    if len(rest):
-        out.append({"name": "others", "sum (us)": rest.sum(), "max (us)": rest.max(), "min (us)": rest.min(),
-                    "stddev": rest.std() if len(rest) > 1 else 0.0, "mean (us)": rest.mean(), "rank": rank})
-    return pd.DataFrame(out, columns=["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"])
+        g.loc[cum > cum.quantile(duration_ratio), "name"] = "others"
+        g.loc[g.index >= num_kernels, "name"] = "others"
+        g = g.groupby("name")["sum"].agg(["sum", "max", "min", "mean", "std"]).reset_index()
+        g["std"] = g["std"].fillna(0.0)
+    g = g.rename(columns={"sum": "sum (us)", "max": "max (us)", "min": "min (us)", "mean": "mean (us)", "std": "stddev"})
+    g["rank"] = rank
+    return g[["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]]
 
 
 _SHORT = _re.compile(r"[(<].*$")

@@ -500,6 +500,11 @@ def test_gpu_user_annotation_breakdown(fixtures):
     assert df["sum (us)"].sum() == pytest.approx(total)
     few = ta.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=1, duration_ratio=1.0)
     assert len(few) <= 2 and few["sum (us)"].sum() == pytest.approx(total)
+    names = rows[rows["cat"] == "gpu_user_annotation"].groupby("name")["dur"]
+    if names.ngroups <= 1000:  # no "others": the true per-range figures
+        for _, row in df.iterrows():
+            d = names.get_group(row["name"])
+            assert (row["max (us)"], row["min (us)"]) == pytest.approx((d.max(), d.min()))
     host = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)
     assert host is None or len(host)
     none = TraceAnalysis(trace_dir=str(fixtures / "hta/cpu_only")).get_gpu_user_annotation_breakdown(visualize=False)
