@@ -14,6 +14,7 @@
 #include "stepscope/partition.hpp"
 #include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
+#include "stepscope/store.hpp"
 
 namespace py = pybind11;
 
@@ -80,6 +81,18 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
   return dump_report(diff_to_json(d));
 }
 
+// `stepscope history --json`: with a log directory, its new runs are analysed into the history first.
+std::string history_json(const std::string& logdir, const std::string& store_path, const std::string& job, int jobs) {
+  py::gil_scoped_release unlocked;
+  Store store(store_path.empty() ? default_store_path(logdir) : store_path);
+  if (!logdir.empty()) {
+    IndexOptions io;
+    io.jobs = jobs;
+    index_runs(store, logdir, io);
+  }
+  return dump_report(history_to_json(job_histories(store, job), store.path()));
+}
+
 // The exception's message as Python text. Paths arrive as the file system's bytes and may not be
 // UTF-8: undecodable bytes come back as os.fsdecode gives them (surrogateescape), so the path
 // in the message is the one the caller passed.
@@ -131,6 +144,8 @@ PYBIND11_MODULE(_stepscope, m) {
         py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
         py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
         "Compare two runs; the JSON document `diff --json` writes.");
+  m.def("history_json", &history_json, py::arg("logdir"), py::kw_only(), py::arg("store") = "", py::arg("job") = "",
+        py::arg("jobs") = 0, "Each job's runs from the run history; the JSON document `history --json` writes.");
   m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;
   m.attr("max_jobs") = stepscope::kMaxJobs;
 

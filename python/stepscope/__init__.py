@@ -31,7 +31,7 @@ from . import plan
 from .timer import STAGES, StepTimer
 from .frames import Report, analyze_report
 
-__all__ = ["analyze", "analyze_report", "Report", "merge", "diff", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
+__all__ = ["analyze", "analyze_report", "Report", "merge", "diff", "history", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
            "__version__"]
 __version__ = "0.1.0"
 
@@ -152,3 +152,41 @@ def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, se
                           seed=_whole_number("--seed", seed, 0, 2**64 - 1),
                           kernel_threshold=_threshold(kernel_threshold))
     return _json.loads(text)
+
+
+def history(logdir=None, *, store=None, job=None, jobs=0):
+    """Each job's step time over its runs, from the run history: `stepscope history --json` as a
+    pandas DataFrame, one row per analysed run, oldest first within each job.
+
+    logdir: a log directory; its runs not yet in the history are analysed into it first (the
+        history is LOGDIR/.stepscope/runs.sqlite unless `store` names another file).
+    store: the history's SQLite file, read as it is when no logdir is given.
+    job: only the runs of this job.
+    Columns: job, run, date (UTC), ranks, steps, mean_step_ns, share_<category> for each category
+    of the partition, bound, verdict, trust, baseline (the run compared with), speedup, speedup_lo,
+    speedup_hi, significant, regressed. `df.attrs["newest_regressed"]` is what
+    `--fail-if-regressed` tests.
+    """
+    import pandas as pd
+
+    if logdir is None and store is None:
+        raise Error("history: give a logdir, or store=PATH")
+    text = _interruptibly(_stepscope.history_json, _os.fsencode(logdir) if logdir is not None else b"",
+                          store=_os.fsencode(store) if store is not None else b"", job=job or "", jobs=_jobs(jobs))
+    doc = _json.loads(text)
+    rows = []
+    for j in doc["jobs"]:
+        for r in j["runs"]:
+            b = r["baseline"] or {}
+            row = {"job": j["job"], "run": r["run"], "date": pd.to_datetime(r["date"], unit="s", utc=True),
+                   "ranks": r["ranks"], "steps": r["steps"], "mean_step_ns": r["mean_step_ns"]}
+            row.update({f"share_{k}": v for k, v in r["shares"].items()})
+            row.update({"bound": r["bound"], "verdict": r["verdict"], "trust": r["trust"],
+                        "baseline": b.get("run"), "speedup": b.get("speedup", 1.0),
+                        "speedup_lo": b.get("speedup_lo", 1.0), "speedup_hi": b.get("speedup_hi", 1.0),
+                        "significant": b.get("significant", False), "regressed": b.get("regressed", False)})
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs["newest_regressed"] = doc["newest_regressed"]
+    df.attrs["store"] = doc["store"]
+    return df
