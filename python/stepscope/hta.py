@@ -18,6 +18,7 @@ otherwise warns and returns the frames. pandas is needed (as for HTA).
 """
 import enum as _enum
 import json as _json
+import numbers as _numbers
 import os as _os
 import re as _re
 import warnings as _warnings
@@ -83,17 +84,27 @@ def _plotly():
         return None
 
 
+def _is_rank(x):
+    return isinstance(x, _numbers.Integral) and not isinstance(x, bool)
+
+
 def _rank_list(ranks, all_ranks, default_first):
-    """HTA's `ranks` argument: None or [] is rank 0 (the first rank here when the set has no rank 0)
-    for the methods that default to it, every rank for the others."""
-    if ranks is None or (not isinstance(ranks, int) and len(ranks) == 0):
+    """HTA's `ranks` argument (a rank, or a list of them; numpy integers too): None or [] is rank 0
+    (the first rank here when the set has no rank 0) for the methods that default to it, every rank
+    for the others."""
+    if _is_rank(ranks):
+        ranks = [ranks]
+    if ranks is None or (hasattr(ranks, "__len__") and len(ranks) == 0):
         if default_first:
             return [0] if 0 in all_ranks else all_ranks[:1]
         return list(all_ranks)
-    if isinstance(ranks, bool) or not all(isinstance(r, int) and not isinstance(r, bool)
-                                          for r in ([ranks] if isinstance(ranks, int) else ranks)):
+    try:
+        ranks = list(ranks)
+    except TypeError:
+        raise Error(f"ranks {ranks!r}: expected a list of rank numbers") from None
+    if not all(_is_rank(r) for r in ranks):
         raise Error(f"ranks {ranks!r}: expected a list of rank numbers")
-    ranks = [ranks] if isinstance(ranks, int) else list(ranks)
+    ranks = [int(r) for r in ranks]
     missing = [r for r in ranks if r not in all_ranks]
     if missing:
         raise Error(f"ranks {missing}: not in the trace (ranks: {', '.join(map(str, all_ranks))})")

@@ -160,8 +160,13 @@ def test_bad_arguments_raise_stepscope_error(ns, fixtures):
         ns.critical_path_analysis(rank=7, annotation="ProfilerStep", instance_id=0)
     with pytest.raises(stepscope.Error, match="not in the trace"):
         ns.get_queue_length_summary(ranks=[3])
+    with pytest.raises(stepscope.Error, match="rank numbers"):
+        ns.get_queue_length_summary(ranks=["0"])
     with pytest.raises(stepscope.Error):
         TraceAnalysis(trace_dir=str(fixtures / "no-such-folder"))
+    import numpy as np
+    assert list(ns.get_cuda_kernel_launch_stats(ranks=np.array([0]), visualize=False)) == [0]
+    assert list(ns.get_queue_length_time_series(ranks=np.int64(0))) == [0]
 
 
 # ---- time to the first frame ----------------------------------------------------------------------
