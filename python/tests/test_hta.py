@@ -618,3 +618,36 @@ def test_deep_oracle(fixtures, name, tmp_path):
                 assert graph.summary()[k] == pytest.approx(v, abs=1e-9), (name, k)
         checked += 1
     assert checked or not r
+
+
+def test_hta_demo_notebook_runs_unchanged(fixtures, tmp_path):
+    """The cells of HTA's trace_analysis_demo notebook, with HTA's defaults (visualize=True draws
+    nothing without plotly: a warning each)."""
+    import warnings
+    for f in (fixtures / SAMPLED).iterdir():
+        shutil.copy(f, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        analyzer = TraceAnalysis(trace_dir=str(tmp_path))
+        temporal_breakdown_df = analyzer.get_temporal_breakdown()
+        idle_time_df, _ = analyzer.get_idle_time_breakdown()
+        kernel_type_metrics_df, kernel_metrics_df = analyzer.get_gpu_kernel_breakdown()
+        comm_comp_overlap_df = analyzer.get_comm_comp_overlap()
+        memory_bw_series = analyzer.get_memory_bw_time_series()
+        memory_bw_summary = analyzer.get_memory_bw_summary()
+        ql_series = analyzer.get_queue_length_time_series()
+        ql_summary = analyzer.get_queue_length_summary()
+        cuda_launch_kernel_stats = analyzer.get_cuda_kernel_launch_stats()
+        analyzer.generate_trace_with_counters(time_series=hta.TimeSeriesTypes.QUEUE_LENGTH)
+        frequent_patterns_df = analyzer.get_frequent_cuda_kernel_sequences(operator_name="aten::linear",
+                                                                          output_dir=str(tmp_path / "out"))
+        cp_graph, success = analyzer.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
+        analyzer.overlay_critical_path_analysis(0, cp_graph, output_dir=str(tmp_path / "overlaid"))
+    assert temporal_breakdown_df["idle_time(us)"].notna().all()
+    assert len(idle_time_df) and len(kernel_type_metrics_df) and len(kernel_metrics_df)
+    assert list(comm_comp_overlap_df["rank"]) == [0, 1]
+    assert list(memory_bw_series) == [0] and list(ql_series) == [0]  # HTA's default rank
+    assert len(memory_bw_summary) and len(ql_summary) and list(cuda_launch_kernel_stats) == [0]
+    assert (tmp_path / "sampled_rank-0_with_counters.json.gz").is_file()
+    assert list(frequent_patterns_df.columns)[:2] == ["pattern", "count"]
+    assert success and cp_graph.summary().sum() == pytest.approx(100)
