@@ -50,7 +50,8 @@ class OutputFile {
   std::unique_ptr<Gzip> gzip_;  // set for a ".gz" path
 };
 
-// `path` is a file, or "-" for standard output. Errors: as OutputFile, and write_stdout's.
+// `path` is a file, or "-" for standard output (or any path goes_to_stdout). Errors: as
+// OutputFile, and write_stdout's.
 void write_output(const std::string& path, std::string_view bytes, const std::string& what);
 
 // write_output of bytes made in pieces: produce(out) hands each piece to out, in order.
@@ -61,8 +62,9 @@ void write_output_pieces(const std::string& path, const std::string& what,
 // a closed pipe), so that the command exits non-zero.
 void write_stdout(std::string_view bytes);
 
-// True for "-" and for a path that reaches this process's standard output when that is not a
-// regular file (/dev/stdout, /dev/fd/1 on a terminal or a pipe).
+// True for "-" and for a path that reaches the file this process's standard output is
+// (/dev/stdout, /dev/fd/1, or the file it was redirected to): such an output is written to
+// standard output, and counts as its one output.
 bool goes_to_stdout(const std::string& path);
 
 struct NamedOutput {

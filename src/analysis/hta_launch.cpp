@@ -80,13 +80,23 @@ class WorstLaunches {
 HtaLaunchStats launch_stats(const RankTrace& rank, const View& v, const GpuTimelineOptions& opts) {
   const auto corrs = launch_correlations(rank, v, opts.include_memory_events);
 
+  // Host rows per counted correlation. HTA's merge pairs each with every GPU row of its id; an
+  // id shared by thousands of calls (a malformed trace, id 0) would make that grow with the
+  // square of the input, so such calls take one GPU row each.
+  CorrelationTable<std::uint32_t> calls_of(rank.correlations, 0);
+  for (const Row& c : v.rows)
+    if (!c.gpu() && c.correlated() && corrs.find(c.correlation(rank.events))) ++calls_of[c.correlation(rank.events)];
   // Each (launch call, GPU row) pair of a counted correlation: HTA's inner merge.
   auto for_each_pair = [&](auto&& f) {
-    for (const Row& c : v.rows) {
+    for (std::size_t r = 0; r < v.rows.size(); ++r) {
+      const Row& c = v.rows[r];
       if (c.gpu() || !c.correlated()) continue;
       const std::int64_t corr = c.correlation(rank.events);
       if (!corrs.find(corr)) continue;
-      for (std::uint32_t k : v.gpu_by_correlation.find(corr)) f(c, v.rows[k], corr);
+      auto partners = v.gpu_by_correlation.find(corr);
+      if (partners.empty()) continue;
+      if (calls_of[corr] > 1) partners = partners.subspan(r % partners.size(), 1);
+      for (std::uint32_t k : partners) f(c, v.rows[k], corr);
     }
   };
   auto launch_of = [&](const Row& c, const Row& g, std::int64_t corr) {

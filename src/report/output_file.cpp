@@ -238,7 +238,9 @@ void write_output(const std::string& path, std::string_view bytes, const std::st
 
 void write_output_pieces(const std::string& path, const std::string& what,
                          const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
-  if (path == "-") return produce([](std::string_view piece) { write_stdout(piece); });
+  // "-", /dev/stdout, or the very file standard output was redirected to: written through the
+  // open descriptor, so that `--json /dev/stdout > r.json` fills r.json rather than replacing it.
+  if (goes_to_stdout(path)) return produce([](std::string_view piece) { write_stdout(piece); });
   OutputFile f(path, what);
   produce([&f](std::string_view piece) { f.write(piece); });
   f.commit();
@@ -248,8 +250,8 @@ bool goes_to_stdout(const std::string& path) {
   if (path == "-") return true;
   if (path.empty()) return false;
   struct stat out {}, st {};
-  return ::fstat(STDOUT_FILENO, &out) == 0 && !S_ISREG(out.st_mode) && ::stat(path.c_str(), &st) == 0 &&
-         st.st_dev == out.st_dev && st.st_ino == out.st_ino && st.st_rdev == out.st_rdev;
+  return ::fstat(STDOUT_FILENO, &out) == 0 && ::stat(path.c_str(), &st) == 0 && st.st_dev == out.st_dev &&
+         st.st_ino == out.st_ino;
 }
 
 namespace {
