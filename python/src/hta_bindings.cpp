@@ -300,10 +300,11 @@ void bind_hta(py::module_& m) {
            py::arg("zero_weight_launch_edges"));
   m.def(
       "hta_load",
-      [](const std::vector<std::string>& paths, int jobs) {
+      [](const std::vector<std::string>& paths, int jobs, const std::shared_ptr<CancelToken>& cancel) {
         if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
         IngestOptions io;
         io.jobs = jobs;
+        io.progress = cancel_check(cancel);
         std::shared_ptr<HtaTrace> out;
         {
           py::gil_scoped_release unlocked;
@@ -311,7 +312,8 @@ void bind_hta(py::module_& m) {
         }
         return out;
       },
-      py::arg("paths"), py::kw_only(), py::arg("jobs") = 0, "Read the traces once for stepscope.hta.TraceAnalysis.");
+      py::arg("paths"), py::kw_only(), py::arg("jobs") = 0, py::arg("cancel") = std::shared_ptr<CancelToken>{},
+      "Read the traces once for stepscope.hta.TraceAnalysis.");
 }
 
 }  // namespace stepscope::python

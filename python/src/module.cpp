@@ -28,9 +28,10 @@ std::string dump_report(const nlohmann::json& j) {
 namespace {
 
 PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stages,
-                                 const std::string& step_range) {
+                                 const std::string& step_range, const std::shared_ptr<CancelToken>& cancel) {
   if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
   PipelineOptions po;
+  po.ingest.progress = cancel_check(cancel);
   po.ingest.jobs = jobs;
   po.analyze.jobs = jobs;  // as the CLI's --jobs: threads for reading and for analysing ranks
   po.analyze.partition.step_range = step_range;
@@ -39,8 +40,9 @@ PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stage
 }
 
 std::string analyze_json(const std::vector<std::string>& paths, int jobs,
-                         const std::vector<std::string>& stages, const std::string& step_range) {
-  PipelineOptions po = pipeline_options(jobs, stages, step_range);
+                         const std::vector<std::string>& stages, const std::string& step_range,
+                         const std::shared_ptr<CancelToken>& cancel) {
+  PipelineOptions po = pipeline_options(jobs, stages, step_range, cancel);
   po.keep_trace = false;
   // Reading and analysing never touch Python objects: other Python threads run meanwhile.
   py::gil_scoped_release unlocked;
@@ -64,8 +66,8 @@ std::string label_of(const std::vector<std::string>& paths) {
 std::string diff_json(const std::vector<std::string>& base, const std::vector<std::string>& test,
                       int jobs, const std::vector<std::string>& stages,
                       const std::string& step_range, int bootstrap_samples, std::uint64_t seed,
-                      double kernel_threshold) {
-  const PipelineOptions po = pipeline_options(jobs, stages, step_range);
+                      double kernel_threshold, const std::shared_ptr<CancelToken>& cancel) {
+  const PipelineOptions po = pipeline_options(jobs, stages, step_range, cancel);
   if (bootstrap_samples < 100 || bootstrap_samples > 1000000)
     throw InputError("--bootstrap must be 100-1000000 (got " + std::to_string(bootstrap_samples) + ")");
   DiffOptions dopts;
@@ -129,20 +131,29 @@ PYBIND11_MODULE(_stepscope, m) {
     } catch (const std::filesystem::filesystem_error& e) {
       // Only the readers touch the file system, and only on the caller's paths: bad input.
       set_error(error.ptr(), filesystem_message(e));
+    } catch (const Cancelled&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const py::cast_error& e) {
       // An argument of the wrong type inside a list or mapping, e.g. seq=[1.5].
       PyErr_SetString(PyExc_TypeError, e.what());
     }
   });
 
+  py::class_<CancelToken, std::shared_ptr<CancelToken>>(m, "CancelToken",
+                                                        "Stops a running read at its next progress report.")
+      .def(py::init<>())
+      .def("cancel", [](CancelToken& t) { t.cancelled.store(true); })
+      .def_property_readonly("cancelled", [](const CancelToken& t) { return t.cancelled.load(); });
   m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
         py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
+        py::arg("cancel") = std::shared_ptr<CancelToken>{},
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
   m.def("merge_json", &merge_json, py::arg("summaries"),
         "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),
         py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
         py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
+        py::arg("cancel") = std::shared_ptr<CancelToken>{},
         "Compare two runs; the JSON document `diff --json` writes.");
   m.def("history_json", &history_json, py::arg("logdir"), py::kw_only(), py::arg("store") = "", py::arg("job") = "",
         py::arg("jobs") = 0, "Each job's runs from the run history; the JSON document `history --json` writes.");

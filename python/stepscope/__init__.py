@@ -122,8 +122,9 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None):
         (names: forward, backward, optimizer, data, sync, side).
     step_range: the annotation (e.g. NVTX range) that is one step, as --step-range.
     """
+    cancel = _stepscope.CancelToken()
     text = _interruptibly(_stepscope.analyze_json, _paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
-                          step_range=_step_range(step_range))
+                          step_range=_step_range(step_range), cancel=cancel, on_interrupt=cancel.cancel)
     return _json.loads(text)
 
 
@@ -146,11 +147,12 @@ def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, se
     """
     if bootstrap_samples is not None:
         bootstrap = bootstrap_samples
+    cancel = _stepscope.CancelToken()
     text = _interruptibly(_stepscope.diff_json, _paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
                           step_range=_step_range(step_range),
                           bootstrap_samples=_whole_number("--bootstrap", bootstrap, 100, 1000000),
                           seed=_whole_number("--seed", seed, 0, 2**64 - 1),
-                          kernel_threshold=_threshold(kernel_threshold))
+                          kernel_threshold=_threshold(kernel_threshold), cancel=cancel, on_interrupt=cancel.cancel)
     return _json.loads(text)
 
 

@@ -3,15 +3,15 @@
 The analysis runs with the GIL released, but Python only delivers KeyboardInterrupt to the main
 thread between bytecodes: a 30 s call would hold it until it returns. The call runs on a worker
 thread instead while the main thread waits in short slices, so the interrupt is raised at once;
-the worker finishes in the background and its result is dropped (the C++ has no cancellation
-point to stop it sooner).
+the caller's `on_interrupt` (a CancelToken's `cancel`) tells the C++ readers to stop at their
+next progress report, and whatever the worker still returns is dropped.
 """
 import threading as _threading
 
 _SLICE_S = 0.1
 
 
-def call_interruptibly(fn, *args, **kwargs):
+def call_interruptibly(fn, *args, on_interrupt=None, **kwargs):
     if _threading.current_thread() is not _threading.main_thread():
         # Only the main thread receives signals: elsewhere waiting in slices gains nothing.
         return fn(*args, **kwargs)
@@ -25,8 +25,13 @@ def call_interruptibly(fn, *args, **kwargs):
 
     worker = _threading.Thread(target=run, name="stepscope-analysis", daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(_SLICE_S)
+    try:
+        while worker.is_alive():
+            worker.join(_SLICE_S)
+    except BaseException:
+        if on_interrupt is not None:
+            on_interrupt()
+        raise
     if "error" in box:
         error = box.pop("error")
         try:

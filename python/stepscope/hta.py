@@ -183,7 +183,8 @@ class TraceAnalysis:
         self.include_last_profiler_step = bool(include_last_profiler_step)
         self._files = _paths(_trace_paths(trace_files, trace_dir))
         from ._interrupt import call_interruptibly
-        self._t = call_interruptibly(_stepscope.hta_load, self._files)
+        cancel = _stepscope.CancelToken()
+        self._t = call_interruptibly(_stepscope.hta_load, self._files, cancel=cancel, on_interrupt=cancel.cancel)
         self._ranks = sorted(self._t.ranks())
         self._timelines = {}
         self._report = None

@@ -14,7 +14,10 @@ from stepscope import _stepscope
 def test_ctrl_c_interrupts_a_long_analysis_at_once(monkeypatch):
     libc = ctypes.CDLL(None)
 
-    def long_call(*args, **kwargs):
+    tokens = []
+
+    def long_call(*args, cancel=None, **kwargs):
+        tokens.append(cancel)
         # A C call with the GIL released that never looks at Python's signals, as the analysis.
         libc.usleep(3_000_000)
         return "{}"
@@ -27,6 +30,20 @@ def test_ctrl_c_interrupts_a_long_analysis_at_once(monkeypatch):
         stepscope.analyze("whatever.json")
     assert time.perf_counter() - t0 < 1.5
     timer.join()
+    # The readers are told to stop too, not only the caller's wait.
+    assert tokens and tokens[0].cancelled
+
+
+def test_a_cancelled_read_stops_with_keyboard_interrupt(fixtures):
+    token = _stepscope.CancelToken()
+    token.cancel()
+    trace = str(fixtures / "hta/ns_resolution_trace")
+    with pytest.raises(KeyboardInterrupt):
+        _stepscope.analyze_json([trace], cancel=token)
+    with pytest.raises(KeyboardInterrupt):
+        _stepscope.hta_load([trace], cancel=token)
+    # Untouched, the same read answers.
+    assert json.loads(_stepscope.analyze_json([trace], cancel=_stepscope.CancelToken()))["ranks"]
 
 
 def test_errors_of_the_analysis_still_reach_the_caller(tmp_path):
