@@ -71,6 +71,10 @@ class RateLimiter {
   std::map<std::string, Bucket> buckets_;
 };
 
+bool is_local(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 class App {
  public:
   explicit App(const ServeOptions& o)
@@ -80,6 +84,7 @@ class App {
         reader_(store_path_),
         limiter_(o.rate_per_second, o.rate_burst) {
     label_ = o.logdir;
+    loopback_ = is_local(o.host);
   }
 
   void log(const std::string& line) {
@@ -182,6 +187,14 @@ class App {
       res.set_header("Allow", "GET, HEAD");
       return false;
     }
+    if (loopback_ && !local_host_header(req.get_header_value("Host"))) {
+      // A page elsewhere that rebinds its own name to 127.0.0.1 would otherwise read the runs.
+      log(fmt::format("refused {} {}: Host '{}' is not this machine", req.remote_addr, printable(req.target),
+                      printable(req.get_header_value("Host"))));
+      res.status = 403;
+      res.set_content("forbidden\n", "text/plain; charset=utf-8");
+      return false;
+    }
     if (!limiter_.allow(req.remote_addr)) {
       res.status = 429;
       res.set_header("Retry-After", "1");
@@ -189,6 +202,17 @@ class App {
       return false;
     }
     return true;
+  }
+
+  // The Host header of a request to a server on the loopback interface: a loopback name or address.
+  static bool local_host_header(const std::string& host) {
+    std::string name = host;
+    if (!name.empty() && name.front() == '[') {
+      name = name.substr(1, name.find(']') == std::string::npos ? std::string::npos : name.find(']') - 1);
+    } else if (const auto colon = name.rfind(':'); colon != std::string::npos) {
+      name.resize(colon);
+    }
+    return name == "localhost" || name == "127.0.0.1" || name == "::1" || name.rfind("127.", 0) == 0;
   }
 
   static void security_headers(httplib::Response& res, const std::string& csp) {
@@ -387,6 +411,7 @@ class App {
 
   ServeOptions opts_;
   std::string root_, store_path_, label_;
+  bool loopback_ = true;
   // Shared by the request threads: the connection is opened serialized (SQLITE_OPEN_FULLMUTEX)
   // and each Store call is one statement.
   Store reader_;
@@ -402,10 +427,6 @@ class App {
   std::pair<std::size_t, std::int64_t> history_state_{0, 0};
   bool history_valid_ = false;
 };
-
-bool is_local(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 }  // namespace
 

@@ -261,8 +261,15 @@ IndexReport index_runs(Store& store, const std::string& logdir, const IndexOptio
   const auto runs = discover_runs(logdir);
   const fs::path root = fs::canonical(logdir);
   rep.found = runs.size();
+  std::error_code ec;
+  const fs::path own = fs::weakly_canonical(store.path(), ec);
   std::vector<std::pair<const RunInputs*, std::string>> todo;
   for (const auto& run : runs) {
+    // A history kept inside the log directory under a visible name is no nsys export.
+    if (run.files.size() == 1 && fs::path(run.files[0]) == own) {
+      --rep.found;
+      continue;
+    }
     std::string key;
     try {
       key = run_key(store, run);

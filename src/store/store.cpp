@@ -165,11 +165,12 @@ Store::Store(const std::string& path) : path_(path), db_(std::make_unique<Db>())
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) throw InputError(path + ": cannot create its folder: " + ec.message());
+  if (ec) throw InputError(path + ": cannot create its folder: " + ec.message() + " (--store PATH puts the history elsewhere)");
   if (sqlite3_open_v2(path.c_str(), &db_->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     throw InputError(path + ": cannot open the run history: " +
-                     (db_->handle ? sqlite3_errmsg(db_->handle) : std::string("out of memory")));
+                     (db_->handle ? sqlite3_errmsg(db_->handle) : std::string("out of memory")) +
+                     " (--store PATH puts the history elsewhere)");
   sqlite3_busy_timeout(db_->handle, kBusyTimeoutMs);
   // WAL: readers (the web pages) never block the writer, and a killed writer leaves the last
   // committed state; NORMAL sync is durable across a process kill, which is what we guard.

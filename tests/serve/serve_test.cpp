@@ -193,6 +193,16 @@ TEST(Store, NothingIsAnalysedTwice) {
   EXPECT_TRUE(r.diagnosis.present);
 }
 
+TEST(Store, AHistoryInsideTheLogDirectoryIsNoRun) {
+  TempDir t("stepscope-store-inside");
+  const fs::path logdir = t.path / "logs";
+  generate_run(logdir / "run_01", 1, 0, 6, "");
+  Store store((logdir / "runs.sqlite").string());
+  const IndexReport rep = index_runs(store, logdir.string());
+  EXPECT_EQ(rep.found, 1u);
+  EXPECT_EQ(rep.failed, 0u);
+}
+
 TEST(History, FailIfRegressedOnTheSlowRunOnly) {
   TempDir t("stepscope-history");
   const fs::path logdir = t.path / "logs";
@@ -232,6 +242,13 @@ TEST(Serve, RefusesPathsOutsideTheLogDirectory) {
     EXPECT_EQ(r->body.find("secret"), std::string::npos) << bad;
   }
   EXPECT_NE(s.log().find("refused"), std::string::npos);
+  // DNS rebinding: a page of another site whose name now points here is refused.
+  auto rebound = c.Get("/", httplib::Headers{{"Host", "evil.example:6006"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403);
+  auto local = c.Get("/", httplib::Headers{{"Host", "localhost:6006"}});
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->status, 200);
   auto post = c.Post("/", "x", "text/plain");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
