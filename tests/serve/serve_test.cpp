@@ -218,6 +218,15 @@ TEST(History, FailIfRegressedOnTheSlowRunOnly) {
   // Without the flag the trend is printed and the status is 0.
   EXPECT_EQ(sh("'" + kStepscope + "' history --store '" + default_store_path(logdir.string()) + "' > /dev/null"), 0);
   EXPECT_EQ(sh("'" + kStepscope + "' history 2> /dev/null"), 2);
+  // The history page marks the same run.
+  Server s(logdir, default_store_path(logdir.string()));
+  ASSERT_GT(s.port(), 0) << s.log();
+  auto page = s.client().Get("/history?job=nightly/run");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("class=\"regressed\""), std::string::npos);
+  EXPECT_NE(page->body.find("0.5"), std::string::npos);
+  EXPECT_NE(page->body.find("nightly/run_05"), std::string::npos);
 }
 
 TEST(Serve, RefusesPathsOutsideTheLogDirectory) {
