@@ -15,6 +15,7 @@
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
 #include "stepscope/gpu_timeline.hpp"
+#include "stepscope/memory/analysis.hpp"
 #include "stepscope/trace.hpp"
 #include "stepscope/verdict.hpp"
 
@@ -90,6 +91,9 @@ struct AnalysisResult {
   std::vector<footgun::RankScan> footgun_scans;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
+  // CUDA memory snapshots among the inputs (pickles, told by their first bytes), one per file:
+  // reports show a memory section only when this is not empty.
+  std::vector<memory::SnapshotAnalysis> memory_snapshots;
 };
 
 struct AnalyzeOptions {

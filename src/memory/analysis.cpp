@@ -246,12 +246,73 @@ class DeviceAnalyzer {
     a.reason = kept_reason(a.phase);
   }
 
+  static bool long_lived(MemClass c) {
+    return c == MemClass::parameters || c == MemClass::gradients || c == MemClass::optimizer_state;
+  }
+
+  std::int64_t run_of_entry(std::int64_t entry) const {
+    auto it = std::upper_bound(runs_.begin(), runs_.end(), entry, [](std::int64_t e, const Run& r) { return e < r.start; });
+    if (it == runs_.begin()) return -1;
+    --it;
+    return entry < it->end ? it - runs_.begin() : -1;
+  }
+
+  // A block kept past its phase that takes the place of a long-lived block of the same size freed
+  // in that phase is what it replaced: runs in order, so a chain of replacements keeps the class.
+  void inherit_replaced() {
+    std::vector<std::vector<std::size_t>> freed_in(runs_.size()), born_in(runs_.size());
+    for (std::size_t i = 0; i < allocs_.size(); ++i) {
+      const Alloc& a = allocs_[i];
+      if (a.run != kNoRun && a.reason != Reason::same_phase) born_in[a.run].push_back(i);
+      if (a.died == kNever) continue;
+      const std::int64_t r = run_of_entry(a.died);
+      if (r >= 0 && a.born < runs_[static_cast<std::size_t>(r)].start) freed_in[static_cast<std::size_t>(r)].push_back(i);
+    }
+    for (std::size_t r = 0; r < runs_.size(); ++r)
+      if (!freed_in[r].empty()) pair_in_run(born_in[r], freed_in[r]);
+  }
+
+  // In trace order, a kept block and a long-lived block of the same size freed next to it (the
+  // new value is made, then the old one let go, or the other way round) are paired: a block
+  // freed later in the phase (gradients let go by zero_grad) finds every new block taken.
+  void pair_in_run(const std::vector<std::size_t>& born, const std::vector<std::size_t>& freed) {
+    std::vector<std::pair<std::int64_t, std::ptrdiff_t>> events;  // entry, +(i+1) born / -(i+1) freed
+    for (std::size_t i : born) events.push_back({allocs_[i].born, static_cast<std::ptrdiff_t>(i) + 1});
+    for (std::size_t i : freed)
+      if (long_lived(allocs_[i].cls)) events.push_back({allocs_[i].died, -static_cast<std::ptrdiff_t>(i) - 1});
+    std::sort(events.begin(), events.end());
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> waiting_born, waiting_freed;
+    auto inherit = [&](std::size_t to, std::size_t from) {
+      allocs_[to].cls = allocs_[from].cls;
+      allocs_[to].reason = Reason::replaces;
+    };
+    for (const auto& [entry, code] : events) {
+      const auto i = static_cast<std::size_t>(code > 0 ? code - 1 : -code - 1);
+      auto& same_freed = waiting_freed[allocs_[i].size];
+      auto& same_born = waiting_born[allocs_[i].size];
+      if (code > 0) {
+        if (!same_freed.empty()) {
+          inherit(i, same_freed.back());
+          same_freed.pop_back();
+        } else {
+          same_born.push_back(i);
+        }
+      } else if (!same_born.empty()) {
+        inherit(same_born.back(), i);
+        same_born.pop_back();
+      } else {
+        same_freed.push_back(i);
+      }
+    }
+  }
+
   // The class of each allocation; one cut short takes the class its allocation site had where
   // the phase ran to its end (a temporary interrupted by an OOM is still a temporary).
   void classify() {
+    for (Alloc& a : allocs_) classify_complete(a);
+    inherit_replaced();
     std::unordered_map<StackId, std::array<std::int64_t, kMemClasses>> site;
     for (Alloc& a : allocs_) {
-      classify_complete(a);
       if (!a.cut && a.born >= 0 && a.reason != Reason::no_phase && a.stack != 0) site[a.stack][static_cast<std::size_t>(a.cls)]++;
     }
     for (Alloc& a : allocs_) {
@@ -624,7 +685,7 @@ std::string_view phase_name(Phase p) {
 std::string_view reason_name(Reason r) {
   static constexpr std::array<std::string_view, kReasons> kNames{"setup_kept", "backward_kept", "optimizer_kept",
                                                                 "forward_kept", "same_phase", "site_history",
-                                                                "before_recording", "no_phase"};
+                                                                "before_recording", "no_phase", "replaces"};
   return kNames[static_cast<std::size_t>(r)];
 }
 
@@ -637,7 +698,9 @@ std::string_view reason_text(Reason r) {
       "made and freed within one phase (forward, backward or optimizer step)",
       "alive when an OOM or the dump cut its phase short: classed as its allocation site was in complete phases",
       "alive before the recording began: classed by the phase of its block's stack",
-      "no model building, forward, backward or optimizer frame in its stack"};
+      "no model building, forward, backward or optimizer frame in its stack",
+      "kept, and the same size as a parameter, gradient or optimizer state freed in the same phase: it takes its place "
+      "(an out-of-place update)"};
   return kTexts[static_cast<std::size_t>(r)];
 }
 

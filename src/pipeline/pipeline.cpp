@@ -170,10 +170,7 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   return {std::move(ranks), std::move(plan.warnings)};
 }
 
-}  // namespace
-
-Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
-  check_options(opts);
+Analysis analyze_trace_paths(const std::vector<std::string>& paths, const PipelineOptions& opts) {
   Analysis a;
   if (!opts.keep_trace) {
     auto [ranks, warnings] = analyze_as_read(paths, opts);
@@ -188,6 +185,35 @@ Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOpti
   a.result = combine_ranks(std::move(ranks), a.trace.warnings);
   diagnose(a.result);
   return a;
+}
+
+// Memory snapshots are told from traces by their first bytes (a pickle's PROTO opcode), not by
+// their names; they are analysed apart and join the result beside the traces' analysis.
+std::vector<std::string> take_snapshots(const std::vector<std::string>& paths, std::vector<memory::SnapshotAnalysis>& out) {
+  std::vector<std::string> traces;
+  for (const auto& p : paths) {
+    if (memory::is_snapshot_file(p))
+      out.push_back(memory::analyze_snapshot_file(p));
+    else
+      traces.push_back(p);
+  }
+  return traces;
+}
+
+}  // namespace
+
+Analysis analyze_paths(const std::vector<std::string>& all_paths, const PipelineOptions& opts) {
+  check_options(opts);
+  Analysis a;
+  std::vector<memory::SnapshotAnalysis> snapshots;
+  const std::vector<std::string> paths = take_snapshots(all_paths, snapshots);
+  if (paths.empty() && !snapshots.empty()) {
+    a.result.memory_snapshots = std::move(snapshots);
+    return a;
+  }
+  Analysis traces = analyze_trace_paths(paths, opts);
+  traces.result.memory_snapshots = std::move(snapshots);
+  return traces;
 }
 
 }  // namespace stepscope

@@ -467,7 +467,8 @@ std::string render_html(const AnalysisResult& r) {
     out += "<p class=\"muted name\">" + html::esc(files) + "</p>\n";
   }
   html::SectionOptions o;
-  out += html::analysis_sections(r, o);
+  if (!r.ranks.empty() || r.memory_snapshots.empty()) out += html::analysis_sections(r, o);
+  for (const auto& m : r.memory_snapshots) out += memory::render_html_section(m);
   out += html::page_end(true);
   return out;
 }

@@ -161,6 +161,10 @@ nlohmann::json job_json(const AnalysisResult& r, const std::vector<bool>& drille
   j["trust"] = trust_json(r.trust);
   report_detail::add_diagnosis_json(r, j);
   j["warnings"] = r.warnings;
+  if (!r.memory_snapshots.empty()) {  // only for snapshot inputs: traces' documents are unchanged
+    auto& snapshots = j["memory_snapshots"] = nlohmann::json::array();
+    for (const auto& m : r.memory_snapshots) snapshots.push_back(memory::to_json(m));
+  }
   return j;
 }
 

@@ -225,7 +225,8 @@ std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
 }  // namespace
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
-  std::string out = render_plain(r, opts);
+  std::string out = r.ranks.empty() && !r.memory_snapshots.empty() ? std::string() : render_plain(r, opts);
+  for (const auto& m : r.memory_snapshots) out += (out.empty() ? "" : "\n") + memory::render_text(m);
   return opts.color ? colorize(out) : out;
 }
 

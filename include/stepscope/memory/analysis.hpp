@@ -36,8 +36,10 @@ enum class Reason : std::uint8_t {
   site_history,        // alive when the recording was cut (OOM, dump): as the same site in complete phases
   before_recording,    // alive before the recording began: by its stack's phase
   no_phase,            // unknown: no phase in its stack
+  replaces,            // kept, and the same size as a long-lived block freed in the same phase: its class
+                       // (an out-of-place update: `p.data = p.data - lr * g` makes the new parameter)
 };
-inline constexpr std::size_t kReasons = 8;
+inline constexpr std::size_t kReasons = 9;
 std::string_view reason_name(Reason r);
 std::string_view reason_text(Reason r);
 
