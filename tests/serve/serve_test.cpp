@@ -279,6 +279,14 @@ TEST(Serve, HostileFileNamesShowAsText) {
   ASSERT_TRUE(page);
   EXPECT_EQ(page->body.find("<img src=x"), std::string::npos);
   EXPECT_NE(page->body.find("&lt;img src=x onerror=alert(1)&gt;.json"), std::string::npos);
+  // A run written while the server runs appears without a restart.
+  fs::create_directories(logdir / "later");
+  std::ofstream(logdir / "later" / "rank-0.pt.trace.json", std::ios::binary)
+      << read_file(t.path / "gen" / "rank-0.pt.trace.json") << " ";
+  ASSERT_TRUE(wait_for([&] { return json_int(s.status(), "runs") >= 2; }, 120)) << s.status();
+  auto later = s.client().Get("/?q=later");
+  ASSERT_TRUE(later);
+  EXPECT_NE(later->body.find(">later</a>"), std::string::npos);
 }
 
 TEST(Serve, WarnsWhenListeningOnEveryInterface) {
