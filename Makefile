@@ -42,7 +42,7 @@ bench-ranks: build
 	bench/scale_ranks.sh $(BUILD)
 
 # libFuzzer under ASan+UBSan, with clang: each target for FUZZ_SECONDS (see scripts/run-fuzz).
-FUZZ_TARGETS ?= fuzz_kineto fuzz_pipeline fuzz_nsys
+FUZZ_TARGETS ?= fuzz_kineto fuzz_pipeline fuzz_nsys fuzz_memory
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 fuzz: deps

@@ -417,7 +417,9 @@ class DeviceAnalyzer {
         live[a.addr] = a.size;
         f.allocated_bytes = add_sat(f.allocated_bytes, a.size);
       }
-    for (const auto& [addr, seg] : segs) {
+    for (const auto& entry_seg : segs) {  // no structured binding: lambdas below capture these
+      const std::uint64_t addr = entry_seg.first;
+      const SegmentInfo& seg = entry_seg.second;
       f.reserved_bytes = add_sat(f.reserved_bytes, seg.size);
       (seg.small ? f.small_segments : f.large_segments)++;
       auto& bytes = seg.small ? f.small_segment_bytes : f.large_segment_bytes;
