@@ -2,6 +2,7 @@
 #include <map>
 
 #include "stepscope/diff.hpp"
+#include "stepscope/error.hpp"
 #include "stepscope/store.hpp"
 
 namespace stepscope {
@@ -26,7 +27,12 @@ void compare_with_previous(const Store& store, JobHistory& h) {
   for (std::size_t i = 1; i < h.points.size(); ++i) {
     HistoryPoint& p = h.points[i];
     const StoredRun& base = h.points[i - 1].run;
-    const StepChange s = compare(result_of(base.id), result_of(p.run.id));
+    StepChange s;
+    try {
+      s = compare(result_of(base.id), result_of(p.run.id));
+    } catch (const InputError&) {
+      continue;  // summaries of an older stepscope: no comparison until the run is analysed again
+    }
     p.has_baseline = true;
     p.baseline = base.name;
     p.speedup = s.speedup;

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS runs(
   verdict TEXT NOT NULL,
   trust TEXT NOT NULL,
   trust_codes TEXT NOT NULL,
+  summary_schema TEXT NOT NULL,
   summary BLOB);
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job, date);
 CREATE TABLE IF NOT EXISTS file_hashes(
@@ -196,8 +197,10 @@ Store::Store(const std::string& path) : path_(path), db_(std::make_unique<Db>())
 Store::~Store() = default;
 
 bool Store::has(const std::string& key) const {
-  Statement s(db_->handle, "SELECT 1 FROM runs WHERE key=?");
-  s.bind(1, key);
+  // A run analysed by a stepscope whose summaries this one cannot read counts as not analysed:
+  // the next scan analyses it again, in place.
+  Statement s(db_->handle, "SELECT 1 FROM runs WHERE key=? AND summary_schema=?");
+  s.bind(1, key).bind(2, std::string(kSummarySchema));
   return s.step();
 }
 
@@ -228,13 +231,13 @@ std::int64_t Store::put(const StoredRun& r, const SummaryFile& summary) {
   try {
     Statement s(db_->handle,
                 "INSERT OR REPLACE INTO runs(key, name, job, files, date, analysed_at, analysis_seconds, ok, error, "
-                "ranks, steps, step_ns, category_ns, bound, verdict, trust, trust_codes, summary) "
-                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "ranks, steps, step_ns, category_ns, bound, verdict, trust, trust_codes, summary_schema, summary) "
+                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, r.key).bind(2, r.name).bind(3, r.job).bind(4, strings_json(r.files)).bind(5, r.date);
     s.bind(6, r.analysed_at).bind(7, r.analysis_seconds).bind(8, std::int64_t{r.ok}).bind(9, r.error);
     s.bind(10, std::int64_t{r.ranks}).bind(11, static_cast<std::int64_t>(r.steps)).bind(12, r.step_ns);
     s.bind(13, categories_json(r.category_ns)).bind(14, r.bound).bind(15, r.verdict).bind(16, r.trust);
-    s.bind(17, strings_json(r.trust_codes)).bind_blob(18, blob);
+    s.bind(17, strings_json(r.trust_codes)).bind(18, std::string(kSummarySchema)).bind_blob(19, blob);
     s.step();
     const std::int64_t id = sqlite3_last_insert_rowid(db_->handle);
     exec(db_->handle, "COMMIT;", path_);

@@ -191,6 +191,17 @@ TEST(Store, NothingIsAnalysedTwice) {
   const AnalysisResult r = store.result(runs[0].id);
   ASSERT_EQ(r.partitions.size(), 1u);
   EXPECT_TRUE(r.diagnosis.present);
+  // Summaries an older stepscope wrote are analysed again, in place.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(store.path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET summary_schema='stepscope.summary/0' WHERE name='job/run_01'", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_EQ(index_runs(store, logdir.string()).analysed, 1u);
+  EXPECT_EQ(store.runs().size(), 2u);
 }
 
 TEST(Store, AHistoryInsideTheLogDirectoryIsNoRun) {
