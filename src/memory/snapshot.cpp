@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <unordered_map>
@@ -220,6 +221,10 @@ Snapshot read_snapshot(std::string bytes, std::string_view path) {
 Snapshot read_snapshot_file(const std::string& path) { return read_snapshot(read_file(path), path); }
 
 bool is_snapshot_file(const std::string& path) {
+  // Only a regular file is looked at: reading the first bytes of a pipe would take them from the
+  // trace reader.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char head[2] = {0, 0};
   if (!in.read(head, 2)) return false;
