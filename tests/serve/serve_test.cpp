@@ -396,3 +396,25 @@ TEST(Serve, KilledWhileIndexingLosesOnlyTheRunInProgress) {
   EXPECT_EQ(store.runs().size(), static_cast<std::size_t>(kRuns));
   std::printf("killed after %d of %d runs; the other %zu analysed on restart\n", finished_before_kill, kRuns, rep.analysed);
 }
+
+TEST(Serve, LimitsEachClientsRate) {
+  TempDir t("stepscope-serve-rate");
+  fs::create_directories(t.path / "logs");
+  Server s(t.path / "logs", t.path / "store" / "runs.sqlite");
+  ASSERT_GT(s.port(), 0) << s.log();
+  auto c = s.client();
+  c.set_keep_alive(true);
+  int ok = 0, limited = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1500; ++i) {
+    auto r = c.Get("/status");
+    ASSERT_TRUE(r);
+    (r->status == 200 ? ok : limited) += r->status == 200 || r->status == 429 ? 1 : 0;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // A burst of 1,000, then 100 a second.
+  EXPECT_GE(ok, 1000);
+  EXPECT_LE(ok, 1000 + static_cast<int>(100 * seconds) + 5);
+  EXPECT_EQ(ok + limited, 1500);
+  std::printf("1500 requests in %.2f s on one connection: %d answered 200, %d answered 429\n", seconds, ok, limited);
+}
