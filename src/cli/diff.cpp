@@ -7,6 +7,7 @@
 #include "stepscope/diff.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/html.hpp"
+#include "stepscope/memory/analysis.hpp"
 #include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
 
@@ -69,11 +70,25 @@ bool regressed(const DiffResult& d, double threshold_pct) {
   return (1 / d.step.speedup - 1) * 100 > threshold_pct;
 }
 
+// Two memory snapshots (told by their bytes): the peak by class before and after.
+bool snapshot_pair(const std::vector<std::string>& base, const std::vector<std::string>& test) {
+  return base.size() == 1 && test.size() == 1 && memory::is_snapshot_file(base[0]) && memory::is_snapshot_file(test[0]);
+}
+
+int run_memory_diff(const std::string& base, const std::string& test, const DiffArgs& a) {
+  if (!a.html_out.empty()) throw InputError("diff --html: not available for memory snapshots; use --json or the text report");
+  const auto d = memory::diff_snapshots(memory::analyze_snapshot_file(base), memory::analyze_snapshot_file(test));
+  if (!a.json_out.empty()) write_json(a.json_out, memory::diff_to_json(d));
+  if (a.json_out != "-") write_stdout(memory::render_diff_text(d));
+  return kExitOk;
+}
+
 int run_diff(const DiffArgs& a) {
   const auto [base_paths, test_paths] = sides_of(a);
   std::vector<std::string> inputs = base_paths;
   inputs.insert(inputs.end(), test_paths.begin(), test_paths.end());
   check_outputs(inputs, {{"--json", a.json_out}, {"--html", a.html_out}});
+  if (snapshot_pair(base_paths, test_paths)) return run_memory_diff(base_paths[0], test_paths[0], a);
   DiffOptions opts;
   opts.bootstrap_samples = a.bootstrap;
   opts.seed = a.seed;

@@ -153,3 +153,27 @@ TEST(MemoryAnalysis, ReportsRenderEveryFigure) {
 
 }  // namespace
 }  // namespace stepscope::memory
+
+namespace stepscope::memory {
+namespace {
+
+// A run with half the batch: `diff` says the peak fell and that activations are what went.
+TEST(MemoryDiff, HalfTheBatchFreesActivations) {
+  const SnapshotAnalysis base = analyze_snapshot_file(generated("training"));
+  const SnapshotAnalysis test = analyze_snapshot_file(generated("training", "--batch 32", "training-half-batch"));
+  const auto diffs = diff_snapshots(base, test);
+  ASSERT_EQ(diffs.size(), 1u);
+  const MemoryDiff& d = diffs[0];
+  EXPECT_EQ(d.base_peak, base.devices[0].peak.allocated_bytes);
+  EXPECT_EQ(d.test_peak, test.devices[0].peak.allocated_bytes);
+  EXPECT_LT(d.test_peak, d.base_peak);
+  const ClassChange& act = d.classes[static_cast<std::size_t>(MemClass::activations)];
+  EXPECT_LT(act.test_bytes, act.base_bytes);
+  const ClassChange& params = d.classes[static_cast<std::size_t>(MemClass::parameters)];
+  EXPECT_EQ(params.test_bytes, params.base_bytes);  // the model did not change
+  EXPECT_NE(d.headline.find("activations"), std::string::npos);
+  EXPECT_EQ(diff_to_json(diffs)["devices"][0]["peak"]["change_bytes"], d.test_peak - d.base_peak);
+}
+
+}  // namespace
+}  // namespace stepscope::memory
