@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "html"))
@@ -189,6 +190,14 @@ def main():
         want_step = ms(cli["steady_state_step"]["mean_step_ns"])
         if row["step"] != want_step:
             fail(f"runs: step {row['step']!r}, the CLI says {want_step!r}")
+
+        # Sorted by step time, then filtered by the run's bound: links the server answers, no script.
+        dom, req, err = browser.visit(base + "/?sort=step&order=asc&bound=" + urllib.parse.quote(row["bound"]))
+        check_page("runs sorted and filtered", base, dom, req, err)
+        if not dom["rows"] or any(r["bound"] != row["bound"] for r in dom["rows"]):
+            fail("runs: the bound filter let other bounds through")
+        if RUN not in {r["name"] for r in dom["rows"]}:
+            fail("runs: the bound filter left out the run")
 
         dom, req, err = browser.visit(base + row["href"])
         check_page("one run", base, dom, req, err)
