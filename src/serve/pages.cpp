@@ -257,7 +257,7 @@ std::string trend_svg(const JobHistory& h) {
   for (int k = 0; k <= 4; ++k) {
     const double v = ymax * 1.1 * k / 4;
     put(out, "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-        kLeft, kW - kRight, y(v), y(v), kLeft - 6, y(v) + 4, ms(v));
+        kLeft, kW - kRight, y(v), y(v), kLeft - 6, y(v) + 4, k == 0 ? std::string("0") : ms(v));
   }
   std::string line;
   for (std::size_t i = 0; i < n; ++i) line += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", x(i), y(h.points[i].run.step_ns));
