@@ -605,6 +605,45 @@ class Report(_Mapping):
                                                 series.get("reserved_bytes", [])))
         return _frame(rows, cols)
 
+    def _memory_devices(self):
+        for snap in self._data.get("memory_snapshots") or []:
+            for device in snap.get("devices", []):
+                yield snap, device
+
+    def memory_peak_breakdown(self):
+        """The peak of each memory snapshot's device split by class (`stepscope analyze x.pickle`):
+        path, device, class (parameters, gradients, optimizer_state, activations, temporaries,
+        unknown), bytes, share (0..1 of the peak's allocated bytes), peak_allocated_bytes,
+        peak_reserved_bytes, step. Empty when no snapshot was analysed.
+        """
+        cols = ["path", "device", "class", "bytes", "share", "peak_allocated_bytes", "peak_reserved_bytes", "step"]
+        rows = []
+        for snap, d in self._memory_devices():
+            peak = d["peak"]
+            allocated = peak["allocated_bytes"]
+            for name, value in peak["by_class"].items():
+                rows.append({"path": snap["path"], "device": d["device"], "class": name, "bytes": value,
+                             "share": value / allocated if allocated else 0.0, "peak_allocated_bytes": allocated,
+                             "peak_reserved_bytes": peak["reserved_bytes"], "step": peak["step"]})
+        return _frame(rows, cols)
+
+    def memory_snapshot_timeline(self):
+        """Memory over a snapshot's trace, by class (thinned to at most 400 points, the peak kept):
+        path, device, entry (index in the device's trace), time_us (-1 before PyTorch 2.1),
+        allocated_bytes, reserved_bytes, then one column of bytes per class. Empty when no
+        snapshot was analysed. `memory_timeline()` is the trace's `[memory]` events instead.
+        """
+        classes = ["parameters", "gradients", "optimizer_state", "activations", "temporaries", "unknown"]
+        cols = ["path", "device", "entry", "time_us", "allocated_bytes", "reserved_bytes"] + classes
+        rows = []
+        for snap, d in self._memory_devices():
+            for point in d.get("timeline", []):
+                row = {"path": snap["path"], "device": d["device"], "entry": point["entry"], "time_us": point["time_us"],
+                       "allocated_bytes": point["allocated_bytes"], "reserved_bytes": point["reserved_bytes"]}
+                row.update({c: point["by_class"].get(c, 0) for c in classes})
+                rows.append(row)
+        return _frame(rows, cols)
+
 
 def analyze_report(paths, **options):
     """`stepscope.analyze(paths, **options)` as a `Report`: the same document, with DataFrames.
