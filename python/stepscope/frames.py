@@ -629,7 +629,7 @@ class Report(_Mapping):
 
     def memory_snapshot_timeline(self):
         """Memory over a snapshot's trace, by class (thinned to at most 400 points, the peak kept):
-        path, device, entry (index in the device's trace), time_us (-1 before PyTorch 2.1),
+        path, device, entry (index in the device's trace), time_us (NaN before PyTorch 2.1),
         allocated_bytes, reserved_bytes, then one column of bytes per class. Empty when no
         snapshot was analysed. `memory_timeline()` is the trace's `[memory]` events instead.
         """
@@ -638,7 +638,7 @@ class Report(_Mapping):
         rows = []
         for snap, d in self._memory_devices():
             for point in d.get("timeline", []):
-                row = {"path": snap["path"], "device": d["device"], "entry": point["entry"], "time_us": point["time_us"],
+                row = {"path": snap["path"], "device": d["device"], "entry": point["entry"], "time_us": _us(point["time_ns"]),
                        "allocated_bytes": point["allocated_bytes"], "reserved_bytes": point["reserved_bytes"]}
                 row.update({c: point["by_class"].get(c, 0) for c in classes})
                 rows.append(row)

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "stepscope/memory/analysis.hpp"
 
@@ -87,9 +88,15 @@ nlohmann::json by_class_json(const ByClass& b) {
   return j;
 }
 
+// The trace's microseconds as the report's nanoseconds; null before PyTorch 2.1 recorded times.
+nlohmann::json time_ns(std::int64_t time_us) {
+  if (time_us < 0 || time_us > INT64_MAX / 1000) return nullptr;
+  return time_us * 1000;
+}
+
 nlohmann::json moment_json(const MemoryMoment& m) {
   return {{"entry", m.entry},
-          {"time_us", m.time_us},
+          {"time_ns", time_ns(m.time_us)},
           {"allocated_bytes", m.allocated_bytes},
           {"reserved_bytes", m.reserved_bytes},
           {"by_class", by_class_json(m.by_class)},
@@ -132,7 +139,7 @@ nlohmann::json device_json(const DeviceMemory& d) {
     const OomReport& o = *d.oom;
     j["fragmentation"]["at_oom"] = fragmentation_json(o.fragmentation);
     j["oom"] = {{"entry", o.entry},
-                {"time_us", o.time_us},
+                {"time_ns", time_ns(o.time_us)},
                 {"requested_bytes", o.requested_bytes},
                 {"stream", o.stream},
                 {"device_free_bytes", o.device_free_bytes},
@@ -162,7 +169,7 @@ nlohmann::json device_json(const DeviceMemory& d) {
   auto& tl = j["timeline"] = nlohmann::json::array();
   for (const auto& m : d.timeline)
     tl.push_back({{"entry", m.entry},
-                  {"time_us", m.time_us},
+                  {"time_ns", time_ns(m.time_us)},
                   {"allocated_bytes", m.allocated_bytes},
                   {"reserved_bytes", m.reserved_bytes},
                   {"by_class", by_class_json(m.by_class)}});
