@@ -21,6 +21,10 @@ bool mpi_built();
 // environment that launchers set, before MPI itself is started.
 bool launched_by_mpi();
 
+// Whether this process speaks for the job: true alone, and under a launcher for process 0 only
+// (read from the launcher's environment), so that a refusal is printed once, not once per process.
+bool speaks_for_the_job();
+
 // Splits a listing into `processes` shares of about equal bytes (FoundFile::bytes): largest file
 // first, each to the share with the fewest bytes so far (the lowest-numbered on a tie). Share 0
 // keeps the listing's warnings. Every share is marked as a share.
@@ -33,8 +37,11 @@ struct DistributedAnalysis {
   AnalysisResult result;  // on process 0 only
 };
 
-// Starts MPI, analyses this process's share of `paths`, gathers the summaries on process 0 and
-// merges them there; stops MPI before returning. Errors: InputError on process 0 when any process
+// Starts MPI; process 0 lists the files and checks them as one process would, and sends the
+// listing to all (so that every process shares the same files, whatever each sees); each
+// analyses its share, and process 0 gathers the summaries and merges them; stops MPI before
+// returning. A process that sends nothing for STEPSCOPE_MPI_TIMEOUT_S seconds (default 1800)
+// after process 0 is ready stops the job with an error naming it, exit 2. Errors: InputError on process 0 when any process
 // failed (its message names the process and the file), or when the binary has no MPI; the other
 // processes then return with root false and an empty result.
 DistributedAnalysis analyze_paths_distributed(const std::vector<std::string>& paths, const PipelineOptions& opts);

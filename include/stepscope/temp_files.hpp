@@ -15,4 +15,8 @@ void register_temporary(const std::string& path);
 // Forgets `path` (it was renamed into place or removed).
 void release_temporary(const std::string& path);
 
+// Unlinks every registered path; async-signal-safe (no allocation, no lock), for the signal
+// handler and for a process that must end at once (out of memory).
+void remove_temporaries() noexcept;
+
 }  // namespace stepscope

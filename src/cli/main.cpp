@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,8 +18,10 @@
 #include "cli/app.hpp"
 #include "cli/command.hpp"
 #include "cli/config_file.hpp"
+#include "stepscope/distributed.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/report.hpp"
+#include "stepscope/temp_files.hpp"
 
 namespace {
 
@@ -48,8 +53,24 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 // two threads, one thread's freed memory otherwise stays resident while the other allocates
 // (1 GB trace, analyze -j2: peak RSS 271 to 264 MiB, medians of 8 runs, no slower). The environment's
 // MIMALLOC_SEGMENT_DECOMMIT_DELAY, when set, wins.
+constexpr int kExitOut = 2;  // as any input refused: stepscope::cli::kExitBadInput
+
 void tune_allocator() {
+  // mimalloc aborts when `new` fails and no handler is set: with one, the failure becomes
+  // std::bad_alloc, which main turns into one line and exit 2 like any refused input.
+  std::set_new_handler([] { throw std::bad_alloc(); });
 #ifdef STEPSCOPE_MIMALLOC
+  // libmimalloc's `new` does not see that handler (it asks its own weak get_new_handler) and
+  // aborts after reporting ENOMEM, and no exception may cross its frames: its report is where the
+  // process says so in one line, removes its temporaries and exits 2 itself.
+  mi_register_error([](int err, void*) {
+    if (err != ENOMEM) return;
+    static const char kLine[] =
+        "stepscope: error: out of memory: the input needs more memory than this process may use (ulimit -v, cgroup)\n";
+    if (stepscope::speaks_for_the_job()) (void)!::write(STDERR_FILENO, kLine, sizeof kLine - 1);
+    stepscope::remove_temporaries();
+    ::_exit(kExitOut);
+  }, nullptr);
   if (std::getenv("MIMALLOC_SEGMENT_DECOMMIT_DELAY") == nullptr) mi_option_set(mi_option_segment_decommit_delay, 0);
 #endif
 }
@@ -156,6 +177,7 @@ bool explain_unknown(CLI::App& app, const CLI::ParseError& e, int argc, char** a
 // With stderr gone too (a full device, a closed pipe) there is no one to tell: this must not
 // throw, or the error becomes an abort.
 void report_error(const char* kind, const char* what) noexcept {
+  if (!stepscope::speaks_for_the_job()) return;  // under mpirun, process 0 alone says it
   try {
     std::fprintf(stderr, "stepscope: %s: %s\n", kind, stepscope::terminal_safe(what).c_str());
   } catch (...) {
@@ -165,6 +187,7 @@ void report_error(const char* kind, const char* what) noexcept {
 
 // CLI11's own messages quote option values and config keys as given: escaped like ours.
 std::string escaped_failure(const CLI::App* app, const CLI::Error& e) {
+  if (!stepscope::speaks_for_the_job()) return "";
   const std::string plain = CLI::FailureMessage::simple(app, e);
   const std::size_t own = std::string_view(plain).starts_with(e.what()) ? std::strlen(e.what()) : 0;
   return stepscope::terminal_safe(std::string_view(plain).substr(0, own)) + plain.substr(own);
@@ -191,6 +214,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (!stepscope::speaks_for_the_job() && e.get_exit_code() != 0) return kExitBadInput;
     if (explain_unknown(app, e, argc, argv)) return kExitBadInput;
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitBadInput;

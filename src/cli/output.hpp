@@ -10,22 +10,28 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "stepscope/distributed.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/output_file.hpp"
 
 namespace stepscope::cli {
 
 // `where` is a path, or "-" for stdout; written whole or not at all (stepscope/output_file.hpp).
+// Under mpirun or srun, process 0's standard output is the launcher's pipe or pseudo-terminal,
+// which says nothing of where the launcher's own output goes (often a redirected file): no
+// colour and no terminal width there.
+inline bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) && !launched_by_mpi(); }
+
 // Colour on a terminal unless NO_COLOR is set to anything non-empty (no-color.org).
 inline bool color_wanted() {
   const char* no = std::getenv("NO_COLOR");
-  return ::isatty(STDOUT_FILENO) && !(no && *no);
+  return stdout_is_terminal() && !(no && *no);
 }
 
 // Columns of the terminal standard output goes to (0 when it is not one).
 inline std::size_t terminal_columns() {
   winsize w{};
-  if (!::isatty(STDOUT_FILENO) || ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0) return 0;
+  if (!stdout_is_terminal() || ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0) return 0;
   return w.ws_col;
 }
 

@@ -25,8 +25,7 @@ std::once_flag g_installed;
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 extern "C" void remove_temporaries_and_reraise(int sig) {
-  for (Slot& s : g_slots)
-    if (s.used.load(std::memory_order_acquire)) ::unlink(s.path);
+  remove_temporaries();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -45,6 +44,11 @@ void install_handlers() {
 }
 
 }  // namespace
+
+void remove_temporaries() noexcept {
+  for (Slot& s : g_slots)
+    if (s.used.load(std::memory_order_acquire)) ::unlink(s.path);
+}
 
 void register_temporary(const std::string& path) {
   std::call_once(g_installed, install_handlers);

@@ -3,8 +3,16 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "stepscope/error.hpp"
 
@@ -39,6 +47,14 @@ std::vector<FileListing> share_by_bytes(FileListing listing, int processes) {
   }
   return shares;
 }
+
+int mpi_process_from_env() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return 0;
+}
+
+bool speaks_for_the_job() { return !launched_by_mpi() || mpi_process_from_env() == 0; }
 
 bool launched_by_mpi() {
   // OpenMPI's mpirun, PMI-1/2 launchers (srun, MPICH's hydra), PMIx launchers (srun, prterun).
@@ -120,26 +136,79 @@ struct Header {
   long long pieces = 0;
 };
 
-Header receive_header(int from) {
-  long long header[2] = {0, 0};
-  MPI_Recv(header, 2, MPI_LONG_LONG, from, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  return {header[0] == 1, header[1]};
-}
-
 std::vector<std::string> file_paths(const FileListing& listing) {
   std::vector<std::string> out;
   for (const auto& f : listing.files) out.push_back(f.path);
   return out;
 }
 
-// This process's share of the files, read and analysed. Every process lists the same paths on
-// the same file system, so every process computes the same shares without talking.
-Part analyse_share(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
-                   std::vector<std::string>& order) {
-  FileListing listing = list_trace_files(paths);
-  for (const auto& f : listing.files)
-    if (f.path == "-") throw InputError("-: standard input cannot be shared between MPI processes: name the files");
-  order = file_paths(listing);
+// The files of the job as process 0 lists them. Every process shares the files from this one
+// listing, so that a file seen at another size, or missed, by another process cannot put a
+// rank in two shares or in none; and the checks on the whole job (one kind of input) are made
+// once, on all of it, as one process would make them.
+struct Plan {
+  bool ok = true;
+  std::string error;  // when !ok: the refusal, printed by process 0 alone
+  FileListing listing;
+};
+
+// Only a regular file is opened here: a FIFO among the rank files must not stop process 0.
+bool starts_as_sqlite(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  char head[16] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  return std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+Plan list_on_root(const std::vector<std::string>& paths) {
+  Plan plan;
+  try {
+    plan.listing = list_trace_files(paths);
+    std::size_t sqlite = 0;
+    for (const auto& f : plan.listing.files) {
+      if (f.path == "-") throw InputError("-: standard input cannot be shared between MPI processes: name the files");
+      sqlite += starts_as_sqlite(f.path);
+    }
+    if (sqlite != 0 && sqlite != plan.listing.files.size())
+      throw InputError("mixed inputs: Nsight Systems exports (.sqlite) and Kineto traces cannot be analysed together; pass one kind");
+  } catch (const std::exception& e) {
+    plan = {false, e.what(), {}};
+  }
+  return plan;
+}
+
+std::string encode_plan(const Plan& p) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : p.listing.files) files.push_back({f.path, f.listed, f.bytes});
+  return nlohmann::json{{"ok", p.ok}, {"error", p.error}, {"files", files}, {"warnings", p.listing.warnings}}.dump();
+}
+
+Plan decode_plan(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  Plan p;
+  p.ok = j.at("ok").get<bool>();
+  p.error = j.at("error").get<std::string>();
+  for (const auto& f : j.at("files")) p.listing.files.push_back({f.at(0).get<std::string>(), f.at(1).get<bool>(), f.at(2).get<std::uint64_t>()});
+  p.listing.warnings = j.at("warnings").get<std::vector<std::string>>();
+  return p;
+}
+
+// Process 0's plan, on every process.
+Plan broadcast_plan(const std::vector<std::string>& paths, int process) {
+  std::string text = process == 0 ? encode_plan(list_on_root(paths)) : std::string();
+  long long size = static_cast<long long>(text.size());
+  MPI_Bcast(&size, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  text.resize(static_cast<std::size_t>(size));
+  for (std::size_t at = 0; at < text.size(); at += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, text.size() - at));
+    MPI_Bcast(text.data() + at, n, MPI_CHAR, 0, MPI_COMM_WORLD);
+  }
+  return decode_plan(text);
+}
+
+// This process's share of the files, read and analysed.
+Part analyse_share(FileListing listing, const PipelineOptions& opts, int process, int processes) {
   FileListing mine = std::move(share_by_bytes(std::move(listing), processes)[static_cast<std::size_t>(process)]);
   PipelineOptions o = opts;
   if (process != 0) o.ingest.progress = nullptr;
@@ -162,13 +231,46 @@ Part analyse_share(const std::vector<std::string>& paths, const PipelineOptions&
   return part;
 }
 
-Part own_part(const std::vector<std::string>& paths, const PipelineOptions& opts, int process, int processes,
-              std::vector<std::string>& order) {
+Part own_part(FileListing listing, const PipelineOptions& opts, int process, int processes) {
   try {
-    return analyse_share(paths, opts, process, processes, order);
+    return analyse_share(std::move(listing), opts, process, processes);
   } catch (const std::exception& e) {
     return {false, {fmt::format("MPI process {}: {}", process, e.what())}};
   }
+}
+
+// How long process 0 waits for a process's first message once its own share is done: a peer
+// that stopped (or hangs on its share) must not keep the job waiting forever. Shares are of
+// about equal bytes, so a healthy peer finishes near process 0; STEPSCOPE_MPI_TIMEOUT_S sets it.
+int peer_timeout_s() {
+  const int set = env_int("STEPSCOPE_MPI_TIMEOUT_S");
+  return set > 0 ? set : 1800;
+}
+
+// A peer that sent nothing in time: the job cannot be completed or finalised, so process 0 says
+// so itself (nothing after MPI_Abort would) and stops every process.
+[[noreturn]] void abort_for_missing_peer(int from, int waited_s) {
+  std::fprintf(stderr,
+               "stepscope: error: MPI process %d sent no summary in %d s (stopped, or stuck on its share); the job's "
+               "report would miss its ranks (STEPSCOPE_MPI_TIMEOUT_S sets the wait)\n",
+               from, waited_s);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::abort();
+}
+
+Header receive_header_in_time(int from, int timeout_s) {
+  long long header[2] = {0, 0};
+  MPI_Request request;
+  MPI_Irecv(header, 2, MPI_LONG_LONG, from, 2, MPI_COMM_WORLD, &request);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    if (std::chrono::steady_clock::now() > deadline) abort_for_missing_peer(from, timeout_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {header[0] == 1, header[1]};
 }
 
 // Every process's part is received (so none waits on a send) and decoded as it comes, its bytes
@@ -176,8 +278,9 @@ Part own_part(const std::vector<std::string>& paths, const PipelineOptions& opts
 AnalysisResult merge_on_root(Part own, int processes, const std::vector<std::string>& order) {
   std::vector<SummaryFile> summaries;
   std::string error;
+  const int timeout_s = peer_timeout_s();
   for (int p = 0; p < processes; ++p) {
-    const Header h = p == 0 ? Header{own.ok, static_cast<long long>(own.pieces.size())} : receive_header(p);
+    const Header h = p == 0 ? Header{own.ok, static_cast<long long>(own.pieces.size())} : receive_header_in_time(p, timeout_s);
     const std::string name = fmt::format("the summary of MPI process {}", p);
     for (long long i = 0; i < h.pieces; ++i) {
       std::string piece = p == 0 ? std::move(own.pieces[static_cast<std::size_t>(i)]) : receive_bytes(p);
@@ -197,8 +300,15 @@ DistributedAnalysis analyze_paths_distributed(const std::vector<std::string>& pa
   d.process = mpi.process();
   d.processes = mpi.processes();
   d.root = d.process == 0;
-  std::vector<std::string> order;
-  Part own = own_part(paths, opts, d.process, d.processes, order);
+  Plan plan = broadcast_plan(paths, d.process);
+  // The other processes end quietly, with exit 0: a non-zero exit makes mpirun stop the job
+  // before process 0 has printed why.
+  if (!plan.ok) {
+    if (d.root) throw InputError(plan.error);
+    return d;
+  }
+  const std::vector<std::string> order = file_paths(plan.listing);
+  Part own = own_part(std::move(plan.listing), opts, d.process, d.processes);
   if (!d.root) {
     send_part(own);
     return d;

@@ -2,6 +2,8 @@
 # `mpirun -n 4 stepscope analyze DIR` writes the JSON one process writes, on the real multi-rank
 # fixtures and on a generated 512-rank job with a straggler; a rank file that fails mid-way stops
 # every process with one error naming it and exit 2, without a hang.
+# Process 0 alone decides the files (mixed kinds refused as by one process), prints a refusal
+# once, and times out a process that sends nothing, naming it.
 # Usage: mpirun_equals_one_process.sh STEPSCOPE TRACEGEN FIXTURES_DIR
 set -euo pipefail
 bin=$1 tracegen=$2 fixtures=$3
@@ -45,3 +47,38 @@ set -e
 [ "$rc" -eq 2 ] || { echo "FAIL: a broken rank file gave exit $rc, not 2"; cat "$tmp/bad.err"; exit 1; }
 [ "$(grep -c 'worker9_broken' "$tmp/bad.err")" -eq 1 ] || { echo "FAIL: the error does not name the file once"; cat "$tmp/bad.err"; exit 1; }
 echo "ok: a broken rank file stops the job with exit 2"
+
+# One process decides: process 0 lists and checks the files, every process shares that listing,
+# and process 0 alone prints a refusal.
+mkdir "$tmp/mixed"
+cp "$fixtures"/param/dlrm_8rank/kineto/worker0*.json.gz "$tmp/mixed/"
+cp "$fixtures"/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite "$tmp/mixed/"
+set +e
+"$bin" analyze "$tmp/mixed" -q > /dev/null 2>&1
+one=$?
+mpi 2 "$bin" analyze "$tmp/mixed" -q -j1 > /dev/null 2> "$tmp/mixed.err"
+rc=$?
+set -e
+[ "$one" -eq 2 ] && [ "$rc" -eq 2 ] || { echo "FAIL: mixed inputs: one process exit $one, mpirun exit $rc"; cat "$tmp/mixed.err"; exit 1; }
+[ "$(grep -c '^stepscope: error' "$tmp/mixed.err")" -eq 1 ] || { echo "FAIL: the refusal is not printed once"; cat "$tmp/mixed.err"; exit 1; }
+echo "ok: mixed inputs refused once, as by one process"
+
+set +e
+mpi 3 "$bin" analyze "$fixtures/param/dlrm_8rank/kineto" -q -j1 --annotate "$tmp/ann" > /dev/null 2> "$tmp/usage.err"
+set -e
+[ "$(grep -c '^stepscope: error' "$tmp/usage.err")" -eq 1 ] || { echo "FAIL: a usage refusal is printed more than once"; cat "$tmp/usage.err"; exit 1; }
+echo "ok: a usage refusal is printed once"
+
+# A process that never sends (its share is a FIFO nobody writes to, named on the command line)
+# is timed out, named, and the job stops instead of waiting forever.
+mkdir "$tmp/stuck"
+cp "$fixtures"/param/dlrm_8rank/kineto/worker0*.json.gz "$tmp/stuck/rank0.json.gz"
+mkfifo "$tmp/stuck/silent.json"
+set +e
+STEPSCOPE_MPI_TIMEOUT_S=3 timeout 120 mpirun -n 2 --oversubscribe -x STEPSCOPE_MPI_TIMEOUT_S "$bin" analyze \
+  "$tmp/stuck/rank0.json.gz" "$tmp/stuck/silent.json" -q -j1 > /dev/null 2> "$tmp/stuck.err"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: a silent process gave exit $rc"; cat "$tmp/stuck.err"; exit 1; }
+grep -q 'MPI process 1 sent no summary' "$tmp/stuck.err" || { echo "FAIL: the silent process is not named"; cat "$tmp/stuck.err"; exit 1; }
+echo "ok: a silent process is timed out and named"

@@ -89,5 +89,22 @@ TEST_F(Inputs, LaunchesSharingOneCorrelationIdAreJoinedInLinearMemory) {
   }
 }
 
+TEST_F(Inputs, RunningOutOfMemoryIsOneLineAndExitTwo) {
+  std::string ev;
+  for (int i = 0; i < 100000; ++i) {
+    const std::string t = std::to_string(10 + i * 10L), c = std::to_string(i + 1), st = std::to_string(i + 7);
+    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + t +
+          R"(,"dur":5,"args":{"correlation":)" + c + R"(}},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":)" + st +
+          R"(,"ts":)" + t + R"(2,"dur":5,"args":{"correlation":)" + c + R"(,"stream":)" + st + R"(,"device":0}},)";
+  }
+  ev.pop_back();
+  spit(s / "streams.json", kineto(ev));  // 30 MB that take about 200 MB to analyse
+  Limits l = tight();
+  l.memory_bytes = 120ull << 20;
+  const Result r = run({"analyze", "streams.json", "-q"}, l);
+  EXPECT_REFUSED(r);
+  EXPECT_NE(r.err.find("out of memory"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace reliability
