@@ -109,7 +109,8 @@ struct IndexProgress {
 struct IndexOptions {
   int jobs = 0;
   std::function<void(const IndexProgress&)> progress;  // may be empty
-  std::function<bool()> stop;                           // may be empty; true: stop after this run
+  // May be empty; true: stop, dropping the run being read (it is analysed again next time).
+  std::function<bool()> stop;
 };
 
 struct IndexReport {

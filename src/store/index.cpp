@@ -208,6 +208,12 @@ std::string file_sha256(const std::string& path) {
 
 namespace {
 
+// Thrown from the reader's progress report when the caller asks to stop: the run in progress is
+// dropped, not stored as failed, and analysed again next time.
+struct Stopped : std::exception {
+  const char* what() const noexcept override { return "stopped"; }
+};
+
 StoredRun analyse_run(const RunInputs& in, const std::string& key, const fs::path& root, const IndexOptions& opts,
                       IndexProgress& progress, SummaryFile& summary) {
   StoredRun r;
@@ -224,6 +230,7 @@ StoredRun analyse_run(const RunInputs& in, const std::string& key, const fs::pat
     po.keep_summary = true;
     po.keep_trace = false;
     po.ingest.progress = [&](std::uint64_t done, std::uint64_t total) {
+      if (opts.stop && opts.stop()) throw Stopped();
       progress.bytes_done = done;
       progress.bytes_total = total;
       if (opts.progress) opts.progress(progress);
@@ -244,6 +251,8 @@ StoredRun analyse_run(const RunInputs& in, const std::string& key, const fs::pat
     for (const auto& w : a.result.trust.warnings)
       if (std::find(r.trust_codes.begin(), r.trust_codes.end(), w.code) == r.trust_codes.end()) r.trust_codes.push_back(w.code);
     summary = std::move(a.summary);
+  } catch (const Stopped&) {
+    throw;
   } catch (const std::exception& e) {
     // Remembered as well, so that a file that is no trace is not read again at every scan.
     r.ok = false;
@@ -290,7 +299,12 @@ IndexReport index_runs(Store& store, const std::string& logdir, const IndexOptio
     progress.bytes_done = progress.bytes_total = 0;
     if (opts.progress) opts.progress(progress);
     SummaryFile summary;
-    const StoredRun r = analyse_run(*run, key, root, opts, progress, summary);
+    StoredRun r;
+    try {
+      r = analyse_run(*run, key, root, opts, progress, summary);
+    } catch (const Stopped&) {
+      break;
+    }
     store.put(r, summary);
     ++progress.done;
     (r.ok ? rep.analysed : rep.failed) += 1;
