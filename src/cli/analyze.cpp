@@ -79,7 +79,7 @@ int run_analyze(const AnalyzeArgs& a) {
 
 const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
-  auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces or Nsight Systems SQLite exports");
+  auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces, Nsight Systems SQLite exports or CUDA memory snapshots");
   // Each example is a shell line, comments after '#': the tests run them as written.
   cmd->footer(
       "\nExamples:\n"
@@ -88,7 +88,8 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
       "  zcat trace.json.gz | stepscope analyze -           # a trace on standard input\n"
       "  mpirun -n 4 stepscope analyze ./tb_logs/ --json out.json   # the ranks shared by 4 processes");
   cmd->add_option("TRACE", args->paths,
-                  "Trace files (.json, .json.gz, nsys .sqlite) or directories of per-rank traces")
+                  "Trace files (.json, .json.gz, nsys .sqlite), CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles) "
+                  "or directories of per-rank traces")
       ->required()
       ->type_name("PATH");
   add_report_options(*cmd, args->reports);
