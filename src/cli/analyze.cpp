@@ -40,7 +40,8 @@ void write_annotations(const Analysis& run, const AnalyzeArgs& a, const Partitio
   const auto files = write_annotated_traces(run, a.annotate_out, {partition});
   // Several ranks make FILE a directory: say so, since the user named a file.
   if (files.size() > 1 && !a.reports.quiet)
-    std::fprintf(stderr, "stepscope: --annotate %s is a directory of %zu annotated traces, one per rank\n", a.annotate_out.c_str(),
+    std::fprintf(stderr, "stepscope: --annotate %s is a directory of %zu annotated traces, one per rank\n",
+                 terminal_safe(a.annotate_out).c_str(),
                  files.size());
 }
 

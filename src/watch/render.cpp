@@ -266,10 +266,29 @@ std::string gpu_summary_line(const GpuStats& g) {
 
 }  // namespace
 
+// C0 controls and DEL, C1 controls (U+0080-U+009F: CSI, OSC), the bidirectional overrides and
+// isolates (U+202A-U+202E, U+2066-U+2069), and a byte that starts no UTF-8 sequence (0x9B alone
+// is CSI too) all become '?': each would drive or reorder the terminal.
 std::string sanitize(const std::string& s) {
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    for (std::size_t k = 1; n > 1 && k < n; ++k)
+      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) n = 0;
+    const std::string_view seq = n ? std::string_view(s).substr(i, n) : std::string_view();
+    const bool control = n == 1 && (c < 0x20 || c == 0x7f);
+    const bool c1 = n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+    const bool bidi = n == 3 && (seq.substr(0, 2) == "\xe2\x80" ? static_cast<unsigned char>(s[i + 2]) >= 0xaa &&
+                                                                      static_cast<unsigned char>(s[i + 2]) <= 0xae
+                                 : seq.substr(0, 2) == "\xe2\x81" ? static_cast<unsigned char>(s[i + 2]) >= 0xa6 &&
+                                                                      static_cast<unsigned char>(s[i + 2]) <= 0xa9
+                                                                    : false);
+    if (n == 0 || control || c1 || bidi) out += '?';
+    else out.append(seq);
+    i += n ? n : 1;
+  }
   return out;
 }
 
@@ -337,7 +356,7 @@ std::string render_live(const Series& series, double window_s, std::size_t width
 std::string render_summary(const Series& series, const Classification& c,
                            const std::string& source_line) {
   std::string out;
-  out += source_line + "\n";
+  out += sanitize(source_line) + "\n";
   if (!series.target.command.empty())
     out += fmt::format("target: {}\n", sanitize(series.target.command));
   if (series.target.pid || series.target.online_cpus) {

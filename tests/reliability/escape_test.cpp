@@ -3,6 +3,7 @@
 
 #include "harness.hpp"
 #include "stepscope/report.hpp"
+#include "stepscope/watch/render.hpp"
 
 namespace reliability {
 namespace {
@@ -18,6 +19,15 @@ TEST(TerminalSafe, EscapesEveryCodePointATerminalActsOn) {
   EXPECT_EQ(terminal_safe("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069"); // isolates
   EXPECT_EQ(terminal_safe("lone \x9b byte"), "lone \\x9b byte");           // 8-bit CSI, not UTF-8
   EXPECT_EQ(terminal_safe("aten::mm \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "aten::mm \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
+TEST(WatchSanitize, ReplacesEveryCodePointATerminalActsOnAndKeepsText) {
+  using stepscope::watch::sanitize;
+  EXPECT_EQ(sanitize("a\x1b[2J\nb"), "a?[2J?b");
+  EXPECT_EQ(sanitize("csi \xc2\x9b" "31m osc \xc2\x9d"), "csi ?31m osc ?");
+  EXPECT_EQ(sanitize("\xe2\x80\xae" "evil \xe2\x81\xa6"), "?evil ?");
+  EXPECT_EQ(sanitize("lone \x9b"), "lone ?");
+  EXPECT_EQ(sanitize("python \xc3\xa9\xe2\x82\xac"), "python \xc3\xa9\xe2\x82\xac");
 }
 
 struct Sinks : ::testing::Test {
