@@ -134,6 +134,11 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts = {}
 // of ranks (Trace::warnings). Every rank's slot moves into the result.
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings);
 
+// The step partition's invariants (each step's categories sum to it, no negative time, the mean
+// step likewise), checked on a combined result: each violation becomes an `invariant_violated` trust
+// warning of its rank. combine_ranks runs it.
+void check_invariants(AnalysisResult& r);
+
 // analyze_rank on every rank of `trace`, up to opts.jobs at once, in the trace's (rank) order.
 std::vector<RankAnalysis> analyze_ranks(const Trace& trace, const AnalyzeOptions& opts = {});
 

@@ -347,6 +347,8 @@ inline constexpr ClaimPrecondition kClaimPreconditions[] = {
     {Claim::HostLevers, "profiler_overhead", "host time not inflated by with_stack, record_shapes or profile_memory",
      false},
     {Claim::RankComparison, "partial_job", "at least half of the job's ranks (world_size), and at least two", true},
+    {Claim::RankComparison, "separate_runs", "traces of one job: a rank named, a collective, or windows that overlap",
+     true},
     {Claim::Stability, "few_steps", "at least three steady steps", false},
 };
 

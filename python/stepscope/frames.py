@@ -16,12 +16,13 @@ column; the time series come as a dict rank -> frame, as in HTA.
 
 pandas is imported on the first call that builds a frame, not by `import stepscope`.
 
-The examples run on HTA's two-rank `sampled_world128` traces (TRACE, a folder):
+The examples run on HTA's `sampled_world128` traces (TRACE, a folder): two ranks of a 128-rank job,
+too few to name a straggler:
 
 >>> import stepscope
 >>> report = stepscope.analyze_report(TRACE)
 >>> report["verdict"]["bound"]
-'straggler'
+'host/launch-bound'
 >>> report.get_temporal_breakdown()["rank"].tolist()
 [0, 1]
 """
@@ -530,16 +531,17 @@ class Report(_Mapping):
         """The ranks side by side over their steady-state steps: rank, step_us, compute_us,
         grad_sync_exposed_us, straggler (the rank the others wait for).
 
-        `attrs` holds the job's figures: slowdown ("rank-local" or "global"), straggler (a rank
-        or None), straggler_compute_excess (0..1), median_wait_us, balanced_saving_us,
+        `attrs` holds the job's figures: slowdown ("rank-local", "global", or "not_judged" when
+        too few of the job's ranks are in view: `withheld` says why, `world_size` is the job's
+        size), straggler (a rank or None), straggler_compute_excess (0..1), median_wait_us, balanced_saving_us,
         mean_collective_skew_us, and of the clock alignment: clock_method, clock_residual_us
         (median), arrival_skew_mean_us, last_arrival_rank (or None), last_arrival_share (0..1).
         Columns clock_offset_us and arrival_wait_us are each rank's clock offset from the first
         rank's and its summed wait for the last rank to reach a collective (NaN when not aligned).
 
         >>> rc = report.rank_comparison()
-        >>> rc[["rank", "straggler"]].values.tolist(), rc.attrs["slowdown"]
-        ([[0, False], [1, True]], 'rank-local')
+        >>> rc[["rank", "straggler"]].values.tolist(), rc.attrs["slowdown"], rc.attrs["world_size"]
+        ([[0, False], [1, False]], 'not_judged', 128)
         """
         rc = self._data.get("rank_comparison") or {}
         straggler = rc.get("straggler")
@@ -551,7 +553,8 @@ class Report(_Mapping):
                  "clock_offset_us": _us(by_rank[r["rank"]]["offset_ns"]) if r["rank"] in by_rank else nan,
                  "arrival_wait_us": _us(by_rank[r["rank"]]["arrival_wait_ns"]) if r["rank"] in by_rank else nan}
                 for r in rc.get("rows", [])]
-        attrs = {"slowdown": rc.get("slowdown"), "straggler": straggler,
+        attrs = {"slowdown": rc.get("slowdown"), "straggler": straggler, "world_size": rc.get("world_size"),
+                 "withheld": rc.get("withheld", ""),
                  "straggler_compute_excess": rc.get("straggler_compute_excess"),
                  "median_wait_us": _us(rc.get("median_wait_ns")),
                  "balanced_saving_us": _us(rc.get("balanced_saving_ns")),

@@ -155,6 +155,90 @@ std::vector<HostWindow> optimizer_windows(const RankTrace& t, const std::vector<
   return w;
 }
 
+// Iterations of a loop without markers (ten forward passes, an op replayed): the top-level call
+// that repeats at least kMinRepeats times and comes first. Its windows must hold about the same
+// number of host events each (a repeated call inside a one-off setup does not), and cover most
+// of the top-level work.
+//   tops: to, conv2d, relu, linear, conv2d, relu, linear, conv2d, relu, linear -> 3 windows from conv2d
+constexpr std::size_t kMinRepeats = 3;
+constexpr double kLoopCoverage = 0.5;
+
+StrId first_repeated_call(const RankTrace& t, const std::vector<std::uint32_t>& tops) {
+  std::map<StrId, std::pair<std::size_t, ns_t>> seen;  // count, first start
+  for (auto i : tops)
+    if (is_annotation_kind(t.events.kind[i])) ++seen.try_emplace(t.events.name[i], 0, t.events.ts[i]).first->second.first;
+  StrId best = kNoStr;
+  ns_t best_first = INT64_MAX;
+  for (const auto& [name, s] : seen)
+    if (s.first >= kMinRepeats && s.second < best_first) best = name, best_first = s.second;
+  return best;
+}
+
+// Passes of a loop each make the same top-level calls; the layers of one pass do not: the pass's
+// head (a loss, a copy of the output) falls in the last layer's window only.
+bool same_calls_in_each(const RankTrace& t, const std::vector<std::uint32_t>& tops, const std::vector<HostWindow>& w) {
+  std::vector<std::vector<StrId>> calls(w.size());
+  std::size_t k = 0;
+  for (auto i : tops) {
+    const ns_t ts = t.events.ts[i];
+    while (k < w.size() && ts >= w[k].end) ++k;
+    if (k == w.size()) break;
+    if (ts >= w[k].start) calls[k].push_back(t.events.name[i]);
+  }
+  for (auto& c : calls) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  return std::all_of(calls.begin(), calls.end(), [&](const auto& c) { return c == calls.front(); });
+}
+
+bool loop_windows(const RankTrace& t, const Track& track, const std::vector<std::uint32_t>& tops,
+                  const std::vector<HostWindow>& w) {
+  if (w.size() < kMinRepeats || tops.empty()) return false;
+  std::vector<std::size_t> events(w.size(), 0);
+  for (auto i : track.events) {
+    const ns_t ts = t.events.ts[i];
+    auto it = std::upper_bound(w.begin(), w.end(), ts, [](ns_t v, const HostWindow& x) { return v < x.start; });
+    if (it != w.begin() && ts < std::prev(it)->end) ++events[static_cast<std::size_t>(std::prev(it) - w.begin())];
+  }
+  std::vector<std::size_t> sorted = events;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const double median = static_cast<double>(sorted[sorted.size() / 2]);
+  const double most = static_cast<double>(*std::max_element(events.begin(), events.end()));
+  const ns_t work = t.events.end(tops.back()) - t.events.ts[tops.front()];
+  const ns_t looped = w.back().end - w.front().start;
+  return most <= kTileFactor * median + 2 && static_cast<double>(looped) >= kLoopCoverage * static_cast<double>(work) &&
+         same_calls_in_each(t, tops, w);
+}
+
+// Every `stride`-th occurrence of `name` among `tops` opens a window (windows_between for a call a
+// pass makes more than once: the input copied in and the output copied out).
+std::vector<HostWindow> every_nth(const RankTrace& t, const std::vector<std::uint32_t>& tops, StrId name,
+                                  std::size_t stride) {
+  std::vector<HostWindow> w = windows_between(t, tops, name);
+  if (stride == 1) return w;
+  std::vector<HostWindow> out;
+  for (std::size_t k = 0; k < w.size(); k += stride) {
+    HostWindow x = w[k];
+    x.number = static_cast<std::int64_t>(out.size());
+    x.end = w[std::min(k + stride, w.size()) - 1].end;
+    out.push_back(std::move(x));
+  }
+  if (w.size() % stride != 0) out.pop_back();  // a pass cut short by the end of the capture
+  return out;
+}
+
+// The passes of a loop opened by `name`, once or a few times per pass; none when no stride
+// makes windows that look like passes.
+constexpr std::size_t kMaxCallsPerPass = 4;
+
+std::vector<HostWindow> loop_of(const RankTrace& t, const Track& track, const std::vector<std::uint32_t>& tops,
+                                StrId name) {
+  for (std::size_t stride = 1; stride <= kMaxCallsPerPass; ++stride)
+    if (std::vector<HostWindow> w = every_nth(t, tops, name, stride); loop_windows(t, track, tops, w)) return w;
+  return {};
+}
+
 // Every top-level occurrence of `name` on the track that holds the most of them.
 StepDetection named_range_windows(const RankTrace& t, std::string_view name) {
   StepDetection d;
@@ -256,6 +340,13 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int 
       d.source = StepSource::OptimizerStep;
       return d;
     }
+    if (StrId c = first_repeated_call(t, tops); c != kNoStr)
+      if (std::vector<HostWindow> w = loop_of(t, track, tops, c); !w.empty()) {
+        d.windows = std::move(w);
+        d.source = StepSource::Annotation;
+        d.detail = std::string(t.str(c));
+        return d;
+      }
   }
   d.source = StepSource::WholeTrace;
   d.windows = {whole_trace_window(t)};

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -253,6 +254,45 @@ void check_job_coverage(AnalysisResult& r) {
                               {{"ranks", seen}, {"world_size", rc.world_size}}});
 }
 
+// Ranks of one job name their rank or communicate, and run at the same time. Traces that do none
+// of these are separate runs (two recordings of one script, two models in one folder): averaged as
+// ranks, they make a step that belongs to neither.
+void check_separate_runs(AnalysisResult& r) {
+  if (r.ranks.size() < 2) return;
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const InputInventory& inv = r.facts[i].inventory;
+    if (r.ranks[i].rank_source != kRankSourceFileOrder || inv.has(Activity::CommKernels) ||
+        inv.has(Activity::HostCollectives))
+      return;
+  }
+  // The legacy profiler's times start at its own start: its windows say nothing of when it ran.
+  const bool own_clocks = std::all_of(r.facts.begin(), r.facts.end(), [](const RankFacts& f) {
+    return f.inventory.recorder == Recorder::AutogradProfiler;
+  });
+  std::vector<std::pair<ns_t, ns_t>> windows;
+  for (const auto& s : r.ranks) windows.emplace_back(s.first_ts, s.last_end);
+  std::sort(windows.begin(), windows.end());
+  ns_t least_gap = std::numeric_limits<ns_t>::max();
+  for (std::size_t i = 1; i < windows.size() && !own_clocks; ++i) {
+    const ns_t gap = windows[i].first - windows[i - 1].second;
+    if (gap <= 0) return;  // two of them ran at the same time
+    least_gap = std::min(least_gap, gap);
+  }
+  const std::string when = own_clocks ? "and each was recorded by the legacy profiler on a clock of its own"
+                                      : fmt::format("and their time windows do not overlap (at least {:.1f} s apart)",
+                                                    static_cast<double>(least_gap) / 1e9);
+  r.rank_comparison.withheld = "the traces are separate runs, not ranks of one job";
+  r.rank_comparison.straggler.reset();
+  r.rank_comparison.local = false;
+  r.trust.warnings.push_back(
+      {"separate_runs", TrustSeverity::Blocks, r.ranks.front().rank,
+       fmt::format("the {} traces look like separate runs, not ranks of one job: none names its rank, none "
+                   "communicates, {}; averaged as ranks they would make a step that belongs to none of them",
+                   r.ranks.size(), when),
+       "analyse each run alone, or compare two with `stepscope diff BEFORE AFTER`",
+       {{"traces", static_cast<double>(r.ranks.size())}}});
+}
+
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
   AnalysisResult r;
   std::vector<RankMarks> marks;
@@ -281,6 +321,8 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
     r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
   }
   check_job_coverage(r);
+  check_separate_runs(r);
+  check_invariants(r);
   return r;
 }
 

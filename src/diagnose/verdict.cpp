@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "diagnose/diagnose_internal.hpp"
@@ -207,6 +208,23 @@ void runner_up(Verdict& v, const Groups& g, double step, bool merged) {
   }
   v.has_runner_up = best > 0;
   v.runner_up_share = best > 0 && step > 0 ? best / step : 0;
+}
+
+// A bound smaller than its runner-up says why it still names the step: compute is the work a
+// step exists to do, and a stall of a quarter of the step is what to remove first; an episodic
+// bound holds the steps it stalls.
+void add_why_not_largest(Verdict& v) {
+  if (!v.has_runner_up || v.runner_up_share <= v.share) return;
+  const bool episodic = !v.scope.empty() && std::isdigit(static_cast<unsigned char>(v.scope.front()));
+  const std::string why =
+      v.bound == Bound::Straggler ? std::string("the other ranks wait for the slow one, so fixing it shortens every rank's step")
+      : episodic                  ? fmt::format("it stalls {} on its own, which the mean step hides", v.scope)
+      : v.runner_up == Bound::GpuCompute
+          ? std::string("compute is the work a step exists to do, and a stage that holds a quarter of the step or "
+                        "more is the one to remove first")
+          : std::string("it is the stage the levers can remove");
+  v.evidence.push_back(fmt::format("{} holds more of the step ({}) than {} ({}): {}", bound_label(v.runner_up, v.gpu),
+                                   pct(v.runner_up_share), bound_label(v.bound, v.gpu), pct(v.share), why));
 }
 
 void add_partition_evidence(Verdict& v, const JobStep& job) {
@@ -469,6 +487,7 @@ void diagnose_with(AnalysisResult& r) {
                                 (unattributed || v.bound == Bound::SideWork ? g[static_cast<std::size_t>(Bound::Unattributed)] : 0);
   v.share = held / job.step_ns;
   runner_up(v, g, job.step_ns, unattributed || v.bound == Bound::SideWork);
+  add_why_not_largest(v);
   if (v.bound == Bound::GpuCompute || (v.has_runner_up && v.runner_up == Bound::GpuCompute)) {
     v.compute_kind = compute_kind(r, job);
     if (!v.compute_kind.empty()) v.evidence.push_back("compute: " + v.compute_kind);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <span>
 #include <tuple>
@@ -570,10 +571,37 @@ bool harness_shape(const KindCounts& c, std::size_t syncs) {
   return c.event_timing >= 4 && syncs * 4 >= c.launches && c.launches > 0;
 }
 
+// One op, called again and again with nothing else at the top level of the main thread: a replay
+// tool's or a micro-benchmark's loop, whatever the op (a backward op replayed is no training).
+//   tops: convolution_backward x10 -> {"aten::convolution_backward", 10};  tops: mm, add, mm -> none
+constexpr std::size_t kMinReplays = 3;
+
+std::optional<std::pair<std::string, std::size_t>> single_op_replay(const RankTrace& t, const RankFacts& f) {
+  if (f.main_track < 0) return std::nullopt;
+  StrId only = kNoStr;
+  std::size_t n = 0;
+  ns_t covered = INT64_MIN;
+  for (auto i : t.host_tracks[static_cast<std::size_t>(f.main_track)].events) {
+    const Kind k = t.events.kind[i];
+    if (t.events.phase[i] != Phase::Complete || (k != Kind::CpuOp && k != Kind::UserAnnotation)) continue;
+    if (t.events.ts[i] < covered) continue;  // nested in the previous top-level call
+    covered = t.events.end(i);
+    if (only != kNoStr && t.events.name[i] != only) return std::nullopt;
+    only = t.events.name[i], ++n;
+  }
+  if (n < kMinReplays) return std::nullopt;
+  return std::make_pair(std::string(t.str(only)), n);
+}
+
 void classify_run(const RankTrace& t, RankFacts& f) {
   const KindCounts c = kind_counts(t, f);
   f.cuda_graphs = c.graph_launches > 0;
   auto set = [&](RunKind k, std::string why) { f.run_kind = k, f.run_kind_evidence = std::move(why); };
+  if (c.profiler_steps == 0 && c.optimizer == 0 && c.serving == 0 && c.harness == 0)
+    if (const auto replay = single_op_replay(t, f))
+      return set(RunKind::Benchmark, fmt::format("{} calls of one op ({}) and nothing else at the top level: a replay "
+                                                 "or micro-benchmark of that op",
+                                                 replay->second, replay->first));
   if (c.backward > 0 || c.optimizer > 0)
     return set(RunKind::Training, fmt::format("{} backward ops and {} optimizer steps", c.backward, c.optimizer));
   if (c.harness > 0 || harness_shape(c, f.device_syncs.size()))

@@ -306,6 +306,37 @@ void take_entry(const fs::directory_entry& entry, std::vector<std::string>& foun
 
 // Every trace file of a directory, sorted. Entries that cannot be read are left out with a
 // warning while others remain; a directory of none but those is refused with the first reason.
+// The subfolders of `dir` that hold traces themselves: the runs of a log directory
+// (tensorboard_trace_handler writes one folder per run). Sorted; at most `limit` looked at.
+std::vector<std::string> runs_below(const std::string& dir, std::size_t limit = 4096) {
+  std::vector<std::string> runs;
+  std::error_code ec;
+  std::size_t seen = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end && seen < limit; it.increment(ec), ++seen) {
+    std::error_code sub_ec;
+    if (!it->is_directory(sub_ec)) continue;
+    std::size_t inside = 0;
+    for (fs::directory_iterator f(it->path(), sub_ec), fend; !sub_ec && f != fend && inside < limit; f.increment(sub_ec), ++inside)
+      if (looks_like_trace_file(f->path())) {
+        runs.push_back(it->path().filename().string());
+        break;
+      }
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+// "logs: a log directory of 3 runs (run_a, run_b, run_c): ..." for a folder whose traces are
+// all one level down.
+std::string log_directory_advice(const std::string& dir, const std::vector<std::string>& runs) {
+  std::string names;
+  for (std::size_t i = 0; i < runs.size() && i < 3; ++i) names += (i ? ", " : "") + runs[i];
+  if (runs.size() > 3) names += ", ...";
+  return fmt::format("{}: a log directory of {} run{} in subfolders ({}): pass one run's folder to analyze it, two to "
+                     "`stepscope diff` to compare them, or the directory to `stepscope serve`",
+                     dir, runs.size(), runs.size() == 1 ? "" : "s", names);
+}
+
 void list_directory(const std::string& dir, FileListing& out) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
@@ -317,8 +348,11 @@ void list_directory(const std::string& dir, FileListing& out) {
   if (found.empty() && !skipped.empty())
     throw InputError(fmt::format("{}: no readable trace in the directory ({}{})", dir, skipped.front(),
                                  skipped.size() > 1 ? fmt::format(", and {} more", skipped.size() - 1) : ""));
-  if (found.empty())
+  if (found.empty()) {
+    if (const std::vector<std::string> runs = runs_below(dir); !runs.empty())
+      throw InputError(log_directory_advice(dir, runs));
     throw InputError(fmt::format("{}: directory holds no *.json, *.json.gz or *.sqlite traces", dir));
+  }
   std::sort(found.begin(), found.end());
   for (auto& f : found) {
     const std::uint64_t bytes = size_or_zero(f);

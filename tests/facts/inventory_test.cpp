@@ -113,6 +113,26 @@ TEST(Inventory, ProcessesNamedAfterRanks) {
   EXPECT_TRUE(f.trust.has("several_ranks_in_file"));
 }
 
+// A replay tool's loop: one backward op called ten times, nothing else at the top level.
+TEST(RunKindFacts, AReplayedOpIsABenchmarkNotTraining) {
+  TraceBuilder b;
+  for (int k = 0; k < 10; ++k) {
+    b.add_ns(Kind::CpuOp, "cpu_op", "aten::convolution_backward", us(k * 1000.0), us(600));
+    b.launch("sm80_xmma_dgrad_implicit_gemm_bf16", k * 1000.0 + 10, 5, k * 1000.0 + 20, 500, 7, k + 1);
+  }
+  const RankFacts f = facts_of(b);
+  EXPECT_EQ(f.run_kind, RunKind::Benchmark) << f.run_kind_evidence;
+  EXPECT_NE(f.run_kind_evidence.find("aten::convolution_backward"), std::string::npos);
+}
+
+// Two different ops at the top level are no replay.
+TEST(RunKindFacts, TwoOpsAreNoReplay) {
+  TraceBuilder b;
+  for (int k = 0; k < 10; ++k)
+    b.add_ns(Kind::CpuOp, "cpu_op", k % 2 ? "aten::mm" : "aten::add", us(k * 1000.0), us(600));
+  EXPECT_NE(facts_of(b).run_kind, RunKind::Benchmark);
+}
+
 TEST(Inventory, RankInProcessName) {
   EXPECT_EQ(rank_in_process_name("RANK 2 - GPU 0"), 2);
   EXPECT_EQ(rank_in_process_name("rank3"), 3);

@@ -192,11 +192,59 @@ TEST(InputClaims, TwoRanksOfALargeJobNameNoStraggler) {
   EXPECT_FALSE(has_code(analyze(whole), "partial_job"));
 }
 
+// Two recordings of one script, 17 s apart, in one folder: no rank, no collective, disjoint windows.
+TEST(InputClaims, SeparateRunsAreNotComparedAsRanks) {
+  const Job j = generate("input-bound", 1);
+  json first = j.ranks[0], second = j.ranks[0];
+  first.erase("distributedInfo");
+  second.erase("distributedInfo");
+  for (auto& e : second["traceEvents"])
+    if (e.contains("ts") && e["ts"].is_number()) e["ts"] = e["ts"].get<double>() + 17e6;
+  const auto r = analyze({write(j, first, "a.json"), write(j, second, "b.json")});
+  EXPECT_TRUE(has_code(r, "separate_runs"));
+  EXPECT_EQ(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
+  EXPECT_FALSE(r.rank_comparison.withheld.empty());
+  // The same two files recorded at the same time are two ranks as far as the trace can tell.
+  const auto together = analyze({write(j, first, "c.json"), write(j, first, "d.json")});
+  EXPECT_FALSE(has_code(together, "separate_runs"));
+}
+
+// Ten forward passes in a loop, without step markers or stage ranges: the repeated top-level call
+// that opens each pass makes the iterations, and the run is inference, not one pass.
+TEST(InputClaims, AForwardLoopWithoutMarkersHasItsIterations) {
+  tgtest::TempDir dir{"fwdloop"};
+  tg::Params p = tgtest::small_params("healthy");
+  p.ranks = 1, p.steps = 10, p.training = false, p.step_markers = false, p.stage_annotations = false;
+  const auto files = tg::generate(p, dir.path()).files;
+  const auto r = analyze(files);
+  EXPECT_EQ(r.facts.at(0).run_kind, stepscope::RunKind::Inference) << r.facts.at(0).run_kind_evidence;
+  EXPECT_EQ(r.partitions.at(0).steps.size(), 10u);
+  EXPECT_FALSE(has_code(r, "no_step_markers"));
+}
+
+// A figure that cannot be so (a step's categories that do not sum to it, a negative time) is a
+// blocking trust warning naming it, not a number in a report.
+TEST(InputClaims, ABrokenInvariantIsNamedAndWithholdsTheBound) {
+  const Job j = generate("healthy", 1);
+  auto r = analyze({write(j, j.ranks[0], "whole.json")});
+  ASSERT_FALSE(r.trust.has("invariant_violated"));
+  ASSERT_FALSE(r.partitions.at(0).steps.empty());
+  r.partitions.at(0).steps.front().ns[0] -= 1'000;  // no longer sums to its window
+  r.partitions.at(0).steady_mean_category[1] = -5;
+  stepscope::check_invariants(r);
+  const stepscope::TrustWarning* w = r.trust.find("invariant_violated");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->severity, stepscope::TrustSeverity::Blocks);
+  EXPECT_NE(w->text.find("sum to"), std::string::npos) << w->text;
+  EXPECT_NE(w->text.find("negative"), std::string::npos) << w->text;
+}
+
 // Every blocking row of the table names a code that one of the tests above (or the facts tests)
 // raises; a new row without a test fails here.
 TEST(InputClaims, EveryBlockingRowIsTested) {
   const std::set<std::string> tested = {"no_host_activity", "incomplete_gpu_records", "startup_only",
-                                        "several_ranks_in_file", "filtered_export", "partial_job"};
+                                        "several_ranks_in_file", "filtered_export", "partial_job",
+                                        "separate_runs"};
   for (const auto& row : stepscope::kClaimPreconditions)
     if (row.blocks) EXPECT_TRUE(tested.contains(row.code)) << row.code;
 }

@@ -173,6 +173,9 @@ TEST_P(RealTrace, VerdictKindAndFirstLeverWithASoundPartition) {
   EXPECT_EQ(run_kind_name(r.facts[0].run_kind), std::string(p.kind)) << p.why << "; " << r.facts[0].run_kind_evidence;
   EXPECT_EQ(first_lever(r), std::string(p.first_lever)) << p.why << "; " << v.headline;
   EXPECT_FALSE(r.facts[0].run_kind_evidence.empty());
+  // The figures' own invariants hold on every real trace (check_invariants found nothing).
+  const TrustWarning* broken = r.trust.find("invariant_violated");
+  EXPECT_EQ(broken, nullptr) << (broken ? broken->text : "");
   EXPECT_FALSE(v.evidence.empty());
   EXPECT_FALSE(v.headline.empty());
   EXPECT_GE(v.share, 0.0);
