@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -82,6 +83,10 @@ struct Guarded {
 };
 std::mutex g_guard_mutex;
 std::vector<Guarded> g_guarded;
+// Set by check_outputs, which begins a command's run: only then are the outputs guarded too. A
+// long-lived process (the web app, a notebook) writes many runs' files and deletes them, and an
+// inode freed by one could be taken for another's output.
+std::atomic<bool> g_guard_outputs{false};
 
 void guard(const struct stat& st, std::string what) {
   std::lock_guard<std::mutex> lock(g_guard_mutex);
@@ -223,7 +228,8 @@ void OutputFile::commit() {
   release_temporary(tmp_);
   tmp_.clear();
   struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0) guard(st, fmt::format("the {} {} written by this run", what_, shown(path_)));
+  if (g_guard_outputs && ::stat(path_.c_str(), &st) == 0)
+    guard(st, fmt::format("the {} {} written by this run", what_, shown(path_)));
 }
 
 void write_stdout(std::string_view bytes) {
@@ -323,6 +329,7 @@ void refuse_second_stdout(const std::vector<NamedOutput>& outputs) {
 void check_outputs(const std::vector<std::string>& inputs, const std::vector<NamedOutput>& outputs) {
   refuse_second_stdout(outputs);
   const std::vector<FileId> in = input_files(inputs);
+  g_guard_outputs = true;
   for (const FileId& f : in) guard(f.st, "the input " + shown(f.path));
   std::vector<Planned> planned;
   for (const NamedOutput& o : outputs) {
