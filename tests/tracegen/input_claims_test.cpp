@@ -4,11 +4,13 @@
 // removed; a job merged into one file reads as the same ranks as its files.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "stepscope/error.hpp"
 #include "stepscope/pipeline.hpp"
 #include "stepscope/verdict.hpp"
 #include "tracegen.hpp"
@@ -237,6 +239,45 @@ TEST(InputClaims, ABrokenInvariantIsNamedAndWithholdsTheBound) {
   EXPECT_EQ(w->severity, stepscope::TrustSeverity::Blocks);
   EXPECT_NE(w->text.find("sum to"), std::string::npos) << w->text;
   EXPECT_NE(w->text.find("negative"), std::string::npos) << w->text;
+}
+
+std::string refusal(const std::vector<std::string>& paths) {
+  try {
+    analyze(paths);
+  } catch (const stepscope::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A TensorBoard log directory: one folder per run. Which to pass is said, not "no traces".
+TEST(InputClaims, ALogDirectoryOfRunsSaysWhichToPass) {
+  const Job j = generate("input-bound", 1);
+  std::filesystem::create_directories(j.dir.path() + "/logs/run_a");
+  std::filesystem::create_directories(j.dir.path() + "/logs/run_b");
+  write(j, j.ranks[0], "logs/run_a/trace.json");
+  write(j, j.ranks[0], "logs/run_b/trace.json");
+  const std::string why = refusal({j.dir.path() + "/logs"});
+  EXPECT_NE(why.find("a log directory of 2 runs in subfolders (run_a, run_b)"), std::string::npos) << why;
+  EXPECT_NE(why.find("stepscope diff"), std::string::npos) << why;
+}
+
+// Inputs that are not profiler traces are named, each with what to pass instead.
+TEST(InputClaims, InputsThatAreNotTracesAreNamed) {
+  tgtest::TempDir dir{"notraces"};
+  auto put = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.path() + "/" + name) << text;
+    return refusal({dir.path() + "/" + name});
+  };
+  EXPECT_NE(put("requests.json", R"({"traceEvents":[{"name":"POST /generate","cat":"request","ph":"X","ts":1,"dur":9,"pid":1,"tid":1}]})")
+                .find("a Chrome trace, but not a profiler's"),
+            std::string::npos);
+  EXPECT_NE(put("et.json", R"({"schema":"1.0.1","pid":1,"nodes":[]})").find("execution trace"), std::string::npos);
+  EXPECT_NE(put("rocprof.json", R"({"rocprofiler-sdk-tool":[]})").find("rocprofv3"), std::string::npos);
+  EXPECT_NE(put("timeline.json", "[[1, 0, 1024, 3]]").find("export_memory_timeline"), std::string::npos);
+  EXPECT_NE(put("nccl.log", "node1:123:456 [0] NCCL INFO Bootstrap\n").find("NCCL debug log"), std::string::npos);
+  EXPECT_NE(put("dmon.log", "# gpu   pwr gtemp mtemp    sm   mem\n").find("stepscope triage"), std::string::npos);
+  EXPECT_NE(put("snap.pickle", std::string("\x80\x04\x95", 3) + "junk").find("pickle"), std::string::npos);
 }
 
 // Every blocking row of the table names a code that one of the tests above (or the facts tests)
