@@ -312,8 +312,8 @@ struct InputInventory {
 };
 
 // The inventory in one line, for the reports:
-//   "torch.profiler (Kineto): 1 process, 3 threads, 1 GPU (2 streams); host ops 1,204, kernels 3,310
-//    (comm 96), copies 12; with_stack; 1.82 s"
+//   "torch.profiler (Kineto): 1 process, 3 threads, 1 GPU (2 streams); host ops 1204, kernels 3310,
+//    comm kernels 96, copies 12; with_stack; 1.82 s"
 std::string describe_inventory(const InputInventory& inv);
 
 // The recorder that writes inputs of a layout.

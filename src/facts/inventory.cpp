@@ -242,7 +242,6 @@ std::string describe_inventory(const InputInventory& inv) {
   for (const auto& o : inv.options) s += "; " + o;
   s += "; " + duration_text(inv.window_ns);
   if (inv.startup_only) s += "; start-up only";
-  if (!inv.gpu_job()) s += "; CPU only";
   return s;
 }
 

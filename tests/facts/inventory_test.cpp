@@ -29,7 +29,7 @@ TEST(Inventory, HostOpsAloneAreCpuOnly) {
   EXPECT_FALSE(f.inventory.gpu_job());
   EXPECT_EQ(device_line(f), "CPU only");
   EXPECT_FALSE(f.trust.blocks());
-  EXPECT_NE(describe_inventory(f.inventory).find("CPU only"), std::string::npos);
+  EXPECT_EQ(describe_inventory(f.inventory), "torch.profiler (Kineto): 1 process, 1 thread; host ops 3, annotations 3; 2.9 ms");
 }
 
 // A legacy-profiler trace of a GPU job: cuDNN op names, no GPU record, no launch.
