@@ -131,12 +131,17 @@ TEST(MemoryAnalysis, ReferencesHeldAcrossStepsAreFound) {
   const DeviceMemory d = analyze_snapshot_file(path).devices.at(0);
   const nlohmann::json truth = truth_of(path);
   expect_split(d.peak, truth["peak"]["by_class"]);
+  // The peak falls in a later step's forward, where the previous step's logits (batch x hidden
+  // fp32) are still held, and where the gradients kept since the last step wait for backward.
+  ASSERT_GT(d.peak.step, 1);
+  ASSERT_EQ(d.peak.phase, Phase::forward);
   const MemLever& l = lever(d, "held_references");
-  // The previous step's logits (batch x hidden fp32) are alive at a peak of a later step.
-  if (d.peak.step > 1) {
-    EXPECT_TRUE(l.applies);
-    EXPECT_EQ(l.frees_bytes, 64 * 1024 * 4);
-  }
+  EXPECT_TRUE(l.applies);
+  EXPECT_EQ(l.frees_bytes, 64 * 1024 * 4);
+  const MemLever& none = lever(d, "zero_grad_set_to_none");
+  EXPECT_TRUE(none.applies);
+  EXPECT_EQ(none.frees_bytes, cls(d.peak, MemClass::gradients));
+  EXPECT_EQ(none.frees_bytes, truth["peak"]["by_class"]["gradients"].get<std::int64_t>());
 }
 
 TEST(MemoryAnalysis, ReportsRenderEveryFigure) {
