@@ -213,7 +213,7 @@ Snapshot read_snapshot(std::string bytes, std::string_view path) {
   try {
     doc = pickle::parse(std::move(bytes));
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", path, e.what()));
+    throw InputError(fmt::format("{}: memory snapshot pickle: {}", path, e.what()));
   }
   return Builder(doc, path).build();
 }
