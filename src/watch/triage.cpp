@@ -5,8 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -935,13 +941,42 @@ namespace {
 // room for far more, yet bounds what an endless stream can take.
 constexpr std::size_t kMaxLogBytes = 512ull << 20;
 
+constexpr int kFirstByteWaitS = 30;  // a FIFO nobody writes to is refused, not waited on forever
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens without blocking (a FIFO's open waits for a writer), then waits a bounded time for the
+// first byte.
+int open_log(const std::string& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open", p));
+  pollfd w{fd, POLLIN, 0};
+  int ready;
+  do ready = ::poll(&w, 1, kFirstByteWaitS * 1000);
+  while (ready < 0 && errno == EINTR);
+  if (ready <= 0) {
+    ::close(fd);
+    throw InputError(fmt::format("{}: no data arrived in {} s (a pipe nobody writes to?)", p, kFirstByteWaitS));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 std::string read_log(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open", p));
+  const Fd in{open_log(p)};
   std::string text;
   char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    const std::string_view piece(buf, static_cast<std::size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(in.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(fmt::format("{}: read error: {}", p, std::strerror(errno)));
+    if (n == 0) break;
+    const std::string_view piece(buf, static_cast<std::size_t>(n));
     if (text.empty() && piece.find('\0') != std::string_view::npos)
       throw InputError(fmt::format("{}: not a text log (it holds NUL bytes)", p));
     if (text.size() + piece.size() > kMaxLogBytes)
