@@ -124,9 +124,9 @@ class Reader {
   }
 
   // Takes `n` bytes of argument; a declared length is checked against the bytes actually there.
-  std::string_view take(std::uint64_t n) {
+  std::string_view take(std::uint64_t n, const char* what = "declares") {
     if (n > in_.size() - pos_)
-      fail(op_at_, fmt::format("{} declares {} bytes but only {} remain", opcode_name(static_cast<std::uint8_t>(in_[op_at_])),
+      fail(op_at_, fmt::format("{} {} {} bytes but only {} remain", opcode_name(static_cast<std::uint8_t>(in_[op_at_])), what,
                                n, in_.size() - pos_));
     std::string_view out = std::string_view(in_).substr(pos_, static_cast<std::size_t>(n));
     pos_ += static_cast<std::size_t>(n);
@@ -134,7 +134,7 @@ class Reader {
   }
 
   std::uint64_t le(std::size_t n) {
-    std::string_view b = take(n);
+    std::string_view b = take(n, "needs an argument of");
     std::uint64_t v = 0;
     for (std::size_t i = n; i-- > 0;) v = (v << 8) | static_cast<std::uint8_t>(b[i]);
     return v;
@@ -286,7 +286,7 @@ class Reader {
       }
       case 'G': {
         std::uint64_t bits = 0;
-        for (char c : take(8)) bits = (bits << 8) | static_cast<std::uint8_t>(c);  // big-endian
+        for (char c : take(8, "needs an argument of")) bits = (bits << 8) | static_cast<std::uint8_t>(c);  // big-endian
         Document::Node n;
         n.kind = Kind::floating;
         n.floating = std::bit_cast<double>(bits);
