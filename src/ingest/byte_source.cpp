@@ -174,9 +174,39 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
+namespace {
+
+// fopen on a FIFO waits for a writer that may never come: open without blocking, and give a
+// stream a bounded time for its first byte (as spool_if_stream does).
+constexpr int kFirstByteWaitS = 30;
+
+FilePtr open_without_hanging(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    pollfd p{fd, POLLIN, 0};
+    int ready;
+    do ready = ::poll(&p, 1, kFirstByteWaitS * 1000);
+    while (ready < 0 && errno == EINTR);
+    if (ready <= 0) {
+      ::close(fd);
+      throw InputError(fmt::format("{}: no data arrived in {} s (a pipe nobody writes to?)", path, kFirstByteWaitS));
+    }
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FilePtr f(::fdopen(fd, "rb"));
+  if (!f) {
+    ::close(fd);
+    throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  return f;
+}
+
+}  // namespace
+
 std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
-  FilePtr f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  FilePtr f = open_without_hanging(path);
   std::uint64_t size = file_size(f.get());
   unsigned char magic[2] = {0, 0};
   std::size_t n = std::fread(magic, 1, 2, f.get());
