@@ -155,13 +155,21 @@ std::vector<HostWindow> optimizer_windows(const RankTrace& t, const std::vector<
   return w;
 }
 
+// Steps must hold most of the work they stand for: ranges that repeat only at the end of an
+// iteration (one NVTX range per gradient all-reduce after a single forward and backward) cover a
+// sliver of it and are no steps.
+bool covers_the_work(const RankTrace& t, const std::vector<std::uint32_t>& tops, const std::vector<HostWindow>& w) {
+  if (w.empty() || tops.empty()) return false;
+  const ns_t work = t.events.end(tops.back()) - t.events.ts[tops.front()];
+  return static_cast<double>(w.back().end - w.front().start) >= 0.5 * static_cast<double>(work);
+}
+
 // Iterations of a loop without markers (ten forward passes, an op replayed): the top-level call
 // that repeats at least kMinRepeats times and comes first. Its windows must hold about the same
 // number of host events each (a repeated call inside a one-off setup does not), and cover most
 // of the top-level work.
 //   tops: to, conv2d, relu, linear, conv2d, relu, linear, conv2d, relu, linear -> 3 windows from conv2d
 constexpr std::size_t kMinRepeats = 3;
-constexpr double kLoopCoverage = 0.5;
 
 StrId first_repeated_call(const RankTrace& t, const std::vector<std::uint32_t>& tops) {
   std::map<StrId, std::pair<std::size_t, ns_t>> seen;  // count, first start
@@ -205,10 +213,7 @@ bool loop_windows(const RankTrace& t, const Track& track, const std::vector<std:
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
   const double median = static_cast<double>(sorted[sorted.size() / 2]);
   const double most = static_cast<double>(*std::max_element(events.begin(), events.end()));
-  const ns_t work = t.events.end(tops.back()) - t.events.ts[tops.front()];
-  const ns_t looped = w.back().end - w.front().start;
-  return most <= kTileFactor * median + 2 && static_cast<double>(looped) >= kLoopCoverage * static_cast<double>(work) &&
-         same_calls_in_each(t, tops, w);
+  return most <= kTileFactor * median + 2 && covers_the_work(t, tops, w) && same_calls_in_each(t, tops, w);
 }
 
 // Every `stride`-th occurrence of `name` among `tops` opens a window (windows_between for a call a
@@ -329,7 +334,8 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int 
         return d;
       }
     }
-    if (StrId a = first_repeated_annotation(t, tops); a != kNoStr && tiles_the_work(t, track, windows_between(t, tops, a))) {
+    if (StrId a = first_repeated_annotation(t, tops);
+        a != kNoStr && tiles_the_work(t, track, windows_between(t, tops, a)) && covers_the_work(t, tops, windows_between(t, tops, a))) {
       d.windows = windows_between(t, tops, a);
       d.source = StepSource::Annotation;
       d.detail = std::string(t.str(a));
