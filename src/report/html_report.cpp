@@ -68,6 +68,12 @@ void warnings_section(const AnalysisResult& r, std::string& out) {
 
 void steps_summary(const AnalysisResult& r, std::string& out) {
   out += "<ul class=\"muted\">";
+  // What the input holds and what ran on it, once, for the first rank: the claims above rest on it.
+  if (!r.facts.empty()) {
+    const RankFacts& f = r.facts.front();
+    put(out, "<li>run: {} ({}); device: {}</li><li>input: {}</li>", esc(run_kind_name(f.run_kind)),
+        esc(f.run_kind_evidence), esc(device_line(f)), esc(describe_inventory(f.inventory)));
+  }
   for (const auto& p : r.partitions) {
     auto warm = std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; });
     const std::string from = step_source_text(p);
