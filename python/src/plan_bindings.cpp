@@ -154,7 +154,7 @@ std::string roofline(optional<std::string> gpu, optional<std::string> dtype,
                      optional<Int> elementwise, int inputs, optional<py::object> flops,
                      optional<py::object> bytes, bool layer, optional<std::string> model,
                      Int batch, optional<Int> seq, optional<Int> hidden, optional<Int> heads,
-                     optional<Int> ffn) {
+                     optional<Int> kv_heads, optional<Int> ffn) {
   optional<sp::Dtype> dt_given;
   if (dtype) dt_given = sp::parse_dtype(*dtype);
   const auto machine = sp::roofline_machine(gpu, dt_given, peak_tflops, bandwidth);
@@ -166,13 +166,19 @@ std::string roofline(optional<std::string> gpu, optional<std::string> dtype,
       const auto& m = sp::find_model(*model);
       shape.hidden = m.hidden;
       shape.heads = m.heads;
+      shape.kv_heads = m.kv_heads;
       shape.ffn = m.ffn;
       shape.gated = m.gated_mlp;
     }
     if (hidden) shape.hidden = *hidden;
     if (heads) {
       if (*heads <= 0) throw InputError(fmt::format("--heads must be positive (got {})", *heads));
+      if (shape.kv_heads == shape.heads) shape.kv_heads = *heads;
       shape.heads = *heads;
+    }
+    if (kv_heads) {
+      if (*kv_heads <= 0) throw InputError(fmt::format("--kv-heads must be positive (got {})", *kv_heads));
+      shape.kv_heads = *kv_heads;
     }
     if (ffn) {
       if (*ffn <= 0) throw InputError(fmt::format("--ffn must be positive (got {})", *ffn));
@@ -341,7 +347,8 @@ void bind_plan(py::module_& m) {
         py::arg("gelu") = py::none(), py::arg("elementwise") = py::none(), py::arg("inputs") = 2,
         py::arg("flops") = py::none(), py::arg("bytes") = py::none(), py::arg("layer") = false,
         py::arg("model") = py::none(), py::arg("batch") = 4, py::arg("seq") = py::none(),
-        py::arg("hidden") = py::none(), py::arg("heads") = py::none(), py::arg("ffn") = py::none(),
+        py::arg("hidden") = py::none(), py::arg("heads") = py::none(),
+        py::arg("kv_heads") = py::none(), py::arg("ffn") = py::none(),
         "Memory- or compute-bound? Arithmetic intensity against a GPU's ridge point.");
 
   const sp::PipelineInput pipe;

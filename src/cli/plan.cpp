@@ -175,10 +175,10 @@ std::function<int()> setup_roofline(CLI::App& plan) {
     bool fused = false, layer = false;
     JsonOut json;
     double peak = 0, bandwidth = 0;
-    std::int64_t batch = 4, seq = 2048, hidden = 4096, heads = 0, ffn = 0;
+    std::int64_t batch = 4, seq = 2048, hidden = 4096, heads = 0, kv_heads = 0, ffn = 0;
     CLI::Option *o_gpu{}, *o_dtype{}, *o_gemm{}, *o_att{}, *o_flops{}, *o_bytes{}, *o_ln{},
-        *o_sm{}, *o_gelu{}, *o_ew{}, *o_peak{}, *o_bw{}, *o_model{}, *o_heads{}, *o_ffn{},
-        *o_hidden{}, *o_seq{};
+        *o_sm{}, *o_gelu{}, *o_ew{}, *o_peak{}, *o_bw{}, *o_model{}, *o_heads{}, *o_kv{},
+        *o_ffn{}, *o_hidden{}, *o_seq{};
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("roofline", "memory- or compute-bound? arithmetic intensity "
@@ -203,6 +203,7 @@ std::function<int()> setup_roofline(CLI::App& plan) {
   o->o_seq = app->add_option("--seq,-s", o->seq, "--layer: sequence length")->capture_default_str();
   o->o_hidden = app->add_option("--hidden", o->hidden, "--layer: hidden size")->capture_default_str();
   o->o_heads = app->add_option("--heads", o->heads, "--layer: heads (default hidden / 128)");
+  o->o_kv = app->add_option("--kv-heads", o->kv_heads, "--layer: key/value heads (GQA; default --heads)");
   o->o_ffn = app->add_option("--ffn", o->ffn, "--layer: MLP size (default 4 x hidden)");
   add_json_option(app, o->json);
   app->footer("Examples:\n  stepscope plan roofline --gemm 4096,4096,4096 --layernorm 4096\n"
@@ -221,13 +222,20 @@ std::function<int()> setup_roofline(CLI::App& plan) {
         const auto& m = sp::find_model(o->model);
         shape.hidden = m.hidden;
         shape.heads = m.heads;
+        shape.kv_heads = m.kv_heads;
         shape.ffn = m.ffn;
         shape.gated = m.gated_mlp;
       }
       if (o->o_hidden->count()) shape.hidden = o->hidden;
       if (o->o_heads->count()) {
         if (o->heads <= 0) throw InputError(fmt::format("--heads must be positive (got {})", o->heads));
+        // As with a preset's --heads: an MHA shape stays MHA unless --kv-heads says otherwise.
+        if (shape.kv_heads == shape.heads) shape.kv_heads = o->heads;
         shape.heads = o->heads;
+      }
+      if (o->o_kv->count()) {
+        if (o->kv_heads <= 0) throw InputError(fmt::format("--kv-heads must be positive (got {})", o->kv_heads));
+        shape.kv_heads = o->kv_heads;
       }
       if (o->o_ffn->count()) {
         if (o->ffn <= 0) throw InputError(fmt::format("--ffn must be positive (got {})", o->ffn));

@@ -115,22 +115,33 @@ std::vector<RooflineOp> transformer_layer_ops(const LayerShape& s, Dtype dtype) 
   check_dims({s.batch, s.seq, s.hidden}, "layer");
   const std::int64_t heads = s.heads > 0 ? s.heads : std::max<std::int64_t>(1, s.hidden / 128);
   const std::int64_t ffn = s.ffn > 0 ? s.ffn : 4 * s.hidden;
-  if (s.heads < 0 || s.ffn < 0) throw InputError("layer: sizes must be positive");
+  const std::int64_t kv_heads = s.kv_heads > 0 ? s.kv_heads : heads;
+  if (s.heads < 0 || s.ffn < 0 || s.kv_heads < 0)
+    throw InputError("layer: sizes must be positive");
+  if (kv_heads > heads || heads % kv_heads != 0)
+    throw InputError(fmt::format("inconsistent heads: {} query heads are not divisible into {} "
+                                 "kv-head groups", heads, kv_heads));
   if (s.hidden % heads != 0)
     throw InputError(fmt::format("inconsistent heads: hidden size {} is not divisible by {} heads",
                                  s.hidden, heads));
   const double B = d(s.batch), S = d(s.seq), D = d(s.hidden), A = d(heads), F = d(ffn);
   const double T = B * S;  // tokens
+  // Grouped-query attention: K and V have kv_heads x head_dim columns each, not D.
+  const double KV = d(kv_heads) * (D / A);
+  const double QKV = D + 2 * KV;
   const double w = dtype_bytes(dtype);
   std::vector<RooflineOp> ops;
   auto add = [&](std::string name, double flops, double bytes, std::string formula) {
     ops.push_back({std::move(name), flops, bytes, std::move(formula)});
   };
-  add("QKV projection", 2 * T * D * 3 * D, (T * D + 3 * D * D + T * 3 * D) * w, "GEMM T x 3D x D");
-  add("attention QK^T", 2 * B * S * S * D, (2 * T * D + B * A * S * S) * w,
+  add("QKV projection", 2 * T * D * QKV, (T * D + D * QKV + T * QKV) * w,
+      kv_heads == heads ? "GEMM T x 3D x D" : "GEMM T x (D + 2 x kv_heads x head_dim) x D");
+  // Every query head still scores the whole sequence: the FLOPs do not shrink with GQA, only
+  // the K and V reads.
+  add("attention QK^T", 2 * B * S * S * D, (T * D + T * KV + B * A * S * S) * w,
       "2*B*S^2*D; reads Q, K, writes a scores per head");
   add("softmax", 5 * B * A * S * S, 2 * B * A * S * S * w, "5 FLOPs per score; read + write");
-  add("attention x V", 2 * B * S * S * D, (B * A * S * S + 2 * T * D) * w,
+  add("attention x V", 2 * B * S * S * D, (B * A * S * S + T * KV + T * D) * w,
       "2*B*S^2*D; reads scores and V, writes output");
   add("output projection", 2 * T * D * D, (2 * T * D + D * D) * w, "GEMM T x D x D");
   add("LayerNorm", 4 * T * D, 12 * T * D, "4 FLOPs, 12 bytes (fp32) per element");

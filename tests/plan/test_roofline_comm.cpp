@@ -64,6 +64,26 @@ TEST(PlanRoofline, GatedLayerTable) {
   EXPECT_DOUBLE_EQ(ops[8].flops / ops[8].bytes, 1.0 / 3.0);
 }
 
+// Grouped-query attention (Ainslie et al. 2023): Q is D x D, K and V are D x (kv_heads x
+// head_dim) each. Llama-3-8B (config.json: hidden 4096, 32 heads, 8 KV heads) at 8192 tokens:
+// 2 x 8192 x 4096 x (4096 + 2 x 1024) = 412.3 GFLOP, half of the MHA count 3 x D x D.
+TEST(PlanRoofline, GroupedQueryAttentionShrinksQkv) {
+  const auto& m = find_model("llama-3-8b");
+  LayerShape shape{4, 2048, m.hidden, m.heads, m.ffn, true, m.kv_heads};
+  auto ops = transformer_layer_ops(shape, Dtype::bf16);
+  EXPECT_EQ(ops[0].name, "QKV projection");
+  EXPECT_DOUBLE_EQ(ops[0].flops, 2.0 * 8192 * 4096 * (4096 + 2 * 1024));
+  EXPECT_NEAR(ops[0].flops / 1e9, 412.3, 0.05);
+  // Scores are per query head: the attention FLOPs stay, only the K and V reads shrink.
+  shape.kv_heads = 0;
+  auto mha = transformer_layer_ops(shape, Dtype::bf16);
+  EXPECT_NEAR(mha[0].flops / 1e9, 824.6, 0.05);
+  EXPECT_DOUBLE_EQ(ops[1].flops, mha[1].flops);
+  EXPECT_DOUBLE_EQ(mha[1].bytes - ops[1].bytes, 8192.0 * (4096 - 1024) * 2);
+  shape.kv_heads = 5;
+  EXPECT_THROW(transformer_layer_ops(shape, Dtype::bf16), stepscope::InputError);
+}
+
 // Unfused attention moves the s x s scores 4 times; fused moves only Q, K, V and O.
 // b=1, a=32, s=4096, d=128, BF16: QKVO 4*4096*4096*2 = 134,217,728 B; scores 4*32*4096^2*2.
 TEST(PlanRoofline, AttentionFusedVsUnfused) {

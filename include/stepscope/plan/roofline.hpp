@@ -59,6 +59,7 @@ struct LayerShape {
   std::int64_t heads = 0;  // 0: hidden / 128
   std::int64_t ffn = 0;    // 0: 4 x hidden
   bool gated = false;      // SwiGLU MLP: a gate GEMM beside the up GEMM, SiLU(gate) x up
+  std::int64_t kv_heads = 0;  // 0: heads (MHA); fewer: grouped-query attention
 };
 
 // Every operation of one transformer layer's forward pass, unfused.
