@@ -5,11 +5,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "stepscope/analysis.hpp"
 #include "stepscope/diff.hpp"
 
 namespace stepscope {
+
+// Text for HTML text and quoted attributes: markup characters as entities, control characters
+// and invalid UTF-8 as U+FFFD, so that a hostile name shows as visible text. Every HTML page of
+// the project (the reports, the pages of `serve`) escapes through this one function.
+//   "<b>&'\x01" -> "&lt;b&gt;&amp;&#39;\uFFFD"
+std::string html_escape(std::string_view s);
 
 // `stepscope analyze --html FILE`: the verdict, the step partition, stability, ranks, the GPU
 // timeline, evidence and levers.

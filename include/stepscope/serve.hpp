@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "stepscope/html.hpp"
+
 namespace stepscope {
 
 struct ServeOptions {
@@ -36,8 +38,5 @@ int serve(const ServeOptions& opts);
 // part, a hidden part (.stepscope), or a link that leaves the root.
 std::optional<std::string> resolve_under_root(const std::string& root, const std::string& rel);
 
-// Escapes text for HTML text and quoted attributes; control characters and invalid UTF-8 become
-// U+FFFD so that a hostile name shows as visible text.
-std::string html_escape(const std::string& s);
 
 }  // namespace stepscope

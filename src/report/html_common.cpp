@@ -412,3 +412,9 @@ double max_step_ns(const AnalysisResult& r) {
 }
 
 }  // namespace stepscope::html
+
+namespace stepscope {
+
+std::string html_escape(std::string_view s) { return html::esc(s); }
+
+}  // namespace stepscope
