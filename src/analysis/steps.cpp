@@ -121,21 +121,25 @@ StrId first_repeated_annotation(const RankTrace& t, const std::vector<std::uint3
 // calls of the median window.
 constexpr double kTileFactor = 4;
 
-bool tiles_the_work(const RankTrace& t, const Track& track, const std::vector<HostWindow>& w) {
-  if (w.size() < 2) return false;
-  std::vector<std::size_t> calls(w.size(), 0);
+// True when no window holds more than kTileFactor times the median window's events that `counts`
+// picks (and two more).
+template <class Counts>
+bool evenly_spread(const RankTrace& t, const Track& track, const std::vector<HostWindow>& w, Counts&& counts) {
+  std::vector<std::size_t> n(w.size(), 0);
   for (auto i : track.events) {
-    const Kind k = t.events.kind[i];
-    if (k != Kind::Runtime && k != Kind::Driver) continue;
+    if (!counts(t.events.kind[i])) continue;
     const ns_t ts = t.events.ts[i];
     auto it = std::upper_bound(w.begin(), w.end(), ts, [](ns_t v, const HostWindow& x) { return v < x.start; });
-    if (it != w.begin() && ts < std::prev(it)->end) ++calls[static_cast<std::size_t>(std::prev(it) - w.begin())];
+    if (it != w.begin() && ts < std::prev(it)->end) ++n[static_cast<std::size_t>(std::prev(it) - w.begin())];
   }
-  std::vector<std::size_t> sorted = calls;
+  std::vector<std::size_t> sorted = n;
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
   const double median = static_cast<double>(sorted[sorted.size() / 2]);
-  const double most = static_cast<double>(*std::max_element(calls.begin(), calls.end()));
-  return most <= kTileFactor * median + 2;
+  return static_cast<double>(*std::max_element(n.begin(), n.end())) <= kTileFactor * median + 2;
+}
+
+bool tiles_the_work(const RankTrace& t, const Track& track, const std::vector<HostWindow>& w) {
+  return w.size() >= 2 && evenly_spread(t, track, w, [](Kind k) { return k == Kind::Runtime || k == Kind::Driver; });
 }
 
 // Steps closed by each Optimizer.step: the first opens at the first top-level op.
@@ -200,20 +204,11 @@ bool same_calls_in_each(const RankTrace& t, const std::vector<std::uint32_t>& to
   return std::all_of(calls.begin(), calls.end(), [&](const auto& c) { return c == calls.front(); });
 }
 
+// A CPU-only loop makes no runtime calls: its passes are compared by all their host events.
 bool loop_windows(const RankTrace& t, const Track& track, const std::vector<std::uint32_t>& tops,
                   const std::vector<HostWindow>& w) {
-  if (w.size() < kMinRepeats || tops.empty()) return false;
-  std::vector<std::size_t> events(w.size(), 0);
-  for (auto i : track.events) {
-    const ns_t ts = t.events.ts[i];
-    auto it = std::upper_bound(w.begin(), w.end(), ts, [](ns_t v, const HostWindow& x) { return v < x.start; });
-    if (it != w.begin() && ts < std::prev(it)->end) ++events[static_cast<std::size_t>(std::prev(it) - w.begin())];
-  }
-  std::vector<std::size_t> sorted = events;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  const double median = static_cast<double>(sorted[sorted.size() / 2]);
-  const double most = static_cast<double>(*std::max_element(events.begin(), events.end()));
-  return most <= kTileFactor * median + 2 && covers_the_work(t, tops, w) && same_calls_in_each(t, tops, w);
+  return w.size() >= kMinRepeats && !tops.empty() && evenly_spread(t, track, w, [](Kind) { return true; }) &&
+         covers_the_work(t, tops, w) && same_calls_in_each(t, tops, w);
 }
 
 // Every `stride`-th occurrence of `name` among `tops` opens a window (windows_between for a call a
