@@ -111,7 +111,8 @@ std::string memory(optional<std::string> model, optional<py::object> params, opt
                    const std::string& optimizer, bool no_master_weights, Int batch,
                    optional<Int> seq, int gpus, int tp, int pp, optional<int> zero,
                    optional<std::string> sharding, const std::string& offload,
-                   const py::object& checkpoint, bool flash, bool sequence_parallel,
+                   const py::object& checkpoint, const std::string& attention, bool flash,
+                   bool sequence_parallel,
                    const std::string& activations, const std::string& gpu, double headroom) {
   sp::MemoryInput in;
   in.model = ModelArgs{model, params, hidden, layers, heads, kv_heads, ffn, vocab}.resolve();
@@ -132,14 +133,11 @@ std::string memory(optional<std::string> model, optional<py::object> params, opt
   if (sharding) in.sharding = sp::parse_sharding(*sharding);
   in.offload = sp::parse_offload(offload);
   in.checkpointing = sp::parse_checkpointing(py::str(checkpoint).cast<std::string>());
-  in.flash_attention = flash;
+  if (flash && !sp::parse_attention(attention))
+    throw InputError("give either --flash or --attention eager, not both");
+  in.flash_attention = sp::parse_attention(attention);
   in.sequence_parallel = sequence_parallel;
-  if (activations == "auto") in.activation_model = sp::ActivationModel::automatic;
-  else if (activations == "simple") in.activation_model = sp::ActivationModel::simple;
-  else if (activations == "per-layer" || activations == "per_layer" || activations == "exact")
-    in.activation_model = sp::ActivationModel::per_layer;
-  else
-    throw InputError(fmt::format("--activations '{}': expected auto, simple or per-layer", activations));
+  in.activation_model = sp::parse_activation_model(activations);
   in.gpu = gpu;
   in.headroom = headroom;
   return plan_json(sp::to_json(sp::plan_memory(in)));
@@ -334,7 +332,8 @@ void bind_plan(py::module_& m) {
         py::arg("no_master_weights") = false, py::arg("batch") = mem.batch,
         py::arg("seq") = py::none(), py::arg("gpus") = mem.gpus, py::arg("tp") = mem.tp,
         py::arg("pp") = mem.pp, py::arg("zero") = py::none(), py::arg("sharding") = py::none(),
-        py::arg("offload") = "none", py::arg("checkpoint") = "none", py::arg("flash") = false,
+        py::arg("offload") = "none", py::arg("checkpoint") = "none",
+        py::arg("attention") = "flash", py::arg("flash") = false,
         py::arg("sequence_parallel") = false, py::arg("activations") = "auto",
         py::arg("gpu") = mem.gpu, py::arg("headroom") = mem.headroom,
         "Training memory per GPU; does it fit, and the cheapest change that makes it fit.");

@@ -86,13 +86,13 @@ std::function<int()> setup_memory(CLI::App& plan) {
   struct Opts {
     ModelOptions model;
     std::string dtype = "bf16", optimizer = "adam", sharding, offload = "none",
-                checkpoint = "none", activations = "auto", gpu = "a100-80gb";
+                checkpoint = "none", activations = "auto", gpu = "a100-80gb", attention = "flash";
     int zero = 0, gpus = 1, tp = 1, pp = 1;
     std::int64_t batch = 1, seq = 0;
     bool no_master = false, flash = false, seq_parallel = false;
     JsonOut json;
     double headroom = 0.10;
-    CLI::Option *o_zero{}, *o_sharding{}, *o_seq{};
+    CLI::Option *o_zero{}, *o_sharding{}, *o_seq{}, *o_attention{};
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("memory", "training memory per GPU; does it fit, and what is "
@@ -117,7 +117,11 @@ std::function<int()> setup_memory(CLI::App& plan) {
   app->add_option("--checkpoint", o->checkpoint,
                   "activation checkpointing: none, selective, full, or K (segments of K layers)")
       ->capture_default_str();
-  app->add_flag("--flash", o->flash, "fused/flash attention (no s x s score matrices kept)");
+  o->o_attention = app->add_option("--attention", o->attention,
+                                   "flash (fused or memory-efficient SDPA: no s x s score matrices "
+                                   "kept) or eager (scores kept for backward)")
+                       ->capture_default_str();
+  app->add_flag("--flash", o->flash, "same as --attention flash (the default)");
   app->add_flag("--sequence-parallel", o->seq_parallel, "Megatron sequence parallelism (with --tp)");
   app->add_option("--activations", o->activations,
                   "activation model: auto, simple (12x factor) or per-layer (Korthikanti et al.)")
@@ -150,14 +154,11 @@ std::function<int()> setup_memory(CLI::App& plan) {
     if (o->o_sharding->count()) in.sharding = sp::parse_sharding(o->sharding);
     in.offload = sp::parse_offload(o->offload);
     in.checkpointing = sp::parse_checkpointing(o->checkpoint);
-    in.flash_attention = o->flash;
+    if (o->flash && o->o_attention->count() && !sp::parse_attention(o->attention))
+      throw InputError("give either --flash or --attention eager, not both");
+    in.flash_attention = sp::parse_attention(o->attention);
     in.sequence_parallel = o->seq_parallel;
-    if (o->activations == "auto") in.activation_model = sp::ActivationModel::automatic;
-    else if (o->activations == "simple") in.activation_model = sp::ActivationModel::simple;
-    else if (o->activations == "per-layer" || o->activations == "exact")
-      in.activation_model = sp::ActivationModel::per_layer;
-    else
-      throw InputError(fmt::format("--activations '{}': expected auto, simple or per-layer", o->activations));
+    in.activation_model = sp::parse_activation_model(o->activations);
     in.gpu = o->gpu;
     in.headroom = o->headroom;
     const auto r = sp::plan_memory(in);

@@ -134,8 +134,8 @@ ActivationEstimate estimate_activations(const MemoryInput& in, const ModelArch& 
     est.formula = "batch x seq x hidden x 12 x bytes per layer";
     per_layer = b * s * h * 12 * value_bytes / t;
     layer_input = b * s * h * value_bytes / sp;
-    if (in.flash_attention || in.checkpointing.mode == Recompute::selective)
-      est.notes.push_back("the 12x factor leaves attention scores out, so flash attention and "
+    if (!in.flash_attention || in.checkpointing.mode == Recompute::selective)
+      est.notes.push_back("the 12x factor leaves attention scores out, so eager attention and "
                           "selective recompute do not change it; use --activations per-layer");
   } else {
     est.model = "per-layer (Korthikanti et al. 2022)";
@@ -191,6 +191,25 @@ Optimizer parse_optimizer(std::string_view text) {
     return Optimizer::adam_8bit;
   throw InputError(fmt::format(
       "unknown optimizer '{}' (expected adam, adamw, sgd, sgd-momentum or adam-8bit)", text));
+}
+
+ActivationModel parse_activation_model(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "auto") return ActivationModel::automatic;
+  if (t == "simple") return ActivationModel::simple;
+  if (t == "per-layer" || t == "perlayer" || t == "exact" || t == "korthikanti")
+    return ActivationModel::per_layer;
+  throw InputError(fmt::format("--activations '{}': expected auto, simple or per-layer", text));
+}
+
+bool parse_attention(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "flash" || t == "sdpa" || t == "fused" || t == "memory-efficient" ||
+      t == "mem-efficient" || t == "efficient" || t == "flash-attention")
+    return true;
+  if (t == "eager" || t == "math" || t == "unfused" || t == "naive") return false;
+  throw InputError(fmt::format("--attention '{}': expected flash (fused/memory-efficient SDPA, "
+                               "the default) or eager", text));
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -346,7 +365,7 @@ void add_activations(const MemoryInput& in, MemoryResult& r) {
 void judge_fit(const MemoryInput& in, MemoryResult& r) {
   const GpuSpec& gpu = find_gpu(in.gpu);
   r.gpu_key = gpu.key;
-  r.gpu_memory_bytes = gpu.memory_gb * kGB;
+  r.gpu_memory_bytes = gpu.memory_bytes();
   r.usable_bytes = r.gpu_memory_bytes * (1.0 - in.headroom);
   r.fits = r.total_bytes <= r.usable_bytes;
 
@@ -489,7 +508,7 @@ std::optional<MemoryChange> try_more_gpus(const MemoryInput& in, bool per_layer)
 std::optional<MemoryChange> try_bigger_gpu(const MemoryInput& in, double current_memory) {
   std::vector<const GpuSpec*> bigger;
   for (const auto& g : gpu_database())
-    if (g.memory_gb * kGB > current_memory) bigger.push_back(&g);
+    if (g.memory_bytes() > current_memory) bigger.push_back(&g);
   std::sort(bigger.begin(), bigger.end(),
             [](const GpuSpec* a, const GpuSpec* b) { return a->memory_gb < b->memory_gb; });
   for (const GpuSpec* g : bigger) {
@@ -497,7 +516,7 @@ std::optional<MemoryChange> try_bigger_gpu(const MemoryInput& in, double current
     x.gpu = g->key;
     MemoryResult r = estimate_memory(x);
     if (r.fits)
-      return MemoryChange{fmt::format("a GPU with more memory: {} ({:.0f} GB)", g->key, g->memory_gb),
+      return MemoryChange{fmt::format("a GPU with more memory: {} ({:g} GiB)", g->key, g->memory_gb),
                           "different hardware", r.total_bytes};
   }
   return std::nullopt;

@@ -74,6 +74,7 @@ json to_json(const MemoryResult& r) {
                                                                                : "full"},
                 {"checkpoint_every", in.checkpointing.every},
                 {"flash_attention", in.flash_attention},
+                {"attention", in.flash_attention ? "flash" : "eager"},
                 {"sequence_parallel", in.sequence_parallel},
                 {"gpu", r.gpu_key},
                 {"headroom", in.headroom}};
@@ -125,7 +126,7 @@ std::string render_text(const MemoryResult& r) {
                        : in.checkpointing.every == 1
                            ? "full"
                            : fmt::format("every {} layers", in.checkpointing.every),
-                       in.flash_attention ? ", flash attention" : "",
+                       in.flash_attention ? ", flash attention" : ", eager attention",
                        in.sequence_parallel ? ", sequence parallel" : "");
   out += "\n";
   for (const auto& i : r.items)
@@ -137,13 +138,13 @@ std::string render_text(const MemoryResult& r) {
   out += "\n";
   const double left = r.usable_bytes - r.total_bytes;
   if (r.fits)
-    out += fmt::format("FITS on {} ({:.0f} GB, {} usable after {:.0f}% headroom): {} spare\n",
-                       r.gpu_key, r.gpu_memory_bytes / kGB, format_bytes(r.usable_bytes),
+    out += fmt::format("FITS on {} ({:g} GiB, {} usable after {:.0f}% headroom): {} spare\n",
+                       r.gpu_key, r.gpu_memory_bytes / kGiB, format_bytes(r.usable_bytes),
                        in.headroom * 100, format_bytes(left));
   else
-    out += fmt::format("DOES NOT FIT on {} ({:.0f} GB, {} usable after {:.0f}% headroom): "
+    out += fmt::format("DOES NOT FIT on {} ({:g} GiB, {} usable after {:.0f}% headroom): "
                        "{} over\n",
-                       r.gpu_key, r.gpu_memory_bytes / kGB, format_bytes(r.usable_bytes),
+                       r.gpu_key, r.gpu_memory_bytes / kGiB, format_bytes(r.usable_bytes),
                        in.headroom * 100, format_bytes(-left));
   if (r.cheapest_fix)
     out += fmt::format("Cheapest change that fits: {} -> {} per GPU (cost: {})\n",
@@ -494,6 +495,7 @@ json gpus_to_json(const std::vector<GpuSpec>& gpus) {
                     {"name", g.name},
                     {"vendor", g.vendor},
                     {"memory_gb", g.memory_gb},
+                    {"memory_bytes", g.memory_bytes()},
                     {"memory_bandwidth_gbs", g.memory_bw_gbs},
                     {"dense_tflops",
                      {{"fp32", tf(g.fp32_tflops)},
@@ -514,7 +516,7 @@ json gpus_to_json(const std::vector<GpuSpec>& gpus) {
 std::string render_gpus_text(const std::vector<GpuSpec>& gpus) {
   std::string out = "GPU database (dense peak TFLOP/s, no sparsity; '-' = no hardware path)\n\n";
   out += fmt::format("  {:<10} {:<24} {:>6} {:>8} {:>6} {:>7} {:>8} {:>8} {:>7} {:>6}  {}\n", "key",
-                     "name", "GB", "GB/s", "fp32", "tf32", "bf16", "fp16", "fp8", "ridge",
+                     "name", "GiB", "GB/s", "fp32", "tf32", "bf16", "fp16", "fp8", "ridge",
                      "interconnect");
   for (const auto& g : gpus)
     out += fmt::format("  {:<10} {:<24} {:>6g} {:>8g} {:>6} {:>7} {:>8} {:>8} {:>7} {:>6.0f}  {} {:g} GB/s\n",

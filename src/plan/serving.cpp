@@ -80,7 +80,7 @@ ServeResult plan_serve(const ServeInput& in) {
   r.kv_bytes_per_user = r.kv_bytes_per_token * static_cast<double>(in.avg_seq);
   r.kv_total_bytes = r.kv_bytes_per_user * static_cast<double>(in.users) * (1 + in.kv_overhead);
   r.total_bytes = r.weights_bytes + r.kv_total_bytes;
-  r.usable_per_gpu = gpu.memory_gb * kGB * (1 - in.headroom);
+  r.usable_per_gpu = gpu.memory_bytes() * (1 - in.headroom);
   r.gpus_pooled = std::max(1, static_cast<int>(std::ceil(r.total_bytes / r.usable_per_gpu)));
   const double kv_room = r.usable_per_gpu - r.weights_bytes;
   const double per_user = r.kv_bytes_per_user * (1 + in.kv_overhead);

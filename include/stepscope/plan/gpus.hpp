@@ -17,7 +17,8 @@ struct GpuSpec {
   std::string key;           // short name used on the command line: "a100-80gb"
   std::string name;          // marketing name: "NVIDIA A100 80GB SXM4"
   std::string vendor;        // "NVIDIA" or "AMD"
-  double memory_gb = 0;      // device memory, decimal GB
+  double memory_gb = 0;      // device memory as the datasheet writes it ("80GB"), in GiB
+
   double memory_bw_gbs = 0;  // device memory bandwidth, GB/s
   // Dense peak TFLOP/s; 0 means the data type has no hardware path on this GPU.
   double fp32_tflops = 0;  // plain (non-tensor-core) FP32
@@ -31,6 +32,8 @@ struct GpuSpec {
   std::string source;              // datasheet the figures come from
   std::vector<std::string> device_names;  // substrings of the CUDA/ROCm device name
 
+  // Capacity in bytes: the datasheet's "GB" counts binary GiB (80 GiB = 85,899,345,920 bytes).
+  double memory_bytes() const { return memory_gb * kGiB; }
   // Dense peak for a data type, or nullopt when the GPU has no path for it.
   std::optional<double> peak_tflops(Dtype d) const;
   // FLOPs per byte at which the GPU turns from memory-bound to compute-bound.

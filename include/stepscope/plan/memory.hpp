@@ -22,6 +22,11 @@ enum class Recompute { none, selective, full };
 enum class ActivationModel { automatic, simple, per_layer };
 
 Optimizer parse_optimizer(std::string_view text);
+// "auto", "simple", "per-layer" (also "per_layer", "exact"): the CLI and Python share it.
+ActivationModel parse_activation_model(std::string_view text);
+// "flash" (also "sdpa", "fused", "memory-efficient") -> true; "eager" (also "math", "unfused")
+// -> false.
+bool parse_attention(std::string_view text);
 Sharding parse_sharding(std::string_view text);
 Offload parse_offload(std::string_view text);
 std::string_view optimizer_name(Optimizer o);
@@ -48,7 +53,9 @@ struct MemoryInput {
   Sharding sharding = Sharding::none;
   Offload offload = Offload::none;
   Checkpointing checkpointing;
-  bool flash_attention = false;
+  // PyTorch's scaled_dot_product_attention picks a flash or memory-efficient kernel whenever
+  // it can, and neither keeps the s x s score matrix; eager (math) attention is the exception.
+  bool flash_attention = true;
   bool sequence_parallel = false;
   ActivationModel activation_model = ActivationModel::automatic;
   std::string gpu = "a100-80gb";

@@ -1,5 +1,6 @@
 // Units shared by the planning calculators: data types, counts ("7B") and sizes ("14GB").
-// Sizes are decimal (1 GB = 1e9 bytes) throughout, as vendors quote HBM and link bandwidth.
+// Sizes are decimal (1 GB = 1e9 bytes) throughout, as vendors quote HBM and link bandwidth; the
+// one exception is a GPU's memory capacity, which datasheets write "GB" but mean GiB.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 namespace stepscope::plan {
 
 inline constexpr double kGB = 1e9;
+// Device memory is built from DRAM chips of binary capacity: an "80GB" H100 has 80 GiB.
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 enum class Dtype { fp32, tf32, bf16, fp16, fp8, int8, int4 };
 
