@@ -253,10 +253,12 @@ std::string pipeline(int stages, int micro_batches, int interleave, optional<dou
 }
 
 std::string stack(double step_ms, const py::object& speedups, optional<double> cost,
-                  optional<double> hours) {
+                  optional<double> hours, optional<py::object> shares) {
   sp::StackInput in;
   in.step_s = step_ms / 1e3;
   for (const auto& s : pairs_arg(speedups, "=")) in.items.push_back(sp::parse_stack_item(s));
+  if (shares)
+    for (const auto& s : pairs_arg(*shares, "=")) in.shares.push_back(sp::parse_stack_share(s));
   if (in.items.empty()) throw InputError("--speedup is required");
   in.run_cost = cost;
   in.run_hours = hours;
@@ -365,7 +367,9 @@ void bind_plan(py::module_& m) {
         "Pipeline bubble for GPipe, 1F1B and interleaved 1F1B.");
   m.def("stack", &stack, py::kw_only(), py::arg("step_ms"), py::arg("speedups"),
         py::arg("cost") = py::none(), py::arg("hours") = py::none(),
-        "Compound stacked speedups ({name: factor} in the order applied) into step time and cost.");
+        py::arg("shares") = py::none(),
+        "Stack speedups ({name: factor} in the order applied; 'name@category' for levers on one "
+        "part of the step, {category: fraction} as shares) into step time and cost.");
 
   const sp::ServeInput srv;
   const sp::SpecDecInput spec;

@@ -381,14 +381,19 @@ std::function<int()> setup_pipeline(CLI::App& plan) {
 std::function<int()> setup_stack(CLI::App& plan) {
   struct Opts {
     double step_ms = 0, cost = 0, hours = 0;
-    std::vector<std::string> speedups;
+    std::vector<std::string> speedups, shares;
     JsonOut json;
     CLI::Option *o_cost{}, *o_hours{};
   };
   auto o = std::make_shared<Opts>();
   auto* app = plan.add_subcommand("stack", "compound stacked speedups into step time and run cost");
   as_duration(app->add_option("--step-ms", o->step_ms, "baseline step time (a bare number is ms; 1.2s)"), 1e-3)->required();
-  app->add_option("--speedup", o->speedups, "NAME=FACTOR, repeated in the order applied")->required();
+  app->add_option("--speedup", o->speedups,
+                  "NAME=FACTOR, repeated in the order applied; NAME@CATEGORY=FACTOR for a lever "
+                  "measured alone on one part of the step (levers of one category share it)")
+      ->required();
+  app->add_option("--share", o->shares, "CATEGORY=FRACTION: the part of the baseline step a "
+                                        "category takes (e.g. 'data wait=0.3')");
   o->o_cost = app->add_option("--cost", o->cost, "baseline cost of the run");
   o->o_hours = as_duration(app->add_option("--hours", o->hours, "baseline duration of the run (a bare number is hours; 90min)"), 3600.0);
   add_json_option(app, o->json);
@@ -399,6 +404,7 @@ std::function<int()> setup_stack(CLI::App& plan) {
     sp::StackInput in;
     in.step_s = o->step_ms / 1e3;
     for (const auto& s : o->speedups) in.items.push_back(sp::parse_stack_item(s));
+    for (const auto& s : o->shares) in.shares.push_back(sp::parse_stack_share(s));
     in.run_cost = given(o->o_cost, o->cost);
     in.run_hours = given(o->o_hours, o->hours);
     const auto r = sp::plan_stack(in);

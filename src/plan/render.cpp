@@ -340,23 +340,37 @@ json to_json(const StackResult& r) {
   for (const auto& row : r.rows)
     rows.push_back({{"name", row.name},
                     {"speedup", row.speedup},
+                    {"category", row.category.empty() ? json(nullptr) : json(row.category)},
+                    {"effective", row.effective},
                     {"cumulative", row.cumulative},
                     {"step_s", row.step_s},
                     {"cost", opt(row.cost)},
                     {"hours", opt(row.hours)}});
   j["rows"] = rows;
   j["total_speedup"] = r.rows.back().cumulative;
+  json shares = json::object();
+  for (const auto& [category, share] : r.input.shares) shares[category] = share;
+  j["shares"] = shares;
+  j["notes"] = r.notes;
   return j;
 }
 
 std::string render_text(const StackResult& r) {
-  std::string out = "Stacked speedups (throughput multipliers compound)\n\n";
+  const bool categories = std::any_of(r.rows.begin(), r.rows.end(),
+                                      [](const StackRow& row) { return !row.category.empty(); });
+  std::string out = categories
+                        ? "Stacked speedups (levers on one category share its time; the "
+                          "categories add up, Amdahl over the step)\n\n"
+                        : "Stacked speedups (throughput multipliers compound)\n\n";
   const bool cost = r.input.run_cost.has_value(), hours = r.input.run_hours.has_value();
-  out += fmt::format("  {:<28} {:>9} {:>11} {:>12}{}{}\n", "step", "factor", "cumulative",
-                     "step time", cost ? fmt::format(" {:>12}", "run cost") : "",
+  out += fmt::format("  {:<28} {:>9}{} {:>11} {:>12}{}{}\n", "step", "factor",
+                     categories ? fmt::format(" {:>9}", "adds") : "", "cumulative", "step time",
+                     cost ? fmt::format(" {:>12}", "run cost") : "",
                      hours ? fmt::format(" {:>10}", "hours") : "");
   for (const auto& row : r.rows)
-    out += fmt::format("  {:<28} {:>8.2f}x {:>10.2f}x {:>12}{}{}\n", row.name, row.speedup,
+    out += fmt::format("  {:<28} {:>8.2f}x{} {:>10.2f}x {:>12}{}{}\n",
+                       row.category.empty() ? row.name : row.name + " @" + row.category,
+                       row.speedup, categories ? fmt::format(" {:>8.2f}x", row.effective) : "",
                        row.cumulative, format_seconds(row.step_s),
                        row.cost ? fmt::format(" {:>12.0f}", *row.cost) : "",
                        row.hours ? fmt::format(" {:>10.1f}", *row.hours) : "");
@@ -365,6 +379,7 @@ std::string render_text(const StackResult& r) {
                      format_seconds(last.step_s), last.cumulative);
   if (cost) out += fmt::format(", saving {:.0f} per run", *r.input.run_cost - *last.cost);
   out += "\n";
+  for (const auto& note : r.notes) out += "  note: " + note + "\n";
   return out;
 }
 

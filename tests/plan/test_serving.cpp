@@ -117,3 +117,35 @@ TEST(PlanStack, SeedStack850To277) {
   EXPECT_THROW(parse_stack_item("amp=-2"), stepscope::InputError);
   EXPECT_THROW(parse_stack_item("amp=fast"), stepscope::InputError);
 }
+
+// Two levers measured alone on the same 50% data wait (2x and 1.9x) cannot make 3.8x: together
+// they can at most remove the wait, 2x by Amdahl's law. With the wait's share known (60%), each
+// removes its part of what is left: 60 ms x (1 - 50/60) x (1 - 47.37/60) = 2.11 ms left.
+TEST(PlanStack, LeversOnOneCategoryDoNotCompoundPastIt) {
+  StackInput in;
+  in.step_s = 0.100;
+  for (const char* s : {"loader workers@data wait=2", "pin memory@data wait=1.9"})
+    in.items.push_back(parse_stack_item(s));
+  EXPECT_EQ(in.items[1].name, "pin memory");
+  EXPECT_EQ(in.items[1].category, "data wait");
+  auto r = plan_stack(in);
+  EXPECT_NEAR(r.rows.back().cumulative, 2.0, 1e-12);
+  EXPECT_FALSE(r.notes.empty());
+  in.shares = {parse_stack_share("data wait=0.6")};
+  r = plan_stack(in);
+  const double left = 0.060 * (1 - 0.050 / 0.060) * (1 - 0.100 * (1 - 1 / 1.9) / 0.060);
+  EXPECT_NEAR(r.rows.back().step_s, 0.040 + left, 1e-12);
+  EXPECT_LT(r.rows.back().cumulative, 1 / 0.4);  // never past removing the whole wait
+  // Another category adds its own saving (Amdahl); a lever without one compounds on top.
+  in.items.push_back(parse_stack_item("AMP@compute=1.25"));
+  in.items.push_back(parse_stack_item("fused AdamW=1.1"));
+  r = plan_stack(in);
+  EXPECT_NEAR(r.rows.back().step_s, (0.040 + left - 0.100 * (1 - 1 / 1.25)) / 1.1, 1e-12);
+  // Shares that add up to more than the step, or name no lever, are refused.
+  in.shares.push_back(parse_stack_share("compute=0.5"));
+  EXPECT_THROW(plan_stack(in), stepscope::InputError);
+  in.shares = {parse_stack_share("optimizer=0.1")};
+  EXPECT_THROW(plan_stack(in), stepscope::InputError);
+  EXPECT_THROW(parse_stack_share("data wait=1.5"), stepscope::InputError);
+  EXPECT_THROW(parse_stack_item("x@=2"), stepscope::InputError);
+}

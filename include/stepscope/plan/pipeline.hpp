@@ -34,30 +34,41 @@ PipelineResult plan_pipeline(const PipelineInput& in);
 
 struct StackItem {
   std::string name;
-  double speedup = 1;  // multiplier on throughput (step time divides by it)
+  double speedup = 1;    // multiplier on throughput (step time divides by it)
+  std::string category;  // the part of the step it shortens ("" = its own part)
 };
 
-// "BF16 AMP=1.7" or "1.7" -> item; throws InputError if the factor is not positive.
+// "BF16 AMP=1.7", "1.7" or "loader workers@data wait=1.4" -> item; throws InputError if the
+// factor is not positive.
 StackItem parse_stack_item(std::string_view text);
+
+// "data wait=0.3" -> {"data wait", 0.3}: the share of the baseline step a category takes.
+std::pair<std::string, double> parse_stack_share(std::string_view text);
 
 struct StackInput {
   double step_s = 0;
   std::vector<StackItem> items;
   std::optional<double> run_cost;   // cost of the baseline run (any currency)
   std::optional<double> run_hours;  // duration of the baseline run
+  // Share of the baseline step per category; a category without one is taken to be as large
+  // as the largest saving any one of its levers claims.
+  std::vector<std::pair<std::string, double>> shares;
 };
 
 struct StackRow {
   std::string name;
-  double speedup = 1;
+  double speedup = 1;     // the factor given
   double cumulative = 1;
   double step_s = 0;
   std::optional<double> cost, hours;
+  double effective = 1;   // what the lever adds to the levers above it
+  std::string category;
 };
 
 struct StackResult {
   StackInput input;
   std::vector<StackRow> rows;  // first row is the baseline
+  std::vector<std::string> notes;
 };
 
 StackResult plan_stack(const StackInput& in);
