@@ -30,9 +30,10 @@ ModelArch llama(std::string name, std::int64_t h, std::int64_t l, std::int64_t a
 }
 
 std::vector<ModelArch> build_presets() {
-  // Shapes from the published model configs (GPT-2 XL, GPT-3 paper table 2.1, LLaMA 2 and
-  // LLaMA 3 config.json files).
+  // Shapes from the published model configs (GPT-2 and GPT-2 XL, GPT-3 paper table 2.1, LLaMA 2,
+  // LLaMA 3 and Mistral-7B-v0.1 config.json files).
   return {
+      gpt("gpt2-124m", 768, 12, 12, 1024),
       gpt("gpt2-1.5b", 1600, 48, 25, 1024),
       gpt("gpt3-175b", 12288, 96, 96, 2048),
       llama("llama-2-7b", 4096, 32, 32, 32, 11008, 32000, 4096),
@@ -40,6 +41,7 @@ std::vector<ModelArch> build_presets() {
       llama("llama-2-70b", 8192, 80, 64, 8, 28672, 32000, 4096),
       llama("llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192),
       llama("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192),
+      llama("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 32768),
   };
 }
 
