@@ -325,6 +325,14 @@ std::string specdec(double draft_ms, double target_ms, double accept, int k, int
 }  // namespace
 
 void bind_plan(py::module_& m) {
+  // The command line's spellings of sizes ("8K") and durations ("1.2s"), for the Python
+  // wrappers to read a text argument as the CLI reads the same option.
+  m.def("_size", [](const std::string& text, const std::string& what) {
+    return sp::parse_size(text, what);
+  });
+  m.def("_duration_s", [](const std::string& text, double unit_s, const std::string& what) {
+    return sp::parse_duration_s(text, unit_s, what);
+  });
   const sp::MemoryInput mem;
   m.def("memory", &memory, py::kw_only(), py::arg("model") = py::none(),
         py::arg("params") = py::none(), py::arg("hidden") = py::none(),

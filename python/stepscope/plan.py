@@ -78,12 +78,38 @@ CALCULATORS = ("memory", "roofline", "comm", "scaling", "pipeline", "kv", "serve
 __all__ = list(CALCULATORS)
 
 
+# Options the CLI reads as durations, with the unit of a bare number in seconds: a text value
+# ("1.2s", "90min") is read the same way here.
+_DURATIONS = {"step_ms": 1e-3, "backward_ms": 1e-3, "compute_ms": 1e-3, "micro_batch_ms": 1e-3,
+              "draft_ms": 1e-3, "target_ms": 1e-3, "latency_us": 1e-6, "hours": 3600.0}
+
+
+def _cli_spellings(params, kwargs):
+    """Text given where the native function takes a number, read as the CLI reads its option:
+    an integer as a size ("8K" = 8192), a duration with its unit ("1.2s"). Text that is neither
+    is left for the type check to refuse."""
+    out = dict(kwargs)
+    for key, value in kwargs.items():
+        if not isinstance(value, str) or key not in params:
+            continue
+        option = "--" + key.replace("_", "-")
+        try:
+            if key in _DURATIONS:
+                out[key] = _stepscope.plan._duration_s(value, _DURATIONS[key], option) / _DURATIONS[key]
+            elif params[key][0] == "int":
+                out[key] = _stepscope.plan._size(value, option)
+        except Exception:  # noqa: BLE001 - not a size or duration: the type check names it
+            pass
+    return out
+
+
 def _as_dict(name):
     native = getattr(_stepscope.plan, name)
     params = _parameters(native)
 
     @_functools.wraps(native)
     def calculator(*args, **kwargs):
+        kwargs = _cli_spellings(params, kwargs)
         _check_arguments(name, params, args, kwargs)
         try:
             return _json.loads(native(*args, **kwargs))

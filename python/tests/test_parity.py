@@ -2,6 +2,7 @@
 defaults: each command's `--help` is read and set against the Python signature. Options that
 only shape the terminal or files (report files, verbosity, table width) are the CLI's own."""
 import inspect
+import json
 import re
 import subprocess
 
@@ -70,3 +71,50 @@ def test_plan_calculators_match_the_python_functions(cli, calc):
     # (scaling's points, stack's speedups) names it in the plural.
     singular = {p[:-1] if p not in cli_opts and p.endswith("s") and p[:-1] in cli_opts else p for p in py}
     assert cli_opts == singular, (sorted(cli_opts - singular), sorted(singular - cli_opts))
+
+
+# The spellings the CLI accepts for a value, given to Python as the same text: both read them
+# with the same parser, so both give the same document (or refuse with the same message).
+SPELLINGS = [
+    ("memory", dict(model="llama-3-8b", activations="per_layer"), ["--model", "llama-3-8b", "--activations", "per_layer"]),
+    ("memory", dict(model="llama-3-8b", activations="Per-Layer"), ["--model", "llama-3-8b", "--activations", "Per-Layer"]),
+    ("memory", dict(model="llama-3-8b", activations="exact"), ["--model", "llama-3-8b", "--activations", "exact"]),
+    ("memory", dict(model="llama-3-8b", attention="eager"), ["--model", "llama-3-8b", "--attention", "eager"]),
+    ("memory", dict(model="llama-3-8b", attention="memory_efficient"), ["--model", "llama-3-8b", "--attention", "memory_efficient"]),
+    ("memory", dict(model="llama-3-8b", attention="SDPA"), ["--model", "llama-3-8b", "--attention", "SDPA"]),
+    ("memory", dict(model="llama-3-8b", flash=True), ["--model", "llama-3-8b", "--flash"]),
+    ("memory", dict(model="llama-3-8b", seq="8K", batch="2"), ["--model", "llama-3-8b", "--seq", "8K", "--batch", "2"]),
+    ("memory", dict(params="7B", sharding="shard_grad_op", gpus=8), ["--params", "7B", "--sharding", "shard_grad_op", "--gpus", "8"]),
+    ("memory", dict(model="llama-2-7b", checkpoint="4", offload="cpu"), ["--model", "llama-2-7b", "--checkpoint", "4", "--offload", "cpu"]),
+    ("roofline", dict(layer=True, model="llama-3-8b", seq="2K"), ["--layer", "--model", "llama-3-8b", "--seq", "2K"]),
+    ("roofline", dict(layer=True, hidden="4K", heads=32, kv_heads=8), ["--layer", "--hidden", "4K", "--heads", "32", "--kv-heads", "8"]),
+    ("comm", dict(params="7B", backward_ms="0.9s", latency_us="2us", overlap=0.5), ["--params", "7B", "--backward-ms", "0.9s", "--latency-us", "2us", "--overlap", "0.5"]),
+    ("pipeline", dict(stages=4, micro_batch_ms="30ms"), ["--stages", "4", "--micro-batch-ms", "30ms"]),
+    ("stack", dict(step_ms="0.85s", hours="90min", speedups={"workers@data": 2, "pinning@data": 1.9}, shares={"data": 0.6}),
+     ["--step-ms", "0.85s", "--hours", "90min", "--speedup", "workers@data=2", "--speedup", "pinning@data=1.9", "--share", "data=0.6"]),
+    ("specdec", dict(draft_ms="2ms", target_ms="0.03s"), ["--draft-ms", "2ms", "--target-ms", "0.03s"]),
+    ("kv", dict(model="llama-3-8b", seq="8K", batch="4"), ["--model", "llama-3-8b", "--seq", "8K", "--batch", "4"]),
+]
+
+REFUSED = [
+    ("memory", dict(model="llama-3-8b", activations="per layer"), ["--model", "llama-3-8b", "--activations", "per layer"]),
+    ("memory", dict(model="llama-3-8b", attention="fast"), ["--model", "llama-3-8b", "--attention", "fast"]),
+    ("memory", dict(model="llama-3-8b", attention="eager", flash=True), ["--model", "llama-3-8b", "--attention", "eager", "--flash"]),
+    ("stack", dict(step_ms=100, speedups={"a@data": 2}, shares={"data": 1.5}), ["--step-ms", "100", "--speedup", "a@data=2", "--share", "data=1.5"]),
+]
+
+
+@pytest.mark.parametrize("calc,kwargs,argv", SPELLINGS, ids=[f"{c[0]}-{i}" for i, c in enumerate(SPELLINGS)])
+def test_plan_spellings_read_the_same_in_the_cli_and_python(cli, calc, kwargs, argv):
+    out = subprocess.run([cli, "plan", calc, *argv, "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert getattr(stepscope_plan, calc)(**kwargs) == json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("calc,kwargs,argv", REFUSED, ids=[f"{c[0]}-{i}" for i, c in enumerate(REFUSED)])
+def test_plan_spellings_refused_alike(cli, calc, kwargs, argv):
+    out = subprocess.run([cli, "plan", calc, *argv, "--json"], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    with pytest.raises(stepscope.Error) as e:
+        getattr(stepscope_plan, calc)(**kwargs)
+    assert str(e.value) in out.stderr

@@ -88,7 +88,7 @@ WRONG_TYPES = [
     ("memory", (), dict(no_such_option=1), "plan.memory: no option 'no_such_option'"),
     ("kv", (), dict(model="llama-3-8b", seq=[1.5]), "plan.kv: "),
     ("scaling", (None,), {}, "plan.scaling: "),
-    ("specdec", (), dict(draft_ms="2", target_ms=20, accept=0.8), "plan.specdec: draft_ms='2': expected float"),
+    ("specdec", (), dict(draft_ms="fast", target_ms=20, accept=0.8), "plan.specdec: draft_ms='fast': expected float"),
 ]
 
 

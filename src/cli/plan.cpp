@@ -499,8 +499,8 @@ std::function<int()> setup_specdec(CLI::App& plan) {
   auto* app = plan.add_subcommand("specdec", "speculative decoding: tokens per step and speedup");
   app->add_option("--accept,-a", o->in.accept, "per-token acceptance rate (0-1)")->capture_default_str();
   app->add_option("--k,-k", o->in.k, "tokens drafted per step")->capture_default_str();
-  app->add_option("--draft-ms", o->draft_ms, "one draft-model forward (ms)")->required();
-  app->add_option("--target-ms", o->target_ms, "one target-model forward (ms)")->required();
+  as_duration(app->add_option("--draft-ms", o->draft_ms, "one draft-model forward (a bare number is ms)"), 1e-3)->required();
+  as_duration(app->add_option("--target-ms", o->target_ms, "one target-model forward (a bare number is ms)"), 1e-3)->required();
   app->add_option("--max-k", o->in.max_k, "search the best k up to this")->capture_default_str();
   add_json_option(app, o->json);
   app->footer("Example:\n  stepscope plan specdec --accept 0.8 --k 5 --draft-ms 2 --target-ms 30");
