@@ -3,6 +3,8 @@
 // Each test names its source; a failure here means a formula drifted from the literature.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "stepscope/plan.hpp"
 
 using namespace stepscope::plan;
@@ -183,4 +185,51 @@ TEST(PlanReferences, KvCachePerToken) {
     s.avg_seq = 1000;
     EXPECT_DOUBLE_EQ(plan_serve(s).kv_bytes_per_token, bytes);
   }
+}
+
+// ---- collectives, pipeline, speculative decoding ---------------------------------------------
+
+// NCCL tests, doc/PERFORMANCE.md: a ring all-reduce moves 2(n-1)/n x S bytes per rank (bus
+// bandwidth = algorithm bandwidth x 2(n-1)/n); reduce-scatter and all-gather (n-1)/n x S each.
+TEST(PlanReferences, RingCollectiveBytes) {
+  CommInput in;
+  in.payload_bytes = 14e9;
+  in.gpus = 8;
+  in.link = {"test link", 100, 0};
+  const auto r = plan_comm(in);
+  int checked = 0;
+  for (const auto& c : r.collectives) {
+    SCOPED_TRACE(c.name);
+    if (c.name == "ring all-reduce") {
+      EXPECT_DOUBLE_EQ(c.bytes_per_gpu, 2.0 * 7 / 8 * 14e9);
+      ++checked;
+    }
+    if (c.name == "reduce-scatter" || c.name == "all-gather") {
+      EXPECT_DOUBLE_EQ(c.bytes_per_gpu, 7.0 / 8 * 14e9);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);
+}
+
+// Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", section 2.2: the 1F1B bubble is (p-1)/m of the ideal time, (p-1)/(v m) with v
+// interleaved stages per GPU; as a share of the step, (p-1)/(v m + p - 1).
+TEST(PlanReferences, PipelineBubble) {
+  PipelineInput in;
+  in.stages = 8;
+  in.micro_batches = 32;
+  in.interleave = 2;
+  const auto r = plan_pipeline(in);
+  ASSERT_EQ(r.schedules.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.schedules[1].bubble_overhead, 7.0 / 32);
+  EXPECT_DOUBLE_EQ(r.schedules[1].bubble_fraction, 7.0 / (32 + 7));
+  EXPECT_DOUBLE_EQ(r.schedules[2].bubble_overhead, 7.0 / (2 * 32));
+}
+
+// Leviathan et al. 2023, "Fast Inference from Transformers via Speculative Decoding", equation
+// (1): a step of gamma drafts yields (1 - alpha^(gamma+1)) / (1 - alpha) tokens.
+TEST(PlanReferences, SpeculativeDecodingExpectedTokens) {
+  EXPECT_DOUBLE_EQ(expected_tokens_per_step(0.8, 5), (1 - std::pow(0.8, 6)) / (1 - 0.8));
+  EXPECT_DOUBLE_EQ(expected_tokens_per_step(0.6, 3), (1 - std::pow(0.6, 4)) / 0.4);
 }
