@@ -151,7 +151,11 @@ StackResult plan_stack(const StackInput& in) {
   // The time each category takes in the baseline step.
   std::vector<std::pair<std::string, double>> size;
   double shares = 0;
-  for (const auto& [category, share] : in.shares) {
+  for (const auto& entry : in.shares) {
+    // Named, not a structured binding: clang (the fuzz and sanitizer builds) cannot capture a
+    // binding in the lambdas below.
+    const std::string& category = entry.first;
+    const double share = entry.second;
     require_fraction(share, fmt::format("--share '{}'", category));
     if (std::none_of(in.items.begin(), in.items.end(),
                      [&](const StackItem& i) { return i.category == category; }))
