@@ -20,6 +20,9 @@ struct PipelineOptions {
   IngestOptions ingest;
   AnalyzeOptions analyze;
   bool keep_summary = false;  // also fill Analysis::summary (for `analyze --summary`)
+  // A model preset (`stepscope plan models`) whose planned model states are set beside each
+  // memory snapshot's peak; "" for none.
+  std::string memory_model;
   // Fill Analysis::trace with every rank's events (the annotated trace and diff read them). When
   // false, each rank is analysed as soon as its file is read and its events let go: at most
   // ingest.jobs traces are held at once, however many ranks the job has. The result is the same.

@@ -41,9 +41,10 @@ PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stage
 
 std::string analyze_json(const std::vector<std::string>& paths, int jobs,
                          const std::vector<std::string>& stages, const std::string& step_range,
-                         const std::shared_ptr<CancelToken>& cancel) {
+                         const std::shared_ptr<CancelToken>& cancel, const std::string& model) {
   PipelineOptions po = pipeline_options(jobs, stages, step_range, cancel);
   po.keep_trace = false;
+  po.memory_model = model;
   // Reading and analysing never touch Python objects: other Python threads run meanwhile.
   py::gil_scoped_release unlocked;
   const Analysis run = analyze_paths(paths, po);
@@ -146,7 +147,7 @@ PYBIND11_MODULE(_stepscope, m) {
       .def_property_readonly("cancelled", [](const CancelToken& t) { return t.cancelled.load(); });
   m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
         py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
-        py::arg("cancel") = std::shared_ptr<CancelToken>{},
+        py::arg("cancel") = std::shared_ptr<CancelToken>{}, py::arg("model") = "",
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
   m.def("merge_json", &merge_json, py::arg("summaries"),
         "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");

@@ -113,7 +113,7 @@ def _threshold(value):
     return float(value)
 
 
-def analyze(paths, *, jobs=0, stages=None, step_range=None):
+def analyze(paths, *, jobs=0, stages=None, step_range=None, model=None):
     """Analyse PyTorch profiler (Kineto) traces: the same content as `stepscope analyze --json`.
 
     paths: a trace file (.json, .json.gz), a directory of per-rank traces, or a list of them.
@@ -121,10 +121,15 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None):
     stages: extra stage rules, {"forward": "REGEX", ...} or ["NAME=REGEX", ...] as --stage takes
         (names: forward, backward, optimizer, data, sync, side).
     step_range: the annotation (e.g. NVTX range) that is one step, as --step-range.
+    model: memory snapshots: a model preset whose planned model states are set beside the
+        observed peak, as --model.
     """
+    if model is not None and not isinstance(model, str):
+        raise Error(f"--model {model!r}: expected the name of a model preset")
     cancel = _stepscope.CancelToken()
     text = _interruptibly(_stepscope.analyze_json, _paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
-                          step_range=_step_range(step_range), cancel=cancel, on_interrupt=cancel.cancel)
+                          step_range=_step_range(step_range), cancel=cancel, on_interrupt=cancel.cancel,
+                          model=model or "")
     return _json.loads(text)
 
 

@@ -651,7 +651,7 @@ class Report(_Mapping):
 def analyze_report(paths, **options):
     """`stepscope.analyze(paths, **options)` as a `Report`: the same document, with DataFrames.
 
-    Takes what `analyze` takes (jobs, stages, step_range).
+    Takes what `analyze` takes (jobs, stages, step_range, model).
 
     >>> report = analyze_report(TRACE, jobs=2)
     >>> len(report["ranks"])

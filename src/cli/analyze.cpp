@@ -23,6 +23,7 @@ struct AnalyzeArgs {
   int jobs = 0;
   std::vector<std::string> stages;  // NAME=REGEX
   std::string step_range;           // annotation (NVTX range) that is one step
+  std::string model;                // model preset planned beside memory snapshots
 };
 
 PipelineOptions pipeline_options(const AnalyzeArgs& a) {
@@ -31,6 +32,7 @@ PipelineOptions pipeline_options(const AnalyzeArgs& a) {
   po.analyze.jobs = a.jobs;
   for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   po.analyze.partition.step_range = a.step_range;
+  po.memory_model = a.model;
   po.keep_summary = !a.summary_out.empty();
   po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
   return po;
@@ -110,6 +112,10 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
       ->type_name("NAME=REGEX");
   cmd->add_option("--step-range", args->step_range,
                   "Each range (NVTX or annotation) of this name is one step, e.g. train_step");
+  cmd->add_option("--model", args->model,
+                  "Memory snapshots: set the model states `plan memory` predicts for this model preset (`stepscope "
+                  "plan models`) beside the observed peak, and say where they differ")
+      ->type_name("NAME");
   return [args] { return run_analyze(*args); };
 }}};
 

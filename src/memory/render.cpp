@@ -256,10 +256,43 @@ void html_device(const DeviceMemory& d, std::string& out) {
 
 }  // namespace
 
+// "planned (llama-3-8b, plan memory's model states) against observed at the peak:" and a row per class.
+void text_planned(const PlannedVsObserved& p, std::string& out) {
+  out += fmt::format("planned ({}, {:.3g} parameters: plan memory's model states) against observed at the peak:\n",
+                     safe(p.model), p.parameters);
+  out += fmt::format("  {:<16} {:>12} {:>12}\n", "class", "planned", "observed");
+  for (const auto& r : p.rows)
+    out += fmt::format("  {:<16} {:>12} {:>12}\n", class_name(r.cls), human_bytes(r.planned_bytes),
+                       human_bytes(r.observed_bytes));
+  if (p.differences.empty()) out += "  the snapshot holds what the model's states need\n";
+  for (const auto& d : p.differences) out += fmt::format("  differs: {}\n", safe(d));
+}
+
+nlohmann::json planned_json(const PlannedVsObserved& p) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : p.rows)
+    rows.push_back({{"class", class_name(r.cls)}, {"planned_bytes", r.planned_bytes},
+                    {"observed_bytes", r.observed_bytes}, {"basis", r.basis}});
+  return {{"model", p.model}, {"parameters", p.parameters}, {"bytes_per_parameter", p.bytes_per_parameter},
+          {"classes", std::move(rows)}, {"differences", p.differences}};
+}
+
+void html_planned(const PlannedVsObserved& p, std::string& out) {
+  out += fmt::format("<h3>Planned ({}) against observed</h3>\n<table><tr><th>class</th><th>planned</th><th>observed</th>"
+                     "<th>how planned</th></tr>\n", esc(p.model));
+  for (const auto& r : p.rows)
+    out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                       esc(class_name(r.cls)), esc(human_bytes(r.planned_bytes)), esc(human_bytes(r.observed_bytes)),
+                       esc(r.basis));
+  out += "</table>\n";
+  for (const auto& d : p.differences) out += "<p class=\"warn\">" + esc(d) + "</p>\n";
+}
+
 std::string render_text(const SnapshotAnalysis& a) {
   std::string out = fmt::format("memory snapshot {}\n", safe(a.path));
   for (const auto& w : a.warnings) out += fmt::format("warning: {}\n", safe(w));
   for (const auto& d : a.devices) text_device(d, out);
+  if (a.planned) text_planned(*a.planned, out);
   return out;
 }
 
@@ -272,6 +305,7 @@ nlohmann::json to_json(const SnapshotAnalysis& a) {
   j["allocator_settings"] = {{"expandable_segments", a.expandable_segments}, {"PYTORCH_CUDA_ALLOC_CONF", a.alloc_conf}};
   auto& devices = j["devices"] = nlohmann::json::array();
   for (const auto& d : a.devices) devices.push_back(device_json(d));
+  if (a.planned) j["planned"] = planned_json(*a.planned);
   return j;
 }
 
@@ -280,6 +314,7 @@ std::string render_html_section(const SnapshotAnalysis& a) {
   out += "<p class=\"muted name\">" + esc(a.path) + "</p>\n";
   for (const auto& w : a.warnings) out += "<p class=\"warn\">" + esc(w) + "</p>\n";
   for (const auto& d : a.devices) html_device(d, out);
+  if (a.planned) html_planned(*a.planned, out);
   out += "</section>\n";
   return out;
 }

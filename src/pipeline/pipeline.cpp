@@ -207,6 +207,8 @@ Analysis analyze_paths(const std::vector<std::string>& all_paths, const Pipeline
   Analysis a;
   std::vector<memory::SnapshotAnalysis> snapshots;
   const std::vector<std::string> paths = take_snapshots(all_paths, snapshots);
+  if (!opts.memory_model.empty())
+    for (auto& s : snapshots) s.planned = memory::compare_with_plan(s, opts.memory_model);
   if (paths.empty() && !snapshots.empty()) {
     a.result.memory_snapshots = std::move(snapshots);
     return a;

@@ -2,6 +2,7 @@
 // the reason it must hold, and `analyze` telling a snapshot from a trace by its bytes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <unordered_map>
 
@@ -129,6 +130,42 @@ TEST(MemoryPipeline, RefusedPickleIsAnInputErrorNamingTheFile) {
     EXPECT_NE(what.find(bad.string()), std::string::npos) << what;
     EXPECT_NE(what.find("GLOBAL"), std::string::npos) << what;
   }
+}
+
+}  // namespace
+}  // namespace stepscope::memory
+
+namespace stepscope::memory {
+namespace {
+
+// `--model`: a preset's planned model states beside the observed peak. The recorded model is no
+// GPT-2 (22.7 M parameters, fp32): its states are a fraction of GPT-2's, and each class says so.
+TEST(PlannedVsObserved, APresetThatIsNotTheRecordedModelDiffersClassByClass) {
+  PipelineOptions o;
+  o.memory_model = "gpt2-124m";
+  const Analysis run = analyze_paths({kTraining}, o);
+  ASSERT_EQ(run.result.memory_snapshots.size(), 1u);
+  const auto& a = run.result.memory_snapshots.front();
+  ASSERT_TRUE(a.planned.has_value());
+  const PlannedVsObserved& p = *a.planned;
+  EXPECT_EQ(p.model, "gpt2-124m");
+  EXPECT_EQ(p.bytes_per_parameter, 4);  // 0.73 observed bytes per GPT-2 parameter: not a 16-bit GPT-2
+  ASSERT_EQ(p.rows.size(), 3u);
+  const std::int64_t params = static_cast<std::int64_t>(std::llround(p.parameters));
+  EXPECT_EQ(p.rows[0].planned_bytes, params * 4);
+  EXPECT_EQ(p.rows[1].planned_bytes, params * 4);
+  EXPECT_EQ(p.rows[2].planned_bytes, params * 8);  // Adam: two fp32 states
+  EXPECT_EQ(p.rows[0].observed_bytes, cls(a.devices.at(0).peak, MemClass::parameters));
+  EXPECT_EQ(p.rows[2].observed_bytes, cls(a.devices.at(0).peak, MemClass::optimizer_state));
+  EXPECT_EQ(p.differences.size(), 3u);
+  EXPECT_NE(to_json(a).dump().find("\"planned\""), std::string::npos);
+  EXPECT_NE(render_text(a).find("planned (gpt2-124m"), std::string::npos);
+}
+
+TEST(PlannedVsObserved, AnUnknownPresetIsRefused) {
+  PipelineOptions o;
+  o.memory_model = "no-such-model";
+  EXPECT_THROW(analyze_paths({kTraining}, o), InputError);
 }
 
 }  // namespace

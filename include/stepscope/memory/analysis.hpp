@@ -120,6 +120,24 @@ struct DeviceMemory {
 
 inline constexpr std::size_t kTimelinePoints = 400;
 
+// `plan memory`'s model states for a model preset beside what the snapshot's peak holds: does the
+// job hold what its model needs, and where does it differ. Activations and temporaries depend on
+// the batch and sequence, which a snapshot does not record: only the model states are planned.
+struct PlannedClass {
+  MemClass cls = MemClass::unknown;
+  std::int64_t planned_bytes = 0;
+  std::int64_t observed_bytes = 0;
+  std::string basis;  // how the plan sized it
+};
+struct PlannedVsObserved {
+  std::string model;              // the preset's key
+  double parameters = 0;          // the preset's parameter count
+  int bytes_per_parameter = 4;    // read off the observed parameters (2: bf16/fp16, 4: fp32)
+  std::vector<PlannedClass> rows;
+  std::vector<std::string> differences;  // in words, each class more than kPlanTolerance off
+};
+inline constexpr double kPlanTolerance = 0.25;
+
 struct SnapshotAnalysis {
   std::string schema = kMemorySchemaVersion;
   std::string path;
@@ -128,9 +146,17 @@ struct SnapshotAnalysis {
   std::string alloc_conf;
   bool expandable_segments = false;
   std::string headline;
+  std::optional<PlannedVsObserved> planned;  // with `--model NAME`
 };
 
 SnapshotAnalysis analyze_snapshot(const Snapshot& s);
+
+// The model states `plan memory` predicts for the preset `model` (an InputError names the
+// presets when it is unknown) beside the peak of the snapshot's fullest device. Adam is assumed
+// (two fp32 states per parameter), gradients in the parameters' type.
+//   llama-3-8b, observed parameters 16.06 GB (2 bytes each): planned parameters 16.06 GB,
+//   gradients 16.06 GB, optimizer state 64.24 GB
+PlannedVsObserved compare_with_plan(const SnapshotAnalysis& a, std::string_view model);
 
 // Reads and analyses a snapshot file (InputError on a refused pickle).
 SnapshotAnalysis analyze_snapshot_file(const std::string& path);
