@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "stepscope/error.hpp"
@@ -967,9 +969,51 @@ int open_log(const std::string& p) {
   return fd;
 }
 
+void append_bounded(std::string& text, std::string_view piece, const std::string& p) {
+  if (text.size() + piece.size() > kMaxLogBytes)
+    throw InputError(fmt::format("{}: over {} MiB: not a log triage reads whole", p, kMaxLogBytes >> 20));
+  text.append(piece);
+}
+
+// A log kept gzipped (`top -b ... | gzip > top.log.gz`, logrotate's .gz) is read as its text:
+// its header (1f 8b) would otherwise look like a binary file or a malformed CSV.
+class GzipLog {
+ public:
+  GzipLog() {
+    if (::inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) throw InputError("cannot start a gzip decoder");
+  }
+  ~GzipLog() { ::inflateEnd(&z_); }
+  GzipLog(const GzipLog&) = delete;
+  GzipLog& operator=(const GzipLog&) = delete;
+
+  // Decodes `piece` onto `text`; members concatenated by `cat a.gz b.gz` are read one after another.
+  void feed(std::string_view piece, std::string& text, const std::string& p) {
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece.data()));
+    z_.avail_in = static_cast<uInt>(piece.size());
+    char out[1 << 16];
+    while (z_.avail_in > 0) {
+      z_.next_out = reinterpret_cast<Bytef*>(out);
+      z_.avail_out = sizeof out;
+      const int rc = ::inflate(&z_, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        throw InputError(fmt::format("{}: a gzip file that does not decode: {}", p, z_.msg ? z_.msg : "corrupt data"));
+      append_bounded(text, std::string_view(out, sizeof out - z_.avail_out), p);
+      if (rc == Z_STREAM_END) ::inflateReset(&z_);
+      else if (rc == Z_BUF_ERROR && z_.avail_out != 0) break;
+    }
+  }
+
+ private:
+  z_stream z_{};
+};
+
+bool gzip_magic(std::string_view piece) { return piece.size() >= 2 && piece[0] == '\x1f' && piece[1] == '\x8b'; }
+
 std::string read_log(const std::string& p) {
   const Fd in{open_log(p)};
   std::string text;
+  std::unique_ptr<GzipLog> gz;
+  bool first = true;
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(in.fd, buf, sizeof buf);
@@ -977,12 +1021,18 @@ std::string read_log(const std::string& p) {
     if (n < 0) throw InputError(fmt::format("{}: read error: {}", p, std::strerror(errno)));
     if (n == 0) break;
     const std::string_view piece(buf, static_cast<std::size_t>(n));
+    if (first && gzip_magic(piece)) gz = std::make_unique<GzipLog>();
+    first = false;
+    if (gz) {
+      gz->feed(piece, text, p);
+      continue;
+    }
     if (text.empty() && piece.find('\0') != std::string_view::npos)
       throw InputError(fmt::format("{}: not a text log (it holds NUL bytes)", p));
-    if (text.size() + piece.size() > kMaxLogBytes)
-      throw InputError(fmt::format("{}: over {} MiB: not a log triage reads whole", p, kMaxLogBytes >> 20));
-    text.append(piece);
+    append_bounded(text, piece, p);
   }
+  if (gz && text.find('\0') != std::string::npos)
+    throw InputError(fmt::format("{}: a gzip file that holds no text log (it holds NUL bytes)", p));
   return text;
 }
 

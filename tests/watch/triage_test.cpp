@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -419,6 +422,30 @@ TEST(Triage, NothingParsableIsAnInputError) {
   EXPECT_THROW(triage({{"notes.txt", "hello\nworld\n"}}), stepscope::InputError);
   EXPECT_THROW(triage({}), stepscope::InputError);
   EXPECT_THROW(triage_files({"/nonexistent/dmon.log"}, {}), stepscope::InputError);
+}
+
+// A top log kept gzipped reads as the same log, not as a malformed CSV or a binary file; a gzip
+// file that decodes to no text is still refused.
+TEST(Triage, GzippedLogReadsAsItsText) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("stepscope-triage-gz-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto gzip_to = [&](const std::string& name, std::string_view text) {
+    const std::string path = (dir / name).string();
+    gzFile f = gzopen(path.c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+    return path;
+  };
+  const std::string top = gzip_to("top.log.gz", kTopPegged);
+  auto from_gz = triage_files({gzip_to("dmon.log.gz", kDmonDatedSawtooth), top}, {});
+  auto from_text = triage({{"dmon.log", kDmonDatedSawtooth}, {"top.log", kTopPegged}});
+  ASSERT_EQ(from_gz.logs.size(), 2u);
+  EXPECT_EQ(from_gz.logs[1].kind, LogKind::Top);
+  EXPECT_EQ(from_gz.logs[1].malformed, 0);
+  EXPECT_EQ(from_gz.logs[1].records, from_text.logs[1].records);
+  EXPECT_EQ(from_gz.classification.verdict.rule, from_text.classification.verdict.rule);
+  EXPECT_THROW(triage_files({gzip_to("zeros.gz", std::string(64, '\0'))}, {}), stepscope::InputError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Triage, UnknownExtraLogIsNotedNotFatal) {
