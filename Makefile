@@ -5,18 +5,34 @@ EXAMPLE ?= examples/cpu_training_step.pt.trace.json.gz
 FUZZ_SECONDS ?= 600
 PREFIX ?= /usr/local
 
-.PHONY: deps configure build run test test-sanitize bench bench-ranks fuzz clean python install
+.PHONY: deps deps-run configure configure-run build run test test-sanitize bench bench-ranks fuzz clean python install
 
 deps:
 	@scripts/install-deps
 
+# The packages the command itself needs: a first `make run` does not wait for the tests' ones
+# (GoogleTest, PyTorch, Chromium...).
+deps-run:
+	@scripts/install-deps --command-only
+
+# The test, bench and Python options are set on every configure, so one build folder serves both
+# commands: `make run` turns them off, `make test` back on, and the libraries' objects (same flags
+# either way) are not rebuilt in between.
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release > /dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DSTEPSCOPE_TESTS=ON -DSTEPSCOPE_BENCH=ON -DSTEPSCOPE_PYTHON=ON > /dev/null
+
+configure-run: deps-run
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DSTEPSCOPE_TESTS=OFF -DSTEPSCOPE_BENCH=OFF -DSTEPSCOPE_PYTHON=OFF > /dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# The binary and its libraries only: on a fresh machine the first verdict comes after about a
+# third of the full build (every test, tool and the Python module).
+run: configure-run
+	@cmake --build $(BUILD) -j$(JOBS) --target stepscope
 	./$(BUILD)/stepscope analyze $(EXAMPLE)
 
 # The Python module in the build tree: PYTHONPATH=$(BUILD)/python imports it.
