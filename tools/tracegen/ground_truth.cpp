@@ -27,9 +27,9 @@ std::array<ns_t, static_cast<std::size_t>(Group::Count)> groups(const Breakdown&
 
 // The footgun knobs join the params only when a preset sets one, so that the other presets'
 // output stays byte for byte what it was.
-void add_footgun_params(const Params& p, nlohmann::json& j) {
+void add_footgun_params(const Params& p, nlohmann::json& j, bool every) {
   const Params d;
-  if (p.convs == d.convs && p.nchw_transposes == d.nchw_transposes && p.autotune_trials == d.autotune_trials &&
+  if (!every && p.convs == d.convs && p.nchw_transposes == d.nchw_transposes && p.autotune_trials == d.autotune_trials &&
       p.unfused_attention == d.unfused_attention && p.opt_params == d.opt_params && p.anomaly == d.anomaly &&
       p.recompile_every == d.recompile_every && p.eager_after == d.eager_after)
     return;
@@ -50,9 +50,9 @@ void add_footgun_params(const Params& p, nlohmann::json& j) {
 }
 
 // Likewise the knobs of the real-world trace classes.
-void add_trace_class_params(const Params& p, nlohmann::json& j) {
+void add_trace_class_params(const Params& p, nlohmann::json& j, bool every) {
   const Params d;
-  if (p.training == d.training && p.step_markers == d.step_markers && p.stage_annotations == d.stage_annotations &&
+  if (!every && p.training == d.training && p.step_markers == d.step_markers && p.stage_annotations == d.stage_annotations &&
       p.gpu_records == d.gpu_records && p.kineto_dialect == d.kineto_dialect && p.cold_start_us == d.cold_start_us &&
       p.triton_pointwise == d.triton_pointwise && p.item_syncs == d.item_syncs && p.cpu_item == d.cpu_item &&
       p.blocking_copy == d.blocking_copy && p.final_device_sync == d.final_device_sync &&
@@ -77,9 +77,9 @@ void add_trace_class_params(const Params& p, nlohmann::json& j) {
 }
 
 // Likewise the knobs of runs that are not a training loop and of the profiler's options.
-void add_run_kind_params(const Params& p, nlohmann::json& j) {
+void add_run_kind_params(const Params& p, nlohmann::json& j, bool every) {
   const Params d;
-  if (p.workload == d.workload && p.step_marker == d.step_marker && p.warmup_steps == d.warmup_steps &&
+  if (!every && p.workload == d.workload && p.step_marker == d.step_marker && p.warmup_steps == d.warmup_steps &&
       p.cuda_graph == d.cuda_graph && p.param_moves == d.param_moves && p.forward_range == d.forward_range &&
       p.readback_us == d.readback_us && p.copy_stream_blocking == d.copy_stream_blocking && p.fp32_aten == d.fp32_aten &&
       p.with_stack == d.with_stack && p.record_shapes == d.record_shapes && p.profile_memory == d.profile_memory)
@@ -104,6 +104,18 @@ void add_run_kind_params(const Params& p, nlohmann::json& j) {
   j["session_s"] = p.session_s;
 }
 
+// --apply: the change, and the speedup it gives by construction (both jobs generated).
+// Example: {"lever": "num_workers", "setting": "8", "changes": ["fetch_us: 70000 -> 120", ...],
+//           "base_mean_step_ns": 1.2e8, "mean_step_ns": 5.0e7, "expected_speedup": 2.4}
+nlohmann::json applied_json(const Params& p) {
+  return {{"lever", p.applied_lever},
+          {"setting", p.applied_setting},
+          {"changes", p.applied_changes},
+          {"base_mean_step_ns", p.base_mean_step_ns},
+          {"mean_step_ns", p.applied_mean_step_ns},
+          {"expected_speedup", p.base_mean_step_ns / p.applied_mean_step_ns}};
+}
+
 // What a correct analysis concludes besides the verdict; the optional ones only when stated.
 std::string expectations_json(const Params& p) {
   nlohmann::json j = nlohmann::json::object();
@@ -114,6 +126,7 @@ std::string expectations_json(const Params& p) {
   if (!p.expected_first_lever.empty()) j["expected_first_lever"] = p.expected_first_lever;
   if (!p.expected_not_levers.empty()) j["expected_not_levers"] = p.expected_not_levers;
   if (p.expected_steps >= 0) j["expected_steps"] = p.expected_steps;
+  if (!p.applied_lever.empty()) j["applied"] = applied_json(p);
   if (p.cold_start_us > 0) {
     // The one-time cost inside the first kernel launch, counted in the window as launch overhead.
     j["startup_ns"] = us_to_ns(p.cold_start_us);
@@ -124,7 +137,8 @@ std::string expectations_json(const Params& p) {
   return out;
 }
 
-nlohmann::json params_json(const Params& p) {
+// `every`: each group of knobs even where a preset sets none of it (to compare two jobs).
+nlohmann::json params_json(const Params& p, bool every = false) {
   nlohmann::json j = {
       {"scenario", p.scenario},
       {"platform", platform_name(p.platform)},
@@ -173,9 +187,10 @@ nlohmann::json params_json(const Params& p) {
       {"ckpt_mb", p.ckpt_mb},
       {"gzip", p.gzip},
   };
-  add_footgun_params(p, j);
-  add_trace_class_params(p, j);
-  add_run_kind_params(p, j);
+  add_footgun_params(p, j, every);
+  add_trace_class_params(p, j, every);
+  add_run_kind_params(p, j, every);
+  if (every || !p.mid_sync_read) j["mid_sync_read"] = p.mid_sync_read;
   return j;
 }
 
@@ -188,6 +203,8 @@ void append_categories(std::string& out, const Breakdown& b) {
 }
 
 }  // namespace
+
+nlohmann::json parameters_json(const Params& p) { return params_json(p, true); }
 
 const char* category_name(Category c) {
   static constexpr const char* kNames[] = {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 namespace stepscope::tracegen {
 
 inline constexpr const char* kGroundTruthSchema = "stepscope-tracegen-ground-truth/1";
+
+// Every parameter of `p` under its ground-truth name ("parameters" in ground_truth.json), the
+// groups a preset leaves at their defaults included.
+nlohmann::json parameters_json(const Params& p);
 
 class GroundTruthWriter {
  public:

@@ -71,6 +71,7 @@ void add_options(CLI::App& app, Overrides& o) {
   o.add(app, "--h2d-gbps", &tg::Params::h2d_gbps, "host-to-device bandwidth");
   o.add(app, "--mid-sync", &tg::Params::mid_sync, "loss.item() after forward (1/0)");
   o.add(app, "--sync-gap-us", &tg::Params::sync_gap_us, "host work after the mid-step sync");
+  o.add(app, "--mid-sync-read", &tg::Params::mid_sync_read, "the mid-step logging reads loss.item() (1/0)");
   o.add(app, "--buckets", &tg::Params::buckets, "DDP gradient buckets");
   o.add(app, "--grad-mb", &tg::Params::grad_mb, "gradient bytes all-reduced per step (MB)");
   o.add(app, "--busbw-gbps", &tg::Params::busbw_gbps, "all-reduce bus bandwidth");
@@ -144,13 +145,16 @@ void list_scenarios() {
 
 int main(int argc, char** argv) {
   CLI::App app{"stepscope-tracegen: synthetic Kineto traces with ground truth"};
-  std::string scenario = "healthy", out_dir, platform;
+  std::string scenario = "healthy", out_dir, platform, apply;
   bool list = false;
   app.add_option("-s,--scenario", scenario, "scenario preset (see --list)");
   CLI::Option* platform_opt = app.add_option("--platform", platform, "cuda, rocm or cpu (names and layout)")
                                   ->check(CLI::IsMember({"cuda", "rocm", "cpu"}));
   app.add_option("-o,--out", out_dir, "output directory");
   app.add_flag("--list", list, "list the scenarios and exit");
+  app.add_option("--apply", apply,
+                 "write the scenario with one lever applied: LEVER or LEVER=SETTING (num_workers=4); the ground "
+                 "truth gives the speedup it brings");
   Overrides overrides;
   add_options(app, overrides);
   try {
@@ -182,7 +186,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const auto r = tg::generate(p, out_dir);
+    const auto r = apply.empty() ? tg::generate(p, out_dir) : tg::generate_applied(p, apply, out_dir);
     std::printf("%s: %zu trace file(s), %.1f MB uncompressed, ground truth %s\n", p.scenario.c_str(),
                 r.files.size(), static_cast<double>(r.bytes_written) / 1e6, r.ground_truth.c_str());
   } catch (const std::exception& e) {

@@ -696,9 +696,10 @@ class StepRecipe {
     item(th);
   }
 
-  // loss.item() then host-side logging: drains the GPU queue mid-step.
+  // loss.item() then host-side logging: drains the GPU queue mid-step. Without the read
+  // (mid_sync_read false, the value logged from the device later) the logging overlaps the GPU.
   void mid_step_sync() {
-    item();
+    if (p_.mid_sync_read) item();
     b_.work(kMainThread, host_ns(p_.sync_gap_us));
   }
 

@@ -68,6 +68,7 @@ struct Params {
   // Host synchronisation in the middle of the step (loss.item() then host-side logging).
   bool mid_sync = false;
   double sync_gap_us = 0;
+  bool mid_sync_read = true;  // false: the same logging, its value kept on the device (no .item())
 
   // Gradient all-reduce (DDP); only when ranks > 1.
   int buckets = 4;
@@ -156,6 +157,13 @@ struct Params {
   std::vector<std::string> expected_not_levers;  // lever ids that must not be offered
   int expected_steps = -1;                     // steps a correct analysis finds; <0: not stated
 
+  // --apply LEVER: the scenario's job after the one change the lever names (generate_applied).
+  std::string applied_lever;                   // empty: the scenario as preset
+  std::string applied_setting;                 // the lever's setting ("8" workers); empty where it has none
+  std::vector<std::string> applied_changes;    // "fetch_us: 70000 -> 120", one per changed parameter
+  double base_mean_step_ns = 0;                // the scenario's mean step without the change
+  double applied_mean_step_ns = 0;             // and with it
+
   bool gzip = false;
 
   bool legacy_dialect() const { return kineto_dialect == "2021"; }
@@ -230,6 +238,16 @@ struct GenerateResult {
 // (created if missing). Throws std::runtime_error on I/O failure, std::invalid_argument on
 // inconsistent parameters.
 GenerateResult generate(const Params& p, const std::string& out_dir);
+
+// The levers `--apply` knows, and whether the scenario in `p` shows what each one changes.
+std::vector<std::string> applicable_levers(const Params& p);
+
+// Writes the scenario in `p` with one lever applied (`spec`: "LEVER" or "LEVER=SETTING") into
+// `out_dir`, as generate() does; its ground truth carries the change and the speedup it gives
+// by construction (the mean step of the scenario as preset over the mean step after). Throws
+// std::invalid_argument with a one-line reason for an unknown lever, a bad setting, or a
+// scenario that shows nothing the lever changes.
+GenerateResult generate_applied(Params p, const std::string& spec, const std::string& out_dir);
 
 // Switches the platform and the GPU model that goes with it (overridable afterwards).
 void set_platform(Params& p, std::string_view platform);

@@ -1,0 +1,188 @@
+// Before/after pairs: the same program before and after one change, real (recorded on the CPU,
+// tests/data/recorded/pairs/pairs.json) and generated (stepscope-tracegen --apply). Each pair's
+// speedup is the mean steady step before over after, as the verdict measures it; the lever that
+// names the change must be offered on the before trace, and must be gone after it where the change
+// removed its cause.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "partition/support.hpp"
+
+namespace stepscope {
+namespace {
+
+const std::string kPairsDir = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/pairs";
+
+const Lever* find_lever(const AnalysisResult& r, const std::string& id) {
+  for (const auto& l : r.diagnosis.levers)
+    if (l.id == id) return &l;
+  return nullptr;
+}
+
+bool offered(const AnalysisResult& r, const std::string& id) {
+  const Lever* l = find_lever(r, id);
+  return l && l->applies;
+}
+
+// Several pairs share a trace (the 0-worker loader is the before of three): analyse each once.
+const AnalysisResult& analysed(const std::string& path) {
+  static std::map<std::string, AnalysisResult> cache;
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, test::analyze_files({path})).first;
+  return it->second;
+}
+
+struct RecordedPair {
+  nlohmann::json spec;
+  std::string before, after;
+};
+
+std::vector<RecordedPair> recorded_pairs() {
+  const nlohmann::json manifest = test::read_json(kPairsDir + "/pairs.json");
+  std::vector<RecordedPair> out;
+  for (const auto& p : manifest.at("pairs")) {
+    const std::string root = p.value("root", "") == "fixtures" ? std::string(STEPSCOPE_FIXTURES_DIR) : kPairsDir;
+    out.push_back({p, root + "/" + p.at("before").get<std::string>(), root + "/" + p.at("after").get<std::string>()});
+  }
+  return out;
+}
+
+// Per sample where the change altered the work a step does (a larger batch), else per step.
+double measured_speedup(const RecordedPair& pair, double before_ns, double after_ns) {
+  const nlohmann::json work = pair.spec.value("samples_per_step", nlohmann::json{{"before", 1}, {"after", 1}});
+  return before_ns / work.at("before").get<double>() / (after_ns / work.at("after").get<double>());
+}
+
+TEST(RecordedPairs, ManifestCoversEveryRecordedTrace) {
+  std::set<std::string> named;
+  for (const auto& pair : recorded_pairs()) named.insert(pair.before), named.insert(pair.after);
+  for (const auto& f : std::filesystem::directory_iterator(kPairsDir))
+    if (f.path().string().ends_with(".pt.trace.json.gz")) {
+      EXPECT_TRUE(named.count(f.path().string())) << f.path();
+    }
+  EXPECT_GE(named.size(), 14u);
+}
+
+// The manifest's steps and speedups are what the pipeline measures on the traces today: a change
+// to step detection or the steady-state rule that moves them must re-measure the manifest
+// (record_pairs.py --measure), not leave it stale.
+TEST(RecordedPairs, MeasuredSpeedupIsTheManifests) {
+  for (const auto& pair : recorded_pairs()) {
+    SCOPED_TRACE(pair.spec.at("name").get<std::string>());
+    const double before = job_step(analysed(pair.before)).step_ns, after = job_step(analysed(pair.after)).step_ns;
+    EXPECT_NEAR(before, pair.spec.at("mean_step_ns").at("before").get<double>(), 1.0);
+    EXPECT_NEAR(after, pair.spec.at("mean_step_ns").at("after").get<double>(), 1.0);
+    EXPECT_NEAR(measured_speedup(pair, before, after), pair.spec.at("measured_speedup").get<double>(), 0.0006);
+  }
+}
+
+// Offered before where the trace shows its cause; after the change, gone where the change removed
+// that cause (respawned workers made persistent, the checkpoint taken out of the loop), still
+// offered where more of the same helps (workers still behind the step). On the CPU, .item() reads
+// no device and a step's ops are its compute: the sync and micro-batch levers are never offered.
+TEST(RecordedPairs, LeverOfferedBeforeAndGoneWhereItsCauseIs) {
+  for (const auto& pair : recorded_pairs()) {
+    SCOPED_TRACE(pair.spec.at("name").get<std::string>());
+    const std::string lever = pair.spec.at("lever");
+    ASSERT_NE(find_lever(analysed(pair.before), lever), nullptr) << lever << " is no lever id";
+    EXPECT_EQ(offered(analysed(pair.before), lever), pair.spec.at("offered_before").get<bool>());
+    if (!pair.spec.at("offered_after").is_null()) {
+      EXPECT_EQ(offered(analysed(pair.after), lever), pair.spec.at("offered_after").get<bool>());
+    }
+  }
+}
+
+TEST(RecordedPairs, ChangesThatPaidOff) {
+  // The direction of each change, as recorded: the loader changes and the checkpoint paid off
+  // many times over, the deeper prefetch queue and the removed CPU .item() did nothing.
+  for (const auto& pair : recorded_pairs()) {
+    const std::string name = pair.spec.at("name");
+    const double s = pair.spec.at("measured_speedup");
+    if (name == "prefetch_factor_2_to_4" || name == "item_print_each_step") {
+      EXPECT_NEAR(s, 1.0, 0.05) << name;
+    } else {
+      EXPECT_GT(s, 1.05) << name;
+    }
+  }
+}
+
+// A generated pair: the scenario as preset, and `--apply LEVER` of it.
+struct GeneratedPair {
+  const char* scenario;
+  const char* options;  // beside the preset, on both sides
+  const char* apply;
+  bool gone_after;      // the change removes all the lever acts on
+};
+
+// What stays after the change: sync-stall's logging still holds the host (only its read went),
+// readback-loop keeps its end-of-step loss.item(), pinned copies still take time, and overlapped
+// all-reduces can still be exposed. channels_last is not held to vanishing: the catalogue acts
+// on convolution kernels' time, which the NHWC convolutions still have.
+// epoch-stall starts at step 11 over 14 steps: two epoch starts (15, 20) in the steady steps.
+constexpr GeneratedPair kGenerated[] = {
+    {"input-bound", "", "num_workers=8", true},
+    {"cpu-input-bound", "", "num_workers=4", true},
+    {"loader-stall", "", "prefetch_factor", true},
+    {"epoch-stall", "--first-step 11 --steps 14", "persistent_workers", true},
+    {"pageable-copy", "", "pin_memory", false},
+    {"sync-stall", "", "remove_item", false},
+    {"readback-loop", "", "remove_item", false},
+    {"no-tensor-cores", "", "amp_bf16", true},
+    {"v100-fp32", "", "amp_fp16", true},
+    {"conv-nchw-amp", "", "channels_last", false},
+    {"cudnn-autotune", "", "fixed_shapes", true},
+    {"unfused-optimizer", "", "fused_optimizer", true},
+    {"zero-grad-memsets", "", "zero_grad_set_to_none", true},
+    {"anomaly-detection", "", "no_debug_apis", true},
+    {"checkpoint", "", "async_checkpoint", true},
+    {"comms-bound", "", "ddp_buckets", false},
+    {"straggler", "", "fix_straggler", true},
+};
+
+std::string lever_of(const GeneratedPair& g) {
+  const std::string apply = g.apply;
+  return apply.substr(0, apply.find('='));
+}
+
+// The ground truth's windows over the steps the analysis kept as steady, each rank's mean then
+// the mean over ranks, as job_step() reduces them.
+double truth_steady_step_ns(const test::GeneratedRun& run) {
+  double sum_of_means = 0;
+  for (std::size_t rank = 0; rank < run.result.partitions.size(); ++rank) {
+    std::set<std::int64_t> steady;
+    for (const auto& s : run.result.partitions[rank].steps)
+      if (!s.warmup) steady.insert(s.number);
+    double sum = 0;
+    int n = 0;
+    for (const auto& s : run.truth.at("steps"))
+      if (s.at("rank") == static_cast<int>(rank) && steady.count(s.at("step").get<std::int64_t>()))
+        sum += s.at("duration_ns").get<double>(), ++n;
+    EXPECT_GT(n, 0) << "rank " << rank;
+    sum_of_means += n ? sum / n : 0;
+  }
+  return sum_of_means / static_cast<double>(run.result.partitions.size());
+}
+
+TEST(GeneratedPairs, MeasuredSpeedupIsTheGroundTruths) {
+  for (const auto& g : kGenerated) {
+    SCOPED_TRACE(std::string(g.scenario) + " --apply " + g.apply);
+    const test::GeneratedRun before = test::analyze_generated(g.scenario, g.options);
+    const test::GeneratedRun after =
+        test::analyze_generated(g.scenario, std::string(g.options) + " --apply " + g.apply);
+    ASSERT_TRUE(after.truth.contains("applied"));
+    EXPECT_GT(after.truth.at("applied").at("expected_speedup").get<double>(), 1.0);
+    const double measured = job_step(before.result).step_ns / job_step(after.result).step_ns;
+    const double truth = truth_steady_step_ns(before) / truth_steady_step_ns(after);
+    EXPECT_NEAR(measured / truth, 1.0, 0.01) << "measured " << measured << ", ground truth " << truth;
+    EXPECT_TRUE(offered(before.result, lever_of(g)));
+    if (g.gone_after) {
+      EXPECT_FALSE(offered(after.result, lever_of(g)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepscope
