@@ -89,7 +89,11 @@ const LeverChange kChanges[] = {
      [](Params& p, int, const BaseRun&) { p.nchw_transposes = false; }, 0},
     // Fixed shapes: cuDNN tunes once (before the window), torch.compile compiles once (the first
     // step) and never gives up for eager.
-    {"fixed_shapes", [](const Params& p) { return p.autotune_trials > 0 || p.recompile_every > 0 || p.eager_after > 0; },
+    {"fixed_shapes",
+     [](const Params& p) {
+       return p.autotune_trials > 0 || (p.recompile_every > 0 && p.recompile_every < p.steps) ||
+              (p.eager_after > 0 && p.eager_after < p.steps);
+     },
      [](Params& p, int, const BaseRun&) {
        p.autotune_trials = 0;
        if (p.recompile_every > 0) p.recompile_every = p.steps;
