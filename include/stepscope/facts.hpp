@@ -353,6 +353,20 @@ inline constexpr ClaimPrecondition kClaimPreconditions[] = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// The user's rules (--stage NAME=REGEX): host ops whose name matches REGEX (RE2 syntax) mark stage
+// NAME (forward, backward, optimizer; their descendants inherit it) or play role NAME (data, sync,
+// side, comm), over what the name facts decided.
+struct StageRule {
+  std::string stage;
+  std::string regex;
+  bool operator==(const StageRule&) const = default;
+};
+
+// "forward=^model\\." -> {forward, ^model\\.}; InputError on a missing '=', an unknown stage or a bad
+// expression (RE2 has no lookaround or backreferences).
+StageRule parse_stage_rule(const std::string& text);
+
+// ---------------------------------------------------------------------------------------------
 // The facts of one rank.
 
 enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
@@ -361,7 +375,18 @@ const char* thread_role_name(ThreadRole r);
 struct RankFacts {
   int rank = 0;
   std::vector<NameFact> names;          // indexed by StrId; facts of names events carry
-  std::vector<StageHint> event_stage;   // per event: its stage (host: inherited; GPU: via its launch)
+  // Event facts. Per event: its stage (host: inherited from the enclosing ops; GPU: through its
+  // launch), after the user's rules once apply_stage_rules ran; the drill-down's tables, the
+  // partition and the sync counts all read this one.
+  std::vector<StageHint> event_stage;
+  // Per event: the HostRole of a timed host op (a call that launches GPU work is Launch, a scalar
+  // read that never waits is Op), after the user's role rules; kNotHostOp for everything else.
+  std::vector<std::int8_t> event_role;
+  // Per timed host op: the innermost timed host op enclosing it on its thread, else kNoParent.
+  //   thread: step [0,100) > forward [10,60) > aten::mm [20,30)  ->  parent(mm) = forward,
+  //   parent(forward) = step, parent(step) = kNoParent
+  std::vector<std::uint32_t> event_parent;
+  std::vector<StageRule> stage_rules;   // the user's rules event_stage and event_role carry
   std::vector<ThreadRole> track_role;   // per RankTrace::host_tracks entry
   int main_track = -1;                  // the training loop's (Python) thread
   // Per event: a synchronising call that really waited on the device and is not nested in
@@ -403,7 +428,17 @@ InputInventory take_inventory(const RankTrace& t, const RankFacts& f);
 // inventory holds evidence of a GPU, else "CPU only".
 std::string device_line(const RankFacts& f);
 
-// The rules that user options add (--stage NAME=REGEX) are applied by the partition on top.
+inline constexpr std::int8_t kNotHostOp = -2;
+inline constexpr std::uint32_t kNoParent = UINT32_MAX;  // no enclosing op (facts and the call tree)
+
+// The facts of a rank, without user rules (apply_stage_rules adds them).
 RankFacts compute_facts(const RankTrace& t);
+
+// The second phase: the user's --stage rules over the event facts (stage and role), GPU work
+// taking its launch's new stage. Communication roles keep the stages the names gave. Run once,
+// right after compute_facts, before anything reads the event facts; InputError on a bad rule.
+//   rule backward=^my_bwd$, thread: my_bwd [0,50) > aten::mm [10,20) launching kernel K
+//     -> event_stage of my_bwd, aten::mm and K: Backward
+void apply_stage_rules(const RankTrace& t, const std::vector<StageRule>& rules, RankFacts& f);
 
 }  // namespace stepscope

@@ -122,21 +122,13 @@ struct RankPartition {
 // "whole trace: its GPU work (...)". Holds trace text: escape it for the medium.
 std::string step_source_text(const RankPartition& p);
 
-// A user rule: host ops whose name matches `regex` count as `stage`.
-// stage is one of forward, backward, optimizer, data, sync, side.
-struct StageRule {
-  std::string stage;
-  std::string regex;
-};
-
 struct PartitionOptions {
-  std::vector<StageRule> stage_rules;
+  std::vector<StageRule> stage_rules;  // the facts layer applies them (apply_stage_rules)
   std::string step_range;  // --step-range NAME: the annotation (NVTX range) that is one step
 };
 
-// Parses "NAME=REGEX"; throws InputError on a bad stage name or regex.
-StageRule parse_stage_rule(const std::string& text);
-
+// `facts` carries opts.stage_rules where the caller applied them (analyze does, once, for every
+// table); otherwise the partition computes the facts afresh with them.
 RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts = {});
 // The same, computing the rank's facts first.
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});

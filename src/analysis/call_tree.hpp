@@ -4,11 +4,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "stepscope/facts.hpp"
 #include "stepscope/trace.hpp"
 
 namespace stepscope {
-
-inline constexpr std::uint32_t kNoParent = 0xffffffffu;
 
 // Per event of the rank's table (entries of events outside the tree stay at their defaults).
 // Built from RankTrace::host_tracks (start ascending, longer first on ties), complete events

@@ -9,13 +9,10 @@
 #include <numeric>
 #include <queue>
 
-#include "analysis/partition_rules.hpp"
 #include "stepscope/steps.hpp"
 
 namespace stepscope {
 namespace {
-
-using namespace partition_detail;
 
 // The facts' host roles, and one of the partition's own: a user annotation (a record_function
 // range) that would otherwise be an op. It holds the thread's time like an op, but does no work
@@ -114,16 +111,13 @@ void add_interval(Sink& edges, ns_t a, ns_t b, int channel) {
   edges.add(a, b, channel);
 }
 
-// What the sweep needs of each event: the facts layer's role and stage, with the user's rules
-// applied over them and launches told apart by their GPU work.
+// What the sweep needs of each event: the facts layer's role and stage (the user's rules applied),
+// annotations told apart from ops.
 struct SweepFacts {
-  std::vector<std::int8_t> role;   // per event: HostRole, or -2 for events not counted
-  // Per event: its StageHint, the facts' own unless user rules set stages (then a copy they edit).
-  std::int8_t stage(std::size_t i) const {
-    return ruled_stage.empty() ? static_cast<std::int8_t>((*fact_stage)[i]) : ruled_stage[i];
-  }
+  std::vector<std::int8_t> role;   // per event: HostRole or kAnnot, or kNotHostOp for events not counted
+  // Per event: its StageHint.
+  std::int8_t stage(std::size_t i) const { return static_cast<std::int8_t>((*fact_stage)[i]); }
   const std::vector<StageHint>* fact_stage = nullptr;
-  std::vector<std::int8_t> ruled_stage;
   // Bits, not bytes: the partition runs beside the drill-down's call tree, at the analysis' peak.
   std::vector<bool> in_side;       // per event: a side-work op or inside one on its thread
   std::vector<bool> in_compiled;   // per event: a torch.compile'd region or inside one
@@ -139,98 +133,40 @@ bool is_host_op_kind(Kind k) {
 
 bool is_gpu_activity(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
-// The first user rule a name matches, cached per interned name; -1 when none does.
-class UserRules {
- public:
-  UserRules(const RankTrace& t, const std::vector<CompiledRule>& rules)
-      : t_(t), rules_(rules), match_(rules.empty() ? 0 : t.strings.size(), -2) {}
-  const CompiledRule* match(StrId id) {
-    if (rules_.empty()) return nullptr;
-    if (match_[id] == -2) {
-      match_[id] = -1;
-      const std::string_view name = t_.str(id);
-      for (std::size_t k = 0; k < rules_.size() && match_[id] < 0; ++k)
-        if (rules_[k].matches(name)) match_[id] = static_cast<int>(k);
-    }
-    return match_[id] < 0 ? nullptr : &rules_[static_cast<std::size_t>(match_[id])];
-  }
-
- private:
-  const RankTrace& t_;
-  const std::vector<CompiledRule>& rules_;
-  std::vector<int> match_;
-};
-
-// A stage a user rule marks is inherited by the op's descendants, over the facts' stage.
-void apply_rule_stages(const RankTrace& t, const Track& track, UserRules& rules, SweepFacts& f) {
-  std::vector<std::pair<ns_t, std::int8_t>> open;  // (end, rule stage)
-  for (auto i : track.events) {
-    if (f.role[i] == -2) continue;
-    while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
-    const CompiledRule* r = rules.match(t.events.name[i]);
-    if (r && r->stage != StageHint::None) {
-      f.ruled_stage[i] = static_cast<std::int8_t>(r->stage);
-      open.emplace_back(t.events.end(i), f.ruled_stage[i]);
-    } else if (!open.empty()) {
-      f.ruled_stage[i] = open.back().second;
-    }
-  }
-}
-
-int host_role(const RankTrace& t, const RankFacts& facts, UserRules& rules, std::size_t i) {
-  const NameFact& n = facts.of_event(t, i);
-  int r = static_cast<int>(n.role);
-  if (const CompiledRule* rule = rules.match(t.events.name[i]); rule && rule->stage == StageHint::None)
-    r = static_cast<int>(rule->role);
-  else if (n.sync == SyncKind::ScalarRead &&
-           std::binary_search(facts.scalar_reads_without_wait.begin(), facts.scalar_reads_without_wait.end(),
-                              static_cast<std::uint32_t>(i)))
-    r = kOp;  // .item() on a CPU tensor: host work, no wait
-  const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
-                        t.correlations.has_gpu(t.events.correlation[i]);
-  if (r == kOp && launches) return kLaunch;
+// The facts' role of a host op, and the partition's own for an annotation that would be an op.
+int host_role(const RankTrace& t, const RankFacts& facts, std::size_t i) {
+  const int r = facts.event_role[i];
   return r == kOp && t.events.kind[i] == Kind::UserAnnotation ? kAnnot : r;
 }
 
-// Marks the events of one host track that `is_span(i)` holds for or that are nested inside such
-// an event. Events are in start order, so an open stack of span ends answers for each event in
-// one pass. Example, side work: checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
+// Marks the host ops of one thread that `is_span(i)` holds for or that are nested inside such an
+// op, through the facts' parent links (parents come first on the thread). Example, side work:
+// checkpoint [0, 100) holding cudaMemcpyAsync [10, 12) -> both marked.
 template <class IsSpan>
-void mark_spans(const RankTrace& t, const Track& track, IsSpan is_span, std::vector<bool>& marked) {
-  std::vector<ns_t> open;
+void mark_spans(const RankFacts& facts, const Track& track, IsSpan is_span, std::vector<bool>& marked) {
   for (auto i : track.events) {
-    while (!open.empty() && open.back() <= t.events.ts[i]) open.pop_back();
-    const bool span = is_span(i);
-    if (span || !open.empty()) marked[i] = true;
-    if (span) open.push_back(t.events.end(i));
+    if (facts.event_role[i] == kNotHostOp) continue;
+    const std::uint32_t up = facts.event_parent[i];
+    if (is_span(i) || (up != kNoParent && marked[up])) marked[i] = true;
   }
 }
 
-SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts, const std::vector<CompiledRule>& rules) {
+SweepFacts sweep_facts(const RankTrace& t, const RankFacts& facts) {
   SweepFacts f;
   const std::size_t n = t.events.size();
-  f.role.assign(n, -2);
+  f.role.assign(n, kNotHostOp);
   f.in_side.assign(n, false);
   f.in_compiled.assign(n, false);
   f.fact_stage = &facts.event_stage;
-  if (!rules.empty()) {
-    f.ruled_stage.resize(n);
-    for (std::size_t i = 0; i < n; ++i) f.ruled_stage[i] = static_cast<std::int8_t>(facts.event_stage[i]);
-  }
   f.gpu = facts.gpu_records;
-  UserRules user(t, rules);
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
-    for (auto i : t.host_tracks[k].events) {
-      if (t.events.phase[i] != Phase::Complete || !is_host_op_kind(t.events.kind[i])) continue;
-      f.role[i] = static_cast<std::int8_t>(host_role(t, facts, user, i));
-    }
-    if (!rules.empty()) apply_rule_stages(t, t.host_tracks[k], user, f);
-    mark_spans(t, t.host_tracks[k], [&](std::uint32_t i) { return f.role[i] == kSide; }, f.in_side);
-    mark_spans(t, t.host_tracks[k],
-               [&](std::uint32_t i) { return f.role[i] != -2 && facts.of_event(t, i).has(kNameCompiledRegion); },
+    for (auto i : t.host_tracks[k].events)
+      if (facts.event_role[i] != kNotHostOp) f.role[i] = static_cast<std::int8_t>(host_role(t, facts, i));
+    mark_spans(facts, t.host_tracks[k], [&](std::uint32_t i) { return f.role[i] == kSide; }, f.in_side);
+    mark_spans(facts, t.host_tracks[k], [&](std::uint32_t i) { return facts.of_event(t, i).has(kNameCompiledRegion); },
                f.in_compiled);
     for (auto i : t.host_tracks[k].events)
-      if (f.role[i] != -2 && f.stage(i) == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
+      if (f.role[i] != kNotHostOp && f.stage(i) == static_cast<std::int8_t>(StageHint::Forward)) f.has_forward_marker = true;
     if (facts.track_role[k] == ThreadRole::Autograd && static_cast<int>(k) != facts.main_track)
       f.aux_tracks.push_back(static_cast<int>(k));
   }
@@ -1044,8 +980,7 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   r.source = d.source;
   r.source_detail = d.detail;
   r.main_thread = track_label(t, d.main_track);
-  const auto rules = compile_rules(opts.stage_rules);
-  const SweepFacts f = sweep_facts(t, facts, rules);
+  const SweepFacts f = sweep_facts(t, facts);
   r.gpu = f.gpu;
   const std::vector<GpuActivity> gpu = f.gpu ? gpu_activities(t, f, facts) : std::vector<GpuActivity>{};
 
@@ -1118,18 +1053,31 @@ std::int64_t host_span_step(const std::vector<StepPartition>& steps, ns_t ts) {
   return ts < it->host_end ? static_cast<std::int64_t>(it - steps.begin()) : -1;
 }
 
+namespace {
+
+// The facts with the user's rules of `opts` applied: computed afresh (facts carrying other rules
+// cannot be taken back to the names' own stages).
+RankFacts ruled_facts(const RankTrace& t, const PartitionOptions& opts) {
+  RankFacts f = compute_facts(t);
+  apply_stage_rules(t, opts.stage_rules, f);
+  return f;
+}
+
+}  // namespace
+
 RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts) {
+  if (facts.stage_rules != opts.stage_rules) return partition_impl(t, ruled_facts(t, opts), opts, nullptr);
   return partition_impl(t, facts, opts, nullptr);
 }
 
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
-  return partition_impl(t, compute_facts(t), opts, nullptr);
+  return partition_impl(t, ruled_facts(t, opts), opts, nullptr);
 }
 
 std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,
                                                      const PartitionOptions& opts) {
   std::vector<Segment> segs;
-  partition_impl(t, compute_facts(t), opts, &segs);
+  partition_impl(t, ruled_facts(t, opts), opts, &segs);
   std::vector<std::vector<CategoryRun>> out;
   out.reserve(steps.size());
   for (const auto& s : steps) out.push_back(window_runs(segs, s.start, s.end));

@@ -155,6 +155,13 @@ void refine_run_kind(const RankPartition& p, RankFacts& f) {
 
 namespace {
 
+// The facts of both phases, the user's rules applied once for every table that reads a stage.
+RankFacts rank_facts(const RankTrace& rank, const AnalyzeOptions& opts) {
+  RankFacts f = compute_facts(rank);
+  apply_stage_rules(rank, opts.partition.stage_rules, f);
+  return f;
+}
+
 // The ingest and CUDA summaries, then the step partition.
 void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   a.ingest = summarize_ingest(rank);
@@ -186,7 +193,7 @@ void analyze_drilldown_of(const RankTrace& rank, const AnalyzeOptions& opts, hta
 void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts, std::promise<void>& ready,
                               RankAnalysis& a) {
   try {
-    a.facts = compute_facts(rank);
+    a.facts = rank_facts(rank, opts);
     a.gpu_timeline.steps = profiler_step_windows(rank, a.facts);
   } catch (...) {
     ready.set_exception(std::current_exception());
@@ -204,7 +211,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   RankAnalysis a;
   const int threads = threads_for(opts.rank_threads);
   if (threads < 2) {
-    a.facts = compute_facts(rank);
+    a.facts = rank_facts(rank, opts);
     hta::View view = hta::build_view(rank, GpuTimelineOptions{});
     const HtaLoad load = view.load;
     a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "facts/event_stages.hpp"
 #include "facts/name_match.hpp"
 #include "stepscope/facts.hpp"
 #include "stepscope/correlation_table.hpp"
@@ -184,27 +185,56 @@ ThreadRole track_role(const RankTrace& t, std::size_t k, int main, const TrackCo
 // without explicit forward markers, backward runs on the autograd engine's thread and the
 // optimizer under its own marker: a model op on the main thread outside both (and outside
 // zero_grad) is the forward pass, loss included.
-void inherit_stages(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names, bool main,
-                    bool infer_forward, std::vector<StageHint>& stage) {
-  std::vector<std::pair<ns_t, StageHint>> open;  // (end, stage)
+// The innermost timed host op enclosing each one on the thread (RankFacts::event_parent). Events
+// are in start order, so a stack of the open ops answers for each in one pass.
+void link_parents(const RankTrace& t, const Track& tr, std::vector<std::uint32_t>& parent) {
+  std::vector<std::uint32_t> open;
   for (auto i : tr.events) {
     if (!is_timed_host(t, i)) continue;
-    while (!open.empty() && open.back().first <= t.events.ts[i]) open.pop_back();
+    while (!open.empty() && t.events.end(open.back()) <= t.events.ts[i]) open.pop_back();
+    parent[i] = open.empty() ? kNoParent : open.back();
+    open.push_back(i);
+  }
+}
+
+void inherit_stages(const RankTrace& t, const Track& tr, const std::vector<NameFact>& names, bool main,
+                    bool infer_forward, const std::vector<std::uint32_t>& parent, std::vector<StageHint>& stage) {
+  for (auto i : tr.events) {
+    if (!is_timed_host(t, i)) continue;
     const NameFact& f = names[t.events.name[i]];
     StageHint own = f.stage;
     if (own == StageHint::None && main && f.has(kNameForwardEntry) && t.events.kind[i] != Kind::CpuOp)
       own = StageHint::Forward;
-    const StageHint inherited = open.empty() ? StageHint::None : open.back().second;
+    const StageHint inherited = parent[i] == kNoParent ? StageHint::None : stage[parent[i]];
     if (own == StageHint::None && inherited == StageHint::None && infer_forward && main &&
         t.events.kind[i] == Kind::CpuOp && f.role == HostRole::Op && !f.has(kNameZeroGrad))
       own = StageHint::Forward;
-    const StageHint s = own != StageHint::None ? own : inherited;
-    stage[i] = s;
-    open.emplace_back(t.events.end(i), s);
+    stage[i] = own != StageHint::None ? own : inherited;
   }
 }
 
-void gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
+// The role each timed host op plays when the GPU idles: its name's, except that a call launching
+// GPU work is a launch and a scalar read that never waited (.item() on a CPU tensor) host work.
+void host_roles(const RankTrace& t, RankFacts& f) {
+  f.event_role.assign(t.events.size(), kNotHostOp);
+  for (const auto& tr : t.host_tracks)
+    for (auto i : tr.events) {
+      if (!is_timed_host(t, i)) continue;
+      const NameFact& n = f.of_event(t, i);
+      HostRole r = n.role;
+      if (n.sync == SyncKind::ScalarRead &&
+          std::binary_search(f.scalar_reads_without_wait.begin(), f.scalar_reads_without_wait.end(), i))
+        r = HostRole::Op;
+      const bool launches = (t.events.kind[i] == Kind::Runtime || t.events.kind[i] == Kind::Driver) &&
+                            t.correlations.has_gpu(t.events.correlation[i]);
+      if (r == HostRole::Op && launches) r = HostRole::Launch;
+      f.event_role[i] = static_cast<std::int8_t>(r);
+    }
+}
+
+}  // namespace
+
+void facts_detail::gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
   for (const auto& tr : t.gpu_tracks)
     for (auto i : tr.events) {
       const auto corr = t.events.correlation[i];
@@ -212,6 +242,8 @@ void gpu_stages(const RankTrace& t, std::vector<StageHint>& stage) {
       if (auto call = t.correlations.launch(corr); call != CorrelationIndex::kNoEvent) stage[i] = stage[call];
     }
 }
+
+namespace {
 
 // ---- communication roles -------------------------------------------------------------------------
 
@@ -772,15 +804,19 @@ RankFacts compute_facts(const RankTrace& t) {
   bool any_backward = false;
   for (const auto& c : counts) any_backward = any_backward || c.backward > 0;
   f.event_stage.assign(t.events.size(), StageHint::None);
+  f.event_parent.assign(t.events.size(), kNoParent);
   for (std::size_t k = 0; k < t.host_tracks.size(); ++k) {
     f.track_role.push_back(track_role(t, k, f.main_track, counts[k]));
     const bool main = static_cast<int>(k) == f.main_track;
-    inherit_stages(t, t.host_tracks[k], f.names, main, any_backward && !explicit_forward, f.event_stage);
+    link_parents(t, t.host_tracks[k], f.event_parent);
+    inherit_stages(t, t.host_tracks[k], f.names, main, any_backward && !explicit_forward, f.event_parent,
+                   f.event_stage);
     device_syncs(t, t.host_tracks[k], f.names, f);
   }
   std::sort(f.device_syncs.begin(), f.device_syncs.end());
   std::sort(f.scalar_reads_without_wait.begin(), f.scalar_reads_without_wait.end());
-  gpu_stages(t, f.event_stage);
+  host_roles(t, f);
+  facts_detail::gpu_stages(t, f.event_stage);
   comm_roles(t, explicit_forward, f);
   f.device = device_model(t);
   count_records(t, f);

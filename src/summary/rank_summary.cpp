@@ -254,9 +254,10 @@ STEPSCOPE_SUMMARY_FIELDS(InputInventory, recorder, format, counts, options, proc
 
 namespace {
 
-// RankFacts less names, event_stage, comm_roles and device_sync_busy: they are per name or per
-// event of the rank's trace, which the summary does not carry, and nothing after the analysis
-// reads them (the partition's mix keeps what comm_roles sum to).
+// RankFacts less names, the event facts (event_stage, event_role, event_parent and the
+// stage_rules they carry), comm_roles and device_sync_busy: they are per name or per event of the
+// rank's trace, which the summary does not carry, and nothing after the analysis reads them (the
+// partition's mix keeps what comm_roles sum to).
 template <typename Facts, typename Visit>
 void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("rank", f.rank);
@@ -279,7 +280,7 @@ void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("trust", f.trust);
   visit("inventory", f.inventory);
 }
-static_assert(field_count<RankFacts>() == 19 + 4, "RankFacts has a field that visit_summary_facts does not list");
+static_assert(field_count<RankFacts>() == 19 + 7, "RankFacts has a field that visit_summary_facts does not list");
 
 }  // namespace
 
