@@ -22,6 +22,7 @@
 
 #include "stepscope/kernel_class.hpp"
 #include "stepscope/trace.hpp"
+#include "stepscope/trust_codes.hpp"
 
 namespace stepscope {
 
@@ -207,14 +208,11 @@ DeviceModel device_model(const RankTrace& t);
 // ---------------------------------------------------------------------------------------------
 // Trust: what limits the conclusions a trace supports.
 
-enum class TrustSeverity : std::uint8_t { Info, Limits, Blocks };
-const char* trust_severity_name(TrustSeverity s);  // "info", "limits", "blocks"
-
-// One warning. `code` is stable and machine-readable: cold_start, incomplete_gpu_records,
-// orphan_gpu_records, truncated, no_step_markers, one_step, few_steps, host_runs_ahead,
-// profiler_overhead. `figures` are the numbers behind it, by name.
+// One warning. `code` is the stable string of a registered TrustCode (stepscope/trust_codes.hpp:
+// cold_start, incomplete_gpu_records, few_steps, ...). `figures` are the numbers behind it, by name.
 struct TrustWarning {
   std::string code;
+  bool is(TrustCode c) const { return code == trust_code_name(c); }
   TrustSeverity severity = TrustSeverity::Info;
   int rank = 0;
   std::string text;     // what was seen, in words
@@ -225,6 +223,7 @@ struct TrustWarning {
 struct Trust {
   std::vector<TrustWarning> warnings;
   bool has(std::string_view code) const;
+  bool has(TrustCode code) const { return has(trust_code_name(code)); }
   const TrustWarning* find(std::string_view code) const;
   bool blocks() const;  // any warning that leaves the verdict inconclusive
 };

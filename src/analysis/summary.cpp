@@ -131,7 +131,7 @@ void block_single_cold_pass(const RankPartition& p, RankFacts& f) {
   if (p.source != StepSource::WholeTrace || p.steps.size() != 1 || p.startup_skipped_ns <= 0) return;
   if (f.run_kind != RunKind::OneShot && f.run_kind != RunKind::Unknown) return;  // a loop is left after start-up
   for (auto& w : f.trust.warnings)
-    if (w.code == "cold_start") {
+    if (w.is(TrustCode::ColdStart)) {
       w.severity = TrustSeverity::Blocks;
       w.text += "; the trace is one cold pass with no step markers, so it holds no steady state to judge";
     }
