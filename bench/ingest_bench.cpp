@@ -246,6 +246,8 @@ int stages(const std::string& path) {
   best("  kernel sequences", [&] { (void)stepscope::hta_kernel_sequences(t, ""); });
   total += best("footgun scan", [&] { (void)stepscope::footgun::scan_rank(t, facts, part); });
   total += best("collective_marks", [&] { (void)stepscope::collective_marks(t, facts, part, 0); });
+  // The step graph, its replay, every lever's replay and the plan (docs/whatif.md).
+  total += best("whatif::model_rank", [&] { (void)stepscope::whatif::model_rank(t, facts, part); });
   fmt::print("  {:<22} {:8.1f} ms   (input inventory {:.2f}% of it)\n", "all", 1e3 * total, 100 * inventory / total);
   return 0;
 }

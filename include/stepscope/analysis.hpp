@@ -18,11 +18,12 @@
 #include "stepscope/memory/analysis.hpp"
 #include "stepscope/trace.hpp"
 #include "stepscope/verdict.hpp"
+#include "stepscope/whatif.hpp"
 
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.8";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.9";
 
 struct StreamSummary {
   std::int64_t device = 0;
@@ -89,6 +90,9 @@ struct AnalysisResult {
   std::vector<DrillDown> drilldowns;
   // What the footgun detectors read of each rank's events, same order as `ranks`.
   std::vector<footgun::RankScan> footgun_scans;
+  // The what-if replay of every rank (same order as `ranks`): the replay error and what each
+  // lever and the plan predict.
+  std::vector<whatif::RankWhatIf> whatif;
   // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
   Diagnosis diagnosis;
   // CUDA memory snapshots among the inputs (pickles, told by their first bytes), one per file:
@@ -105,6 +109,7 @@ struct AnalyzeOptions {
   int rank_threads = 1;
   bool with_drilldown = true;  // false leaves AnalysisResult::drilldowns empty (cost comparisons)
   DrillDownOptions drilldown;
+  whatif::WhatIfOptions whatif;  // the step graph's replay, and the user's changes to replay
 };
 
 // Everything the analysis of one rank produced, before the ranks are put side by side: what the
@@ -120,6 +125,7 @@ struct RankAnalysis {
   std::optional<DrillDown> drilldown;  // absent when AnalyzeOptions::with_drilldown is false
   footgun::RankScan footgun_scan;
   CollectiveMarks collectives;  // what the clock alignment across ranks reads of this rank
+  whatif::RankWhatIf whatif;    // the step graph's replay and the levers' predictions
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);

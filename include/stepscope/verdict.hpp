@@ -65,6 +65,34 @@ struct Lever {
   // in the kinds of time this lever acts on, averaged over the ranks that have a path; -1 when no
   // rank has one. Time off the path does not shorten that step: a lever at 0 gains nothing there.
   double critical_path_share = -1;
+  // What the what-if replay predicts for the mean steady step with this lever (docs/whatif.md):
+  // the step, the speedup and its interval (from the replay error and the lever's own
+  // uncertainty), and per setting where the lever has one ("4" workers -> 2.1x). Levers no graph
+  // change models carry their Amdahl bound here, with `predicted_replayed` false.
+  double predicted_step_ns = 0;
+  double predicted_speedup = 1;
+  double predicted_speedup_lo = 1, predicted_speedup_hi = 1;
+  std::vector<std::pair<std::string, double>> predicted_by_setting;
+  bool predicted_replayed = false;
+  std::string prediction_basis;  // the physics of the prediction, in words
+};
+
+// The plan: compatible levers applied together in one replay, the one that pays most first.
+struct LeverPlanEntry {
+  std::string id;
+  std::string title;
+  double step_ns = 0;  // the predicted mean step with this lever and those before it
+  double speedup = 1;  // over the recorded step
+};
+
+struct LeverPlan {
+  std::vector<LeverPlanEntry> entries;
+  double step_ns = 0;        // the recorded mean steady step
+  int gpus = 0;              // ranks of the job (one GPU each)
+  // The run priced when a length is given (analyze --steps N, --gpu-hour-cost USD).
+  std::int64_t run_steps = 0;
+  double gpu_hour_cost = 0;  // USD per GPU-hour; 0 when unknown
+  double gpu_hours_before = 0, gpu_hours_after = 0;
 };
 
 struct Finding {
@@ -86,7 +114,12 @@ struct Diagnosis {
   bool present = false;
   Verdict verdict;
   std::vector<Finding> findings;
-  std::vector<Lever> levers;   // the whole catalogue, applicable ones first by expected gain
+  std::vector<Lever> levers;   // the whole catalogue, applicable ones first by predicted step time
+  LeverPlan plan;
 };
+
+// Prices a plan for a run of `steps` steps at `gpu_hour_cost` USD per GPU-hour (0: hours only).
+// Example: 10,000 steps of 120 ms on 8 GPUs -> 2.67 GPU-hours.
+void price_plan(LeverPlan& plan, std::int64_t steps, double gpu_hour_cost);
 
 }  // namespace stepscope

@@ -15,6 +15,8 @@
 #include "stepscope/pipeline.hpp"
 #include "stepscope/report.hpp"
 #include "stepscope/store.hpp"
+#include "stepscope/whatif_report.hpp"
+#include "stepscope/whatif_run.hpp"
 
 namespace py = pybind11;
 
@@ -50,6 +52,14 @@ std::string analyze_json(const std::vector<std::string>& paths, int jobs,
   const Analysis run = analyze_paths(paths, po);
   // A notebook slices every rank's tables itself: the drill-down of every rank, not a sample.
   return dump_report(to_json(run.result, {.drilldown_ranks = 0}));
+}
+
+// `stepscope whatif --json`: the replay against the recording, the changes' prediction, the plan.
+std::string whatif_json(const std::vector<std::string>& paths, const std::vector<std::string>& changes, int jobs,
+                        std::int64_t steps, double gpu_hour_cost, const std::shared_ptr<CancelToken>& cancel) {
+  const PipelineOptions po = pipeline_options(jobs, {}, "", cancel);
+  py::gil_scoped_release unlocked;
+  return dump_report(whatif_to_json(whatif_paths(paths, {changes, steps, gpu_hour_cost}, po)));
 }
 
 std::string merge_json(const std::vector<std::string>& summaries) {
@@ -149,6 +159,8 @@ PYBIND11_MODULE(_stepscope, m) {
         py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
         py::arg("cancel") = std::shared_ptr<CancelToken>{}, py::arg("model") = "",
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
+  m.def("whatif_json", &whatif_json, py::arg("paths"), py::kw_only(), py::arg("changes"), py::arg("jobs") = 0,
+        py::arg("steps") = 0, py::arg("gpu_hour_cost") = 0.0, py::arg("cancel") = std::shared_ptr<CancelToken>{});
   m.def("merge_json", &merge_json, py::arg("summaries"),
         "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),

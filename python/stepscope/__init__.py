@@ -31,7 +31,7 @@ from . import plan
 from .timer import STAGES, StepTimer
 from .frames import Report, analyze_report
 
-__all__ = ["analyze", "analyze_report", "Report", "merge", "diff", "history", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
+__all__ = ["analyze", "analyze_report", "Report", "whatif", "merge", "diff", "history", "plan", "Error", "ArgumentError", "StepTimer", "STAGES",
            "__version__"]
 __version__ = "0.1.0"
 
@@ -130,6 +130,23 @@ def analyze(paths, *, jobs=0, stages=None, step_range=None, model=None):
     text = _interruptibly(_stepscope.analyze_json, _paths(paths), jobs=_jobs(jobs), stages=_stage_rules(stages),
                           step_range=_step_range(step_range), cancel=cancel, on_interrupt=cancel.cancel,
                           model=model or "")
+    return _json.loads(text)
+
+
+def whatif(paths, changes=None, *, jobs=0, steps=None, gpu_hour_cost=None):
+    """Replay the trace's steps with changes applied: the same content as `stepscope whatif --json`.
+
+    changes: a `--set` value or a list of them ("kernels:gemm=0.5x", "comm=overlap",
+        "batch_wait=0", "launch=graph", "syncs=none", "workers=4", "copies=pinned",
+        "copies=side-stream"), applied together; none replays the trace as recorded.
+    steps, gpu_hour_cost: price the plan for a run of that many steps (GPU-hours, and USD).
+    """
+    if isinstance(changes, str):
+        changes = [changes]
+    cancel = _stepscope.CancelToken()
+    text = _interruptibly(_stepscope.whatif_json, _paths(paths), changes=list(changes or []), jobs=_jobs(jobs),
+                          steps=int(steps or 0), gpu_hour_cost=float(gpu_hour_cost or 0), cancel=cancel,
+                          on_interrupt=cancel.cancel)
     return _json.loads(text)
 
 

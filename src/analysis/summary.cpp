@@ -170,8 +170,9 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   a.stability = compute_stability(a.partition);
 }
 
-// What reads the partition: the footgun scan and the collectives' marks.
-void analyze_partitioned(const RankTrace& rank, RankAnalysis& a) {
+// What reads the partition: the what-if replay, the footgun scan and the collectives' marks.
+void analyze_partitioned(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
+  a.whatif = whatif::model_rank(rank, a.facts, a.partition, opts.whatif);
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
@@ -202,7 +203,7 @@ void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts,
   ready.set_value();
   gpu_timeline_own_figures(rank, a.facts, GpuTimelineOptions{}, a.gpu_timeline);
   analyze_steps(rank, opts, a);
-  analyze_partitioned(rank, a);
+  analyze_partitioned(rank, opts, a);
 }
 
 }  // namespace
@@ -217,7 +218,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
     analyze_drilldown_of(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
     analyze_steps(rank, opts, a);
-    analyze_partitioned(rank, a);
+    analyze_partitioned(rank, opts, a);
     return a;
   }
   // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.2 s and 0.9 s). The
@@ -317,6 +318,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
     r.cuda_summaries.push_back(std::move(a.cuda_summary));
     if (drilldown) r.drilldowns.push_back(std::move(*a.drilldown));
     r.footgun_scans.push_back(std::move(a.footgun_scan));
+    r.whatif.push_back(std::move(a.whatif));
   }
   r.rank_comparison = compare_ranks(r.partitions);
   r.rank_comparison.clocks = std::move(clocks);
@@ -326,6 +328,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
     r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());
     const auto& p = r.partitions[i].trust;
     r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
+    if (auto w = whatif::replay_trust(r.whatif[i], r.ranks[i].rank)) r.trust.warnings.push_back(std::move(*w));
   }
   check_job_coverage(r);
   check_separate_runs(r);

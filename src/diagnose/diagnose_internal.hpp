@@ -36,8 +36,13 @@ void add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& lever
 // Footgun findings measured their own gains: their levers take those numbers (and levers the
 // catalogue lacks join it); the ranking is redone.
 void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound);
-// Applicable levers first, by removable time x certainty; a lever on `bound` first when it is
-// close to the best.
+// Fills each lever's prediction from the ranks' what-if replays (the Amdahl bound where no graph
+// change models it); a lever already in place stops applying.
+void add_predictions(const AnalysisResult& r, std::vector<Lever>& levers);
+// The ranks' plan, as far as its levers apply.
+void add_plan(const AnalysisResult& r, Diagnosis& d);
+// Applicable levers first, by predicted step time saved x certainty; a lever on `bound` first
+// when it is close to the best.
 void order_levers(std::vector<Lever>& levers, Bound bound);
 // Levers that do not exist for the run's kind (training levers on inference, graphs on one pass,
 // anything but precision on a timing harness) stop applying and say why.

@@ -206,7 +206,7 @@ Bound lever_bound(std::string_view id) {
   static const std::pair<std::string_view, Bound> kBounds[] = {
       {"num_workers", Bound::InputPipeline}, {"preprocess_cache", Bound::InputPipeline},
       {"persistent_workers", Bound::InputPipeline}, {"prefetch_factor", Bound::InputPipeline},
-      {"pin_memory", Bound::Copy},           {"d2h_readback", Bound::Copy},
+      {"pin_memory", Bound::Copy},           {"d2h_readback", Bound::Copy}, {"copy_stream", Bound::Copy},
       {"remove_item", Bound::SyncStall},
       {"sync_once_per_step", Bound::SyncStall}, {"micro_batch", Bound::HostLaunch},
       {"cuda_graphs", Bound::HostLaunch},    {"keep_allocator_cache", Bound::HostLaunch},
@@ -429,6 +429,12 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"pin_memory", "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
        "pinned pages cannot be swapped: large pinned pools pressure host RAM", "", ""},
       "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides, "the copy overlaps compute on a copy stream");
+  add({"copy_stream", "copies on a side stream", "a torch.cuda.Stream for the copies, .to(device, non_blocking=True) "
+       "inside `with torch.cuda.stream(s)`, and torch.cuda.current_stream().wait_stream(s) before the tensors are used",
+       "the copied tensors must not be freed or reused before the compute stream has waited for them "
+       "(tensor.record_stream)", "", ""},
+      "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides,
+      "input copies run beside the kernels instead of between them");
   // Device-to-host copies are the job reading results back (metrics, predictions, a tensor's
   // .cpu()): pinning the loader does nothing for them.
   add({"d2h_readback", "read less back from the device, and not in the step's way",
@@ -585,13 +591,21 @@ void gate_levers_by_kind(std::vector<Lever>& levers, const AnalysisResult& r) {
     }
 }
 
-// Applicable levers first, by removable time weighted by certainty. A lever on the verdict's own
-// bound comes first when it is worth at least kOnBoundShare of the best: the headline names the
-// bound, and the first lever should act on it unless another is clearly larger.
+constexpr double kBoundOnlyWeight = 0.5;
+
+// Applicable levers first, by predicted saving (else removable time) weighted by certainty. A
+// lever on the verdict's own bound comes first when it is worth at least kOnBoundShare of the
+// best: the headline names the bound, and the first lever should act on it unless another is
+// clearly larger.
 constexpr double kOnBoundShare = 0.6;
 
 void order_levers(std::vector<Lever>& levers, Bound bound) {
-  auto score = [](const Lever& l) { return l.removable_ns * l.certainty; };
+  // The replay's predicted saving; a lever no graph change models has only its bound, which the
+  // recorded before/after pairs found 2-6x over what the change gave: it counts half.
+  auto score = [](const Lever& l) {
+    if (l.predicted_step_ns > 0 && l.predicted_replayed) return (l.step_ns - l.predicted_step_ns) * l.certainty;
+    return l.removable_ns * l.certainty * kBoundOnlyWeight;
+  };
   std::stable_sort(levers.begin(), levers.end(), [&](const Lever& a, const Lever& b) {
     if (a.applies != b.applies) return a.applies;
     return score(a) > score(b);

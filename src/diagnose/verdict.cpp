@@ -501,6 +501,8 @@ void diagnose_with(AnalysisResult& r) {
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
   add_critical_path_shares(r, d.levers);
+  add_predictions(r, d.levers);
+  order_levers(d.levers, v.bound);
   // A timing harness synchronises after every kernel on purpose: that is its measurement.
   const bool harness = !r.facts.empty() && r.facts.front().run_kind == RunKind::Benchmark;
   const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);
@@ -516,9 +518,11 @@ void diagnose_with(AnalysisResult& r) {
     }
     apply_footgun_levers(d.levers, footguns, v.bound);
     gate_levers_by_kind(d.levers, r);
+    add_predictions(r, d.levers);
     order_levers(d.levers, v.bound);
     d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
   }
+  add_plan(r, d);
   v.headline = headline(v, d.levers);
   if (every_kernel) {
     v.headline += every_kernel->headline;

@@ -31,13 +31,25 @@ nlohmann::json verdict_json(const Verdict& v) {
   return j;
 }
 
+// {"2": 1.9, "4": 2.4}: a setting's value and its predicted speedup.
+nlohmann::json by_setting_json(const std::vector<std::pair<std::string, double>>& v) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [value, speedup] : v) j[value] = speedup;
+  return j;
+}
+
 nlohmann::json lever_json(const Lever& l) {
   return {{"id", l.id}, {"title", l.title}, {"knob", l.knob}, {"targets", l.targets},
           {"target_ns", l.target_ns}, {"removable_ns", l.removable_ns}, {"step_ns", l.step_ns},
           {"speedup_bound", l.speedup}, {"basis", l.basis}, {"risk", l.risk}, {"numerics_warning", l.numerics},
           {"comparability_warning", l.comparability}, {"applies", l.applies},
-          {"critical_path_share", l.critical_path_share < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.critical_path_share)}};
+          {"critical_path_share", l.critical_path_share < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.critical_path_share)},
+          {"predicted_step_ns", l.predicted_step_ns}, {"predicted_speedup", l.predicted_speedup},
+          {"predicted_speedup_interval", {l.predicted_speedup_lo, l.predicted_speedup_hi}},
+          {"predicted_by_setting", by_setting_json(l.predicted_by_setting)},
+          {"predicted_replayed", l.predicted_replayed}, {"prediction_basis", l.prediction_basis}};
 }
+
 
 nlohmann::json ranks_json(const RankComparison& rc) {
   nlohmann::json j;
@@ -62,6 +74,21 @@ nlohmann::json ranks_json(const RankComparison& rc) {
 }
 
 }  // namespace
+
+nlohmann::json plan_json(const LeverPlan& p) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& e : p.entries)
+    entries.push_back({{"id", e.id}, {"title", e.title}, {"predicted_step_ns", e.step_ns}, {"predicted_speedup", e.speedup}});
+  nlohmann::json j = {{"levers", entries}, {"step_ns", p.step_ns}, {"gpus", p.gpus}};
+  if (p.run_steps > 0)
+    j["run"] = {{"steps", p.run_steps},
+                {"gpu_hours_before", p.gpu_hours_before},
+                {"gpu_hours_after", p.gpu_hours_after},
+                {"gpu_hour_cost", p.gpu_hour_cost > 0 ? nlohmann::json(p.gpu_hour_cost) : nlohmann::json(nullptr)},
+                {"cost_before", p.gpu_hour_cost > 0 ? nlohmann::json(p.gpu_hours_before * p.gpu_hour_cost) : nlohmann::json(nullptr)},
+                {"cost_after", p.gpu_hour_cost > 0 ? nlohmann::json(p.gpu_hours_after * p.gpu_hour_cost) : nlohmann::json(nullptr)}};
+  return j;
+}
 
 nlohmann::json clock_alignment_json(const ClockAlignment& c) {
   nlohmann::json j;
@@ -162,6 +189,30 @@ void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j) {
   }
   auto& levers = j["levers"] = nlohmann::json::array();
   for (const auto& l : r.diagnosis.levers) levers.push_back(lever_json(l));
+  j["plan"] = plan_json(r.diagnosis.plan);
+}
+
+nlohmann::json whatif_json(const whatif::RankWhatIf& w) {
+  if (!w.present) return nullptr;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : w.steps) steps.push_back({{"step", s.number}, {"measured_ns", s.measured_ns}, {"replayed_ns", s.replayed_ns}});
+  nlohmann::json edges = nlohmann::json::array();
+  for (const auto& d : w.disagreements) edges.push_back({{"edge", d.edge}, {"count", d.count}, {"total_ns", d.total_ns}});
+  nlohmann::json levers = nlohmann::json::array();
+  auto prediction = [](const whatif::Prediction& p) {
+    return nlohmann::json{{"id", p.id},       {"speedup", p.speedup}, {"uncertainty", p.uncertainty},
+                          {"held", p.held},   {"basis", p.basis},     {"by_setting", by_setting_json(p.by_setting)}};
+  };
+  for (const auto& p : w.levers) levers.push_back(prediction(p));
+  nlohmann::json plan = nlohmann::json::array();
+  for (const auto& e : w.plan) plan.push_back({{"id", e.id}, {"speedup", e.speedup}});
+  return {{"replay_error", {{"mean", w.replay_error_mean}, {"max", w.replay_error_max}}},
+          {"graph", {{"nodes", w.nodes}, {"edges", w.edges}}},
+          {"steps", steps},
+          {"disagreeing_edges", edges},
+          {"levers", levers},
+          {"plan", plan},
+          {"whatif", w.custom ? prediction(*w.custom) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace stepscope::report_detail

@@ -12,6 +12,10 @@ namespace stepscope::report_detail {
 std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts);
 void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j);
 nlohmann::json partition_json(const RankPartition& p);
+// A rank's what-if replay: ranks[i].whatif (null when the rank had no steps to replay).
+nlohmann::json whatif_json(const whatif::RankWhatIf& w);
+// The diagnosis' plan: its levers, and the run's GPU-hours and cost when priced.
+nlohmann::json plan_json(const LeverPlan& p);
 nlohmann::json stability_json(const Stability& s);
 nlohmann::json clock_alignment_json(const ClockAlignment& c);
 // The clock alignment and arrival skew in one sentence, "" when there is nothing to say. Example:

@@ -173,8 +173,50 @@ void evidence_lines(const Diagnosis& d, std::string& out) {
   }
 }
 
+// "     predicted: 2.20x (1.95x to 2.47x), step 39.1 ms -> 17.8 ms; by setting: 2 -> 2.20x, 4 -> 4.47x"
+std::string prediction_line(const Lever& l) {
+  if (l.predicted_step_ns <= 0) return "";
+  std::string settings;
+  for (const auto& [value, speedup] : l.predicted_by_setting)
+    settings += fmt::format("{}{} -> {:.2f}x", settings.empty() ? "; by setting: " : ", ", value, speedup);
+  return fmt::format("     predicted: {:.2f}x ({:.2f}x to {:.2f}x), step {} -> {}{}{}\n", l.predicted_speedup,
+                     l.predicted_speedup_lo, l.predicted_speedup_hi, ms(l.step_ns), ms(l.predicted_step_ns),
+                     l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
+}
+
+// "plan (levers applied together in one replay):\n  1. raise DataLoader num_workers -> 2.20x (17.8 ms)\n ..."
+void plan_lines(const LeverPlan& p, std::string& out) {
+  if (p.entries.empty()) return;
+  out += "\nplan (levers applied together in one replay, the one that pays most first):\n";
+  for (std::size_t k = 0; k < p.entries.size(); ++k)
+    out += fmt::format("  {}. {}{} -> {:.2f}x (step {})\n", k + 1, k ? "+ " : "", p.entries[k].title, p.entries[k].speedup,
+                       ms(p.entries[k].step_ns));
+  if (p.run_steps <= 0) return;
+  out += fmt::format("  a run of {} steps on {} GPU(s): {:.2f} GPU-hours -> {:.2f}", p.run_steps, p.gpus, p.gpu_hours_before,
+                     p.gpu_hours_after);
+  if (p.gpu_hour_cost > 0)
+    out += fmt::format(" (${:.2f} -> ${:.2f} at ${:.2f} per GPU-hour)", p.gpu_hours_before * p.gpu_hour_cost,
+                       p.gpu_hours_after * p.gpu_hour_cost, p.gpu_hour_cost);
+  out += "\n";
+}
+
+// "replay: the step graph gives back the recorded steps within 1.2% (3.4% at worst, rank 3)"
+void replay_line(const AnalysisResult& r, std::string& out) {
+  double sum = 0, worst = 0;
+  int n = 0, worst_rank = 0;
+  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size(); ++i) {
+    if (!r.whatif[i].present) continue;
+    sum += r.whatif[i].replay_error_mean, ++n;
+    if (r.whatif[i].replay_error_max >= worst) worst = r.whatif[i].replay_error_max, worst_rank = r.ranks[i].rank;
+  }
+  if (n == 0) return;
+  out += fmt::format("\nreplay: the step graph gives back the recorded steps within {:.1f}% ({:.1f}% at worst, rank {}); "
+                     "predictions below are no closer than that\n",
+                     100 * sum / n, 100 * worst, worst_rank);
+}
+
 void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
-  out += "\nlevers (expected gain is an upper bound from this trace):\n";
+  out += "\nlevers (expected gain is an upper bound from this trace; ranked by the replay's predicted step):\n";
   std::size_t shown = 0;
   for (const auto& l : d.levers) {
     // Below a 1% bound a lever is noise for this trace (still listed in JSON and --verbose).
@@ -182,6 +224,7 @@ void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
     ++shown;
     out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {})\n", shown, l.title, l.speedup, ms(l.step_ns),
                        ms(l.step_ns - l.removable_ns));
+    out += prediction_line(l);
     out += fmt::format("     knob: {}\n     why: {}\n     risk: {}\n", l.knob, l.basis, l.risk);
     if (l.critical_path_share >= 0)
       out += l.critical_path_share > 0
@@ -236,7 +279,9 @@ std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& op
   stability_lines(r, opts.ranks, out);
   ranks_table(r, listed, out);
   evidence_lines(r.diagnosis, out);
+  replay_line(r, out);
   lever_lines(r.diagnosis, opts.verbose, out);
+  plan_lines(r.diagnosis.plan, out);
   if (opts.verbose)
     for (std::size_t i : listed) step_table(r.partitions[i], out);
   return out;

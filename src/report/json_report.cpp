@@ -144,6 +144,7 @@ nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
   if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
   if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
   if (i < r.drilldowns.size() && drilled) rank["drilldown"] = to_json(r.drilldowns[i]);
+  if (i < r.whatif.size()) rank["whatif"] = report_detail::whatif_json(r.whatif[i]);
   return rank;
 }
 

@@ -400,8 +400,20 @@ STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compu
 // clock_alignment.hpp
 STEPSCOPE_SUMMARY_FIELDS(CollectiveMarks, marks, kernels, by_sequence)
 
+namespace whatif {
+
+// whatif.hpp
+STEPSCOPE_SUMMARY_FIELDS(StepReplay, number, measured_ns, replayed_ns)
+STEPSCOPE_SUMMARY_FIELDS(Disagreement, edge, count, total_ns)
+STEPSCOPE_SUMMARY_FIELDS(Prediction, id, modelled, speedup, uncertainty, by_setting, held, basis)
+STEPSCOPE_SUMMARY_FIELDS(PlanStep, id, speedup)
+STEPSCOPE_SUMMARY_FIELDS(RankWhatIf, present, nodes, edges, steps, replay_error_mean, replay_error_max, disagreements,
+                         levers, custom, plan)
+
+}  // namespace whatif
+
 STEPSCOPE_SUMMARY_FIELDS(RankAnalysis, ingest, facts, partition, stability, gpu_timeline, cuda_summary, drilldown,
-                         footgun_scan, collectives)
+                         footgun_scan, collectives, whatif)
 
 namespace {
 

@@ -1,0 +1,60 @@
+// `stepscope whatif TRACE --set CHANGE ...`: replay the trace's steps with the changes applied.
+#include "cli/command.hpp"
+#include "cli/output.hpp"
+#include "stepscope/whatif_run.hpp"
+#include "stepscope/whatif_report.hpp"
+
+namespace stepscope::cli {
+namespace {
+
+struct WhatIfArgs {
+  std::vector<std::string> paths;
+  std::vector<std::string> sets;
+  std::string json_out;
+  int jobs = 0;
+  std::int64_t steps = 0;
+  double gpu_hour_cost = 0;
+};
+
+int run_whatif(const WhatIfArgs& a) {
+  check_outputs(a.paths, {{"--json", a.json_out}});
+  PipelineOptions po;
+  po.ingest.jobs = a.jobs;
+  po.analyze.jobs = a.jobs;
+  const AnalysisResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
+  if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
+  if (!goes_to_stdout(a.json_out)) write_stdout(render_whatif_text(r));
+  return kExitOk;
+}
+
+const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<WhatIfArgs>();
+  auto* cmd = app.add_subcommand("whatif", "Replay the trace's steps with changes applied: what the step becomes");
+  cmd->footer(
+      "\nChanges (--set, repeatable, applied together):\n"
+      "  kernels:CLASS=FACTORx   kernels of CLASS (gemm, conv, attention, elementwise, norm, comm, copy, all) take FACTOR of their time\n"
+      "  comm=overlap            collectives start with the backward and run under it\n"
+      "  batch_wait=FACTOR       the data loader's waits take FACTOR of their time (0: none)\n"
+      "  launch=graph            launches between syncs captured as CUDA graphs\n"
+      "  syncs=none              the host no longer waits in synchronising calls\n"
+      "  workers=N               N data loader workers\n"
+      "  copies=pinned | copies=side-stream\n"
+      "\nExamples:\n  stepscope whatif run.pt.trace.json.gz\n"
+      "  stepscope whatif run/ --set 'kernels:gemm=0.5x' --set comm=overlap\n"
+      "  stepscope whatif run.pt.trace.json.gz --set batch_wait=0 --json -");
+  cmd->add_option("TRACE", args->paths, "Trace files or directories of per-rank traces")->required()->type_name("PATH");
+  cmd->add_option("--set", args->sets, "A change to replay (see below); repeatable")->type_name("CHANGE");
+  cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
+  cmd->add_option("--steps", args->steps, "Price the plan for a run of N steps (GPU-hours before and after)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-hour-cost", args->gpu_hour_cost, "With --steps: USD per GPU-hour, for the run's cost")
+      ->type_name("USD")
+      ->check(kNonNegative);
+  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
+      ->check(kNonNegative);
+  return [args] { return run_whatif(*args); };
+}}};
+
+}  // namespace
+}  // namespace stepscope::cli

@@ -1,0 +1,147 @@
+// Levers' predictions from the ranks' what-if replays (stepscope/whatif.hpp), and the plan.
+//
+// Each rank's replay predicts its steady span with the lever; the job's predicted step is the
+// mean of the ranks' predicted steps. Levers no graph change models keep their Amdahl bound as
+// the prediction, flagged as such, with the interval from no gain to the bound.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "diagnose/diagnose_internal.hpp"
+
+namespace stepscope {
+namespace {
+
+struct JobPrediction {
+  bool any = false;    // some rank models the lever
+  bool held = true;    // every rank that models it already has it
+  double step = 0, predicted = 0;
+  double uncertainty = 0;
+  std::string basis;
+  std::vector<std::pair<std::string, double>> by_setting;  // the ranks' mean speedup per setting
+};
+
+const whatif::Prediction* find_prediction(const whatif::RankWhatIf& w, const std::string& id) {
+  for (const auto& p : w.levers)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+JobPrediction job_prediction(const AnalysisResult& r, const std::string& id) {
+  JobPrediction j;
+  std::size_t ranks = 0;
+  for (std::size_t i = 0; i < r.whatif.size() && i < r.partitions.size(); ++i) {
+    const double step = r.partitions[i].steady_mean_ns;
+    const whatif::Prediction* p = find_prediction(r.whatif[i], id);
+    j.step += step;
+    if (!p) {
+      j.predicted += step;
+      continue;
+    }
+    j.any = true;
+    j.held = j.held && p->held;
+    j.predicted += step / std::max(p->speedup, 1e-9);
+    j.uncertainty = std::max(j.uncertainty, p->uncertainty);
+    if (j.basis.empty()) j.basis = p->basis;
+    if (j.by_setting.empty()) j.by_setting.assign(p->by_setting.size(), {"", 0});
+    for (std::size_t k = 0; k < p->by_setting.size() && k < j.by_setting.size(); ++k) {
+      j.by_setting[k].first = p->by_setting[k].first;
+      j.by_setting[k].second += p->by_setting[k].second;
+    }
+    ++ranks;
+  }
+  for (auto& [value, s] : j.by_setting) s /= static_cast<double>(std::max<std::size_t>(ranks, 1));
+  return j;
+}
+
+double mean_replay_error(const AnalysisResult& r) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& w : r.whatif)
+    if (w.present) sum += w.replay_error_mean, ++n;
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+// The interval: the lever's own uncertainty on its gain, widened by the replay's error.
+// Example: 2.0x with 20% uncertainty and a 3% replay error -> 1.8 / 1.03 = 1.75x to 2.2 x 1.03 = 2.27x.
+void set_interval(Lever& l, double uncertainty, double error) {
+  const double gain = l.predicted_speedup - 1;
+  l.predicted_speedup_lo = std::max(0.0, (1 + gain * (1 - uncertainty)) / (1 + error));
+  l.predicted_speedup_hi = (1 + gain * (1 + uncertainty)) * (1 + error);
+}
+
+// The Amdahl bound of the lever's whole target: its time gone.
+double amdahl_limit(const Lever& l) {
+  return l.target_ns > 0 && l.step_ns > l.target_ns ? l.step_ns / (l.step_ns - l.target_ns) : l.speedup;
+}
+
+// A predicted gain under this share of the step is none.
+constexpr double kMinPredictedGain = 0.01;
+
+void predict(const AnalysisResult& r, Lever& l, double error) {
+  const JobPrediction j = job_prediction(r, l.id);
+  if (!j.any || j.step <= 0) {
+    l.predicted_replayed = false;
+    l.predicted_speedup = l.speedup;
+    l.predicted_step_ns = l.step_ns / std::max(l.speedup, 1e-9);
+    l.predicted_speedup_lo = 1;
+    l.predicted_speedup_hi = l.speedup;
+    l.prediction_basis = "no change of the step graph models this lever: the prediction is its Amdahl bound";
+    return;
+  }
+  l.predicted_replayed = true;
+  l.prediction_basis = j.basis;
+  if (j.held) {
+    l.predicted_speedup = 1;
+    l.predicted_step_ns = l.step_ns;
+    l.predicted_speedup_lo = l.predicted_speedup_hi = 1;
+    if (l.applies) l.basis = "already in place in the trace (" + j.basis + "); " + l.basis;
+    l.applies = false;
+    return;
+  }
+  l.predicted_speedup = std::min(j.step / j.predicted, std::max(amdahl_limit(l), l.speedup));
+  l.predicted_step_ns = l.step_ns / l.predicted_speedup;
+  l.predicted_by_setting = j.by_setting;
+  set_interval(l, j.uncertainty, error);
+  // Still offered (its signature is in the trace) but ranked by the prediction, and saying so.
+  if (l.applies && l.predicted_speedup < 1 + kMinPredictedGain)
+    l.basis = fmt::format("the replay predicts {:.2f}x: the time it acts on does not hold the step up; {}",
+                          l.predicted_speedup, l.basis);
+}
+
+}  // namespace
+
+void diagnose_detail::add_predictions(const AnalysisResult& r, std::vector<Lever>& levers) {
+  const double error = mean_replay_error(r);
+  for (Lever& l : levers) predict(r, l, error);
+}
+
+void diagnose_detail::add_plan(const AnalysisResult& r, Diagnosis& d) {
+  LeverPlan& p = d.plan;
+  p.gpus = static_cast<int>(r.ranks.size());
+  double step = 0, n = 0;
+  for (const auto& part : r.partitions) step += part.steady_mean_ns, ++n;
+  p.step_ns = n > 0 ? step / n : 0;
+  // The first rank with a replay plans for the job: ranks of one job run the same program.
+  for (const auto& w : r.whatif) {
+    if (!w.present || w.plan.empty()) continue;
+    for (const auto& e : w.plan) {
+      auto l = std::find_if(d.levers.begin(), d.levers.end(), [&](const Lever& x) { return x.id == e.id; });
+      if (l == d.levers.end() || !l->applies) break;  // the plan's later steps build on this one
+      p.entries.push_back({e.id, l->title, p.step_ns / e.speedup, e.speedup});
+    }
+    break;
+  }
+}
+
+void price_plan(LeverPlan& plan, std::int64_t steps, double gpu_hour_cost) {
+  plan.run_steps = steps;
+  plan.gpu_hour_cost = gpu_hour_cost;
+  const double after = plan.entries.empty() ? plan.step_ns : plan.entries.back().step_ns;
+  constexpr double kNsPerHour = 3.6e12;
+  plan.gpu_hours_before = static_cast<double>(steps) * plan.step_ns * plan.gpus / kNsPerHour;
+  plan.gpu_hours_after = static_cast<double>(steps) * after * plan.gpus / kNsPerHour;
+}
+
+}  // namespace stepscope

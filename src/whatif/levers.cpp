@@ -1,0 +1,383 @@
+// Each lever as a transformation of the step graph, with its physics, and the plan that applies
+// compatible levers together.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "stepscope/plan/gpus.hpp"
+#include "whatif/transforms.hpp"
+
+namespace stepscope::whatif {
+namespace {
+
+// A cached or pre-processed batch is a read of ready tensors: about this per batch.
+constexpr ns_t kCachedFetch = 50'000;
+// Handing a batch from a worker process to the main one (unpickling, queue): per batch.
+constexpr ns_t kWorkerHandoff = 100'000;
+// An epoch's first fetch counts as a respawn stall when it is this many times the median wait.
+constexpr double kRespawnFactor = 5;
+// Without the shapes' bytes, a matmul in a narrower type is held to this speedup over fp32:
+// many of a step's GEMMs are small enough to be bound by memory or launch, not by the peak.
+constexpr double kMatmulCap = 3;
+// Autocast inserts casts before the matmuls it runs in 16 bits: a few percent of their old time.
+constexpr double kCastShare = 0.03;
+// A fused optimizer runs one kernel per parameter group, not a few per parameter.
+constexpr double kFusedOptimizerCut = 0.3;
+// torch.compile fuses pointwise chains: about half of elementwise/norm time.
+constexpr double kFusionCut = 0.5;
+// channels_last convolutions under autocast: a fifth faster (seed 001 T11).
+constexpr double kChannelsLastCut = 0.8;
+// Accumulating over 4 micro-batches all-reduces once for the 4.
+constexpr double kAccumulation = 4;
+// An async save keeps only the snapshot to host memory in the loop.
+constexpr double kAsyncSaveShare = 0.02;
+// A gain smaller than this share of the step is no lever.
+constexpr double kMinGain = 0.01;
+
+struct Model {
+  std::string id;
+  std::string group;      // levers of one group are alternatives: a plan takes one
+  double uncertainty = 0.2;
+  std::function<void(Scenario&)> apply;
+  std::string basis;
+  bool held = false;
+  std::vector<std::pair<std::string, std::function<void(Scenario&)>>> settings;
+  std::size_t max_headline_setting = 0;  // the lever's own figure comes from settings up to this one
+};
+
+std::size_t count_ops(const Graph& g, const std::function<bool(const Op&)>& pick) {
+  return static_cast<std::size_t>(std::count_if(g.ops.begin(), g.ops.end(), pick));
+}
+
+std::size_t count_atoms(const Graph& g, AtomKind k) {
+  return static_cast<std::size_t>(std::count_if(g.atoms.begin(), g.atoms.end(), [&](const Atom& a) { return a.kind == k; }));
+}
+
+// The device's peak ratio of a narrower type over fp32 SIMT math, held to kMatmulCap.
+// Example: an A100 (19.5 fp32, 312 bf16 TFLOP/s) -> 16x at peak, 3x held.
+double matmul_ratio(const RankFacts& f, plan::Dtype to) {
+  const plan::GpuSpec* spec = f.device.present ? plan::match_device_name(f.device.name) : nullptr;
+  double ratio = kMatmulCap;
+  if (spec && spec->fp32_tflops > 0)
+    if (auto p = spec->peak_tflops(to)) ratio = *p / spec->fp32_tflops;
+  return std::clamp(ratio, 1.0, kMatmulCap);
+}
+
+// Loader worker settings: 2, 4 and 8 workers for a single-process loader; for one with workers,
+// twice and four times the count its bursts show, or "x2", "x4" when they show none.
+void add_worker_settings(const Graph& g, Model& w) {
+  const int now = g.multiprocess_loader ? burst_workers(g) : 0;
+  for (int k : {2, 4, 8}) {
+    if (g.multiprocess_loader && k == 8) break;
+    const double factor = k;
+    const std::string value = !g.multiprocess_loader ? std::to_string(k) : now > 0 ? std::to_string(now * k) : fmt::format("x{}", k);
+    w.settings.push_back({value, [&g, factor](Scenario& s) {
+                            loader_workers(g, s, factor);
+                            s.ipc = kWorkerHandoff;
+                          }});
+  }
+  w.max_headline_setting = g.multiprocess_loader ? 1 : 2;  // 4 workers, or twice as many: the cores are unknown
+  w.basis = g.multiprocess_loader
+                ? fmt::format("the loader's {} deliver a batch every mean(wait + step); N times as many divide that "
+                              "interval, overlapped with the step",
+                              now > 0 ? fmt::format("{} workers (read from its bursts)", now) : std::string("workers"))
+                : "N worker processes load batches while the step runs: each wait becomes the batch's loading time / N "
+                  "less the step's own time";
+}
+
+// The waits of an epoch's start: a loader call that follows another in the same step (the
+// iterator ran out and a new one started its workers), with the host time between them.
+std::vector<std::size_t> epoch_restarts(const Graph& g) {
+  std::vector<std::size_t> out;
+  std::int64_t last = -1;
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    if (a.kind != AtomKind::Loader) continue;
+    if (last >= 0 && g.atoms[static_cast<std::size_t>(last)].step == a.step && a.step >= 0) out.push_back(i);
+    last = static_cast<std::int64_t>(i);
+  }
+  return out;
+}
+
+void add_loader_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  if (count_atoms(g, AtomKind::Loader) == 0) return;
+  Model w{"num_workers", "loader", 0.15, nullptr, "", false, {}};
+  add_worker_settings(g, w);
+  out.push_back(std::move(w));
+  out.push_back({"preprocess_cache", "loader", 0.5,
+                 [&g](Scenario& s) {
+                   for (std::size_t i = 0; i < g.atoms.size(); ++i)
+                     if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = std::min(s.atom_dur[i], kCachedFetch);
+                 },
+                 "each fetch reads a ready batch (about 50 us) instead of decoding and transforming it", false, {}});
+  std::vector<ns_t> waits;
+  for (const Atom& a : g.atoms)
+    if (a.kind == AtomKind::Loader) waits.push_back(a.dur);
+  std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(waits.size() / 2), waits.end());
+  const ns_t median = waits[waits.size() / 2];
+  // Without an epoch start in the steps the replay has nothing to change: the lever keeps its bound.
+  const std::vector<std::size_t> restarts = epoch_restarts(g);
+  if (!restarts.empty())
+    out.push_back({"persistent_workers", "respawn", 0.3,
+                 [&g, median, restarts](Scenario& s) {
+                   for (std::size_t i : restarts) {
+                     s.atom_dur[i] = std::min(s.atom_dur[i], median);
+                     s.atom_gap[i] = 0;
+                     if (const std::int32_t p = g.atoms[i].pred; p >= 0 && g.atoms[static_cast<std::size_t>(p)].kind == AtomKind::Loader)
+                       s.atom_dur[static_cast<std::size_t>(p)] = std::min(s.atom_dur[static_cast<std::size_t>(p)], median);
+                   }
+                 },
+                 "at each epoch start the workers' respawn (the new iterator and its first, longer waits) goes; the "
+                 "waits fall to the median wait",
+                 false, {}});
+  // A deeper queue absorbs waits that come now and then; when most fetches wait, the workers are
+  // slower than the step on average and a deeper queue only holds more of nothing.
+  std::size_t waited = 0;
+  for (ns_t v : waits) waited += v > kWorkerHandoff;
+  const bool behind = 2 * waited >= waits.size() || burst_workers(g) > 0;
+  out.push_back({"prefetch_factor", "prefetch", 0.3,
+                 [&g, behind](Scenario& s) {
+                   if (behind) return;
+                   for (std::size_t i = 0; i < g.atoms.size(); ++i)
+                     if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = std::min(s.atom_dur[i], kWorkerHandoff);
+                 },
+                 behind ? "most fetches wait: the workers are slower than the step on average, a deeper queue holds nothing"
+                        : "the occasional waits are absorbed by the batches queued ahead",
+                 !g.multiprocess_loader, {}});
+}
+
+void add_copy_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  auto copy = [](const Op& o) { return o.kind == OpKind::Copy; };
+  if (count_ops(g, copy) == 0) return;
+  // Copies whose names do not say their host memory may be pageable: only pinned ones are done.
+  auto not_pinned = [](const Op& o) { return o.kind == OpKind::Copy && o.mem != HostMem::Pinned; };
+  const double bw = pinned_bandwidth_gbs(g, c.facts, c.trace);
+  const bool none_pageable = count_ops(g, not_pinned) == 0;
+  // Copies that share a stream with compute kernels; a stream of copies alone is a side stream already.
+  std::set<std::int32_t> compute_streams;
+  for (const Op& o : g.ops)
+    if (o.kind == OpKind::Compute) compute_streams.insert(o.stream);
+  auto beside_compute = [compute_streams](const Op& o) { return o.kind == OpKind::Copy && compute_streams.count(o.stream) > 0; };
+  // A copy from pageable memory is synchronous whatever its stream: only pinned ones can move.
+  auto pinned_beside_compute = [beside_compute](const Op& o) { return beside_compute(o) && o.mem == HostMem::Pinned; };
+  // The lever is pinned memory and non-blocking copies: both halves, each where it is missing.
+  out.push_back({"pin_memory", "copy", 0.2,
+                 [&g, bw, beside_compute](Scenario& s) {
+                   pin_copies(g, s, bw);
+                   copies_to_side_stream(g, s, beside_compute);
+                 },
+                 fmt::format("copies not known to be pinned at pinned bandwidth ({:.0f} GB/s), without the host waiting "
+                             "for them, and off the compute streams",
+                             bw),
+                 none_pageable && count_ops(g, beside_compute) == 0, {}});
+  out.push_back({"copy_stream", "copy-stream", 0.25,
+                 [&g, pinned_beside_compute](Scenario& s) { copies_to_side_stream(g, s, pinned_beside_compute); },
+                 "pinned copies move off the compute streams and overlap the kernels queued before them; the kernel "
+                 "after an input copy waits for it",
+                 count_ops(g, pinned_beside_compute) == 0, {}});
+  auto d2h = [](const Op& o) { return o.kind == OpKind::Copy && o.copy == CopyKind::DtoH; };
+  out.push_back({"d2h_readback", "readback", 0.3,
+                 [&g, d2h](Scenario& s) {
+                   copies_to_side_stream(g, s, d2h);
+                   for (std::size_t i = 0; i < g.atoms.size(); ++i)
+                     if (g.atoms[i].kind == AtomKind::Sync && g.atoms[i].target >= 0 && d2h(g.ops[static_cast<std::size_t>(g.atoms[i].target)]))
+                       s.release[i] = 1;
+                 },
+                 "device-to-host copies leave the step's way: on a side stream, read without waiting", count_ops(g, d2h) == 0, {}});
+}
+
+void add_precision_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  const std::size_t fp32 = count_ops(g, fp32_matmul), half = count_ops(g, half_matmul);
+  if (fp32 + half == 0) return;
+  auto autocast = [&g](double ratio) {
+    return [&g, ratio](Scenario& s) {
+      for (std::size_t i = 0; i < g.ops.size(); ++i)
+        if (fp32_matmul(g.ops[i])) s.op_dur[i] = static_cast<ns_t>(static_cast<double>(s.op_dur[i]) * (1.0 / ratio + kCastShare));
+    };
+  };
+  const bool bf16 = c.facts.device.bf16() != Capability::No;
+  const double r16 = matmul_ratio(c.facts, bf16 ? plan::Dtype::bf16 : plan::Dtype::fp16);
+  const std::string held_words = fp32 == 0 ? "; the matmuls already run in 16 bits" : "";
+  out.push_back({bf16 ? "amp_bf16" : "amp_fp16", "precision", 0.35, autocast(r16),
+                 fmt::format("fp32 GEMM/convolution kernels at the device's 16-bit peak ratio, held to {:.1f}x, plus casts{}",
+                             r16, held_words),
+                 fp32 == 0, {}});
+  if (c.facts.device.tf32() == Capability::Yes) {
+    const double r32 = matmul_ratio(c.facts, plan::Dtype::tf32);
+    out.push_back({"tf32", "precision", 0.35, autocast(r32),
+                   fmt::format("fp32 GEMM/convolution kernels at the device's TF32 peak ratio, held to {:.1f}x", r32),
+                   fp32 == 0, {}});
+  }
+  auto conv = [](const Op& o) { return o.kind == OpKind::Compute && o.cls == KernelClass::Convolution; };
+  if (count_ops(g, conv) > 0)
+    out.push_back({"channels_last", "layout", 0.5, [&g, conv](Scenario& s) { scale_ops(g, s, conv, kChannelsLastCut); },
+                   "convolutions a fifth faster in NHWC", false, {}});
+}
+
+void add_launch_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  if (count_atoms(g, AtomKind::Launch) == 0) return;
+  const bool captured = c.facts.cuda_graphs && c.facts.graph_launches >= c.facts.launch_calls / 2;
+  out.push_back({"cuda_graphs", "graphs", 0.3, [&c](Scenario& s) { capture_graphs(c.g, c.facts, c.trace, s); },
+                 "each run of launches between syncs becomes one graph launch: the host work between them and the "
+                 "launch calls go, the kernels run back to back",
+                 captured, {}});
+  auto eltwise = [](const Op& o) {
+    return o.kind == OpKind::Compute && (o.cls == KernelClass::Elementwise || o.cls == KernelClass::ReductionNorm);
+  };
+  out.push_back({"torch_compile", "compile", 0.5, [&g, eltwise](Scenario& s) { scale_ops(g, s, eltwise, kFusionCut); },
+                 "fused pointwise chains: half of the elementwise/norm kernel time", false, {}});
+  auto optimizer = [&c](const Op& o) {
+    return o.kind == OpKind::Compute && o.event < c.facts.event_stage.size() && c.facts.event_stage[o.event] == StageHint::Optimizer;
+  };
+  out.push_back({"fused_optimizer", "optimizer", 0.4,
+                 [&g, optimizer](Scenario& s) {
+                   scale_ops(g, s, optimizer, kFusedOptimizerCut);
+                   for (std::size_t i = 0; i < g.ops.size(); ++i)
+                     if (optimizer(g.ops[i]) && g.ops[i].launch >= 0) s.atom_dur[static_cast<std::size_t>(g.ops[i].launch)] /= 4;
+                 },
+                 "the optimizer's kernels and launches as one multi-tensor step makes them", c.partition.mix.fused_optimizer_seen, {}});
+}
+
+void add_sync_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  const bool any = std::any_of(g.atoms.begin(), g.atoms.end(), [](const Atom& a) { return a.kind == AtomKind::Sync && a.waited && !a.queue_wait; });
+  if (!any) return;
+  out.push_back({"remove_item", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, true); },
+                 "the host stops waiting at each sync but the step's last; it runs ahead until that one", false, {}});
+  out.push_back({"sync_once_per_step", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, true); },
+                 "one sync per step, at its end", false, {}});
+}
+
+void add_comm_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  auto comm = [](const Op& o) { return o.kind == OpKind::Comm; };
+  if (count_ops(g, comm) == 0) return;
+  const RankFacts& f = c.facts;
+  auto grads = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::GradientSync; };
+  auto gathers = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::ParamGather; };
+  out.push_back({"ddp_buckets", "comm", 0.5, [&c, grads](Scenario& s) { overlap_comm(c.g, c.facts, s, grads); },
+                 "gradient all-reduces start with the backward (buckets fill as gradients come) and run under it", false, {}});
+  out.push_back({"accumulate_allreduce", "comm-accumulate", 0.3,
+                 [&g, grads](Scenario& s) { scale_ops(g, s, grads, 1.0 / kAccumulation); },
+                 "one gradient all-reduce every 4 micro-batches", false, {}});
+  out.push_back({"fsdp_prefetch", "comm", 0.5,
+                 [&c, gathers](Scenario& s) { overlap_comm(c.g, c.facts, s, gathers); },
+                 "parameter all-gathers issued ahead, under the compute before them", count_ops(g, gathers) == 0, {}});
+}
+
+void add_side_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  if (count_atoms(g, AtomKind::Side) == 0) return;
+  out.push_back({"async_checkpoint", "side", 0.3,
+                 [&g](Scenario& s) {
+                   for (std::size_t i = 0; i < g.atoms.size(); ++i)
+                     if (g.atoms[i].kind == AtomKind::Side)
+                       s.atom_dur[i] = static_cast<ns_t>(static_cast<double>(s.atom_dur[i]) * kAsyncSaveShare);
+                 },
+                 "the save leaves the loop: only a snapshot to host memory stays in it", false, {}});
+}
+
+std::vector<Model> lever_models(const Context& c) {
+  std::vector<Model> m;
+  add_loader_models(c, m);
+  add_copy_models(c, m);
+  add_precision_models(c, m);
+  add_launch_models(c, m);
+  add_sync_models(c, m);
+  add_comm_models(c, m);
+  add_side_models(c, m);
+  return m;
+}
+
+// A lever with settings predicts each; its own figure is the smallest setting within 5% of the
+// best gain among those up to Model::max_headline_setting (more workers than that cost memory and
+// cores the trace does not show).
+constexpr double kNearBest = 0.95;
+
+Prediction predict(const Context& c, const Model& m) {
+  Prediction p;
+  p.id = m.id;
+  p.modelled = true;
+  p.held = m.held;
+  p.uncertainty = m.uncertainty;
+  p.basis = m.basis;
+  if (m.held) return p;
+  if (m.settings.empty()) {
+    Scenario s = base_scenario(c.g);
+    m.apply(s);
+    p.speedup = speedup_of(c, s);
+    return p;
+  }
+  for (const auto& [value, apply] : m.settings) {
+    Scenario s = base_scenario(c.g);
+    apply(s);
+    p.by_setting.push_back({value, speedup_of(c, s)});
+  }
+  double best = 1;
+  for (std::size_t k = 0; k <= m.max_headline_setting && k < p.by_setting.size(); ++k) best = std::max(best, p.by_setting[k].second);
+  for (const auto& [value, speedup] : p.by_setting)
+    if (speedup - 1 >= kNearBest * (best - 1)) {
+      p.speedup = speedup;
+      p.basis += fmt::format("; {} workers: {:.2f}x (the trace does not say the host's cores: more workers than "
+                             "spare cores gain less)",
+                             value, speedup);
+      break;
+    }
+  return p;
+}
+
+const Model* find_model(const std::vector<Model>& models, const std::string& id) {
+  for (const Model& m : models)
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+// The setting a plan uses: the one the lever's prediction chose.
+void apply_chosen(const Model& m, const Prediction& p, Scenario& s) {
+  if (m.settings.empty()) return m.apply(s);
+  for (std::size_t k = 0; k < m.settings.size() && k < p.by_setting.size(); ++k)
+    if (p.by_setting[k].second == p.speedup) return m.settings[k].second(s);
+  m.settings.back().second(s);
+}
+
+}  // namespace
+
+std::vector<Prediction> lever_predictions(const Context& c) {
+  std::vector<Prediction> out;
+  for (const Model& m : lever_models(c)) out.push_back(predict(c, m));
+  return out;
+}
+
+std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers) {
+  const std::vector<Model> models = lever_models(c);
+  std::vector<PlanStep> plan;
+  std::set<std::string> groups;
+  Scenario applied = base_scenario(c.g);
+  double now = 1;
+  for (;;) {
+    double best = now * (1 + kMinGain);
+    const Model* pick = nullptr;
+    const Prediction* pick_p = nullptr;
+    for (const Prediction& p : levers) {
+      const Model* m = find_model(models, p.id);
+      if (!m || p.held || groups.count(m->group) || p.speedup < 1 + kMinGain) continue;
+      Scenario s = applied;
+      apply_chosen(*m, p, s);
+      if (const double v = speedup_of(c, s); v > best) best = v, pick = m, pick_p = &p;
+    }
+    if (!pick) break;
+    apply_chosen(*pick, *pick_p, applied);
+    groups.insert(pick->group);
+    now = best;
+    plan.push_back({pick->id, best});
+  }
+  return plan;
+}
+
+}  // namespace stepscope::whatif

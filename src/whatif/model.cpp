@@ -1,0 +1,70 @@
+// One rank's what-if: the graph, its replay against the recording, the levers and the plan.
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "stepscope/whatif.hpp"
+#include "whatif/transforms.hpp"
+
+namespace stepscope::whatif {
+namespace {
+
+// Replayed with the recorded durations, each step against its recorded window.
+void measure_replay(const Graph& g, const Replayed& base, RankWhatIf& w) {
+  const std::vector<ns_t> recorded = recorded_windows(g);
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < g.steps.size(); ++k) {
+    w.steps.push_back({g.steps[k].number, recorded[k], base.step_ns[k]});
+    if (recorded[k] <= 0) continue;
+    const double e = std::abs(static_cast<double>(base.step_ns[k] - recorded[k])) / static_cast<double>(recorded[k]);
+    sum += e;
+    w.replay_error_max = std::max(w.replay_error_max, e);
+    ++n;
+  }
+  w.replay_error_mean = n ? sum / static_cast<double>(n) : 0;
+}
+
+}  // namespace
+
+RankWhatIf model_rank(const RankTrace& rank, const RankFacts& facts, const RankPartition& partition,
+                      const WhatIfOptions& opts) {
+  RankWhatIf w;
+  if (!opts.enabled || partition.steps.empty()) return w;
+  const Graph g = build_graph(rank, facts, partition);
+  if (g.steps.empty()) return w;
+  w.present = true;
+  w.nodes = static_cast<std::int64_t>(g.atoms.size() + g.ops.size());
+  w.edges = g.edges;
+  w.disagreements = g.disagreements;
+  const Replayed base = replay(g, base_scenario(g));
+  measure_replay(g, base, w);
+  const Context c{g, facts, rank, partition, base.span, w.replay_error_mean};
+  if (base.span <= 0) return w;
+  w.levers = lever_predictions(c);
+  w.plan = make_plan(c, w.levers);
+  if (!opts.changes.empty()) w.custom = custom_prediction(c, opts.changes);
+  return w;
+}
+
+std::optional<TrustWarning> replay_trust(const RankWhatIf& w, int rank) {
+  if (!w.present || (w.replay_error_mean <= kReplayErrorWarn && w.replay_error_max <= kReplayErrorWarn)) return std::nullopt;
+  std::string edges;
+  for (const Disagreement& d : w.disagreements)
+    edges += fmt::format("{}{} ({} times, {:.2f} ms)", edges.empty() ? "" : "; ", d.edge, d.count,
+                         static_cast<double>(d.total_ns) / 1e6);
+  TrustWarning t;
+  t.code = "replay_error";
+  t.severity = TrustSeverity::Limits;
+  t.rank = rank;
+  t.text = fmt::format("the step graph replays rank {}'s steps {:.1f}% off on average ({:.1f}% at worst): its "
+                       "predictions are no closer than that{}{}",
+                       rank, 100 * w.replay_error_mean, 100 * w.replay_error_max, edges.empty() ? "" : "; edges that disagree: ",
+                       edges);
+  t.advice = "record with the profiler's CUDA activities and the runtime calls on every thread (the default "
+             "torch.profiler activities) so that each kernel's launch and waits are in the trace";
+  t.figures = {{"replay_error_mean", w.replay_error_mean}, {"replay_error_max", w.replay_error_max}};
+  return t;
+}
+
+}  // namespace stepscope::whatif

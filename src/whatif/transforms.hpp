@@ -1,0 +1,73 @@
+// Lever transformations of the step graph (whatif/levers.cpp) and the user's changes
+// (whatif/change.cpp): each edits a Scenario over the base graph.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "stepscope/facts.hpp"
+#include "whatif/graph.hpp"
+
+namespace stepscope::whatif {
+
+// What a lever's physics reads besides the graph: the rank's device and facts.
+struct Context {
+  const Graph& g;
+  const RankFacts& facts;
+  const RankTrace& trace;
+  const RankPartition& partition;
+  ns_t base_span = 0;
+  double replay_error = 0;
+};
+
+// Runs a scenario and returns its speedup over the base replay.
+double speedup_of(const Context& c, const Scenario& s);
+
+// Kernel time multipliers for the ops a predicate picks: duration x factor.
+void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick, double factor);
+
+// Loader waits divided among `workers` worker processes (a multiprocess loader: `workers` times
+// as many as it has).
+void loader_workers(const Graph& g, Scenario& s, double workers);
+
+// A multiprocess loader's worker count, read from its bursts: workers started together finish
+// together, so a loader slower than the step waits long once every `workers` batches. 0 when the
+// waits show no such period. Example: waits 31, 0, 31, 0, 31, 0 ms -> 2.
+int burst_workers(const Graph& g);
+
+// Every sync that waited, released (the host no longer waits), but the last of each step when
+// `keep_last`.
+void release_syncs(const Graph& g, Scenario& s, bool keep_last);
+
+// Launch runs between syncs captured as CUDA graphs: one graph launch replaces the run's launch
+// calls and the host work between them; the GPU runs the kernels back to back.
+void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s);
+
+// Copies moved to a stream of their own; a kernel after an input copy waits for it.
+void copies_to_side_stream(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick);
+
+// Collectives started as early as the step's first backward kernel (overlapped with backward).
+void overlap_comm(const Graph& g, const RankFacts& f, Scenario& s, const std::function<bool(const Op&)>& pick);
+
+// Host-device copies not known to be pinned at pinned bandwidth (never slower than recorded), and
+// the calls that waited for them released.
+void pin_copies(const Graph& g, Scenario& s, double pinned_gbs);
+
+// The pinned host-to-device bandwidth of the rank: measured from its pinned copies, else by the
+// device's PCIe generation. Example: an H100 (PCIe 5) -> 48 GB/s.
+double pinned_bandwidth_gbs(const Graph& g, const RankFacts& f, const RankTrace& t);
+
+bool fp32_matmul(const Op& o);
+bool half_matmul(const Op& o);
+
+std::vector<Prediction> lever_predictions(const Context& c);
+
+// The plan: levers with a gain applied together, best first (greedy: each step adds the lever
+// that gains most on top of those before it, one per group of alternatives).
+std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers);
+
+// The user's changes applied together.
+Prediction custom_prediction(const Context& c, const std::vector<Change>& changes);
+
+}  // namespace stepscope::whatif
