@@ -28,11 +28,21 @@ struct TextOptions {
   bool verbose = false;  // every category and thread, not just the largest
   bool wide = false;     // whole op and kernel names instead of names shortened in the middle
   std::size_t top = 10;  // rows of the operator and kernel tables
-  std::size_t width = 0; // terminal columns the tables fit (0: not a terminal, 100 assumed)
+  // Columns every line fits (the CLI: COLUMNS, the terminal's, or 100 in a pipe); 0 leaves lines
+  // whole and sizes the tables for 100. --wide leaves lines whole too, names and all.
+  std::size_t width = 0;
   std::size_t ranks = kListedRanks;  // ranks listed one by one (0: every rank), see listed_ranks
 };
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});
+
+// Every line of `text` in at most `width` columns (0: unchanged): a longer line breaks between
+// words, its continuation four columns under its own indent; a word longer than the room left is
+// shortened in the middle with "…". Every text report goes through it on its way out.
+std::string fit_to_width(std::string_view text, std::size_t width);
+// The reading warnings (files skipped, events lost, ranks numbered by file order), one line each,
+// for standard error: the report on standard output stays the analysis alone.
+std::string render_warnings(const AnalysisResult& r);
 
 struct JsonOptions {
   // Ranks whose drill-down (operator and kernel tables, critical path, time series) the document

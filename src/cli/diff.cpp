@@ -79,7 +79,7 @@ int run_memory_diff(const std::string& base, const std::string& test, const Diff
   if (!a.html_out.empty()) throw InputError("diff --html: not available for memory snapshots; use --json or the text report");
   const auto d = memory::diff_snapshots(memory::analyze_snapshot_file(base), memory::analyze_snapshot_file(test));
   if (!a.json_out.empty()) write_json(a.json_out, memory::diff_to_json(d));
-  if (a.json_out != "-") write_stdout(memory::render_diff_text(d));
+  if (a.json_out != "-") write_stdout(fit_to_width(memory::render_diff_text(d), report_columns()));
   return kExitOk;
 }
 
@@ -103,6 +103,7 @@ int run_diff(const DiffArgs& a) {
   if (!goes_to_stdout(a.json_out) && !goes_to_stdout(a.html_out)) {
     TextOptions t;
     t.verbose = a.verbose;
+    t.width = report_columns();
     write_stdout(render_diff_text(d, t));
   }
   return regressed(d, a.fail_if_slower_pct) ? kExitRegression : kExitOk;

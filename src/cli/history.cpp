@@ -8,6 +8,7 @@
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/report.hpp"
 #include "stepscope/store.hpp"
 
 namespace stepscope::cli {
@@ -49,7 +50,7 @@ int run_history(const HistoryArgs& a) {
   const auto jobs = job_histories(store, a.job);
   if (!a.job.empty() && jobs.empty()) throw InputError("history: no analysed run of job '" + a.job + "'");
   if (!a.json_out.empty()) write_json(a.json_out, history_to_json(jobs, store.path()));
-  if (a.json_out != "-") write_stdout(render_history_text(jobs));
+  if (a.json_out != "-") write_stdout(fit_to_width(render_history_text(jobs), report_columns()));
   if (jobs.empty()) return kExitNothing;
   return a.fail_if_regressed && newest_regressed(jobs) ? kExitRegression : kExitOk;
 }

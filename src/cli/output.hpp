@@ -35,6 +35,18 @@ inline std::size_t terminal_columns() {
   return w.ws_col;
 }
 
+// Columns the text reports fit: COLUMNS when set to a number (as a shell exports it, or
+// COLUMNS=80 to ask), else the terminal's, else 100 (a pipe, a file, under a launcher).
+inline std::size_t report_columns() {
+  if (const char* c = std::getenv("COLUMNS"); c && *c) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(c, &end, 10);
+    if (*end == '\0' && n >= 20 && n <= 10000) return n;
+  }
+  const std::size_t terminal = terminal_columns();
+  return terminal >= 20 ? terminal : 100;
+}
+
 inline void write_text(const std::string& where, const std::string& text, const char* what) {
   write_output(where, text, what);
 }

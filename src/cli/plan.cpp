@@ -13,6 +13,7 @@
 #include "cli/units.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/plan.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope::cli {
 
@@ -42,7 +43,7 @@ void add_json_option(CLI::App* app, JsonOut& out) {
 
 int emit(const JsonOut& json, const nlohmann::json& j, const std::string& text) {
   if (json.given()) write_json(json.to_stdout() ? "-" : json.path, j);
-  if (!json.to_stdout()) write_stdout(text);
+  if (!json.to_stdout()) write_stdout(fit_to_width(text, report_columns()));
   return kExitOk;
 }
 

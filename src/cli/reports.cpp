@@ -1,5 +1,6 @@
 #include "cli/reports.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -24,7 +25,7 @@ void write_text_report(const AnalysisResult& r, const ReportArgs& a) {
   t.verbose = a.verbose;
   t.wide = a.wide;
   t.color = color_wanted();
-  t.width = terminal_columns();
+  t.width = report_columns();
   t.top = a.top;
   t.ranks = a.ranks;
   write_stdout(render_text(r, t));
@@ -62,6 +63,9 @@ void check_report_outputs(const std::vector<std::string>& inputs, const ReportAr
 }
 
 int write_reports(const AnalysisResult& r, const ReportArgs& a) {
+  // Warnings go to standard error, beside the progress bar and errors: the report on standard
+  // output is the analysis alone, whatever else went wrong in reading.
+  if (const std::string warnings = render_warnings(r); !warnings.empty()) std::fputs(warnings.c_str(), stderr);
   if (!a.json_out.empty())
     write_output_pieces(a.json_out, "JSON report", [&](const std::function<void(std::string_view)>& out) {
       write_json_report(r, {.drilldown_ranks = a.ranks}, out);

@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/output.hpp"
 #include "cli/units.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/output_file.hpp"
+#include "stepscope/report.hpp"
 #include "stepscope/watch/render.hpp"
 
 namespace stepscope::cli {
@@ -70,7 +72,7 @@ int run(const TriageArgs& args) {
     return kExitOk;
   }
   if (!args.json_path.empty()) write_output(args.json_path, json, "JSON report");
-  write_stdout(watch::render_summary(result.series, result.classification, source_line(result)));
+  write_stdout(fit_to_width(watch::render_summary(result.series, result.classification, source_line(result)), report_columns()));
   return kExitOk;
 }
 

@@ -72,10 +72,15 @@ const Periodicity* any_period(const AnalysisResult& r) {
   return nullptr;
 }
 
+// Unrecorded or side-work time that comes in some steps only: spikes, or slow steps that recur
+// (a checkpoint every other step is too many steps to be spikes, yet just as concentrated).
 bool idle_spikes(const AnalysisResult& r) {
-  for (const auto& s : r.stability)
+  const auto side = [](Category c) { return c == Category::Idle || c == Category::SideWork; };
+  for (const auto& s : r.stability) {
+    if (s.period.kind != PeriodKind::None && side(s.period.category)) return true;
     for (const auto& sp : s.spikes)
-      if (sp.grew == Category::Idle || sp.grew == Category::SideWork) return true;
+      if (side(sp.grew)) return true;
+  }
   return false;
 }
 
@@ -289,7 +294,7 @@ void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
 // "2 of 4 steps, every 3 steps": where spiky side work actually lands.
 std::string spike_scope(const AnalysisResult& r) {
   std::size_t spikes = 0, steps = 0;
-  for (const auto& s : r.stability) spikes += s.spikes.size(), steps += s.steps;
+  for (const auto& s : r.stability) spikes += std::max(s.spikes.size(), s.period.occurrences), steps += s.steps;
   std::string out = fmt::format("concentrated in {} of {} steps", spikes, steps);
   if (const Periodicity* p = any_period(r)) out += fmt::format(", every {} steps", p->every);
   return out;

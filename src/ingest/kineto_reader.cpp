@@ -540,8 +540,12 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
   // What is read: the file itself, or a stream's copy (messages still name the stream).
   std::vector<std::unique_ptr<SpooledInput>> spooled(files.size());
   std::vector<std::string> sources = files;
-  for (std::size_t i = 0; i < files.size(); ++i)
-    if ((spooled[i] = spool_if_stream(files[i] == "-" ? "/dev/stdin" : files[i]))) sources[i] = spooled[i]->path();
+  // Standard input redirected from a regular file (`analyze - < t.json.gz`) is no stream to copy:
+  // it is read through /dev/stdin like any file.
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string named = files[i] == "-" ? "/dev/stdin" : files[i];
+    sources[i] = (spooled[i] = spool_if_stream(named)) ? spooled[i]->path() : named;
+  }
   const std::vector<bool> sqlite = classify_sqlite(sources);
   int jobs = threads_for(opts.jobs);
   ListingPlan plan;

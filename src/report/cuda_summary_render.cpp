@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "report/text_layout.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -21,21 +22,21 @@ nlohmann::json table_json(const std::vector<DurationStats>& rows) {
 
 std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
 
-std::string short_name(std::string_view s, std::size_t width = 60) {
-  std::string t = terminal_safe(s);
-  return t.size() > width ? t.substr(0, width) + "..." : t;
-}
-
-void table_text(const char* title, const std::vector<DurationStats>& rows, std::size_t n, std::string& out) {
+// The name column is last: it takes what the figures (66 columns) leave, at least 16.
+void table_text(const char* title, const std::vector<DurationStats>& rows, const TextOptions& o, std::string& out) {
   if (rows.empty()) return;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < rows.size() && i < o.top; ++i) names.push_back(terminal_safe(rows[i].name));
+  const std::size_t columns = o.width ? o.width : 100;
+  if (!o.wide) names = shorten_distinct(names, columns > 82 ? columns - 66 : 16);
   out += fmt::format("  {}:\n", title);
   out += fmt::format("    {:>7}  {:>9}  {:>12}  {:>12}  {:>12}  {}\n", "time %", "instances", "total", "avg", "median", "name");
-  for (std::size_t i = 0; i < rows.size() && i < n; ++i) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
     const auto& r = rows[i];
     out += fmt::format("    {:>6.2f}%  {:>9}  {:>12}  {:>12}  {:>12}  {}\n", r.time_pct, r.instances,
-                       ms(static_cast<double>(r.total)), ms(r.avg), ms(r.median), short_name(r.name));
+                       ms(static_cast<double>(r.total)), ms(r.avg), ms(r.median), names[i]);
   }
-  if (rows.size() > n) out += fmt::format("    ... {} more\n", rows.size() - n);
+  if (rows.size() > names.size()) out += fmt::format("    ... {} more\n", rows.size() - names.size());
 }
 
 }  // namespace
@@ -71,16 +72,16 @@ nlohmann::json to_json(const CudaSummary& s) {
   return j;
 }
 
-std::string cuda_summary_text(const CudaSummary& s, std::size_t rows) {
+std::string cuda_summary_text(const CudaSummary& s, const TextOptions& o) {
   std::string out = "CUDA summary (nsys stats definitions):\n";
-  table_text("kernels", s.kernels, rows, out);
+  table_text("kernels", s.kernels, o, out);
   if (!s.memcpy_by_kind.empty()) {
     out += "  copies:\n";
     for (const auto& c : s.memcpy_by_kind)
       out += fmt::format("    {:<6} {:>6} copies  {:>12}  {:>14} bytes\n", c.kind, c.time.instances,
                          ms(static_cast<double>(c.time.total)), c.bytes);
   }
-  table_text("CUDA API", s.runtime_api, rows, out);
+  table_text("CUDA API", s.runtime_api, o, out);
   out += fmt::format("  synchronising API calls: {}; pageable async copies: {}\n", s.sync_calls, s.pageable_async_copies);
   if (s.launches_then_sync)
     out += fmt::format("  kernel launches followed by a sync before the next launch: {} of {} ({})\n",

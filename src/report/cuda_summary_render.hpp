@@ -5,12 +5,13 @@
 #include <string>
 
 #include "stepscope/cuda_summary.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 
 // Every field, times in integer ns as nsys reports them.
 nlohmann::json to_json(const CudaSummary& s);
-// The largest rows of each table; `rows` per table.
-std::string cuda_summary_text(const CudaSummary& s, std::size_t rows = 5);
+// The largest rows of each table: --top of them, names fitted to the width unless --wide.
+std::string cuda_summary_text(const CudaSummary& s, const TextOptions& o = {});
 
 }  // namespace stepscope

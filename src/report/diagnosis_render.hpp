@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "stepscope/analysis.hpp"
 #include "stepscope/report.hpp"
@@ -22,5 +23,7 @@ nlohmann::json clock_alignment_json(const ClockAlignment& c);
 // "clocks aligned on 412 collectives (sequence number): residual 2.1 us (p99 9.8 us); arrival
 // skew mean 1.20 ms, p90 3.40 ms; rank 317 reaches 91.0% of them last"
 std::string clock_alignment_sentence(const ClockAlignment& c);
+// Ranks as runs of consecutive numbers: "rank 3", "ranks 0-7", "ranks 0,2,5-7".
+std::string rank_list(std::vector<int> ranks);
 
 }  // namespace stepscope::report_detail

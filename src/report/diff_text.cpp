@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/text_layout.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
-
-constexpr std::size_t kKernelsShown = 10;
-constexpr std::size_t kNameWidth = 100;  // templated kernel names run to thousands of characters
 
 std::string ms(double ns) {
   const double a = std::abs(ns);
@@ -54,28 +52,31 @@ void partition_table(const DiffResult& d, bool verbose, std::string& out) {
                      d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
 }
 
-std::string short_name(const std::string& name, bool verbose) {
-  if (verbose || name.size() <= kNameWidth) return name;
-  return name.substr(0, kNameWidth - 3) + "...";
+// The kernel column is last, after 68 columns of figures: names fill what the width leaves (at
+// least 24), shortened to tell them apart; whole under --wide or --verbose.
+void kernel_rows(const std::vector<KernelChange>& rows, std::size_t shown, const TextOptions& o, std::string& out) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < shown; ++i) names.push_back(terminal_safe(rows[i].name));
+  const std::size_t columns = o.width ? o.width : 100;
+  if (!o.wide && !o.verbose) names = shorten_distinct(names, columns > 92 ? columns - 68 : 24);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const KernelChange& k = rows[i];
+    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n", change_kind_name(k.kind), ms(k.base_ns),
+                       ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count), names[i]);
+  }
 }
 
-void kernel_row(const KernelChange& k, bool verbose, std::string& out) {
-  out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n", change_kind_name(k.kind), ms(k.base_ns),
-                     ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count),
-                     terminal_safe(short_name(k.name, verbose)));
-}
-
-void kernel_tables(const DiffResult& d, bool verbose, std::string& out) {
+void kernel_tables(const DiffResult& d, const TextOptions& o, std::string& out) {
   if (d.kernel_classes.empty()) return;
   const char* header = "  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n";
   out += "\nGPU time per step by kernel class:\n";
   out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "class");
-  for (const auto& k : d.kernel_classes) kernel_row(k, verbose, out);
+  kernel_rows(d.kernel_classes, d.kernel_classes.size(), o, out);
   if (d.kernels.empty()) return;
-  const std::size_t shown = verbose ? d.kernels.size() : std::min(d.kernels.size(), kKernelsShown);
+  const std::size_t shown = o.verbose ? d.kernels.size() : std::min(d.kernels.size(), o.top);
   out += fmt::format("\nkernels that changed (largest first, {} of {}):\n", shown, d.kernels.size());
   out += fmt::format(fmt::runtime(header), "", "base", "test", "change", "n base", "n test", "kernel");
-  for (std::size_t i = 0; i < shown; ++i) kernel_row(d.kernels[i], verbose, out);
+  kernel_rows(d.kernels, shown, o, out);
 }
 
 void count_table(const DiffResult& d, std::string& out) {
@@ -101,10 +102,10 @@ std::string render_diff_text(const DiffResult& d, const TextOptions& opts) {
   out += fmt::format("base: {}\ntest: {}\n", terminal_safe(d.base_label), terminal_safe(d.test_label));
   verdict_lines(d, out);
   partition_table(d, opts.verbose, out);
-  kernel_tables(d, opts.verbose, out);
+  kernel_tables(d, opts, out);
   count_table(d, out);
   comparability_lines(d, out);
-  return out;
+  return opts.wide ? out : fit_to_width(out, opts.width);
 }
 
 }  // namespace stepscope

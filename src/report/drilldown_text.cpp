@@ -2,19 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 
-namespace stepscope {
+#include "report/text_layout.hpp"
 
-std::string shorten_middle(std::string_view name, std::size_t width) {
-  if (width == 0 || name.size() <= width) return std::string(name);
-  if (width < 5) return std::string(name.substr(0, width));
-  // Two thirds for the head (the namespace, the kernel and its first template arguments), the
-  // rest for the tail (the last template arguments and the parameter list).
-  const std::size_t budget = width - 1;  // one column for the ellipsis
-  const std::size_t head = budget * 2 / 3, tail = budget - head;
-  return std::string(name.substr(0, head)) + "\xE2\x80\xA6" + std::string(name.substr(name.size() - tail));
-}
+namespace stepscope {
 
 namespace {
 
@@ -27,33 +20,63 @@ std::string stage_label(StageHint s) {
   return s == StageHint::None ? "" : kShort[static_cast<int>(s)];
 }
 
-// The name column takes what the terminal leaves after the figures (52 columns), at least 24.
-std::size_t name_width(const TextOptions& o) {
-  if (o.wide) return 0;
+// The name column takes what the terminal leaves after the indent and the figures (60 columns
+// with the stage and "*path", or the class and data type), at least 20; with --wide the longest
+// name shown, so the columns stay aligned.
+std::size_t name_width(const TextOptions& o, const std::vector<std::string>& names) {
+  if (o.wide) {
+    std::size_t longest = 0;
+    for (const auto& n : names) longest = std::max(longest, display_width(n));
+    return longest;
+  }
   const std::size_t columns = o.width ? o.width : 100;
-  return columns > 76 ? columns - 52 : 24;
+  return columns > 80 ? columns - 60 : 20;
+}
+
+// The first `top` rows' names, terminal-safe and shortened to tell them apart.
+template <class Rows>
+std::vector<std::string> shown_names(const Rows& rows, const TextOptions& o) {
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < rows.size() && k < o.top; ++k) names.push_back(terminal_safe(rows[k].name));
+  return o.wide ? names : shorten_distinct(names, name_width(o, names));
+}
+
+// fmt pads by code points, as the terminal shows them.
+std::string pad_right(const std::string& s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+
+// The table's title on the header line when it fits above the names, else on a line of its own.
+std::string table_title(const char* title, std::size_t width) {
+  if (display_width(title) <= width + 2) return pad_right(title, width + 2);
+  return std::string(title) + "\n  " + std::string(width + 2, ' ');
 }
 
 void render_operators(const OperatorView& v, const TextOptions& o, std::string& out) {
-  out += fmt::format("  {:<{}} {:>8} {:>8} {:>8} {:>6} {:>7}\n", "operators (by host self time; ms)", name_width(o) + 2, "self",
+  const std::vector<std::string> names = shown_names(v.rows, o);
+  const std::size_t width = std::max<std::size_t>(name_width(o, names), 8);
+  out += fmt::format("  {} {:>8} {:>8} {:>8} {:>6} {:>7}\n", table_title("operators (by host self time; ms)", width), "self",
                      "total", "gpu", "calls", "of step");
-  for (std::size_t k = 0; k < v.rows.size() && k < o.top; ++k) {
+  for (std::size_t k = 0; k < names.size(); ++k) {
     const OperatorRow& r = v.rows[k];
-    out += fmt::format("    {:<{}} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
-                       name_width(o),
-                       ms(r.host_self), ms(r.host_total), ms(r.gpu_total), r.calls, pct(r.step_share), stage_label(r.stage),
-                       r.on_critical_path ? " *path" : "");
+    std::string row = fmt::format("    {} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}", pad_right(names[k], width), ms(r.host_self),
+                                  ms(r.host_total), ms(r.gpu_total), r.calls, pct(r.step_share), stage_label(r.stage),
+                                  r.on_critical_path ? " *path" : "");
+    row.erase(row.find_last_not_of(' ') + 1);
+    out += row + "\n";
   }
 }
 
 void render_kernels(const KernelView& v, const TextOptions& o, std::string& out) {
-  out += fmt::format("  {:<{}} {:>8} {:>6} {:>8} {:>6}  {}\n", "kernels (by total time; ms)", name_width(o) + 2, "total", "share",
+  const std::vector<std::string> names = shown_names(v.rows, o);
+  const std::size_t width = std::max<std::size_t>(name_width(o, names), 8);
+  out += fmt::format("  {} {:>8} {:>6} {:>8} {:>6}  {}\n", table_title("kernels (by total time; ms)", width), "total", "share",
                      "mean", "calls", "class");
-  for (std::size_t k = 0; k < v.rows.size() && k < o.top; ++k) {
+  for (std::size_t k = 0; k < names.size(); ++k) {
     const KernelRow& r = v.rows[k];
-    out += fmt::format("    {:<{}} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", terminal_safe(shorten_middle(r.name, name_width(o))),
-                       name_width(o),
-                       ms(r.total), pct(r.share), r.mean / 1e6, r.calls, kernel_class_name(r.cls),
+    out += fmt::format("    {} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", pad_right(names[k], width), ms(r.total), pct(r.share),
+                       r.mean / 1e6, r.calls, kernel_class_name(r.cls),
                        r.dtype != DataType::Unknown ? std::string(" ") + data_type_name(r.dtype) : "");
   }
 }
@@ -70,8 +93,10 @@ void render_critical_path(const CriticalPath& cp, std::string& out) {
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cp_kind_name(static_cast<CpKind>(k)),
                          pct(static_cast<double>(t.duration) / static_cast<double>(cp.length)));
   }
-  out += fmt::format("  critical path of {}: {} ms: {}\n", cp.annotation.empty() ? "the trace" : terminal_safe(cp.annotation),
-                     ms(cp.length), parts);
+  // Its shares are of one step's longest dependency path (HTA's), not of the step's time as the
+  // partition and the verdict split it: a step can be 86% GPU compute and its path all host.
+  out += fmt::format("  critical path of {}: {} ms: {} (shares of the path, not of the step)\n",
+                     cp.annotation.empty() ? "the trace" : terminal_safe(cp.annotation), ms(cp.length), parts);
 }
 
 void render_sequences(const KernelSequences& s, const TextOptions& o, std::string& out) {
@@ -79,9 +104,11 @@ void render_sequences(const KernelSequences& s, const TextOptions& o, std::strin
   out += fmt::format("  kernel sequences under {} (fusion candidates):\n", terminal_safe(s.op));
   for (std::size_t k = 0; k < s.sequences.size() && k < 3; ++k) {
     const KernelSequence& q = s.sequences[k];
+    std::vector<std::string> pattern;
+    for (std::size_t n = 1; n < q.pattern.size(); ++n) pattern.push_back(terminal_safe(q.pattern[n]));
+    if (!o.wide) pattern = shorten_distinct(pattern, 28);
     std::string names;
-    for (std::size_t n = 1; n < q.pattern.size(); ++n)
-      names += (n > 1 ? ", " : "") + terminal_safe(shorten_middle(q.pattern[n], o.wide ? 0 : 28));
+    for (const auto& n : pattern) names += (names.empty() ? "" : ", ") + n;
     out += fmt::format("    {}x {} ms on the GPU: {}\n", q.count, ms(q.gpu_time), names);
   }
 }

@@ -5,25 +5,13 @@
 #include <cmath>
 #include <string_view>
 
+#include "report/gpu_summary.hpp"
+#include "report/text_layout.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
 
 namespace {
-
-constexpr std::size_t kNameWidth = 60;
-
-// Kernel names come from the trace: escaped for the terminal (stepscope/report.hpp) and shortened.
-std::string safe_name(std::string_view s) {
-  std::string out = terminal_safe(s.substr(0, kNameWidth));
-  if (out.size() > kNameWidth) {
-    out.resize(kNameWidth);
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();  // whole characters
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
-  }
-  if (out.size() >= kNameWidth || s.size() > kNameWidth) out += "...";
-  return out;
-}
 
 // Durations with a unit that keeps 3-4 significant digits.
 std::string dur(double ns) {
@@ -38,6 +26,13 @@ std::string dur(ns_t ns) { return dur(static_cast<double>(ns)); }
 
 std::string pct(double p, int places = 1) {
   return std::isfinite(p) ? fmt::format("{:.{}f}%", p, places) : std::string("n/a");
+}
+
+// The figures the page's GPU summary shows too (report/gpu_summary.hpp), on one line.
+void summary_line(const GpuTimeline& t, std::string& s) {
+  std::string line;
+  for (const GpuSummaryFigure& f : gpu_summary(t)) line += fmt::format("{}{} {}", line.empty() ? "" : "  ", f.label, f.value);
+  if (!line.empty()) s += fmt::format("  summary      {}\n", line);
 }
 
 void temporal_lines(const GpuTimeline& t, std::string& s) {
@@ -68,7 +63,9 @@ void overlap_lines(const GpuTimeline& t, std::string& s) {
                    pct(hta_percent(o.share, 2), 2), dur(o.communication));
 }
 
-void kernel_lines(const GpuTimeline& t, std::string& s) {
+// HTA's top kernels, as many as --top asks and HTA kept, named to tell them apart in the width
+// the figures leave (24 columns of them).
+void kernel_lines(const GpuTimeline& t, const TextOptions& o, std::string& s) {
   std::string types;
   int listed = 0;
   for (const auto& k : t.hta_kernels.types) {
@@ -77,12 +74,18 @@ void kernel_lines(const GpuTimeline& t, std::string& s) {
     types += fmt::format("{} {}", k.label, pct(hta_percent(k.share, 1)));
   }
   if (!types.empty()) s += fmt::format("  kernel types {}\n", types);
-  int shown = 0;
-  for (const auto& r : t.hta_kernels.top) {
-    if (r.others || shown == 5) continue;
-    s += fmt::format("    {:>10}  x{:<6} {}\n", dur(r.sum), r.count, safe_name(r.name));
-    ++shown;
-  }
+  std::vector<const HtaKernelRow*> rows;
+  std::vector<std::string> names;
+  for (const auto& r : t.hta_kernels.top)
+    if (!r.others && rows.size() < o.top) rows.push_back(&r), names.push_back(terminal_safe(r.name));
+  const std::size_t columns = o.width ? o.width : 100;
+  if (!o.wide) names = shorten_distinct(names, columns > 48 ? columns - 24 : 24);
+  // Where a kernel is in both, its time and count here can differ from the drill-down's: say why.
+  if (!rows.empty())
+    s += fmt::format("  top kernels  (HTA's definitions{}: counts can differ from the drill-down's, which counts every GPU "
+                     "record of the trace)\n", t.hta_load.last_step_dropped ? ", the last profiler step left out" : "");
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    s += fmt::format("    {:>10}  x{:<6} {}\n", dur(rows[k]->sum), rows[k]->count, names[k]);
 }
 
 void launch_lines(const GpuTimeline& t, std::string& s) {
@@ -105,11 +108,10 @@ void class_lines(const GpuTimeline& t, std::string& s) {
   if (!line.empty()) s += fmt::format("  classes      {}\n", line);
 }
 
-void sync_copy_lines(const GpuTimeline& t, std::string& s) {
+void sync_copy_lines(const GpuTimeline& t, const RankPartition* p, std::string& s) {
   const auto& y = t.syncs;
   if (y.count > 0)
-    s += fmt::format("  sync points  {} calls ({} per step), host blocked {}, GPU idle after {}\n", y.count,
-                     std::isfinite(y.per_step) ? fmt::format("{:.1f}", y.per_step) : "n/a", dur(y.host_blocked),
+    s += fmt::format("  sync points  {}, host blocked {}, GPU idle after {}\n", sync_calls_text(y, p), dur(y.host_blocked),
                      dur(y.gpu_idle_after));
   const auto& c = t.copies;
   if (c.count > 0)
@@ -124,10 +126,6 @@ void overhead_lines(const GpuTimeline& t, std::string& s) {
                      std::isfinite(l.mean_kernels_per_step) ? fmt::format("{:.0f}", l.mean_kernels_per_step) : "n/a",
                      dur(l.kernel_duration.median), pct(100 * l.short_kernel_share), dur(l.short_kernel),
                      dur(l.gaps.median));
-  const auto& o = t.occupancy;
-  if (o.available)
-    s += fmt::format("  occupancy    achieved {}  SM efficiency {}  (args on {} of kernel time)\n",
-                     pct(o.achieved_occupancy_pct), pct(o.sm_efficiency_pct), pct(100 * o.coverage));
   for (const auto& d : t.memory.devices) {
     // c10::DeviceType: 0 is the host, 1 CUDA (ROCm reports as CUDA too).
     std::string where = d.device_type == 0 ? "host" : d.device_type == 1 ? fmt::format("gpu {}", d.device_id)
@@ -140,18 +138,19 @@ void overhead_lines(const GpuTimeline& t, std::string& s) {
 
 }  // namespace
 
-std::string gpu_timeline_text(const GpuTimeline& t) {
+std::string gpu_timeline_text(const GpuTimeline& t, const TextOptions& o, const RankPartition* p) {
   std::string s = fmt::format("GPU timeline, rank {}", t.rank);
   if (!t.has_gpu_activity) return s + ": no GPU kernels, copies or memsets in the trace\n";
   s += t.hta_load.last_step_dropped ? " (HTA definitions; last profiler step left out, as HTA does)\n"
                                     : " (HTA definitions)\n";
+  summary_line(t, s);
   temporal_lines(t, s);
   idle_lines(t, s);
   overlap_lines(t, s);
-  kernel_lines(t, s);
+  kernel_lines(t, o, s);
   launch_lines(t, s);
   class_lines(t, s);
-  sync_copy_lines(t, s);
+  sync_copy_lines(t, p, s);
   overhead_lines(t, s);
   return s;
 }

@@ -4,9 +4,12 @@
 #include <string>
 
 #include "stepscope/gpu_timeline.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 
-std::string gpu_timeline_text(const GpuTimeline& t);
+// `o`: the width and --wide for kernel names, --top for HTA's top kernels (those it kept).
+// `p`, the rank's partition, gives the per-step figures the evidence shows (steady steps).
+std::string gpu_timeline_text(const GpuTimeline& t, const TextOptions& o = {}, const RankPartition* p = nullptr);
 
 }  // namespace stepscope

@@ -179,7 +179,7 @@ svg .grid{stroke:#eee;stroke-width:1}svg .axis{stroke:#999;stroke-width:1}
 svg text{font:11px system-ui,sans-serif;fill:#444}svg .tick{fill:#777}
 svg .p50{stroke:#555;stroke-dasharray:4 3;stroke-width:1}
 svg .line{fill:none;stroke:#1565c0;stroke-width:1.5}
-svg .spike{fill:#d32f2f}svg .warmup{fill:#fff;stroke:#999}
+svg .spike{fill:#d32f2f}svg .warmup{fill:#fff;stroke:#999}svg .off-scale{fill:#8a4b00;font-weight:600}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;margin:4px 0 8px;font-size:12.5px}
 .legend span{display:inline-flex;align-items:center;gap:5px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px}
@@ -218,6 +218,17 @@ std::string category_legend(const std::vector<bool>& present) {
   return out + "</div>";
 }
 
+namespace {
+
+// Above a bar or a dot cut at the top of the scale: an arrow and its real length.
+void off_scale_mark(std::string& out, double x, double ns, bool warmup) {
+  put(out, "<text class=\"off-scale\" x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\">\u2191<title>{}{} (off the scale, "
+           "which fits the steady steps)</title></text>",
+      x, kTop - 2, warmup ? "warm-up step: " : "", esc(ms(ns)));
+}
+
+}  // namespace
+
 std::string step_partition_svg(const RankPartition& p, const std::string& id, double ymax_ns) {
   constexpr double kHeight = 240;
   std::string out = svg_open(id, "step-partition", kHeight, fmt::format("step partition of rank {}", p.rank));
@@ -232,16 +243,20 @@ std::string step_partition_svg(const RankPartition& p, const std::string& id, do
     const double x = kLeft + bw * static_cast<double>(k);
     double y = kTop + plot_h;
     put(out, "<g class=\"bar{}\">", b.warmup ? " warm" : "");
+    double total = 0;
     for (int c = 0; c < kCategoryCount; ++c) {
       const double v = b.ns[static_cast<std::size_t>(c)];
       if (v <= 0) continue;
-      const double h = plot_h * v / ymax;
+      total += v;
+      // A bar past the top (a warm-up step of seconds beside steps of milliseconds) is cut there.
+      const double h = std::max(0.0, std::min(plot_h * v / ymax, y - kTop));
       y -= h;
       auto cat = static_cast<Category>(c);
       put(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"{}><title>{}: {} {}</title></rect>",
           x + gap / 2, y, std::max(0.5, bw - gap), h, category_color(cat), b.warmup ? " opacity=\"0.45\"" : "",
           esc(step_span(p.steps, b)), esc(category_label(cat)), esc(ms(v)));
     }
+    if (total > ymax) off_scale_mark(out, x + bw / 2, total, b.warmup);
     out += "</g>";
   }
   put(out, "<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", kLeft, kTop + plot_h,
@@ -285,6 +300,7 @@ std::string step_time_svg(const RankPartition& p, const Stability* s, const std:
     }
     put(out, "<circle class=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\"{}><title>{}</title></circle>", cls, px(i),
         py(static_cast<double>(st.duration())), spike ? 4.5 : 3, std::string_view(cls) == "pt" ? " fill=\"#1565c0\"" : "", esc(tip));
+    if (static_cast<double>(st.duration()) > ymax) off_scale_mark(out, px(i), static_cast<double>(st.duration()), st.warmup);
   }
   put(out, "<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", kLeft, kTop + plot_h,
       kWidth - kRight, kTop + plot_h);
@@ -405,10 +421,13 @@ std::string heatmap_svg(const Heatmap& h, const std::string& id) {
 }
 
 double max_step_ns(const AnalysisResult& r) {
-  double m = 0;
+  double steady = 0, any = 0;
   for (const auto& p : r.partitions)
-    for (const auto& s : p.steps) m = std::max(m, static_cast<double>(s.duration()));
-  return m;
+    for (const auto& s : p.steps) {
+      any = std::max(any, static_cast<double>(s.duration()));
+      if (!s.warmup) steady = std::max(steady, static_cast<double>(s.duration()));
+    }
+  return steady > 0 ? steady * kSteadyHeadroom : any;
 }
 
 }  // namespace stepscope::html

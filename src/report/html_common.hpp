@@ -70,7 +70,11 @@ struct Heatmap {
 };
 std::string heatmap_svg(const Heatmap& h, const std::string& id);
 
-// The largest step window of any rank (for shared scales).
+// The top of the step charts' scale, shared by every rank (and both runs of a diff): the largest
+// steady step with a little room above it, so that a warm-up step of seconds beside steps of
+// milliseconds does not flatten them (it is cut at the top and marked); the largest step when
+// every step is a warm-up step.
+constexpr double kSteadyHeadroom = 1.1;
 double max_step_ns(const AnalysisResult& r);
 
 }  // namespace stepscope::html

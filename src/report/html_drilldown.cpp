@@ -10,6 +10,7 @@
 #include "report/html_common.hpp"
 #include "report/html_sections.hpp"
 #include "report/sha256.hpp"
+#include "report/text_layout.hpp"
 
 namespace stepscope::html {
 namespace {
@@ -21,7 +22,23 @@ void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
 
 constexpr double kW = 1000, kPlotL = 110, kPlotR = 20, kPlotT = 12, kPlotB = 26;
 constexpr double kPathL = 160;  // the critical path's row labels ("communication 12.3%")
-constexpr std::size_t kMaxTableRows = 2000;  // the JSON and CSV hold every row
+// The page stays under 2 MB for any input: the operator and kernel tables share this many rows
+// among the ranks they show (at least kMinTableRows each), and a name past kMaxNameChars is cut
+// in the middle; the JSON and CSV hold every row and whole names.
+constexpr std::size_t kMaxTableRows = 600;
+constexpr std::size_t kMinTableRows = 50;
+constexpr std::size_t kMaxNameChars = 300;
+
+std::string name_cell(const std::string& name) {
+  return "<td class=\"name\">" + esc(shorten_to_columns(name, kMaxNameChars)) + "</td>";
+}
+
+// The last row of a table cut at `shown` of `total` rows.
+void more_rows(std::size_t shown, std::size_t total, int columns, std::string& out) {
+  if (total > shown)
+    put(out, "<tfoot><tr><td class=\"muted\" colspan=\"{}\">{} more rows: the JSON report and <code>--csv</code> hold them</td></tr></tfoot>",
+        columns, total - shown);
+}
 
 // A numeric cell sorts by `data-v`, its exact value; the text is for reading.
 std::string num_cell(double v, const std::string& text) {
@@ -33,15 +50,15 @@ std::string filter_box(const std::string& table_id, const char* what) {
                      table_id, what, what);
 }
 
-void operator_table(const OperatorView& v, const std::string& id, std::string& out) {
+void operator_table(const OperatorView& v, const std::string& id, std::size_t rows, std::string& out) {
   out += filter_box(id, "operators");
   put(out, "<div class=\"scroll\"><table class=\"sortable\" id=\"{}\"><thead><tr><th>op</th><th class=\"num\">calls</th><th class=\"num\">host self</th>"
            "<th class=\"num\">host total</th><th class=\"num\">GPU launched</th><th class=\"num\">kernels / call</th>"
            "<th class=\"num\">of step</th><th>stage</th><th>on path</th></tr></thead><tbody>", id);
-  for (std::size_t k = 0; k < v.rows.size() && k < kMaxTableRows; ++k) {
+  for (std::size_t k = 0; k < v.rows.size() && k < rows; ++k) {
     const OperatorRow& r = v.rows[k];
     const double step = std::isfinite(r.step_share) ? r.step_share : 0;
-    out += "<tr><td class=\"name\">" + esc(r.name) + "</td>";
+    out += "<tr>" + name_cell(r.name);
     out += num_cell(static_cast<double>(r.calls), std::to_string(r.calls));
     out += num_cell(static_cast<double>(r.host_self), ms(static_cast<double>(r.host_self)));
     out += num_cell(static_cast<double>(r.host_total), ms(static_cast<double>(r.host_total)));
@@ -50,26 +67,30 @@ void operator_table(const OperatorView& v, const std::string& id, std::string& o
     out += num_cell(step, std::isfinite(r.step_share) ? pct(r.step_share) : "");
     put(out, "<td>{}</td><td>{}</td></tr>", stage_hint_name(r.stage), r.on_critical_path ? "yes" : "");
   }
-  out += "</tbody></table></div>\n";
+  out += "</tbody>";
+  more_rows(rows, v.rows.size(), 9, out);
+  out += "</table></div>\n";
 }
 
-void kernel_table(const KernelView& v, const std::string& id, std::string& out) {
+void kernel_table(const KernelView& v, const std::string& id, std::size_t rows, std::string& out) {
   out += filter_box(id, "kernels");
   put(out, "<div class=\"scroll\"><table class=\"sortable\" id=\"{}\"><thead><tr><th>kernel</th><th>class</th><th>dtype</th><th class=\"num\">calls</th>"
            "<th class=\"num\">total</th><th class=\"num\">share</th><th class=\"num\">mean</th><th class=\"num\">max</th>"
            "<th>launched by</th></tr></thead><tbody>", id);
-  for (std::size_t k = 0; k < v.rows.size() && k < kMaxTableRows; ++k) {
+  for (std::size_t k = 0; k < v.rows.size() && k < rows; ++k) {
     const KernelRow& r = v.rows[k];
-    out += "<tr><td class=\"name\">" + esc(r.name) + "</td>";
+    out += "<tr>" + name_cell(r.name);
     put(out, "<td>{}</td><td>{}</td>", esc(kernel_class_name(r.cls)), r.dtype == DataType::Unknown ? "" : data_type_name(r.dtype));
     out += num_cell(static_cast<double>(r.calls), std::to_string(r.calls));
     out += num_cell(static_cast<double>(r.total), ms(static_cast<double>(r.total)));
     out += num_cell(std::isfinite(r.share) ? r.share : 0, pct(r.share));
     out += num_cell(r.mean, ms(r.mean));
     out += num_cell(static_cast<double>(r.max), ms(static_cast<double>(r.max)));
-    out += "<td class=\"name\">" + esc(r.launching_op) + "</td></tr>";
+    out += name_cell(r.launching_op) + "</tr>";
   }
-  out += "</tbody></table></div>\n";
+  out += "</tbody>";
+  more_rows(rows, v.rows.size(), 9, out);
+  out += "</table></div>\n";
 }
 
 // One or more series of (t, value) as step lines on a shared time axis, each a polyline.
@@ -153,6 +174,41 @@ const char* kind_color(CpKind k) {
   return kColors[static_cast<int>(k)];
 }
 
+// Edges of one kind drawn as one rectangle where they lie closer than the eye can tell apart.
+struct PathRun {
+  CpKind kind = CpKind::None;
+  double x0 = 0, x1 = 0;  // chart units from the plot's left edge
+  ns_t duration = 0;      // the edges' own time, gaps between them left out
+  std::size_t edges = 0;
+  std::string name;       // the edge's name when the run is one edge
+};
+
+// A gap narrower than this (chart units; the chart is 960 wide) joins two edges: a step of
+// 87,388 path edges (12 MB of rectangles) draws at most a few hundred per row.
+constexpr double kJoinGap = 1.5;
+
+// Example: on the host row, edges at x 10-10.2, 10.9-11.3 and 40-45 -> runs 10-11.3 (2 edges)
+// and 40-45 (1 edge).
+std::vector<PathRun> path_runs(const CriticalPath& cp, ns_t t0, double scale) {
+  std::vector<const CpPathEdge*> edges;
+  for (const CpPathEdge& e : cp.path)
+    if (e.duration > 0 && e.kind != CpKind::None) edges.push_back(&e);
+  std::sort(edges.begin(), edges.end(), [](const CpPathEdge* a, const CpPathEdge* b) {
+    return a->kind != b->kind ? a->kind < b->kind : a->begin_ts < b->begin_ts;
+  });
+  std::vector<PathRun> runs;
+  for (const CpPathEdge* e : edges) {
+    const double x0 = static_cast<double>(e->begin_ts - t0) * scale, x1 = static_cast<double>(e->end_ts - t0) * scale;
+    if (!runs.empty() && runs.back().kind == e->kind && x0 <= runs.back().x1 + kJoinGap) {
+      PathRun& r = runs.back();
+      r.x1 = std::max(r.x1, x1), r.duration += e->duration, ++r.edges;
+      continue;
+    }
+    runs.push_back({e->kind, x0, x1, e->duration, 1, e->name});
+  }
+  return runs;
+}
+
 // The path's edges on one row per kind, placed by time: where the step's time went, in order.
 void critical_path_timeline(const CriticalPath& cp, const std::string& id, std::string& out) {
   if (!cp.success) {
@@ -172,13 +228,13 @@ void critical_path_timeline(const CriticalPath& cp, const std::string& id, std::
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} {}</text>", kPathL - 4, kPlotT + row_h * k + 13,
         cp_kind_name(static_cast<CpKind>(k)), cp.length > 0 ? pct(static_cast<double>(t.duration) / static_cast<double>(cp.length)) : "");
   }
-  for (const CpPathEdge& e : cp.path) {
-    if (e.duration <= 0 || e.kind == CpKind::None) continue;
-    const double x = kPathL + static_cast<double>(e.begin_ts - t0) / span * (kW - kPathL - kPlotR);
-    const double w = std::max(0.5, static_cast<double>(e.end_ts - e.begin_ts) / span * (kW - kPathL - kPlotR));
-    put(out, "<rect class=\"edge\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>", x,
-        kPlotT + row_h * static_cast<int>(e.kind) + 2, w, row_h - 4, kind_color(e.kind), esc(e.name.empty() ? cp_kind_name(e.kind) : e.name),
-        esc(ms(static_cast<double>(e.duration))));
+  const double scale = (kW - kPathL - kPlotR) / span;
+  for (const PathRun& run : path_runs(cp, t0, scale)) {
+    const std::string what = run.edges == 1 ? esc(run.name.empty() ? cp_kind_name(run.kind) : run.name)
+                                            : fmt::format("{} {} edges", run.edges, cp_kind_name(run.kind));
+    put(out, "<rect class=\"edge\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>",
+        kPathL + run.x0, kPlotT + row_h * static_cast<int>(run.kind) + 2, std::max(0.5, run.x1 - run.x0), row_h - 4,
+        kind_color(run.kind), what, esc(ms(static_cast<double>(run.duration))));
   }
   out += "</svg>\n";
 }
@@ -226,6 +282,15 @@ const std::string& html_script() {
       });
     });
   });
+  document.querySelectorAll('select.rank-picker').forEach(function (pick) {
+    function show() {
+      document.querySelectorAll('section.rank-drilldown').forEach(function (s) {
+        s.hidden = s.getAttribute('data-rank') !== pick.value;
+      });
+    }
+    pick.addEventListener('change', show);
+    show();
+  });
   document.querySelectorAll('input.filter').forEach(function (box) {
     var table = document.getElementById(box.getAttribute('data-table'));
     box.addEventListener('input', function () {
@@ -246,27 +311,54 @@ std::string html_script_hash() {
   return "sha256-" + base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
-void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
-  if (o.compact || r.drilldowns.empty()) return;
-  const DrillDown& d = r.drilldowns.front();
-  out += fmt::format("<h{0} id=\"{1}drilldown\">Operators and kernels (rank {2})</h{0}>\n", o.heading, o.id_prefix, d.rank);
-  out += "<p class=\"muted\">Click a column to sort, type to search. The JSON report and <code>--csv</code> hold every row.</p>\n";
-  if (!d.operators.empty()) operator_table(d.operators.front(), o.id_prefix + "ops-table", out);
-  if (!d.kernels.rows.empty()) kernel_table(d.kernels, o.id_prefix + "kernels-table", out);
+namespace {
+
+// One rank's tables and charts; `prefix` keeps their ids apart from the other ranks'.
+void rank_drilldown(const DrillDown& d, const SectionOptions& o, const std::string& prefix, std::size_t rows, std::string& out) {
+  if (!d.operators.empty()) operator_table(d.operators.front(), prefix + "ops-table", rows, out);
+  if (!d.kernels.rows.empty()) kernel_table(d.kernels, prefix + "kernels-table", rows, out);
   sequences_table(d.sequences, out);
   out += fmt::format("<h{0}>Critical path</h{0}>\n", o.heading + 1);
-  critical_path_timeline(d.critical_path, o.id_prefix + "critical-path", out);
+  critical_path_timeline(d.critical_path, prefix + "critical-path", out);
   if (d.memory.available) {
     out += fmt::format("<h{0}>Memory over time</h{0}>\n", o.heading + 1);
-    memory_curve(d.memory, o.id_prefix + "memory-curve", out);
+    memory_curve(d.memory, prefix + "memory-curve", out);
   }
   if (d.queue_length.available) {
     out += fmt::format("<h{0}>Launch queue length</h{0}>\n", o.heading + 1);
-    queue_curve(d.queue_length, o.id_prefix + "queue-curve", out);
+    queue_curve(d.queue_length, prefix + "queue-curve", out);
   }
   if (d.memory_bandwidth.available) {
     out += fmt::format("<h{0}>Memory bandwidth</h{0}>\n", o.heading + 1);
-    bandwidth_curve(d.memory_bandwidth, o.id_prefix + "bandwidth-curve", out);
+    bandwidth_curve(d.memory_bandwidth, prefix + "bandwidth-curve", out);
+  }
+}
+
+// The ranks the picker offers: every rank with a drill-down (the listed ranks at scale).
+void rank_picker(const std::vector<DrillDown>& ranks, const SectionOptions& o, std::string& out) {
+  put(out, "<p><label for=\"{0}rank-picker\">Rank </label><select id=\"{0}rank-picker\" class=\"rank-picker\">", esc(o.id_prefix));
+  for (const DrillDown& d : ranks) put(out, "<option value=\"{0}\">rank {0}</option>", d.rank);
+  out += "</select> <span class=\"muted\">(without the page's script, every rank's tables follow one another)</span></p>\n";
+}
+
+}  // namespace
+
+// The first rank's elements keep the plain ids (ops-table, critical-path); the others' carry
+// their rank (r3-ops-table).
+void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  if (o.compact || r.drilldowns.empty()) return;
+  const bool several = r.drilldowns.size() > 1;
+  out += fmt::format("<h{0} id=\"{1}drilldown\">Operators and kernels{2}</h{0}>\n", o.heading, o.id_prefix,
+                     several ? "" : fmt::format(" (rank {})", r.drilldowns.front().rank));
+  out += "<p class=\"muted\">Click a column to sort, type to search. The JSON report and <code>--csv</code> hold every row.</p>\n";
+  if (several) rank_picker(r.drilldowns, o, out);
+  const std::size_t rows = std::max(kMinTableRows, kMaxTableRows / r.drilldowns.size());
+  for (std::size_t k = 0; k < r.drilldowns.size(); ++k) {
+    const DrillDown& d = r.drilldowns[k];
+    put(out, "<section class=\"rank-drilldown\" data-rank=\"{}\">\n", d.rank);
+    if (several) out += fmt::format("<h{0}>Rank {1}</h{0}>\n", o.heading + 1, d.rank);
+    rank_drilldown(d, o, k == 0 ? o.id_prefix : fmt::format("{}r{}-", o.id_prefix, d.rank), rows, out);
+    out += "</section>\n";
   }
 }
 

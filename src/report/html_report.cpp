@@ -9,6 +9,7 @@
 #include <map>
 
 #include "report/diagnosis_render.hpp"
+#include "report/gpu_summary.hpp"
 #include "report/html_common.hpp"
 #include "report/html_sections.hpp"
 #include "stepscope/diagnose.hpp"
@@ -318,7 +319,9 @@ void kernel_classes_chart(const AnalysisResult& r, const SectionOptions& o, std:
 }
 
 void top_kernels_table(const GpuTimeline& g, std::string& out) {
-  out += fmt::format("<details><summary>Top kernels of rank {} (HTA kernel breakdown)</summary>\n", g.rank);
+  out += fmt::format("<details><summary>Top kernels of rank {} (HTA kernel breakdown: HTA's definitions{}; counts can differ "
+                     "from the kernels table's, which counts every GPU record of the trace)</summary>\n",
+                     g.rank, g.hta_load.last_step_dropped ? ", the last profiler step left out" : "");
   out += "<table class=\"kernels\"><tr><th>kernel</th><th>type</th><th>class</th><th class=\"num\">total</th>"
          "<th class=\"num\">launches</th><th class=\"num\">mean</th></tr>";
   for (const auto& k : g.hta_kernels.top)
@@ -328,11 +331,11 @@ void top_kernels_table(const GpuTimeline& g, std::string& out) {
   out += "</table></details>\n";
 }
 
-void syncs_copies_table(const GpuTimeline& g, std::string& out) {
+void syncs_copies_table(const GpuTimeline& g, const RankPartition* p, std::string& out) {
   const auto& s = g.syncs;
-  put(out, "<p>rank {}: {} synchronising calls ({} per step), host blocked {}, GPU idle after them {}; {} copies ({} pageable) "
+  put(out, "<p>rank {}: synchronising calls: {}, host blocked {}, GPU idle after them {}; {} copies ({} pageable) "
            "taking {}; {} kernels per step (mean), {} of kernels shorter than {}.</p>\n",
-      g.rank, s.count, std::isfinite(s.per_step) ? fmt::format("{:.1f}", s.per_step) : "n/a", ms(static_cast<double>(s.host_blocked)),
+      g.rank, esc(sync_calls_text(s, p)), ms(static_cast<double>(s.host_blocked)),
       ms(static_cast<double>(s.gpu_idle_after)), g.copies.count, g.copies.pageable_count, ms(static_cast<double>(g.copies.time)),
       std::isfinite(g.launch_overhead.mean_kernels_per_step) ? fmt::format("{:.0f}", g.launch_overhead.mean_kernels_per_step) : "n/a",
       pct(g.launch_overhead.short_kernel_share), ms(static_cast<double>(g.launch_overhead.short_kernel)));
@@ -347,15 +350,42 @@ void syncs_copies_table(const GpuTimeline& g, std::string& out) {
   }
 }
 
+// The text's GPU summary line, one row per listed rank: the same figures from the same function.
+void gpu_summary_table(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+  std::vector<std::string> labels;
+  for (std::size_t i : listed_ranks(r, kListedRanks))
+    if (i < r.gpu_timelines.size())
+      for (const GpuSummaryFigure& f : gpu_summary(r.gpu_timelines[i]))
+        if (std::find(labels.begin(), labels.end(), f.label) == labels.end()) labels.push_back(f.label);
+  if (labels.empty()) return;
+  put(out, "<table class=\"gpu-summary\" id=\"{}\"><tr><th>rank</th>", esc(id(o, "gpu-summary")));
+  for (const auto& l : labels) put(out, "<th class=\"num\">{}</th>", esc(l));
+  out += "</tr>";
+  for (std::size_t i : listed_ranks(r, kListedRanks)) {
+    if (i >= r.gpu_timelines.size() || !r.gpu_timelines[i].has_gpu_activity) continue;
+    const auto figures = gpu_summary(r.gpu_timelines[i]);
+    put(out, "<tr><td>{}</td>", r.gpu_timelines[i].rank);
+    for (const auto& l : labels) {
+      const auto f = std::find_if(figures.begin(), figures.end(), [&](const GpuSummaryFigure& x) { return x.label == l; });
+      if (f == figures.end()) out += "<td class=\"num\">n/a</td>";
+      else put(out, "<td class=\"num\" title=\"{}\">{}</td>", esc(f->basis), esc(f->value));
+    }
+    out += "</tr>";
+  }
+  out += "</table>\n";
+}
+
 void gpu_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
   if (!any_gpu(r)) return;
   out += heading(o, 0, "GPU timeline", "gpu");
+  gpu_summary_table(r, o, out);
   gpu_idle_chart(r, o, out);
   kernel_classes_chart(r, o, out);
   if (o.compact) return;
-  for (const auto& g : r.gpu_timelines) {
+  for (std::size_t i = 0; i < r.gpu_timelines.size(); ++i) {
+    const GpuTimeline& g = r.gpu_timelines[i];
     if (!g.has_gpu_activity) continue;
-    syncs_copies_table(g, out);
+    syncs_copies_table(g, i < r.partitions.size() ? &r.partitions[i] : nullptr, out);
     top_kernels_table(g, out);
   }
 }
@@ -382,6 +412,17 @@ void evidence_section(const AnalysisResult& r, const SectionOptions& o, std::str
   out += "</ul>\n";
 }
 
+// The replay's prediction under the lever's basis: "predicted 2.20x (1.95x to 2.47x): 39.14 ms -> 17.78 ms".
+std::string prediction_html(const Lever& l) {
+  if (l.predicted_step_ns <= 0) return "";
+  std::string settings;
+  for (const auto& [value, speedup] : l.predicted_by_setting)
+    settings += fmt::format("{}{} &rarr; {:.2f}x", settings.empty() ? "; by setting: " : ", ", esc(value), speedup);
+  return fmt::format("<div class=\"muted\">predicted {:.2f}x ({:.2f}x to {:.2f}x): {} &rarr; {}{}{}</div>",
+                     l.predicted_speedup, l.predicted_speedup_lo, l.predicted_speedup_hi, ms(l.step_ns),
+                     ms(l.predicted_step_ns), l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
+}
+
 void lever_row(const Lever& l, std::size_t n, bool compact, std::string& out) {
   if (compact) {
     put(out, "<tr><td class=\"num\">{}</td><td><b>{}</b><div class=\"muted\">{}</div></td><td class=\"num\">{:.2f}x</td>"
@@ -394,7 +435,8 @@ void lever_row(const Lever& l, std::size_t n, bool compact, std::string& out) {
   if (!l.comparability.empty()) warn += "<div class=\"warn\">comparability: " + esc(l.comparability) + "</div>";
   put(out, "<tr><td class=\"num\">{}</td><td><b>{}</b><div class=\"muted\">{}</div></td><td><code>{}</code></td>"
            "<td class=\"num\">{:.2f}x</td><td class=\"num\">{} &rarr; {}</td><td>{}</td><td>{}{}</td></tr>",
-      n, esc(l.title), esc(l.targets), esc(l.knob), l.speedup, ms(l.step_ns), ms(l.step_ns - l.removable_ns), esc(l.basis),
+      n, esc(l.title), esc(l.targets), esc(l.knob), l.speedup, ms(l.step_ns), ms(l.step_ns - l.removable_ns),
+      esc(l.basis) + prediction_html(l),
       esc(l.risk), warn);
 }
 

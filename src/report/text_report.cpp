@@ -7,6 +7,7 @@
 #include "report/cuda_summary_render.hpp"
 #include "report/diagnosis_render.hpp"
 #include "report/gpu_timeline_text.hpp"
+#include "report/text_layout.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -142,7 +143,7 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, cons
     if (i >= r.gpu_timelines.size()) break;
     const GpuTimeline& g = r.gpu_timelines[i];
     if (!g.has_gpu_activity || (shown && !opts.verbose)) continue;
-    out += "\n" + gpu_timeline_text(g);
+    out += "\n" + gpu_timeline_text(g, opts, i < r.partitions.size() ? &r.partitions[i] : nullptr);
     shown = true;
   }
 }
@@ -186,28 +187,14 @@ void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, con
   for (std::size_t i : listed)
     if (i < r.cuda_summaries.size() && i < r.ranks.size())
     if (r.cuda_summaries[i].present && (opts.verbose || r.ranks[i].layout == "nsys sqlite"))
-      out += fmt::format("\nrank {} ", r.ranks[i].rank) + cuda_summary_text(r.cuda_summaries[i]);
+      out += fmt::format("\nrank {} ", r.ranks[i].rank) + cuda_summary_text(r.cuda_summaries[i], opts);
 }
 }  // namespace
 
 namespace {
 
-// Each rank's reading warnings, the same words on many ranks counted after `limit` of them.
-void rank_warnings(const AnalysisResult& r, std::size_t limit, std::string& out) {
-  std::map<std::string, std::size_t> seen;
-  for (const auto& s : r.ranks)
-    for (const auto& w : s.warnings)
-      if (limit == 0 || ++seen[w] <= limit) out += fmt::format("warning: rank {}: {}\n", s.rank, terminal_safe(w));
-  for (const auto& [w, n] : seen)
-    if (n > limit) out += fmt::format("warning: {} more ranks: {}\n", n - limit, terminal_safe(w));
-}
-
 std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
-  std::string out;
-  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
-  // --verbose shows them again in each rank's ingest section.
-  if (!opts.verbose) rank_warnings(r, opts.ranks, out);
-  out += report_detail::render_diagnosis_text(r, opts);
+  std::string out = report_detail::render_diagnosis_text(r, opts);
   const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
   render_gpu_timelines(r, opts, listed, out);
   render_drilldowns(r, opts, listed, out);
@@ -224,9 +211,27 @@ std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
 
 }  // namespace
 
+// Each rank's reading warnings, the same words on several ranks one line naming them
+// ("warning: ranks 0-7: 3 events ...").
+std::string render_warnings(const AnalysisResult& r) {
+  std::string out;
+  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
+  std::vector<std::pair<std::string, std::vector<int>>> grouped;
+  for (const auto& s : r.ranks)
+    for (const auto& w : s.warnings) {
+      auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == w; });
+      if (same == grouped.end()) grouped.push_back({w, {s.rank}});
+      else same->second.push_back(s.rank);
+    }
+  for (const auto& [w, ranks] : grouped)
+    out += fmt::format("warning: {}: {}\n", report_detail::rank_list(ranks), terminal_safe(w));
+  return out;
+}
+
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out = r.ranks.empty() && !r.memory_snapshots.empty() ? std::string() : render_plain(r, opts);
   for (const auto& m : r.memory_snapshots) out += (out.empty() ? "" : "\n") + memory::render_text(m);
+  if (!opts.wide) out = fit_to_width(out, opts.width);
   return opts.color ? colorize(out) : out;
 }
 

@@ -175,6 +175,85 @@ TEST(HtmlReport, SeveralRanksGetAHeatmapWithTheStragglerMarked) {
   }
 }
 
+// Picks rank 3 in the rank picker as a reader would and reports which ranks' tables show.
+const char* const kPickRank = R"JS(
+(async () => {
+  const pick = document.querySelector('select.rank-picker');
+  const visible = () => [...document.querySelectorAll('section.rank-drilldown')]
+      .filter(s => !s.hidden && s.offsetParent !== null).map(s => s.getAttribute('data-rank'));
+  const before = visible();
+  pick.value = '3';
+  pick.dispatchEvent(new Event('change'));
+  const table = document.getElementById('r3-ops-table');
+  return JSON.stringify({options: [...pick.options].map(o => o.value), before, after: visible(),
+                         rows: table ? table.tBodies[0].rows.length : -1,
+                         table_shown: table !== null && table.offsetParent !== null});
+})()
+)JS";
+
+TEST(HtmlReport, RankPickerShowsEveryRanksOperatorsAndKernels) {
+  const fs::path dir = fs::path(STEPSCOPE_FIXTURES_DIR) / "param/dlrm_8rank/kineto";
+  const Analysis a = run_pipeline({dir.string()});
+  ASSERT_EQ(a.result.drilldowns.size(), 8u);
+  setenv("STEPSCOPE_PAGE_ACTIONS", kPickRank, 1);
+  const std::string html = render_html(a.result);
+  const json r = render(html, "rank-picker");
+  unsetenv("STEPSCOPE_PAGE_ACTIONS");
+  expect_clean_load(r);
+  ASSERT_TRUE(r.contains("actions")) << r.dump().substr(0, 500);
+  const json& act = r["actions"];
+  EXPECT_EQ(act["options"], json({"0", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(act["before"], json({"0"}));  // the first rank until another is picked
+  EXPECT_EQ(act["after"], json({"3"}));
+  EXPECT_TRUE(act["table_shown"].get<bool>());
+  const DrillDown& rank3 = a.result.drilldowns.at(3);
+  EXPECT_EQ(act["rows"].get<std::size_t>(), std::min<std::size_t>(rank3.operators.at(0).rows.size(), 75));
+  // The GPU summary: a row per rank, with the figures the text's summary line shows.
+  const std::string text = r["dom"]["text"];
+  EXPECT_NE(text.find("SM efficiency"), std::string::npos);
+  EXPECT_NE(text.find("utilisation"), std::string::npos);
+  EXPECT_LT(html.size(), 2u << 20);
+}
+
+// A warm-up step hundreds of times the steady ones (a cold first iteration): the step charts are scaled
+// to the steady steps, which fill most of the plot's height, and the warm-up step is marked off
+// the scale.
+const char* const kSteadyHeight = R"JS(
+(async () => {
+  const out = {};
+  for (const id of ['step-time-r0', 'step-partition-r0']) {
+    const svg = document.getElementById(id);
+    const axis = [...svg.querySelectorAll('line.axis')].pop().getBBox().y;
+    const ticks = [...svg.querySelectorAll('line.grid')].map(l => l.getBBox().y);
+    const top = Math.min(...ticks);
+    const steady = id === 'step-time-r0'
+        ? [...svg.querySelectorAll('circle:not(.warmup)')].map(c => c.getBBox().y + c.getBBox().height / 2)
+        : [...svg.querySelectorAll('g.bar:not(.warm)')].map(g => g.getBBox().y);
+    out[id] = {fill: (axis - Math.min(...steady)) / (axis - top), marks: svg.querySelectorAll('text.off-scale').length};
+  }
+  return JSON.stringify(out);
+})()
+)JS";
+
+TEST(HtmlReport, SteadyStepsFillMostOfTheChartsHeight) {
+  // A recorded run whose first step (1.9 s, a cold start) is warm-up beside 5 ms steady steps.
+  const Analysis a = run_pipeline({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/cold_start.pt.trace.json.gz"});
+  const RankPartition& p = a.result.partitions.at(0);
+  double warm = 0, steady = 0;
+  for (const auto& s : p.steps) (s.warmup ? warm : steady) = std::max(s.warmup ? warm : steady, static_cast<double>(s.duration()));
+  ASSERT_GT(warm, 3 * steady) << "the scenario needs a long warm-up step";
+  setenv("STEPSCOPE_PAGE_ACTIONS", kSteadyHeight, 1);
+  const json r = render(render_html(a.result), "steady-scale");
+  unsetenv("STEPSCOPE_PAGE_ACTIONS");
+  expect_clean_load(r);
+  ASSERT_TRUE(r.contains("actions")) << r.dump().substr(0, 500);
+  for (const char* id : {"step-time-r0", "step-partition-r0"}) {
+    const json& c = r["actions"][id];
+    EXPECT_GT(c["fill"].get<double>(), 0.8) << id;  // the largest steady step at 1/1.1 of the plot
+    EXPECT_GE(c["marks"].get<int>(), 1) << id;
+  }
+}
+
 TEST(HtmlReport, CpuOnlyTraceHasNoGpuSection) {
   const Analysis a = run_pipeline({std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz"});
   const json r = render(render_html(a.result), "report-cpu");

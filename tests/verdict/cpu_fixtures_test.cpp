@@ -57,11 +57,11 @@ TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
   const AnalysisResult r = cpu_fixture("d_checkpoint_every_3rd_step");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SideWork);
   const Stability& s = r.stability.at(0);
-  // Ground truth: torch.save at ProfilerStep#2 and #5 (128-129 ms vs 4-5 ms).
+  // Ground truth: torch.save at ProfilerStep#2 and #5 (128-129 ms vs 4-5 ms): two of the four
+  // steady steps, too many to be spikes (at most a quarter can be); the period names them.
   EXPECT_TRUE(s.bursty);
-  ASSERT_EQ(s.spikes.size(), 2u);
-  EXPECT_EQ(s.spikes[0].step, 2);
-  EXPECT_EQ(s.spikes[1].step, 5);
+  EXPECT_TRUE(s.spikes.empty());
+  EXPECT_EQ(s.period.occurrences, 2u);
   EXPECT_EQ(s.period.every, 3);
   EXPECT_EQ(s.period.kind, PeriodKind::Checkpoint);
   EXPECT_EQ(r.diagnosis.levers.front().id, "async_checkpoint");

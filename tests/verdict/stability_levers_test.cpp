@@ -72,6 +72,58 @@ TEST(Stability, SpikeEveryFourthStepNamesTheCategoryThatGrew) {
   EXPECT_TRUE(s.bursty);
 }
 
+// Spikes are robust outliers over the median and the upper quartile: a run whose steps spread out
+// evenly has none, and however the durations fall, at most a quarter of the steps can be spikes.
+TEST(Stability, SpreadOutStepsAreNoSpikesAndAtMostAMinoritySpikes) {
+  std::vector<StepPartition> spread{step(0, 400)};
+  for (int n = 1; n <= 29; ++n) spread.push_back(step(n, 160 + (n * 37 % 29) * 2.5));  // 160..230 ms
+  const Stability even = compute_stability(rank_of(0, spread));
+  EXPECT_TRUE(even.spikes.empty()) << even.spikes.size() << " spikes";
+  // Durations drawn every way round: never more than a quarter of the steps spike.
+  for (int levels : {2, 3, 5}) {
+    for (int steps : {4, 7, 29}) {
+      std::vector<StepPartition> mixed{step(0, 400)};
+      for (int n = 1; n <= steps; ++n) mixed.push_back(step(n, 100.0 * (1 + (n * 7 % levels))));
+      const Stability st = compute_stability(rank_of(0, mixed));
+      EXPECT_LE(4 * st.spikes.size(), st.steps) << levels << " levels, " << steps << " steps";
+    }
+  }
+  // One outlier among steady steps is still a spike, with its excess over the quiet step.
+  std::vector<StepPartition> one{step(0, 400)};
+  for (int n = 1; n <= 12; ++n) one.push_back(n == 7 ? step(n, 40, Category::SideWork, 30) : step(n, 40 + (n % 3)));
+  const Stability s = compute_stability(rank_of(0, one));
+  ASSERT_EQ(s.spikes.size(), 1u);
+  EXPECT_EQ(s.spikes[0].step, 7);
+  EXPECT_EQ(s.spikes[0].grew, Category::SideWork);
+}
+
+// The ResNet run of 29 steady steps: half of them wait on the loader (150-171 ms, then 279-827
+// ms). A slow mode, bursty, not 14 spikes; the few far above the slow steps are still named.
+TEST(Stability, ASlowModeIsNoListOfSpikes) {
+  PipelineOptions o;
+  o.ingest.jobs = 1;
+  const AnalysisResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/param/resnet_kineto.json.gz"}, o).result;
+  const Stability& s = r.stability.at(0);
+  ASSERT_EQ(s.steps, 29u);
+  EXPECT_TRUE(s.bursty);
+  EXPECT_LE(4 * s.spikes.size(), s.steps) << s.spikes.size() << " spikes";
+  for (const Spike& k : s.spikes) EXPECT_GT(static_cast<double>(k.duration), 1.25 * s.p50_ns);
+}
+
+// Generated runs of 30 steps whose durations jitter 10% (per step and per kernel): steady runs
+// with no planted stall, of which no more than a small minority of steps may be spikes.
+TEST(Stability, JitteredGeneratedRunsHaveFewSpikes) {
+  for (const char* scenario : {"healthy", "launch-bound", "input-bound"}) {
+    for (int seed : {1, 2, 3}) {
+      const auto run = test::analyze_generated(scenario, fmt::format("--steps 30 --jitter 0.10 --seed {}", seed));
+      for (const Stability& st : run.result.stability) {
+        ASSERT_GE(st.steps, 20u) << scenario;
+        EXPECT_LE(st.spikes.size(), 2u) << scenario << " seed " << seed << ": " << st.spikes.size() << " of " << st.steps;
+      }
+    }
+  }
+}
+
 TEST(Stability, LongRecurringWaitIsAnEpochBoundary) {
   std::vector<StepPartition> steps{step(0, 40)};
   for (int n = 1; n <= 15; ++n) steps.push_back(n % 5 == 0 ? step(n, 40, Category::BatchWait, 400) : step(n, 40));
