@@ -24,6 +24,8 @@ struct DiffArgs {
   int jobs = 0;
   bool verbose = false;
   bool quiet = false;
+  bool wide = false;
+  std::size_t top = 10;
   std::vector<std::string> stages;
   int bootstrap = 2000;
   std::string step_range;
@@ -103,6 +105,8 @@ int run_diff(const DiffArgs& a) {
   if (!goes_to_stdout(a.json_out) && !goes_to_stdout(a.html_out)) {
     TextOptions t;
     t.verbose = a.verbose;
+    t.wide = a.wide;
+    t.top = a.top;
     t.width = report_columns();
     write_stdout(render_diff_text(d, t));
   }
@@ -139,6 +143,8 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
       ->type_name("PCT")
       ->check(kNonNegative);
   cmd->add_flag("-v,--verbose", args->verbose, "Every category and every changed kernel");
+  cmd->add_option("--top", args->top, "Rows of the table of kernels that changed (default: 10)")->check(CLI::Range(1, 100000));
+  cmd->add_flag("--wide", args->wide, "Show whole kernel names instead of shortening them in the middle");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_diff(*args); };
 }}};

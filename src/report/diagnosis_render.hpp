@@ -25,5 +25,15 @@ nlohmann::json clock_alignment_json(const ClockAlignment& c);
 std::string clock_alignment_sentence(const ClockAlignment& c);
 // Ranks as runs of consecutive numbers: "rank 3", "ranks 0-7", "ranks 0,2,5-7".
 std::string rank_list(std::vector<int> ranks);
+// The reading warnings, the job's and then each rank's, the same words on several ranks one entry
+// naming them: "ranks 0-7: 3 events past 2^62 ns skipped". Unescaped: each sink escapes.
+std::vector<std::string> reading_warnings(const AnalysisResult& r);
+// The trust warnings that limit the analysis (info ones only when `verbose`), one per wording:
+// the same code, text and advice on ranks 0-7 is one group naming the eight ranks.
+struct TrustGroup {
+  const TrustWarning* first;
+  std::vector<int> ranks;
+};
+std::vector<TrustGroup> trust_groups(const Trust& t, bool verbose);
 
 }  // namespace stepscope::report_detail

@@ -20,6 +20,19 @@ std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
 
 }  // namespace
 
+std::vector<TrustGroup> trust_groups(const Trust& t, bool verbose) {
+  std::vector<TrustGroup> groups;
+  for (const auto& w : t.warnings) {
+    if (w.severity == TrustSeverity::Info && !verbose) continue;
+    const auto same = std::find_if(groups.begin(), groups.end(), [&](const TrustGroup& g) {
+      return g.first->code == w.code && g.first->text == w.text && g.first->advice == w.advice;
+    });
+    if (same != groups.end()) same->ranks.push_back(w.rank);
+    else groups.push_back({&w, {w.rank}});
+  }
+  return groups;
+}
+
 // Ranks as runs of consecutive numbers: {0..7} -> "ranks 0-7", {0, 2, 5, 6, 7} -> "ranks 0,2,5-7",
 // {3} -> "rank 3". Past 8 runs the rest are counted: "ranks 0-3,8,...(+12 more)".
 std::string rank_list(std::vector<int> ranks) {
@@ -293,23 +306,11 @@ void step_table(const RankPartition& p, std::string& out) {
 // steady-state step: ..."); past `limit` differently worded warnings of one code, the rest are
 // counted, not repeated.
 void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& out) {
-  struct Group {
-    const TrustWarning* first;
-    std::vector<int> ranks;
-  };
-  std::vector<Group> groups;
-  for (const auto& w : t.warnings) {
-    if (w.severity == TrustSeverity::Info && !verbose) continue;
-    const auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.first->code == w.code && g.first->text == w.text && g.first->advice == w.advice;
-    });
-    if (same != groups.end()) same->ranks.push_back(w.rank);
-    else groups.push_back({&w, {w.rank}});
-  }
+  const std::vector<TrustGroup> groups = trust_groups(t, verbose);
   if (groups.empty()) return;
   out += "\ntrust (what limits this analysis):\n";
   std::map<std::string, std::size_t> seen;
-  for (const Group& g : groups) {
+  for (const TrustGroup& g : groups) {
     const TrustWarning& w = *g.first;
     if (limit != 0 && ++seen[w.code] > limit) continue;
     out += fmt::format("  ! [{}] {}: {}\n", w.code, rank_list(g.ranks), terminal_safe(w.text));

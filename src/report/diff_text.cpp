@@ -52,17 +52,22 @@ void partition_table(const DiffResult& d, bool verbose, std::string& out) {
                      d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
 }
 
-// The kernel column is last, after 68 columns of figures: names fill what the width leaves (at
-// least 24), shortened to tell them apart; whole under --wide or --verbose.
+// The kernel column is last, after 68 columns of figures: names fill what the width leaves,
+// shortened to tell them apart (whole under --wide or --verbose). Where that is under 24 columns
+// (an 80-column terminal), each name goes on a line of its own below its figures.
+constexpr std::size_t kFigureColumns = 68, kMinNameColumns = 24;
+
 void kernel_rows(const std::vector<KernelChange>& rows, std::size_t shown, const TextOptions& o, std::string& out) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < shown; ++i) names.push_back(terminal_safe(rows[i].name));
   const std::size_t columns = o.width ? o.width : 100;
-  if (!o.wide && !o.verbose) names = shorten_distinct(names, columns > 92 ? columns - 68 : 24);
+  const bool below = !o.wide && !o.verbose && columns < kFigureColumns + kMinNameColumns;
+  if (!o.wide && !o.verbose) names = shorten_distinct(names, below ? columns - 4 : columns - kFigureColumns);
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelChange& k = rows[i];
-    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}  {}\n", change_kind_name(k.kind), ms(k.base_ns),
-                       ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count), names[i]);
+    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}{}{}\n", change_kind_name(k.kind), ms(k.base_ns),
+                       ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count),
+                       below ? "\n    " : "  ", names[i]);
   }
 }
 

@@ -56,11 +56,23 @@ void verdict_section(const AnalysisResult& r, const SectionOptions& o, std::stri
   out += "</ul>\n";
 }
 
+// What limits the analysis, as the text says it after the verdict: one line per wording, naming
+// its ranks.
+void trust_section(const AnalysisResult& r, std::string& out) {
+  const auto groups = report_detail::trust_groups(r.trust, false);
+  if (groups.empty()) return;
+  out += "<p class=\"warn\">What limits this analysis:</p><ul class=\"warn trust\">";
+  for (const auto& g : groups) {
+    put(out, "<li>[{}] {}: {}", esc(g.first->code), esc(report_detail::rank_list(g.ranks)), esc(g.first->text));
+    if (!g.first->advice.empty()) put(out, "<br><span class=\"muted\">record instead: {}</span>", esc(g.first->advice));
+    out += "</li>";
+  }
+  out += "</ul>\n";
+}
+
 void warnings_section(const AnalysisResult& r, std::string& out) {
-  std::vector<std::string> lines;
-  for (const auto& w : r.warnings) lines.push_back(w);
-  for (const auto& s : r.ranks)
-    for (const auto& w : s.warnings) lines.push_back(fmt::format("rank {}: {}", s.rank, w));
+  trust_section(r, out);
+  const std::vector<std::string> lines = report_detail::reading_warnings(r);
   if (lines.empty()) return;
   out += "<ul class=\"warn\">";
   for (const auto& l : lines) put(out, "<li>warning: {}</li>", esc(l));

@@ -215,7 +215,14 @@ std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
 // ("warning: ranks 0-7: 3 events ...").
 std::string render_warnings(const AnalysisResult& r) {
   std::string out;
-  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", terminal_safe(w));
+  for (const auto& w : report_detail::reading_warnings(r)) out += fmt::format("warning: {}\n", terminal_safe(w));
+  return out;
+}
+
+namespace report_detail {
+
+std::vector<std::string> reading_warnings(const AnalysisResult& r) {
+  std::vector<std::string> out = r.warnings;
   std::vector<std::pair<std::string, std::vector<int>>> grouped;
   for (const auto& s : r.ranks)
     for (const auto& w : s.warnings) {
@@ -223,10 +230,11 @@ std::string render_warnings(const AnalysisResult& r) {
       if (same == grouped.end()) grouped.push_back({w, {s.rank}});
       else same->second.push_back(s.rank);
     }
-  for (const auto& [w, ranks] : grouped)
-    out += fmt::format("warning: {}: {}\n", report_detail::rank_list(ranks), terminal_safe(w));
+  for (const auto& [w, ranks] : grouped) out.push_back(fmt::format("{}: {}", rank_list(ranks), w));
   return out;
 }
+
+}  // namespace report_detail
 
 std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
   std::string out = r.ranks.empty() && !r.memory_snapshots.empty() ? std::string() : render_plain(r, opts);

@@ -213,6 +213,10 @@ TEST(HtmlReport, RankPickerShowsEveryRanksOperatorsAndKernels) {
   EXPECT_NE(text.find("SM efficiency"), std::string::npos);
   EXPECT_NE(text.find("utilisation"), std::string::npos);
   EXPECT_LT(html.size(), 2u << 20);
+  // Eight ranks of one step each: one trust line naming them all, as the text has it.
+  const std::string one_step = "[one_step] ranks 0-7: one steady-state step";
+  EXPECT_NE(text.find(one_step), std::string::npos) << text.substr(0, 2000);
+  EXPECT_EQ(text.find(one_step, text.find(one_step) + 1), std::string::npos);
 }
 
 // A warm-up step hundreds of times the steady ones (a cold first iteration): the step charts are scaled

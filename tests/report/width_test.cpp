@@ -45,12 +45,16 @@ std::vector<std::string> fixture_inputs() {
 }
 
 // The name cells of each table of shortened names: the drill-down's operators and kernels
-// (the name, then the figures) and HTA's top kernels (the figures, then the name).
+// (the name, then the figures), HTA's top kernels and diff's kernels that changed (the figures,
+// then the name).
 std::vector<std::vector<std::string>> name_tables(const std::vector<std::string>& lines) {
   static const std::regex kLeading(R"(^    (\S.*?) +-?[0-9][0-9.]* +-?[0-9][0-9.]*%? .*$)");
   static const std::regex kTrailing(R"(^    +[0-9.]+ [a-z]+  x[0-9]+ +(.*)$)");
+  static const std::regex kChanged(R"(^  [a-z]+ +\S+ \S+ +\S+ \S+ +\S+ \S+ +\S+ +\S+  (.*)$)");
+  static const std::regex kChangedFigures(R"(^  [a-z]+ +\S+ \S+ +\S+ \S+ +\S+ \S+ +\S+ +\S+$)");
+  static const std::regex kNameBelow(R"(^    (\S.*)$)");
   std::vector<std::vector<std::string>> tables;
-  enum { None, Leading, Trailing } in = None;
+  enum { None, Leading, Trailing, Changed } in = None;
   for (const auto& line : lines) {
     if (line.starts_with("  operators (") || line.starts_with("  kernels (")) {
       in = Leading, tables.emplace_back();
@@ -60,8 +64,20 @@ std::vector<std::vector<std::string>> name_tables(const std::vector<std::string>
       in = Trailing, tables.emplace_back();
       continue;
     }
+    if (line.starts_with("kernels that changed")) {
+      in = Changed, tables.emplace_back();
+      continue;
+    }
+    if (in == Changed && tables.back().empty() && line.find(" base ") != std::string::npos) continue;  // column names
+    // Narrow: the figures, then the name on a line of its own.
+    if (in == Changed && std::regex_match(line, kChangedFigures)) continue;
+    std::smatch below;
+    if (in == Changed && std::regex_match(line, below, kNameBelow)) {
+      tables.back().push_back(below[1]);
+      continue;
+    }
     std::smatch m;
-    if (in != None && std::regex_match(line, m, in == Leading ? kLeading : kTrailing)) {
+    if (in != None && std::regex_match(line, m, in == Leading ? kLeading : in == Trailing ? kTrailing : kChanged)) {
       tables.back().push_back(m[1]);
       continue;
     }
@@ -118,6 +134,7 @@ namespace {
 
 // The other text reports: diff (the added and removed kernels of two runs), plan, triage.
 TEST(Width, DiffPlanAndTriageFitEightyAndTwoHundredColumns) {
+  std::size_t names = 0;
   const std::string fixtures = STEPSCOPE_FIXTURES_DIR;
   const std::string monitor = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/monitor/";
   const std::vector<std::string> commands{
@@ -130,8 +147,9 @@ TEST(Width, DiffPlanAndTriageFitEightyAndTwoHundredColumns) {
     for (std::size_t width : {80, 200}) {
       const CliRun r = cli_shell(stepscope_at(width, args));
       EXPECT_EQ(r.rc, 0) << args << "\n" << r.output;
-      expect_fits(args + " at " + std::to_string(width), r.output, width);
+      names += expect_fits(args + " at " + std::to_string(width), r.output, width);
     }
+  EXPECT_GE(names, 20u);  // diff's kernels that changed, at both widths
 }
 
 // --wide keeps whole names and the figures still line up: each row's "self" figure ends where
