@@ -74,6 +74,7 @@ struct Lever {
   double predicted_speedup_lo = 1, predicted_speedup_hi = 1;
   std::vector<std::pair<std::string, double>> predicted_by_setting;
   bool predicted_replayed = false;
+  double predicted_uncertainty = 0;  // the lever's own relative uncertainty on its gain
   std::string prediction_basis;  // the physics of the prediction, in words
 };
 

@@ -39,9 +39,9 @@ const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
       "  syncs=none              the host no longer waits in synchronising calls\n"
       "  workers=N               N data loader workers\n"
       "  copies=pinned | copies=side-stream\n"
-      "\nExamples:\n  stepscope whatif run.pt.trace.json.gz\n"
-      "  stepscope whatif run/ --set 'kernels:gemm=0.5x' --set comm=overlap\n"
-      "  stepscope whatif run.pt.trace.json.gz --set batch_wait=0 --json -");
+      "\nExamples:\n  stepscope whatif trace.json.gz\n"
+      "  stepscope whatif tb_logs --set 'kernels:gemm=0.5x' --set comm=overlap\n"
+      "  stepscope whatif trace.json.gz --set batch_wait=0 --steps 10000 --gpu-hour-cost 2.5 --json -");
   cmd->add_option("TRACE", args->paths, "Trace files or directories of per-rank traces")->required()->type_name("PATH");
   cmd->add_option("--set", args->sets, "A change to replay (see below); repeatable")->type_name("CHANGE");
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");

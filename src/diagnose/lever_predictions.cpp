@@ -103,9 +103,11 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   l.predicted_speedup = std::min(j.step / j.predicted, std::max(amdahl_limit(l), l.speedup));
   l.predicted_step_ns = l.step_ns / l.predicted_speedup;
   l.predicted_by_setting = j.by_setting;
+  l.predicted_uncertainty = j.uncertainty;
   set_interval(l, j.uncertainty, error);
   // Still offered (its signature is in the trace) but ranked by the prediction, and saying so.
-  if (l.applies && l.predicted_speedup < 1 + kMinPredictedGain)
+  constexpr std::string_view kNoGain = "the replay predicts ";
+  if (l.applies && l.predicted_speedup < 1 + kMinPredictedGain && l.basis.rfind(kNoGain, 0) != 0)
     l.basis = fmt::format("the replay predicts {:.2f}x: the time it acts on does not hold the step up; {}",
                           l.predicted_speedup, l.basis);
 }

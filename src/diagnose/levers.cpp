@@ -600,10 +600,12 @@ constexpr double kBoundOnlyWeight = 0.5;
 constexpr double kOnBoundShare = 0.6;
 
 void order_levers(std::vector<Lever>& levers, Bound bound) {
-  // The replay's predicted saving; a lever no graph change models has only its bound, which the
-  // recorded before/after pairs found 2-6x over what the change gave: it counts half.
+  // The replay's predicted saving, discounted by half its own uncertainty; a lever no graph change
+  // models has only its bound, which the recorded before/after pairs found 2-6x over what the
+  // change gave: it counts half.
   auto score = [](const Lever& l) {
-    if (l.predicted_step_ns > 0 && l.predicted_replayed) return (l.step_ns - l.predicted_step_ns) * l.certainty;
+    if (l.predicted_step_ns > 0 && l.predicted_replayed)
+      return (l.step_ns - l.predicted_step_ns) * l.certainty * (1 - l.predicted_uncertainty / 2);
     return l.removable_ns * l.certainty * kBoundOnlyWeight;
   };
   std::stable_sort(levers.begin(), levers.end(), [&](const Lever& a, const Lever& b) {

@@ -111,7 +111,7 @@ Prediction custom_prediction(const Context& c, const std::vector<Change>& change
   Prediction p;
   p.id = "whatif";
   p.modelled = true;
-  Scenario s = base_scenario(c.g);
+  Scenario s = c.base;
   for (const Change& ch : changes) {
     apply(c, ch, s);
     p.basis += (p.basis.empty() ? "" : ", ") + ch.text;

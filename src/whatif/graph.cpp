@@ -24,18 +24,24 @@ constexpr ns_t kLaunchSpread = 3;
 constexpr ns_t kSyncOwn = 5'000;
 // A launch call longer than this (and kLaunchSpread times the usual one) waited for queue room.
 constexpr ns_t kQueueWait = 20'000;
-// A copy call that lasts past its copy's end and longer than this held the host (a pageable copy).
+// A copy call longer than this that overlaps 4/5 of its copy held the host (a pageable copy).
 constexpr ns_t kBlockingCall = 10'000;
+constexpr ns_t kHeldShare = 5;
 
 bool in_window(ns_t ts, ns_t lo, ns_t hi) { return ts >= lo && ts < hi; }
 
-// The steps the graph replays: from the first steady step to the last (all when none is steady).
+// At most this many steps are replayed: a steady state shows in a few, and the graph's memory and
+// every lever's replay grow with the steps (a 2 GB trace holds hundreds).
+constexpr std::size_t kMaxReplayedSteps = 8;
+
+// The steps the graph replays: from the first steady step on (all when none is steady), at most
+// kMaxReplayedSteps of them.
 std::pair<std::size_t, std::size_t> replayed_steps(const RankPartition& p) {
   std::size_t first = p.steps.size(), last = 0;
   for (std::size_t i = 0; i < p.steps.size(); ++i)
     if (!p.steps[i].warmup) first = std::min(first, i), last = i;
-  if (first == p.steps.size()) return {0, p.steps.size()};
-  return {first, last + 1};
+  if (first == p.steps.size()) first = 0, last = p.steps.size() - 1;
+  return {first, std::min(last + 1, first + kMaxReplayedSteps)};
 }
 
 struct Candidate {
@@ -102,6 +108,7 @@ class Builder {
     link_syncs();
     link_queue_waits();
     mark_steps();
+    order_visits(g_);
     return std::move(g_);
   }
 
@@ -118,7 +125,9 @@ class Builder {
 
   void collect_atoms() {
     for (std::size_t k = 0; k < t_.host_tracks.size() && k < f_.track_role.size(); ++k) {
-      const bool main = static_cast<int>(k) == f_.main_track;
+      // The loader's own thread (where the trace puts the loader's __next__ apart from the loop's)
+      // joins the loop's threads: its waits are the loop's.
+      const bool main = static_cast<int>(k) == f_.main_track || f_.track_role[k] == ThreadRole::Loader;
       if (!main && f_.track_role[k] != ThreadRole::Autograd) continue;
       for (const Candidate& c : thread_atoms(t_, f_, t_.host_tracks[k], main, lo_, hi_)) {
         add_atom(c.event, t_.events.ts[c.event], t_.events.dur[c.event], c.kind, main);
@@ -361,15 +370,21 @@ class Builder {
       Atom& atom = g_.atoms[a];
       for (std::int32_t o : launched[a]) last[static_cast<std::size_t>(g_.ops[static_cast<std::size_t>(o)].stream)] = o;
       const ns_t end = atom.ts + atom.dur;
+      ns_t best_end = std::numeric_limits<ns_t>::min();
+      // A copy call that held the host through most of its copy (a pageable copy) waits for it.
       if (atom.kind == AtomKind::Launch && atom.dur > kBlockingCall)
         for (std::int32_t o : launched[a]) {
           const Op& op = g_.ops[static_cast<std::size_t>(o)];
-          if (op.kind == OpKind::Copy && op.ts + op.dur <= end + kTouch && op.ts + op.dur > atom.ts) atom.kind = AtomKind::Sync;
+          const ns_t held = std::min(end, op.ts + op.dur) - std::max(atom.ts, op.ts);
+          if (op.kind != OpKind::Copy || held * kHeldShare < op.dur * (kHeldShare - 1)) continue;
+          atom.kind = AtomKind::Sync;
+          atom.target = o;
+          best_end = op.ts + op.dur;
         }
       if (atom.kind != AtomKind::Sync || atom.queue_wait) continue;
-      ns_t best_end = std::numeric_limits<ns_t>::min();
+      const bool own_copy = atom.target >= 0;
       for (std::int32_t o : last) {
-        if (o < 0) continue;
+        if (o < 0 || own_copy) continue;
         const Op& op = g_.ops[static_cast<std::size_t>(o)];
         if (op.ts + op.dur <= end + kTouch && op.ts + op.dur > best_end) best_end = op.ts + op.dur, atom.target = o;
       }

@@ -70,6 +70,12 @@ struct GraphStep {
   bool gpu_window = false;  // the window is measured on the GPU side (the host runs ahead)
 };
 
+// A node to time: a host op's start (0), a GPU activity (1), a sync's return (2).
+struct Visit {
+  std::uint8_t type = 0;
+  std::int32_t index = 0;
+};
+
 struct Graph {
   std::vector<Atom> atoms;  // in order of start
   std::vector<Op> ops;      // in order of start
@@ -79,7 +85,11 @@ struct Graph {
   std::vector<Disagreement> disagreements;
   bool multiprocess_loader = false;  // the loader already has worker processes
   ns_t launch_delay_p50 = 0;         // launch -> start while the stream was idle
+  std::vector<Visit> order;          // the replay's evaluation order, the same for every scenario
 };
+
+// Fills Graph::order: nodes by their recorded start, a sync's return at its recorded end.
+void order_visits(Graph& g);
 
 Graph build_graph(const RankTrace& rank, const RankFacts& facts, const RankPartition& partition);
 

@@ -248,8 +248,8 @@ void add_sync_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   const bool any = std::any_of(g.atoms.begin(), g.atoms.end(), [](const Atom& a) { return a.kind == AtomKind::Sync && a.waited && !a.queue_wait; });
   if (!any) return;
-  out.push_back({"remove_item", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, true); },
-                 "the host stops waiting at each sync but the step's last; it runs ahead until that one", false, {}});
+  out.push_back({"remove_item", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, false); },
+                 "the host stops waiting at the syncs and runs ahead; the GPU's queue still holds it back", false, {}});
   out.push_back({"sync_once_per_step", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, true); },
                  "one sync per step, at its end", false, {}});
 }
@@ -309,13 +309,13 @@ Prediction predict(const Context& c, const Model& m) {
   p.basis = m.basis;
   if (m.held) return p;
   if (m.settings.empty()) {
-    Scenario s = base_scenario(c.g);
+    Scenario s = c.base;
     m.apply(s);
     p.speedup = speedup_of(c, s);
     return p;
   }
   for (const auto& [value, apply] : m.settings) {
-    Scenario s = base_scenario(c.g);
+    Scenario s = c.base;
     apply(s);
     p.by_setting.push_back({value, speedup_of(c, s)});
   }
@@ -356,26 +356,26 @@ std::vector<Prediction> lever_predictions(const Context& c) {
 
 std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers) {
   const std::vector<Model> models = lever_models(c);
+  // Candidates by their own gain, best first; each joins the replay of those before it if it
+  // still gains, one per group of alternatives: one replay per candidate.
+  std::vector<std::pair<const Prediction*, const Model*>> order;
+  for (const Prediction& p : levers)
+    if (const Model* m = find_model(models, p.id); m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first->speedup > b.first->speedup; });
   std::vector<PlanStep> plan;
   std::set<std::string> groups;
-  Scenario applied = base_scenario(c.g);
+  Scenario applied = c.base;
   double now = 1;
-  for (;;) {
-    double best = now * (1 + kMinGain);
-    const Model* pick = nullptr;
-    const Prediction* pick_p = nullptr;
-    for (const Prediction& p : levers) {
-      const Model* m = find_model(models, p.id);
-      if (!m || p.held || groups.count(m->group) || p.speedup < 1 + kMinGain) continue;
-      Scenario s = applied;
-      apply_chosen(*m, p, s);
-      if (const double v = speedup_of(c, s); v > best) best = v, pick = m, pick_p = &p;
-    }
-    if (!pick) break;
-    apply_chosen(*pick, *pick_p, applied);
-    groups.insert(pick->group);
-    now = best;
-    plan.push_back({pick->id, best});
+  for (const auto& [p, m] : order) {
+    if (groups.count(m->group)) continue;
+    Scenario s = applied;
+    apply_chosen(*m, *p, s);
+    const double v = speedup_of(c, s);
+    if (v < now * (1 + kMinGain)) continue;
+    applied = std::move(s);
+    groups.insert(m->group);
+    now = v;
+    plan.push_back({m->id, v});
   }
   return plan;
 }

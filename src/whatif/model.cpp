@@ -37,9 +37,10 @@ RankWhatIf model_rank(const RankTrace& rank, const RankFacts& facts, const RankP
   w.nodes = static_cast<std::int64_t>(g.atoms.size() + g.ops.size());
   w.edges = g.edges;
   w.disagreements = g.disagreements;
-  const Replayed base = replay(g, base_scenario(g));
+  Scenario recorded = base_scenario(g);
+  const Replayed base = replay(g, recorded);
   measure_replay(g, base, w);
-  const Context c{g, facts, rank, partition, base.span, w.replay_error_mean};
+  const Context c{g, facts, rank, partition, base.span, w.replay_error_mean, std::move(recorded)};
   if (base.span <= 0) return w;
   w.levers = lever_predictions(c);
   w.plan = make_plan(c, w.levers);

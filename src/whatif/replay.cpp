@@ -10,15 +10,6 @@ namespace {
 
 constexpr ns_t kUnset = std::numeric_limits<ns_t>::min();
 
-// Evaluation order: nodes by their recorded start, a sync's return at its recorded end. Each edge
-// runs from an earlier key to a later one, so a node's inputs are timed before it; where the
-// recording breaks that (clock skew), a missing input is read as recorded.
-struct Item {
-  ns_t key;
-  std::uint8_t type;  // 0 host op starts, 1 GPU op, 2 sync returns
-  std::int32_t index;
-};
-
 class Replayer {
  public:
   Replayer(const Graph& g, const Scenario& s) : g_(g), s_(s) {
@@ -30,21 +21,10 @@ class Replayer {
   }
 
   Replayed run() {
-    std::vector<Item> items;
-    items.reserve(g_.atoms.size() + g_.ops.size());
-    for (std::size_t i = 0; i < g_.atoms.size(); ++i) {
-      const Atom& a = g_.atoms[i];
-      items.push_back({a.ts, 0, static_cast<std::int32_t>(i)});
-      if (a.kind == AtomKind::Sync) items.push_back({a.ts + a.dur, 2, static_cast<std::int32_t>(i)});
-    }
-    for (std::size_t i = 0; i < g_.ops.size(); ++i) items.push_back({g_.ops[i].ts, 1, static_cast<std::int32_t>(i)});
-    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-      return a.key != b.key ? a.key < b.key : a.type < b.type;
-    });
-    for (const Item& it : items) {
-      if (it.type == 0) start_atom(it.index);
-      else if (it.type == 1) time_op(it.index);
-      else atom_end(it.index);
+    for (const Visit& v : g_.order) {
+      if (v.type == 0) start_atom(v.index);
+      else if (v.type == 1) time_op(v.index);
+      else atom_end(v.index);
     }
     measure_steps();
     return std::move(r_);
@@ -151,6 +131,29 @@ class Replayer {
 };
 
 }  // namespace
+
+// Each edge runs from an earlier key to a later one, so a node's inputs are timed before it;
+// where the recording breaks that (clock skew), a missing input is timed when asked for.
+void order_visits(Graph& g) {
+  struct Keyed {
+    ns_t key;
+    Visit v;
+  };
+  std::vector<Keyed> items;
+  items.reserve(g.atoms.size() + g.ops.size());
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    items.push_back({a.ts, {0, static_cast<std::int32_t>(i)}});
+    if (a.kind == AtomKind::Sync) items.push_back({a.ts + a.dur, {2, static_cast<std::int32_t>(i)}});
+  }
+  for (std::size_t i = 0; i < g.ops.size(); ++i) items.push_back({g.ops[i].ts, {1, static_cast<std::int32_t>(i)}});
+  std::sort(items.begin(), items.end(), [](const Keyed& a, const Keyed& b) {
+    return a.key != b.key ? a.key < b.key : a.v.type < b.v.type;
+  });
+  g.order.clear();
+  g.order.reserve(items.size());
+  for (const Keyed& k : items) g.order.push_back(k.v);
+}
 
 Scenario base_scenario(const Graph& g) {
   Scenario s;

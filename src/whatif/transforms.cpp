@@ -186,7 +186,7 @@ void pin_copies(const Graph& g, Scenario& s, double pinned_gbs) {
     s.op_dur[i] = std::min(s.op_dur[i], at_pinned);
     if (o.launch >= 0) {
       const auto a = static_cast<std::size_t>(o.launch);
-      if (g.atoms[a].kind == AtomKind::Sync && g.atoms[a].target == static_cast<std::int32_t>(i)) {
+      if (g.atoms[a].kind == AtomKind::Sync && !g.atoms[a].queue_wait) {  // the call that held the host for its copy
         s.release[a] = 1;
         s.atom_dur[a] = std::min(s.atom_dur[a], kAsyncCall);
       }

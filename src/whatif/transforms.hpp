@@ -19,6 +19,7 @@ struct Context {
   const RankPartition& partition;
   ns_t base_span = 0;
   double replay_error = 0;
+  Scenario base;  // the recorded graph's scenario, copied by each change
 };
 
 // Runs a scenario and returns its speedup over the base replay.
@@ -63,8 +64,8 @@ bool half_matmul(const Op& o);
 
 std::vector<Prediction> lever_predictions(const Context& c);
 
-// The plan: levers with a gain applied together, best first (greedy: each step adds the lever
-// that gains most on top of those before it, one per group of alternatives).
+// The plan: levers with a gain applied together, best first (each joins, by its own gain, if it
+// still gains on top of those before it, one per group of alternatives).
 std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers);
 
 // The user's changes applied together.
