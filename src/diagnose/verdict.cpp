@@ -335,20 +335,27 @@ const char* held_by(const Verdict& v) {
                                     : "host work, most of it not recorded by the profiler, is";
 }
 
-// The replay's prediction leads where the lever has one, its Amdahl bound beside it:
-// "predicted 2.20x faster (bound 13.20x) — raise DataLoader num_workers". A lever the graph does
-// not model keeps its bound alone: "up to 1.40x faster — ...".
+// The gain the headline quotes: the replay's prediction where the graph models the lever, its
+// Amdahl bound otherwise. A lever the replay predicts no gain for is not quoted at all.
+double quoted_gain(const Lever& l) { return l.predicted_replayed ? l.predicted_speedup : l.speedup; }
+
+// The replay's prediction leads, its Amdahl bound beside it, and a lever with a setting names the
+// smallest and largest it priced: "predicted 2.20x faster at 2, 9.25x at 8 (bound 13.20x) — raise
+// DataLoader num_workers". A lever the graph does not model keeps "up to 1.40x faster — ...".
 std::string gain_clause(const Lever& l) {
-  if (l.predicted_replayed && l.predicted_speedup > 1.005)
-    return fmt::format("; predicted {:.2f}x faster (bound {:.2f}x) — {}", l.predicted_speedup, l.speedup, l.title);
-  return fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
+  if (!l.predicted_replayed) return fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
+  const auto& by = l.predicted_by_setting;
+  if (by.size() >= 2)
+    return fmt::format("; predicted {:.2f}x faster at {}, {:.2f}x at {} (bound {:.2f}x) — {}", by.front().second,
+                       by.front().first, by.back().second, by.back().first, l.speedup, l.title);
+  return fmt::format("; predicted {:.2f}x faster (bound {:.2f}x) — {}", l.predicted_speedup, l.speedup, l.title);
 }
 
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
   std::string s = fmt::format("{}: {} {} of the mean step", bound_label(v.bound, v.gpu), held_by(v), pct(v.share));
   if (!v.scope.empty()) s += " (" + v.scope + ")";
   for (const auto& l : levers)
-    if (l.applies && l.speedup > 1.005) {
+    if (l.applies && quoted_gain(l) > 1.005) {
       s += gain_clause(l);
       if (l.acts_on != v.bound && v.bound != Bound::Straggler)
         s += fmt::format(" (it acts on {}: no lever on {} gains as much)", l.targets, bound_label(v.bound, v.gpu));

@@ -1,5 +1,6 @@
 // The real CPU-only traces recorded by cpu/generate.py: each planted pathology (stated in the
 // fixtures' ground_truth.json and CATALOG.md) must be what the verdict names.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "partition/support.hpp"
@@ -30,6 +31,19 @@ TEST(CpuFixtures, DataLoaderWithoutWorkersIsInputBound) {
   EXPECT_GT(r.diagnosis.verdict.share, 0.85);
   EXPECT_EQ(r.diagnosis.levers.front().id, "num_workers");
   EXPECT_FALSE(r.partitions[0].gpu);
+}
+
+// The headline quotes the replay's prediction per worker count, not the Amdahl bound: the same
+// program with two workers (b_dataloader_w2_persistent) ran 2.10x faster.
+TEST(CpuFixtures, HeadlineQuotesThePredictionForTwoWorkers) {
+  const AnalysisResult r = cpu_fixture("a_dataloader_w0_slow_transform");
+  const Lever& l = lever(r.diagnosis, "num_workers");
+  ASSERT_FALSE(l.predicted_by_setting.empty());
+  EXPECT_EQ(l.predicted_by_setting.front().first, "2");
+  EXPECT_NEAR(l.predicted_by_setting.front().second, 2.10, 0.15 * 2.10);
+  const std::string quoted = fmt::format("predicted {:.2f}x faster at 2", l.predicted_by_setting.front().second);
+  EXPECT_NE(r.diagnosis.verdict.headline.find(quoted), std::string::npos) << r.diagnosis.verdict.headline;
+  EXPECT_EQ(r.diagnosis.verdict.headline.find("up to"), std::string::npos) << r.diagnosis.verdict.headline;
 }
 
 TEST(CpuFixtures, TwoWorkersStallEveryOtherStep) {
