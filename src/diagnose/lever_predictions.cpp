@@ -100,16 +100,32 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
     l.applies = false;
     return;
   }
-  l.predicted_speedup = std::min(j.step / j.predicted, std::max(amdahl_limit(l), l.speedup));
+  // Held to the Amdahl bound of the lever's whole target, which a finding may have narrowed (CUDA
+  // graphs act on the host time left once the allocator churn is fixed); where the replay predicts
+  // more, the basis says so. Example: respawned workers also slow the steps after the respawn
+  // (3.56x replayed) where the respawn finding counts the stall alone (2.54x).
+  const double bound = std::max(amdahl_limit(l), l.speedup);
+  if (j.step / j.predicted > bound * (1 + kMinPredictedGain))
+    l.prediction_basis += fmt::format("; the replay predicts {:.2f}x, held to the {:.2f}x bound of what the lever "
+                                      "acts on",
+                                      j.step / j.predicted, bound);
+  l.predicted_speedup = std::min(j.step / j.predicted, bound);
   l.predicted_step_ns = l.step_ns / l.predicted_speedup;
+
   l.predicted_by_setting = j.by_setting;
   l.predicted_uncertainty = j.uncertainty;
   set_interval(l, j.uncertainty, error);
-  // Still offered (its signature is in the trace) but ranked by the prediction, and saying so.
   constexpr std::string_view kNoGain = "the replay predicts ";
-  if (l.applies && l.predicted_speedup < 1 + kMinPredictedGain && l.basis.rfind(kNoGain, 0) != 0)
+  if (!l.applies || l.basis.rfind(kNoGain, 0) == 0) return;
+  // A change the replay predicts to slow the step is no lever; one that gains nothing stays
+  // offered (its signature is in the trace), ranked by the prediction, and says so.
+  if (l.predicted_speedup < 1 - kMinPredictedGain) {
+    l.applies = false;
+    l.basis = fmt::format("the replay predicts {:.2f}x: slower, so not offered; {}", l.predicted_speedup, l.basis);
+  } else if (l.predicted_speedup < 1 + kMinPredictedGain) {
     l.basis = fmt::format("the replay predicts {:.2f}x: the time it acts on does not hold the step up; {}",
                           l.predicted_speedup, l.basis);
+  }
 }
 
 }  // namespace

@@ -60,7 +60,8 @@ void apply(const Context& c, const Change& ch, Scenario& s) {
         if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = static_cast<ns_t>(static_cast<double>(s.atom_dur[i]) * ch.value);
       return;
     case ChangeKind::LaunchGraph: capture_graphs(g, c.facts, c.trace, s); return;
-    case ChangeKind::SyncsRemoved: release_syncs(g, s, false); return;
+    case ChangeKind::SyncsRemoved: release_syncs(g, s, KeepLast::None); return;
+
     case ChangeKind::LoaderWorkers: loader_workers(g, s, ch.value); return;
     case ChangeKind::CopiesPinned: pin_copies(g, s, pinned_bandwidth_gbs(g, c.facts, c.trace)); return;
     case ChangeKind::CopiesSideStream:

@@ -20,6 +20,10 @@ constexpr ns_t kCrossWake = 10'000;
 // launch latency: a later start waited for something the graph does not hold.
 constexpr ns_t kLaunchLimit = 50'000;
 constexpr ns_t kLaunchSpread = 3;
+// No launch takes longer than this to reach an idle GPU: a later start waited for other work
+// (a backlogged GPU runs kernels 100 ms after their launches), and is no launch latency.
+constexpr ns_t kLaunchCeiling = 1'000'000;
+
 // A synchronising call's own cost once the GPU is done (the call returning): a few microseconds.
 constexpr ns_t kSyncOwn = 5'000;
 // A launch call longer than this (and kLaunchSpread times the usual one) waited for queue room.
@@ -247,25 +251,29 @@ class Builder {
     }
   }
 
-  // The median launch latency of kernels whose stream was idle when their launch came.
-  ns_t launch_p50() const {
+  // The median launch latency of kernels whose stream was idle when their launch came, and that
+  // no other stream's work held (a kernel after an event wait on a backlogged GPU starts long
+  // after its launch: not the launch's latency).
+  ns_t launch_p50(const std::vector<std::vector<std::int32_t>>& by_stream) const {
     std::vector<ns_t> d;
     std::vector<ns_t> last_end(static_cast<std::size_t>(g_.streams), std::numeric_limits<ns_t>::min());
     for (std::size_t i = 0; i < g_.ops.size(); ++i) {
       const Op& o = g_.ops[i];
       ns_t& prev = last_end[static_cast<std::size_t>(o.stream)];
-      if (!anchored_[i] && o.launch >= 0 && o.ts - prev > kTouch) d.push_back(o.ts - g_.atoms[static_cast<std::size_t>(o.launch)].ts);
+      const ns_t since = o.launch >= 0 ? o.ts - g_.atoms[static_cast<std::size_t>(o.launch)].ts : 0;
+      if (!anchored_[i] && o.launch >= 0 && o.ts - prev > kTouch && since <= kLaunchCeiling &&
+          waited_for(by_stream, o.stream, o.ts) < 0)
+        d.push_back(since);
       prev = std::max(prev, o.ts + o.dur);
     }
-    if (d.empty()) return 0;
-    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
-    return d[d.size() / 2];
+    return median_of(std::move(d));
   }
 
   // The other stream's op whose end is the latest at or before `ts`, within kCrossWake of it.
-  std::int32_t waited_for(const std::vector<std::vector<std::int32_t>>& by_stream, std::int32_t stream, ns_t ts) const {
+  std::int32_t waited_for(const std::vector<std::vector<std::int32_t>>& by_stream, std::int32_t stream, ns_t ts,
+                          ns_t window = kCrossWake) const {
     std::int32_t best = -1;
-    ns_t best_end = ts - kCrossWake;
+    ns_t best_end = ts - window;
     for (std::size_t s = 0; s < by_stream.size(); ++s) {
       if (static_cast<std::int32_t>(s) == stream) continue;
       const auto& v = by_stream[s];
@@ -282,10 +290,11 @@ class Builder {
   // Each op's edges: stream order; its launch when the stream was idle; else the other stream's
   // work it waited for. What none explains is a disagreement of the graph with the recording.
   void link_ops() {
-    g_.launch_delay_p50 = launch_p50();
-    const ns_t limit = std::max(kLaunchLimit, kLaunchSpread * g_.launch_delay_p50);
     std::vector<std::vector<std::int32_t>> by_stream(static_cast<std::size_t>(g_.streams));
     for (std::size_t i = 0; i < g_.ops.size(); ++i) by_stream[static_cast<std::size_t>(g_.ops[i].stream)].push_back(static_cast<std::int32_t>(i));
+    g_.launch_delay_p50 = launch_p50(by_stream);
+    const ns_t limit = std::max(kLaunchLimit, kLaunchSpread * g_.launch_delay_p50);
+
     std::vector<std::int32_t> last(static_cast<std::size_t>(g_.streams), -1);
     std::map<std::string, Disagreement> disagree;
     for (std::size_t i = 0; i < g_.ops.size(); ++i) {
@@ -303,10 +312,25 @@ class Builder {
         o.delay = std::min(since_launch, g_.launch_delay_p50);
         continue;
       }
+      // A stream of a backlogged GPU leaves a few microseconds between kernels: its order decided
+      // the start, long after the launch.
+      if (!anchored_[i] && since_launch > limit && o.ts - o.prev_end <= kCrossWake) {
+        o.gap = o.ts - o.prev_end;
+        o.delay = std::min(since_launch, g_.launch_delay_p50);
+        continue;
+      }
       if (anchored_[i] || since_launch <= limit) {  // the launch decided it
         o.delay = since_launch;
         continue;
       }
+      // A launch call that held the host until the kernel started (the first call of a kernel
+      // loading its module, ~seconds) decided it too: the kernel followed the call's return.
+      // Example: a 4.2 s cudaLaunchKernel whose kernel starts 8 us before the call returns.
+      if (const Atom& call = g_.atoms[static_cast<std::size_t>(o.launch)]; o.ts <= call.ts + call.dur + limit) {
+        o.delay = since_launch;
+        continue;
+      }
+
       o.delay = std::min(since_launch, limit);
       o.after = waited_for(by_stream, o.stream, o.ts);
       if (o.after >= 0) {
@@ -315,11 +339,24 @@ class Builder {
         ++g_.edges;
         continue;
       }
-      const ns_t explained = std::max(o.prev_end, g_.atoms[static_cast<std::size_t>(o.launch)].ts + o.delay);
+      // Nothing ended just before it: it waited for the GPU (an event, or room on the device)
+      // longer than a wake-up. It follows the other stream's work that ended last before it, so
+      // that it moves as the GPU does; the wait beyond that work's end is what the graph cannot
+      // explain. Example: a memset queued behind a 3 ms all-reduce on the comm stream starts 60 us
+      // after it ends.
+      ns_t explained = std::max(o.prev_end, g_.atoms[static_cast<std::size_t>(o.launch)].ts + o.delay);
+      o.after = waited_for(by_stream, o.stream, o.ts, since_launch);
+      if (o.after >= 0) {
+        const Op& w = g_.ops[static_cast<std::size_t>(o.after)];
+        o.after_gap = o.ts - (w.ts + w.dur);
+        explained = std::max(explained, w.ts + w.dur);
+        ++g_.edges;
+      }
       Disagreement& d = disagree[fmt::format("launch -> {} '{}' (stream {})", o.kind == OpKind::Copy ? "copy" : "kernel",
                                              t_.name_of(o.event), t_.events.stream[o.event])];
       d.count += 1;
       d.total_ns += o.ts - explained;
+
     }
     for (auto& [edge, d] : disagree) {
       d.edge = edge;
@@ -338,8 +375,7 @@ class Builder {
     for (const Atom& a : g_.atoms)
       if (a.kind == AtomKind::Launch) durs.push_back(a.dur);
     if (durs.empty()) return;
-    std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(durs.size() / 2), durs.end());
-    const ns_t typical = durs[durs.size() / 2];
+    const ns_t typical = median_of(std::move(durs));
     const ns_t blocked = std::max(kQueueWait, kLaunchSpread * typical);
     std::vector<std::pair<ns_t, std::int32_t>> ends;
     for (std::size_t i = 0; i < g_.ops.size(); ++i) ends.push_back({g_.ops[i].ts + g_.ops[i].dur, static_cast<std::int32_t>(i)});
@@ -432,7 +468,14 @@ class Builder {
 
 }  // namespace
 
+ns_t median_of(std::vector<ns_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 Graph build_graph(const RankTrace& rank, const RankFacts& facts, const RankPartition& partition) {
+
   return Builder(rank, facts, partition).build();
 }
 

@@ -88,7 +88,11 @@ struct Graph {
   std::vector<Visit> order;          // the replay's evaluation order, the same for every scenario
 };
 
+// The median of durations (the upper one of an even count); 0 for none.
+ns_t median_of(std::vector<ns_t> v);
+
 // Fills Graph::order: nodes by their recorded start, a sync's return at its recorded end.
+
 void order_visits(Graph& g);
 
 Graph build_graph(const RankTrace& rank, const RankFacts& facts, const RankPartition& partition);
@@ -104,7 +108,11 @@ struct Scenario {
   // time since the previous batch), `load` being the atom's duration in atom_dur.
   double workers = 0;
   ns_t ipc = 0;
+  // Per atom: a loader wait more workers do not shorten (an epoch's respawn: each fresh worker's
+  // start-up and first batch take what they took).
+  std::vector<std::uint8_t> undivided;
 };
+
 
 Scenario base_scenario(const Graph& g);
 

@@ -87,20 +87,6 @@ void add_worker_settings(const Graph& g, Model& w) {
                   "less the step's own time";
 }
 
-// The waits of an epoch's start: a loader call that follows another in the same step (the
-// iterator ran out and a new one started its workers), with the host time between them.
-std::vector<std::size_t> epoch_restarts(const Graph& g) {
-  std::vector<std::size_t> out;
-  std::int64_t last = -1;
-  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
-    const Atom& a = g.atoms[i];
-    if (a.kind != AtomKind::Loader) continue;
-    if (last >= 0 && g.atoms[static_cast<std::size_t>(last)].step == a.step && a.step >= 0) out.push_back(i);
-    last = static_cast<std::int64_t>(i);
-  }
-  return out;
-}
-
 void add_loader_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   if (count_atoms(g, AtomKind::Loader) == 0) return;
@@ -129,9 +115,11 @@ void add_loader_models(const Context& c, std::vector<Model>& out) {
                      if (const std::int32_t p = g.atoms[i].pred; p >= 0 && g.atoms[static_cast<std::size_t>(p)].kind == AtomKind::Loader)
                        s.atom_dur[static_cast<std::size_t>(p)] = std::min(s.atom_dur[static_cast<std::size_t>(p)], median);
                    }
+                   settle_host_work(g, s);
                  },
                  "at each epoch start the workers' respawn (the new iterator and its first, longer waits) goes; the "
-                 "waits fall to the median wait",
+                 "waits fall to the median wait, and the steps' host work to the quietest quarter's (fresh workers "
+                 "starting up share the loop's cores)",
                  false, {}});
   // A deeper queue absorbs waits that come now and then; when most fetches wait, the workers are
   // slower than the step on average and a deeper queue only holds more of nothing.
@@ -230,8 +218,14 @@ void add_launch_models(const Context& c, std::vector<Model>& out) {
   auto eltwise = [](const Op& o) {
     return o.kind == OpKind::Compute && (o.cls == KernelClass::Elementwise || o.cls == KernelClass::ReductionNorm);
   };
-  out.push_back({"torch_compile", "compile", 0.5, [&g, eltwise](Scenario& s) { scale_ops(g, s, eltwise, kFusionCut); },
-                 "fused pointwise chains: half of the elementwise/norm kernel time", false, {}});
+  out.push_back({"torch_compile", "compile", 0.5,
+                 [&g, eltwise](Scenario& s) {
+                   scale_ops(g, s, eltwise, kFusionCut);
+                   fuse_launches(g, s, eltwise);
+                 },
+                 "fused pointwise chains: half of the elementwise/norm kernel time, and every second of their "
+                 "launches gone with the host's dispatch before it",
+                 false, {}});
   auto optimizer = [&c](const Op& o) {
     return o.kind == OpKind::Compute && o.event < c.facts.event_stage.size() && c.facts.event_stage[o.event] == StageHint::Optimizer;
   };
@@ -248,9 +242,16 @@ void add_sync_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   const bool any = std::any_of(g.atoms.begin(), g.atoms.end(), [](const Atom& a) { return a.kind == AtomKind::Sync && a.waited && !a.queue_wait; });
   if (!any) return;
-  out.push_back({"remove_item", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, false); },
-                 "the host stops waiting at the syncs and runs ahead; the GPU's queue still holds it back", false, {}});
-  out.push_back({"sync_once_per_step", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, true); },
+  out.push_back({"remove_item", "sync", 0.25,
+                 [&g](Scenario& s) {
+                   release_syncs(g, s, KeepLast::WhereSeveral);
+                   drop_reads(g, s);
+                 },
+                 "the reads in the step go (each .item()'s copy and wait) and the host runs ahead of the GPU; a "
+                 "step with several keeps its last (the loss read once a step)",
+
+                 false, {}});
+  out.push_back({"sync_once_per_step", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, KeepLast::Always); },
                  "one sync per step, at its end", false, {}});
 }
 

@@ -57,7 +57,7 @@ class Replayer {
       end = std::max(start + own, op_end(a.target) + a.wake);
     } else if (a.kind == AtomKind::Sync && s_.release[k]) {
       end = start + std::min(s_.atom_dur[k], a.own);
-    } else if (a.kind == AtomKind::Loader && s_.workers > 0) {
+    } else if (a.kind == AtomKind::Loader && s_.workers > 0 && !s_.undivided[k]) {
       // Workers load ahead while the step runs: the wait is what a worker still needs once the
       // consumer is back. Example: 36 ms per batch, 2 workers, 3 ms of step -> 15 ms of wait.
       const ns_t consumer = last_batch_ == kUnset ? consumer_ : start - last_batch_;
@@ -162,6 +162,8 @@ Scenario base_scenario(const Graph& g) {
     s.atom_gap.push_back(a.gap);
   }
   s.release.assign(g.atoms.size(), 0);
+  s.undivided.assign(g.atoms.size(), 0);
+
   for (const Op& o : g.ops) {
     s.op_dur.push_back(o.dur);
     s.op_delay.push_back(o.delay);

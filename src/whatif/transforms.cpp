@@ -1,6 +1,7 @@
 // The graph edits levers are made of.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "whatif/transforms.hpp"
 
@@ -18,6 +19,8 @@ constexpr std::size_t kMinCapture = 2;
 constexpr double kPinnedGen3 = 12, kPinnedGen4 = 24, kPinnedGen5 = 48;
 // A copy's fixed cost beside its bytes.
 constexpr ns_t kCopyLatency = 2'000;
+// A device-to-host copy this small is a scalar's read (.item(), a flag, a count).
+constexpr std::int64_t kScalarRead = 64;
 // A released call still costs its call: a non-blocking copy returns in about this.
 constexpr ns_t kAsyncCall = 10'000;
 
@@ -35,43 +38,96 @@ void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>
     if (pick(g.ops[i])) s.op_dur[i] = scaled(s.op_dur[i], factor);
 }
 
+std::vector<std::size_t> epoch_restarts(const Graph& g) {
+  std::vector<std::size_t> out;
+  std::int64_t last = -1;
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    if (a.kind != AtomKind::Loader) continue;
+    if (last >= 0 && g.atoms[static_cast<std::size_t>(last)].step == a.step && a.step >= 0) out.push_back(i);
+    last = static_cast<std::int64_t>(i);
+  }
+  return out;
+}
+
 void loader_workers(const Graph& g, Scenario& s, double workers) {
   s.workers = workers;
   // Each batch's loading: the recorded wait in a single-process loader. A multiprocess loader
   // delivers a batch every mean(wait + consumer's time) (its workers finish in bursts: one long
   // wait, then batches ready at once); `workers` times as many workers divide that interval.
   // Example: waits 31, 0, 31, 0 ms with 1.3 ms steps -> a batch every 16.5 ms; x2 -> 8.25 ms.
+  // An epoch's respawn is not divided: its waits (the call that ran out and the fresh workers'
+  // first) stay as recorded and out of the interval.
+  for (std::size_t i : epoch_restarts(g)) {
+    s.undivided[i] = 1;
+    if (const std::int32_t p = g.atoms[i].pred; p >= 0 && g.atoms[static_cast<std::size_t>(p)].kind == AtomKind::Loader)
+      s.undivided[static_cast<std::size_t>(p)] = 1;
+  }
   if (!g.multiprocess_loader) return;
   ns_t last = -1, sum = 0, n = 0;
-  for (const Atom& a : g.atoms) {
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
     if (a.kind != AtomKind::Loader) continue;
-    if (last >= 0) sum += a.dur + (a.ts - last), ++n;
+    if (last >= 0 && !s.undivided[i]) sum += a.dur + (a.ts - last), ++n;
     last = a.ts + a.dur;
   }
   if (n == 0) return;
   for (std::size_t i = 0; i < g.atoms.size(); ++i)
-    if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = sum / n;
+    if (g.atoms[i].kind == AtomKind::Loader && !s.undivided[i]) s.atom_dur[i] = sum / n;
 }
+
 
 int burst_workers(const Graph& g) {
-  std::vector<ns_t> waits;
+  std::vector<double> waits;
   for (const Atom& a : g.atoms)
-    if (a.kind == AtomKind::Loader) waits.push_back(a.dur);
-  if (waits.size() < 4) return 0;
-  const ns_t top = *std::max_element(waits.begin(), waits.end());
-  constexpr ns_t kLongWait = 1'000'000;
-  if (top < kLongWait) return 0;
-  std::vector<std::size_t> long_at;
-  for (std::size_t i = 0; i < waits.size(); ++i)
-    if (2 * waits[i] > top) long_at.push_back(i);
-  if (long_at.size() < 2) return 0;
-  std::vector<std::size_t> gaps;
-  for (std::size_t i = 1; i < long_at.size(); ++i) gaps.push_back(long_at[i] - long_at[i - 1]);
-  std::sort(gaps.begin(), gaps.end());
-  return static_cast<int>(gaps[gaps.size() / 2]);
+    if (a.kind == AtomKind::Loader) waits.push_back(static_cast<double>(a.dur));
+  constexpr double kLongWait = 1e6;
+  if (waits.size() < 4 || *std::max_element(waits.begin(), waits.end()) < kLongWait) return 0;
+  // The shortest period whose phases explain most of the waits' spread, its phases apart: the
+  // workers' batches arrive in rounds of `workers`. Example: 23, 11, 23, 11 ms -> 2;
+  // 30, 1, 1, 1, 30, 1, 1, 1 ms -> 4.
+  constexpr double kExplained = 0.75, kPhaseContrast = 1.5;
+  constexpr std::size_t kMaxWorkers = 8;
+  double mean = 0;
+  for (double w : waits) mean += w / static_cast<double>(waits.size());
+  double total = 0;
+  for (double w : waits) total += (w - mean) * (w - mean);
+  for (std::size_t p = 2; p <= kMaxWorkers && 2 * p <= waits.size(); ++p) {
+    std::vector<double> sum(p, 0), n(p, 0);
+    for (std::size_t i = 0; i < waits.size(); ++i) sum[i % p] += waits[i], n[i % p] += 1;
+    double within = 0, lo = std::numeric_limits<double>::max(), hi = 0;
+    for (std::size_t k = 0; k < p; ++k) lo = std::min(lo, sum[k] / n[k]), hi = std::max(hi, sum[k] / n[k]);
+    for (std::size_t i = 0; i < waits.size(); ++i) {
+      const double d = waits[i] - sum[i % p] / n[i % p];
+      within += d * d;
+    }
+    if (within <= (1 - kExplained) * total && hi > kPhaseContrast * lo) return static_cast<int>(p);
+  }
+  return 0;
 }
 
-void release_syncs(const Graph& g, Scenario& s, bool keep_last) {
+void settle_host_work(const Graph& g, Scenario& s) {
+  // Each atom's step; a step's end marker (at the end, outside the step's half-open window)
+  // closes its own step: the host work before it is the step's last.
+  std::vector<std::int32_t> step(g.atoms.size());
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) step[i] = g.atoms[i].step;
+  for (std::size_t k = 0; k < g.steps.size(); ++k)
+    if (g.steps[k].end_marker >= 0) step[static_cast<std::size_t>(g.steps[k].end_marker)] = static_cast<std::int32_t>(k);
+  std::vector<ns_t> work(g.steps.size(), 0);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i)
+    if (step[i] >= 0) work[static_cast<std::size_t>(step[i])] += s.atom_gap[i];
+  if (work.size() < 4) return;
+  std::vector<ns_t> sorted = work;
+  std::sort(sorted.begin(), sorted.end());
+  const ns_t quiet = sorted[sorted.size() / 4];
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const std::int32_t k = step[i];
+    if (k < 0 || work[static_cast<std::size_t>(k)] <= quiet) continue;
+    s.atom_gap[i] = scaled(s.atom_gap[i], static_cast<double>(quiet) / static_cast<double>(work[static_cast<std::size_t>(k)]));
+  }
+}
+
+void release_syncs(const Graph& g, Scenario& s, KeepLast keep) {
   std::vector<std::int32_t> last(g.steps.size(), -1);
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
     const Atom& a = g.atoms[i];
@@ -79,19 +135,58 @@ void release_syncs(const Graph& g, Scenario& s, bool keep_last) {
     s.release[i] = 1;
     if (a.step >= 0) last[static_cast<std::size_t>(a.step)] = static_cast<std::int32_t>(i);
   }
-  if (keep_last)
-    for (std::int32_t i : last)
-      if (i >= 0) s.release[static_cast<std::size_t>(i)] = 0;
+  if (keep == KeepLast::None) return;
+  std::vector<int> count(g.steps.size(), 0);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i)
+    if (s.release[i] && g.atoms[i].step >= 0) ++count[static_cast<std::size_t>(g.atoms[i].step)];
+  for (std::size_t k = 0; k < last.size(); ++k)
+    if (last[k] >= 0 && (keep == KeepLast::Always || count[k] > 1)) s.release[static_cast<std::size_t>(last[k])] = 0;
+
 }
+
+
+void drop_reads(const Graph& g, Scenario& s) {
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    if (!s.release[i] || a.target < 0) continue;
+    const auto t = static_cast<std::size_t>(a.target);
+    const Op& o = g.ops[t];
+    if (o.copy != CopyKind::DtoH || o.bytes < 0 || o.bytes > kScalarRead) continue;
+    s.op_dur[t] = 0;
+    s.atom_dur[i] = 0;
+    s.atom_gap[i] = 0;
+    if (o.launch >= 0 && static_cast<std::size_t>(o.launch) != i) s.atom_dur[static_cast<std::size_t>(o.launch)] = 0;
+  }
+}
+
+namespace {
+
+// Where a captured region must end: a sync (a graph cannot wait for the host), the loader and side
+// work (host work no graph holds), a device allocation (not capturable), a graph launch already
+// there, and the step's own boundaries.
+bool ends_capture(const Atom& a, const NameFact& f) {
+  return a.kind == AtomKind::Marker || a.kind == AtomKind::Loader || a.kind == AtomKind::Side ||
+         (a.kind == AtomKind::Sync && !a.queue_wait) || f.has(kNameDeviceAlloc) || f.has(kNameGraphLaunch);
+}
+
+}  // namespace
 
 void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s) {
   std::vector<std::vector<std::size_t>> launched(g.atoms.size());
   for (std::size_t i = 0; i < g.ops.size(); ++i)
     if (g.ops[i].launch >= 0) launched[static_cast<std::size_t>(g.ops[i].launch)].push_back(i);
+  // A region: the host ops between two boundaries, launch calls and the other runtime calls with
+  // the host work between them (Python, the framework's dispatch per op). Replayed from a graph,
+  // none of it runs: one graph launch starts the region's kernels, which follow each other on the
+  // GPU. The host work before the region's first op stays (the loop's own code).
+  // Example: 16 launches 30-60 us apart (a 750 us step, 130 us of kernels) -> one 10 us launch,
+  // the kernels back to back: the step is the host work outside the region plus 140 us.
   auto capture = [&](const std::vector<std::size_t>& run) {
-    if (run.size() < kMinCapture) return;
+    std::size_t launches = 0;
+    for (std::size_t a : run) launches += !launched[a].empty();
+    if (launches < kMinCapture) return;
     const std::size_t head = run.front();
-    s.atom_dur[head] = kGraphLaunch;
+    s.atom_dur[head] = std::min(s.atom_dur[head], kGraphLaunch);
     for (std::size_t k = 1; k < run.size(); ++k) s.atom_dur[run[k]] = 0, s.atom_gap[run[k]] = 0;
     for (std::size_t a : run)
       for (std::size_t o : launched[a]) {
@@ -100,20 +195,46 @@ void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scen
         s.op_gap[o] = std::min(s.op_gap[o], kGraphKernelGap);
       }
   };
+  // The batch's copy in and the results' copy out stay outside the graph, as the loop does them.
+  auto host_copy = [&](std::size_t a) {
+    return std::any_of(launched[a].begin(), launched[a].end(), [&](std::size_t o) {
+      return g.ops[o].copy == CopyKind::HtoD || g.ops[o].copy == CopyKind::DtoH;
+    });
+  };
   std::vector<std::size_t> run;
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
     const Atom& a = g.atoms[i];
-    const bool plain_launch = (a.kind == AtomKind::Launch || a.queue_wait) && !f.of_event(t, a.event).has(kNameGraphLaunch);
-    if (a.kind == AtomKind::Marker) continue;
-    if (plain_launch && (run.empty() || g.atoms[run.back()].step == a.step)) {
-      run.push_back(i);
-      continue;
+    const bool stop = ends_capture(a, f.of_event(t, a.event)) || host_copy(i);
+    if (stop || (!run.empty() && g.atoms[run.back()].step != a.step)) {
+      capture(run);
+      run.clear();
     }
-    capture(run);
-    run.clear();
-    if (plain_launch) run.push_back(i);
+    if (!stop) run.push_back(i);
   }
   capture(run);
+}
+
+void fuse_launches(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick) {
+  // A launch call is fused away only when every op it launched is one the fusion takes.
+  std::vector<int> verdict(g.atoms.size(), 0);  // 0: launched nothing, 1: only picked ops, -1: others too
+  for (const Op& o : g.ops) {
+    if (o.launch < 0) continue;
+    int& v = verdict[static_cast<std::size_t>(o.launch)];
+    v = pick(o) && v >= 0 ? 1 : -1;
+  }
+  // The framework's dispatch of one op: the median host time before a launch call. Longer host
+  // work before a launch is the program's own (Python between layers) and stays.
+  std::vector<ns_t> gaps;
+  for (const Atom& a : g.atoms)
+    if (a.kind == AtomKind::Launch) gaps.push_back(a.gap);
+  const ns_t dispatch = median_of(std::move(gaps));
+
+  bool odd = false;
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    if (verdict[i] != 1 || g.atoms[i].kind != AtomKind::Launch) continue;
+    if (odd) s.atom_dur[i] = 0, s.atom_gap[i] -= std::min(s.atom_gap[i], dispatch);
+    odd = !odd;
+  }
 }
 
 void copies_to_side_stream(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick) {

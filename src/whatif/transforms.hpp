@@ -28,6 +28,10 @@ double speedup_of(const Context& c, const Scenario& s);
 // Kernel time multipliers for the ops a predicate picks: duration x factor.
 void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick, double factor);
 
+// The waits of an epoch's start: a loader call that follows another in the same step (the
+// iterator ran out and a new one started its workers), with the host time between them.
+std::vector<std::size_t> epoch_restarts(const Graph& g);
+
 // Loader waits divided among `workers` worker processes (a multiprocess loader: `workers` times
 // as many as it has).
 void loader_workers(const Graph& g, Scenario& s, double workers);
@@ -37,13 +41,32 @@ void loader_workers(const Graph& g, Scenario& s, double workers);
 // waits show no such period. Example: waits 31, 0, 31, 0, 31, 0 ms -> 2.
 int burst_workers(const Graph& g);
 
-// Every sync that waited, released (the host no longer waits), but the last of each step when
-// `keep_last`.
-void release_syncs(const Graph& g, Scenario& s, bool keep_last);
+// Each step's host work (the time between its host ops) held to the lower quartile of the steps'
+// host work: the loop as it runs without what disturbed it on the same cores (fresh workers
+// starting up, a save's writes). Example: host work 8, 14, 51, 20, 38, 36, 34, 18 ms -> each step
+// at most 14 ms.
+void settle_host_work(const Graph& g, Scenario& s);
+
+// Which sync of a step stays: none; its last; its last where it has several (the loss read once a
+// step), a step's only sync being the one removed.
+enum class KeepLast : std::uint8_t { None, Always, WhereSeveral };
+
+// Every sync that waited, released (the host no longer waits), but the last of a step as `keep` says.
+void release_syncs(const Graph& g, Scenario& s, KeepLast keep);
+
+
+
+// The released syncs that read a scalar back (.item(): a copy of a few bytes to the host, then the
+// wait) lose the read itself: the copy, its call and the sync's call.
+void drop_reads(const Graph& g, Scenario& s);
 
 // Launch runs between syncs captured as CUDA graphs: one graph launch replaces the run's launch
 // calls and the host work between them; the GPU runs the kernels back to back.
 void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s);
+
+// Kernels fused into their neighbours: of the picked kernels' launches, every second one goes with
+// the host work before it (the framework's dispatch of the op that launched it).
+void fuse_launches(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick);
 
 // Copies moved to a stream of their own; a kernel after an input copy waits for it.
 void copies_to_side_stream(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick);

@@ -59,13 +59,16 @@ constexpr Pinned kPinned[] = {
      "GPU busy 45% of a 610 ms step: host time between kernels outweighs the 32% of NCCL"},
     {"hta/sampled_world128/sampled_rank-1.json.gz", "host/launch-bound", "training", "micro_batch",
      "the same job's rank 1: GPU busy 47%, NCCL 31%"},
-    {"hta/trace_diff/control/control.json.gz", "gpu-bound", "training", "ep_overlap",
+    {"hta/trace_diff/control/control.json.gz", "gpu-bound", "training", "torch_compile",
      "GPU busy 84% of the step; 80% of its communication is the embeddings' all-to-all (SendRecv kernels under "
-     "nccl:all_to_all), which no DDP knob shortens. Was torch_compile (bound 1.25x): the replay predicts compile "
-     "1.055x, while the exchange overlap keeps its 1.147x bound (no graph change models it; weighted half)"},
-    {"hta/trace_diff/test/test.json.gz", "gpu-bound", "training", "ep_overlap",
-     "GPU busy 96% on a V100. Was torch_compile, whose replay predicts 1.00x (kernels queued behind the all-to-all), "
-     "below the exchange overlap's 1.05x bound. Before that amp_fp16 while fbgemm_gpu's embedding lookups and permutes counted as GEMMs (the "
+     "nccl:all_to_all), which no DDP knob shortens. Was ep_overlap (its 1.147x bound, no graph change models it; "
+     "weighted half): the replay now fuses half the pointwise launches with their dispatch and predicts compile "
+     "1.144x (bound 1.25x)"},
+    {"hta/trace_diff/test/test.json.gz", "gpu-bound", "training", "amp_fp16",
+     "GPU busy 96% on a V100. Was ep_overlap (1.05x bound) while the replay tied each queued kernel to its launch "
+     "plus the GPU's 100 ms backlog, so no kernel change moved the step; queued kernels now follow their stream, "
+     "and the replay predicts fp16 autocast 1.078x and compile 1.083x (weighted by their certainty, autocast "
+     "first). Before that torch_compile (1.00x), and amp_fp16 while fbgemm_gpu's embedding lookups and permutes counted as GEMMs (the "
      "library's name, and FixedDivisor in their template arguments); classed by their own names they are gathers, "
      "elementwise and norm kernels hold 53% of kernel time, and compiling the uncompiled rest (1.25x) outranks fp16 "
      "autocast on the real GEMMs (1.17x, still offered, not bf16)"},
@@ -82,7 +85,9 @@ constexpr Pinned kPinned[] = {
      "remove_item", "DLRM rank 3: NCCL kernels hold 51% of its 19.3 ms step, 82% of them the embeddings' all-to-all; "
      "10 syncs a step hold 4.8 ms of waiting"},
     {"param/dlrm_8rank/kineto/worker4_step_12.1694128201547.pt.trace.json.gz", "host/launch-bound", "training",
-     "micro_batch", "DLRM rank 4: NCCL 37%, host time larger"},
+     "remove_item", "DLRM rank 4: NCCL 37%, host time larger. Was micro_batch (its 1.34x bound, not replayed): "
+     "removing the reads now drops each .item()'s copy and wait too, and the replay predicts 1.275x, held to its "
+     "1.27x bound, ranked ahead of the unreplayed bound"},
     {"param/dlrm_8rank/kineto/worker5_step_12.1694128201549.pt.trace.json.gz", "host/launch-bound", "training",
      "micro_batch", "DLRM rank 5: NCCL 35%, host time larger"},
     {"param/dlrm_8rank/kineto/worker6_step_12.1694128201553.pt.trace.json.gz", "host/launch-bound", "training",
@@ -95,11 +100,12 @@ constexpr Pinned kPinned[] = {
      "enumerate(DataLoader) holds 8.2 s of the 16.2 s window; GPU busy 29%. Was num_workers (bound 1.95x): the replay "
      "predicts 1.00x for every loader lever here (its waits fall outside the replayed steps' path, a known miss) and "
      "1.07x for pinned copies"},
-    {"tracelens/mi300/resnet_act_checkpoint.json.gz", "comms-bound", "training", "no_activation_checkpointing",
+    {"tracelens/mi300/resnet_act_checkpoint.json.gz", "comms-bound", "training", "accumulate_allreduce",
      "DDP on MI300X: the RCCL kernel is active 82% of the window; 11.7 ms exposed beside 4.5 ms of backward, so "
-     "overlap hides at most 4.5 ms. Was accumulate_allreduce (bound 1.87x); the replay predicts 1.00x for it (the "
-     "step's end waits on the RCCL kernel's own recorded wait, which a quarter of the all-reduces does not shorten "
-     "in one rank's graph), below the recompute's 1.08x bound"},
+     "overlap hides at most 4.5 ms. The replay predicts 1.24x for a quarter of the all-reduces, now that a kernel "
+     "that waited for another stream follows that work instead of its launch plus the recorded wait; the "
+     "recompute keeps its 1.08x bound, ddp_buckets 1.04x (was 0.83x). Was no_activation_checkpointing while the "
+     "replay predicted 1.00x for accumulating"},
     {"tracelens/mi300/train_resnet18.json.gz", "host/launch-bound", "training", "keep_allocator_cache",
      "ResNet-18 with GPU busy 11%: 272 hipFree calls a step hold the host for 809 ms of its 819 ms"},
     // Benchmarks and harnesses: their syncs and launches are what they measure.
@@ -126,8 +132,12 @@ constexpr Pinned kPinned[] = {
      "torch_compile", "the same model on MI300X, GPU busy 10%"},
     {"tracelens/mi300/sglang_Qwen3-8B_decode.json.gz", "inconclusive", "inference", "",
      "the host waits 463 ms on graph replays whose kernels the trace does not hold"},
-    {"wild/tutorial_transformer_launch_bound.pt.trace.json.gz", "host/launch-bound", "inference", "torch_compile",
-     "forward passes under no_grad; the tutorial's author measured the GPU idle most of each iteration"},
+    {"wild/tutorial_transformer_launch_bound.pt.trace.json.gz", "host/launch-bound", "inference", "cuda_graphs",
+     "forward passes under no_grad; the tutorial's author measured the GPU idle most of each iteration. Was "
+     "torch_compile (then 1.00x) with CUDA graphs held back for the profiler's cost: 16 kernels, 130 us of GPU work "
+     "in a 775 us step, each launched after 30-60 us of dispatch; the replay captures the forward as one graph and "
+     "predicts 3.55x (the profiler's 0.21 ms a step is under half the 0.65 ms graphs act on), compile 1.14x"},
+
     // One-shot passes and captures without steps.
     {"hta/mtia_inference_trace/mtia_inference_rank_0.json.gz", "gpu-bound", "one-shot", "",
      "one MTIA inference pass, the device busy through it; nothing to repeat"},

@@ -100,6 +100,9 @@ const LeverChange kChanges[] = {
        if (p.eager_after > 0) p.eager_after = p.steps + 1;
      },
      0},
+    // A decode loop launched op by op, replayed as one CUDA graph per iteration.
+    {"cuda_graphs", [](const Params& p) { return p.workload == "decode" && !p.cuda_graph; },
+     [](Params& p, int, const BaseRun&) { p.cuda_graph = true; }, 0},
     {"fused_optimizer", [](const Params& p) { return p.opt_params > 0; },
      [](Params& p, int, const BaseRun&) { p.opt_params = 0; }, 0},
     {"zero_grad_set_to_none", [](const Params& p) { return p.zero_grad_memsets > 0; },

@@ -91,13 +91,13 @@ def small_mlp(hidden=256):
     return nn.Sequential(nn.Linear(DIM, hidden), nn.ReLU(), nn.Linear(hidden, 10))
 
 
-def make_profiler(path):
-    return profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+def make_profiler(path, wait, active):
+    return profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=wait, warmup=WARMUP, active=active),
                    on_trace_ready=lambda p: p.export_chrome_trace(path))
 
 
 def loader(cfg):
-    n = cfg.get("epoch_batches", STEPS + 4) * cfg["batch"]
+    n = cfg.get("epoch_batches", cfg.get("wait", WAIT) + WARMUP + cfg.get("active", ACTIVE) + 4) * cfg["batch"]
     if cfg.get("cached"):
         ds = [transform(i, 0) for i in range(n)]  # decoded once, before the loop
     else:
@@ -156,8 +156,9 @@ def train(path, cfg, scratch):
     loss_fn = nn.CrossEntropyLoss()
     accumulate = cfg.get("accumulate", 1)
     walls = []
-    with make_profiler(path) as prof:
-        for step in range(STEPS):
+    wait, active = cfg.get("wait", WAIT), cfg.get("active", ACTIVE)
+    with make_profiler(path, wait, active) as prof:
+        for step in range(wait + WARMUP + active):
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             for _ in range(accumulate):
@@ -174,11 +175,16 @@ def train(path, cfg, scratch):
     return walls
 
 
-LOADER = {"batch": 16}
+# The loader's workers start with their queues full (prefetch_factor batches each), which the
+# loop drains in its first steps: 12 steps before the profiler records reach the steady rhythm.
+# Nine profiled steps: the analysis takes the first for warm-up, and the eight after it are whole
+# periods of the workers' stalls (every second step with two workers, every fourth with four), so
+# that their mean is the long run's.
+LOADER = {"batch": 16, "wait": 12, "active": 9}
 MLP = {"batch": 64, "hidden": 1024}
 # Epochs of 3 batches from 2 workers fast enough to keep up (0.5 ms a sample) with a ~5 ms step:
 # only an epoch's first fetch can wait.
-EPOCHS = dict(LOADER, hidden=2048, workers=2, sleep_s=0.0005, epoch_batches=3, open_shards=True)
+EPOCHS = dict(LOADER, wait=WAIT, active=ACTIVE, hidden=2048, workers=2, sleep_s=0.0005, epoch_batches=3, open_shards=True)
 SPARSE = {"batch": 64, "sparse_rows": 200_000}
 # Each trace: the program's settings. A pair differs in one of them.
 TRACES = {
