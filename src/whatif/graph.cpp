@@ -343,7 +343,8 @@ class Builder {
       // longer than a wake-up. It follows the other stream's work that ended last before it, so
       // that it moves as the GPU does; the wait beyond that work's end is what the graph cannot
       // explain. Example: a memset queued behind a 3 ms all-reduce on the comm stream starts 60 us
-      // after it ends.
+      // after it ends. With no such work in the trace (graph replays whose kernels were not
+      // recorded), it keeps its recorded start after its launch.
       ns_t explained = std::max(o.prev_end, g_.atoms[static_cast<std::size_t>(o.launch)].ts + o.delay);
       o.after = waited_for(by_stream, o.stream, o.ts, since_launch);
       if (o.after >= 0) {
@@ -351,13 +352,15 @@ class Builder {
         o.after_gap = o.ts - (w.ts + w.dur);
         explained = std::max(explained, w.ts + w.dur);
         ++g_.edges;
+      } else {
+        o.delay = since_launch;
       }
       Disagreement& d = disagree[fmt::format("launch -> {} '{}' (stream {})", o.kind == OpKind::Copy ? "copy" : "kernel",
                                              t_.name_of(o.event), t_.events.stream[o.event])];
       d.count += 1;
       d.total_ns += o.ts - explained;
-
     }
+
     for (auto& [edge, d] : disagree) {
       d.edge = edge;
       g_.disagreements.push_back(d);

@@ -113,7 +113,6 @@ struct Scenario {
   std::vector<std::uint8_t> undivided;
 };
 
-
 Scenario base_scenario(const Graph& g);
 
 struct Replayed {

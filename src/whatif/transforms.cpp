@@ -76,7 +76,6 @@ void loader_workers(const Graph& g, Scenario& s, double workers) {
     if (g.atoms[i].kind == AtomKind::Loader && !s.undivided[i]) s.atom_dur[i] = sum / n;
 }
 
-
 int burst_workers(const Graph& g) {
   std::vector<double> waits;
   for (const Atom& a : g.atoms)
@@ -143,7 +142,6 @@ void release_syncs(const Graph& g, Scenario& s, KeepLast keep) {
     if (last[k] >= 0 && (keep == KeepLast::Always || count[k] > 1)) s.release[static_cast<std::size_t>(last[k])] = 0;
 
 }
-
 
 void drop_reads(const Graph& g, Scenario& s) {
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {

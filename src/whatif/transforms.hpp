@@ -54,8 +54,6 @@ enum class KeepLast : std::uint8_t { None, Always, WhereSeveral };
 // Every sync that waited, released (the host no longer waits), but the last of a step as `keep` says.
 void release_syncs(const Graph& g, Scenario& s, KeepLast keep);
 
-
-
 // The released syncs that read a scalar back (.item(): a copy of a few bytes to the host, then the
 // wait) lose the read itself: the copy, its call and the sync's call.
 void drop_reads(const Graph& g, Scenario& s);

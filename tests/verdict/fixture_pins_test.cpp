@@ -63,12 +63,15 @@ constexpr Pinned kPinned[] = {
      "GPU busy 84% of the step; 80% of its communication is the embeddings' all-to-all (SendRecv kernels under "
      "nccl:all_to_all), which no DDP knob shortens. Was ep_overlap (its 1.147x bound, no graph change models it; "
      "weighted half): the replay now fuses half the pointwise launches with their dispatch and predicts compile "
-     "1.144x (bound 1.25x)"},
-    {"hta/trace_diff/test/test.json.gz", "gpu-bound", "training", "amp_fp16",
+     "1.115x (bound 1.25x), weighted by its certainty ahead of the unreplayed bound"},
+
+    {"hta/trace_diff/test/test.json.gz", "gpu-bound", "training", "torch_compile",
      "GPU busy 96% on a V100. Was ep_overlap (1.05x bound) while the replay tied each queued kernel to its launch "
-     "plus the GPU's 100 ms backlog, so no kernel change moved the step; queued kernels now follow their stream, "
-     "and the replay predicts fp16 autocast 1.078x and compile 1.083x (weighted by their certainty, autocast "
-     "first). Before that torch_compile (1.00x), and amp_fp16 while fbgemm_gpu's embedding lookups and permutes counted as GEMMs (the "
+     "plus the GPU's 100 ms backlog, so no kernel change moved the step; queued kernels now follow their stream "
+     "(fbgemm's permutes keep their recorded wait behind the all-to-all, which the graph does not explain), and "
+     "the replay predicts compile 1.04x, fp16 autocast 1.007x. Before that torch_compile (1.00x), and amp_fp16 "
+     "while fbgemm_gpu's embedding lookups and permutes counted as GEMMs (the "
+
      "library's name, and FixedDivisor in their template arguments); classed by their own names they are gathers, "
      "elementwise and norm kernels hold 53% of kernel time, and compiling the uncompiled rest (1.25x) outranks fp16 "
      "autocast on the real GEMMs (1.17x, still offered, not bf16)"},

@@ -4,7 +4,7 @@ after one change, so that a lever's predicted gain can be held to the gain the c
 
 Every trace is a few-second job on the CPU (one intra-op thread, tiny models), profiled with
 torch.profiler (CPU activity, schedule wait=2, warmup=2, active=8: the first four loop steps
-are not in the trace) and written gzipped with mtime 0 as <trace>.pt.trace.json.gz. Debian's
+are not in the trace; the loader traces wait=12, active=9, see LOADER) and written gzipped with mtime 0 as <trace>.pt.trace.json.gz. Debian's
 torch 1.13 has no Kineto: the trace is the legacy profiler's bare JSON array of "X" events.
 
   pair                       before -> after                               lever
