@@ -99,10 +99,12 @@ constexpr Pinned kPinned[] = {
      "micro_batch", "DLRM rank 7, the fastest: NCCL 14%"},
     {"param/linear_kineto.json.gz", "host/launch-bound", "training", "cuda_graphs",
      "40 iterations of a small Linear model, GPU busy 18.5%: launch-bound"},
-    {"param/resnet_kineto.json.gz", "input-bound", "training", "pin_memory",
-     "enumerate(DataLoader) holds 8.2 s of the 16.2 s window; GPU busy 29%. Was num_workers (bound 1.95x): the replay "
-     "predicts 1.00x for every loader lever here (its waits fall outside the replayed steps' path, a known miss) and "
-     "1.07x for pinned copies"},
+    {"param/resnet_kineto.json.gz", "input-bound", "training", "num_workers",
+     "enumerate(DataLoader) holds 8.2 s of the 16.2 s window; GPU busy 29%. Was pin_memory (1.07x) while the replay "
+     "took the first 8 steady steps, before the loader's first stall (step 8), and predicted 1.00x for every loader "
+     "lever; it now takes the 8 nearest the steady mean (steps 6 to 13, two stalls): twice the workers 1.76x "
+     "(bound 1.95x)"},
+
     {"tracelens/mi300/resnet_act_checkpoint.json.gz", "comms-bound", "training", "accumulate_allreduce",
      "DDP on MI300X: the RCCL kernel is active 82% of the window; 11.7 ms exposed beside 4.5 ms of backward, so "
      "overlap hides at most 4.5 ms. The replay predicts 1.24x for a quarter of the all-reduces, now that a kernel "
