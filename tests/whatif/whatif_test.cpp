@@ -113,7 +113,25 @@ TEST(WhatIf, LaunchesHoldTheLaunchBoundStep) {
   EXPECT_LT(compile.predicted_speedup, graphs.predicted_speedup);
 }
 
+// SGLang's decode on MI300X: its first kernel starts 463 ms after its launch, behind CUDA graph
+// replays whose kernels the trace does not hold. The replay keeps that wait as recorded (its error
+// stays near 0), so the wait itself is what the trust warning reports.
+TEST(WhatIf, WaitsTheGraphCannotExplainAreATrustWarning) {
+  const auto r = run(kFixtures + "/tracelens/mi300/sglang_Qwen3-8B_decode.json.gz");
+  ASSERT_FALSE(r.whatif.empty());
+  ASSERT_TRUE(r.whatif[0].present);
+  EXPECT_LT(r.whatif[0].replay_error_max, 0.01);
+  const std::optional<TrustWarning> t = whatif::replay_trust(r.whatif[0], 0);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GT(t->figures.at("unexplained_wait_share"), 0.9);
+  ASSERT_FALSE(r.whatif[0].disagreements.empty());
+  EXPECT_NE(r.whatif[0].disagreements[0].edge.find("resolve_future_token_ids"), std::string::npos);
+  // The tutorial's launch-bound steps: every kernel explained, no warning.
+  EXPECT_FALSE(whatif::replay_trust(run(kLaunchBound).whatif.at(0), 0).has_value());
+}
+
 TEST(WhatIf, SyncsCopiesAndCommChangesNeverSlowTheStep) {
+
 
   for (const char* set : {"syncs=none", "copies=pinned", "copies=side-stream", "comm=overlap"})
     EXPECT_GE(custom_speedup(run(kLaunchBound, {set})), 0.999) << set;
