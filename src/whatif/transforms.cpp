@@ -26,6 +26,16 @@ constexpr ns_t kAsyncCall = 10'000;
 
 ns_t scaled(ns_t v, double f) { return static_cast<ns_t>(std::llround(static_cast<double>(v) * f)); }
 
+// The framework's dispatch of one op: the median host time before a launch call. Longer host work
+// before a launch is the program's own (Python between layers) and stays when an op goes.
+ns_t dispatch_time(const Graph& g) {
+  std::vector<ns_t> gaps;
+  for (const Atom& a : g.atoms)
+    if (a.kind == AtomKind::Launch) gaps.push_back(a.gap);
+  return median_of(std::move(gaps));
+}
+
+
 }  // namespace
 
 double speedup_of(const Context& c, const Scenario& s) {
@@ -144,6 +154,7 @@ void release_syncs(const Graph& g, Scenario& s, KeepLast keep) {
 }
 
 void drop_reads(const Graph& g, Scenario& s) {
+  const ns_t dispatch = dispatch_time(g);
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
     const Atom& a = g.atoms[i];
     if (!s.release[i] || a.target < 0) continue;
@@ -153,7 +164,11 @@ void drop_reads(const Graph& g, Scenario& s) {
     s.op_dur[t] = 0;
     s.atom_dur[i] = 0;
     s.atom_gap[i] = 0;
-    if (o.launch >= 0 && static_cast<std::size_t>(o.launch) != i) s.atom_dur[static_cast<std::size_t>(o.launch)] = 0;
+    if (o.launch < 0 || static_cast<std::size_t>(o.launch) == i) continue;
+    // The read's own op goes too: its copy call and the framework's dispatch before it.
+    const auto call = static_cast<std::size_t>(o.launch);
+    s.atom_dur[call] = 0;
+    s.atom_gap[call] -= std::min(s.atom_gap[call], dispatch);
   }
 }
 
@@ -220,12 +235,7 @@ void fuse_launches(const Graph& g, Scenario& s, const std::function<bool(const O
     int& v = verdict[static_cast<std::size_t>(o.launch)];
     v = pick(o) && v >= 0 ? 1 : -1;
   }
-  // The framework's dispatch of one op: the median host time before a launch call. Longer host
-  // work before a launch is the program's own (Python between layers) and stays.
-  std::vector<ns_t> gaps;
-  for (const Atom& a : g.atoms)
-    if (a.kind == AtomKind::Launch) gaps.push_back(a.gap);
-  const ns_t dispatch = median_of(std::move(gaps));
+  const ns_t dispatch = dispatch_time(g);
 
   bool odd = false;
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
