@@ -17,7 +17,6 @@
 #include "stepscope/gpu_timeline.hpp"
 #include "stepscope/memory/analysis.hpp"
 #include "stepscope/trace.hpp"
-#include "stepscope/verdict.hpp"
 #include "stepscope/whatif.hpp"
 
 namespace stepscope {
@@ -93,8 +92,6 @@ struct AnalysisResult {
   // The what-if replay of every rank (same order as `ranks`): the replay error and what each
   // lever and the plan predict.
   std::vector<whatif::RankWhatIf> whatif;
-  // Filled by `diagnose` (stepscope/verdict.hpp) from the figures above.
-  Diagnosis diagnosis;
   // CUDA memory snapshots among the inputs (pickles, told by their first bytes), one per file:
   // reports show a memory section only when this is not empty.
   std::vector<memory::SnapshotAnalysis> memory_snapshots;

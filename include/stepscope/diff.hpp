@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "stepscope/pipeline.hpp"
+#include "stepscope/diagnose.hpp"
 
 namespace stepscope {
 
@@ -53,7 +53,7 @@ struct CountChange {
 
 struct DiffResult {
   std::string schema = kDiffSchemaVersion;
-  AnalysisResult base, test;           // both sides in full, for side-by-side reports
+  DiagnosedResult base, test;          // both sides in full, for side-by-side reports
   std::string base_label, test_label;  // the paths the user gave
   StepChange step;
   std::vector<CategoryChange> categories;  // all 14, descending |delta|
@@ -73,7 +73,7 @@ struct DiffOptions {
   double kernel_threshold = 0.05;  // a kernel is faster/slower beyond this relative change
 };
 
-// The sides are consumed (moved into the result).
-DiffResult diff_runs(Analysis base, Analysis test, const DiffOptions& opts = {});
+// The sides are consumed (moved into the result). A pipeline's Analysis is a DiagnosedRun.
+DiffResult diff_runs(DiagnosedRun base, DiagnosedRun test, const DiffOptions& opts = {});
 
 }  // namespace stepscope

@@ -34,7 +34,7 @@ struct DistributedAnalysis {
   bool root = false;   // process 0: it holds the result and writes the reports
   int process = 0;     // this process's number in the MPI job
   int processes = 1;   // processes in the job
-  AnalysisResult result;  // on process 0 only
+  DiagnosedResult result;  // on process 0 only
 };
 
 // Starts MPI; process 0 lists the files and checks them as one process would, and sends the

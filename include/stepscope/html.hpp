@@ -20,7 +20,7 @@ std::string html_escape(std::string_view s);
 
 // `stepscope analyze --html FILE`: the verdict, the step partition, stability, ranks, the GPU
 // timeline, evidence and levers.
-std::string render_html(const AnalysisResult& r);
+std::string render_html(const DiagnosedResult& r);
 
 // `stepscope diff --html FILE`: the changes, then both runs side by side on shared scales.
 std::string render_diff_html(const DiffResult& d);

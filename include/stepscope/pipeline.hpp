@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stepscope/analysis.hpp"
+#include "stepscope/diagnose.hpp"
 #include "stepscope/ingest.hpp"
 #include "stepscope/rank_summary.hpp"
 
@@ -29,11 +30,9 @@ struct PipelineOptions {
   bool keep_trace = true;
 };
 
-// What one run produced: the trace model (for outputs that need the events, such as the annotated
-// trace) and the result every report renders.
-struct Analysis {
-  Trace trace;
-  AnalysisResult result;
+// What one run produced (DiagnosedRun): the trace model (for outputs that need the events, such as
+// the annotated trace) and the result every report renders, its diagnosis beside it.
+struct Analysis : DiagnosedRun {
   SummaryFile summary;  // the ranks' analyses before they were combined; empty unless keep_summary
 };
 
@@ -46,11 +45,11 @@ Analysis analyze_paths(const std::vector<std::string>& paths, const PipelineOpti
 // `file_order` when given (the listing the parts were shared from), else in the order the parts
 // are given. Two ranks of the same number are refused (InputError naming both files); so is a set
 // of parts without a rank. Set warnings repeated by several parts are kept once.
-AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order = {});
+DiagnosedResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order = {});
 
 // Reads summary files (gzip-compressed ones too, by their magic bytes), merges them in the order
 // given and diagnoses: what `stepscope merge` reports. Errors: InputError for a file that cannot
 // be read or holds no summary, and merge_summaries' errors.
-AnalysisResult merge_summary_files(const std::vector<std::string>& paths);
+DiagnosedResult merge_summary_files(const std::vector<std::string>& paths);
 
 }  // namespace stepscope

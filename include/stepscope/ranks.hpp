@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "stepscope/clock_alignment.hpp"
-#include "stepscope/partition.hpp"
+#include "stepscope/step_partition.hpp"
 
 namespace stepscope {
 

@@ -34,7 +34,7 @@ struct TextOptions {
   std::size_t ranks = kListedRanks;  // ranks listed one by one (0: every rank), see listed_ranks
 };
 
-std::string render_text(const AnalysisResult& r, const TextOptions& opts = {});
+std::string render_text(const DiagnosedResult& r, const TextOptions& opts = {});
 
 // Every line of `text` in at most `width` columns (0: unchanged): a longer line breaks between
 // words, its continuation four columns under its own indent; a word longer than the room left is
@@ -52,12 +52,12 @@ struct JsonOptions {
   // tables hold every rank's.
   std::size_t drilldown_ranks = kListedRanks;
 };
-nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts = {});
+nlohmann::json to_json(const DiagnosedResult& r, const JsonOptions& opts = {});
 // The same document as to_json(r, opts).dump(2) and a newline (invalid UTF-8 replaced), handed
 // to `out` in pieces: each rank's object built, written and let go in turn, so that thousands of
 // ranks never stand in memory as one document (for 4,096 small ranks, 0.2 GB of text instead of
 // a 0.7 GB tree).
-void write_json_report(const AnalysisResult& r, const JsonOptions& opts, const std::function<void(std::string_view)>& out);
+void write_json_report(const DiagnosedResult& r, const JsonOptions& opts, const std::function<void(std::string_view)>& out);
 
 // The drill-down's tables as CSV (`analyze --csv DIR`): operators by name, by name and shape and
 // by module, kernels, kernel sequences, queue length, memory bandwidth, the critical path and

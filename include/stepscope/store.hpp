@@ -71,7 +71,7 @@ class Store {
   // One transaction: the run and its summaries, or nothing.
   std::int64_t put(const StoredRun& run, const SummaryFile& summary);
   // The run's analysis rebuilt from its stored summaries (what analyze_paths gave).
-  AnalysisResult result(std::int64_t id) const;
+  DiagnosedResult result(std::int64_t id) const;
 
   // Content hashes of files already read, by path, size and modification time, so an unchanged
   // file is not read again.

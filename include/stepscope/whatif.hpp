@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "stepscope/facts.hpp"
-#include "stepscope/partition.hpp"
+#include "stepscope/step_partition.hpp"
 #include "stepscope/trace.hpp"
 
 namespace stepscope::whatif {

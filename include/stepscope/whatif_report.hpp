@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "stepscope/analysis.hpp"
+#include "stepscope/diagnose.hpp"
 
 namespace stepscope {
 
@@ -14,7 +14,7 @@ inline constexpr const char* kWhatIfSchemaVersion = "stepscope.whatif/1";
 // Example (one rank, `--set batch_wait=0`):
 //   rank 0: recorded step 39.14 ms, replayed 39.14 ms (replay error 0.0%, 0.0% at worst)
 //   with batch_wait=0: step 39.14 ms -> 2.96 ms, 13.22x (13.22x to 13.22x)
-std::string render_whatif_text(const AnalysisResult& r);
-nlohmann::json whatif_to_json(const AnalysisResult& r);
+std::string render_whatif_text(const DiagnosedResult& r);
+nlohmann::json whatif_to_json(const DiagnosedResult& r);
 
 }  // namespace stepscope

@@ -17,6 +17,6 @@ struct WhatIfRunOptions {
 };
 
 // Throws InputError for a bad change (before reading anything) and as analyze_paths does.
-AnalysisResult whatif_paths(const std::vector<std::string>& paths, const WhatIfRunOptions& w, PipelineOptions po = {});
+DiagnosedResult whatif_paths(const std::vector<std::string>& paths, const WhatIfRunOptions& w, PipelineOptions po = {});
 
 }  // namespace stepscope

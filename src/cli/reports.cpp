@@ -20,7 +20,7 @@ void write_csv_tables(const AnalysisResult& r, const std::string& dir) {
   for (const CsvTable& t : drilldown_csv_tables(r)) write_text((std::filesystem::path(dir) / t.file).string(), t.text, "CSV table");
 }
 
-void write_text_report(const AnalysisResult& r, const ReportArgs& a) {
+void write_text_report(const DiagnosedResult& r, const ReportArgs& a) {
   TextOptions t;
   t.verbose = a.verbose;
   t.wide = a.wide;
@@ -62,7 +62,7 @@ void check_report_outputs(const std::vector<std::string>& inputs, const ReportAr
   check_outputs(inputs, extra);
 }
 
-int write_reports(const AnalysisResult& r, const ReportArgs& a) {
+int write_reports(const DiagnosedResult& r, const ReportArgs& a) {
   // Warnings go to standard error, beside the progress bar and errors: the report on standard
   // output is the analysis alone, whatever else went wrong in reading.
   if (const std::string warnings = render_warnings(r); !warnings.empty()) std::fputs(warnings.c_str(), stderr);

@@ -33,6 +33,6 @@ void check_report_outputs(const std::vector<std::string>& inputs, const ReportAr
 
 // Writes the files asked for, then the text report (unless an output went to standard output).
 // Returns the command's exit code: 0 with a diagnosis, 1 when there was nothing to analyse.
-int write_reports(const AnalysisResult& r, const ReportArgs& a);
+int write_reports(const DiagnosedResult& r, const ReportArgs& a);
 
 }  // namespace stepscope::cli

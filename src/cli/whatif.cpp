@@ -21,7 +21,7 @@ int run_whatif(const WhatIfArgs& a) {
   PipelineOptions po;
   po.ingest.jobs = a.jobs;
   po.analyze.jobs = a.jobs;
-  const AnalysisResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
+  const DiagnosedResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
   if (!goes_to_stdout(a.json_out)) write_stdout(render_whatif_text(r));
   return kExitOk;

@@ -184,7 +184,7 @@ void set_bounds(DiffResult& d) {
 
 }  // namespace
 
-DiffResult diff_runs(Analysis base, Analysis test, const DiffOptions& opts) {
+DiffResult diff_runs(DiagnosedRun base, DiagnosedRun test, const DiffOptions& opts) {
   DiffResult d;
   d.step = step_change(base.result, test.result, opts);
   d.categories = category_changes(base.result, test.result);

@@ -38,7 +38,7 @@ bool has_gpu_activity(const AnalysisResult& r) {
   return std::any_of(r.partitions.begin(), r.partitions.end(), [](const auto& p) { return p.gpu; });
 }
 
-const RankTrace* first_rank(const Analysis& a) {
+const RankTrace* first_rank(const DiagnosedRun& a) {
   return a.trace.ranks.empty() ? nullptr : &a.trace.ranks.front();
 }
 
@@ -50,7 +50,7 @@ bool recorded_dims(const RankTrace& t, std::size_t i) {
 }
 
 // The input dims of the first ops of the first steady step, by op name (first occurrence).
-std::map<std::string, std::string> first_op_shapes(const Analysis& a) {
+std::map<std::string, std::string> first_op_shapes(const DiagnosedRun& a) {
   std::map<std::string, std::string> out;
   const RankTrace* t = first_rank(a);
   if (!t || a.result.partitions.empty()) return out;
@@ -68,21 +68,21 @@ std::map<std::string, std::string> first_op_shapes(const Analysis& a) {
   return out;
 }
 
-bool any_event(const Analysis& a, Kind kind, std::string_view name = {}) {
+bool any_event(const DiagnosedRun& a, Kind kind, std::string_view name = {}) {
   for (const auto& t : a.trace.ranks)
     for (std::size_t i = 0; i < t.events.size(); ++i)
       if (t.events.kind[i] == kind && (name.empty() || t.name_of(i) == name)) return true;
   return false;
 }
 
-bool any_recorded_dims(const Analysis& a) {
+bool any_recorded_dims(const DiagnosedRun& a) {
   for (const auto& t : a.trace.ranks)
     for (std::size_t i = 0; i < t.events.size(); ++i)
       if (recorded_dims(t, i)) return true;
   return false;
 }
 
-void compare_hardware(const Analysis& b, const Analysis& t, std::vector<std::string>& out) {
+void compare_hardware(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
   const auto bg = gpu_models(b.result), tg = gpu_models(t.result);
   if (bg != tg) out.push_back(fmt::format("GPU models differ: base {}, test {}", join(bg), join(tg)));
   if (has_gpu_activity(b.result) != has_gpu_activity(t.result))
@@ -96,7 +96,7 @@ void compare_hardware(const Analysis& b, const Analysis& t, std::vector<std::str
                               b.result.ranks.size(), t.result.ranks.size()));
 }
 
-void compare_shapes(const Analysis& b, const Analysis& t, std::vector<std::string>& out) {
+void compare_shapes(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
   const auto bs = first_op_shapes(b), ts = first_op_shapes(t);
   std::vector<std::string> differ;
   for (const auto& [name, dims] : bs) {
@@ -131,7 +131,7 @@ void compare_setting(bool base_on, bool test_on, const char* what, const char* c
                             cost));
 }
 
-void compare_profiler(const Analysis& b, const Analysis& t, std::vector<std::string>& out) {
+void compare_profiler(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
   compare_setting(any_recorded_dims(b), any_recorded_dims(t), "record_shapes",
                   "it adds host overhead to every op", out);
   compare_setting(any_event(b, Kind::PythonFunction), any_event(t, Kind::PythonFunction), "with_stack",
@@ -147,7 +147,7 @@ void compare_profiler(const Analysis& b, const Analysis& t, std::vector<std::str
 
 }  // namespace
 
-std::vector<std::string> comparability_warnings(const Analysis& base, const Analysis& test) {
+std::vector<std::string> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test) {
   std::vector<std::string> out;
   compare_hardware(base, test, out);
   compare_shapes(base, test, out);

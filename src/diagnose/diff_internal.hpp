@@ -38,11 +38,11 @@ struct KernelTable {
   std::map<std::string, KernelClass> classes;  // by kernel name: the facts layer's class
   std::map<std::string, double> counts;  // "kernel launches", "H2D copies", ...
 };
-KernelTable kernel_table(const Analysis& a);
+KernelTable kernel_table(const DiagnosedRun& a);
 std::vector<KernelChange> kernel_changes(const KernelTable& base, const KernelTable& test, double threshold);
 std::vector<KernelChange> class_changes(const KernelTable& base, const KernelTable& test, double threshold);
 std::vector<CountChange> count_changes(const KernelTable& base, const KernelTable& test);
 
-std::vector<std::string> comparability_warnings(const Analysis& base, const Analysis& test);
+std::vector<std::string> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test);
 
 }  // namespace stepscope::diff_detail

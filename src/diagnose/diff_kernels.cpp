@@ -170,7 +170,7 @@ void for_each_key(const std::map<std::string, Tally>& a, const std::map<std::str
 
 }  // namespace
 
-KernelTable kernel_table(const Analysis& a) {
+KernelTable kernel_table(const DiagnosedRun& a) {
   KernelTable job;
   std::size_t ranks = 0;
   for (const auto& t : a.trace.ranks)

@@ -452,8 +452,7 @@ std::string blocking_warnings(const AnalysisResult& r) {
   return out;
 }
 
-void inconclusive(AnalysisResult& r, const JobStep& job, std::string because) {
-  Diagnosis& d = r.diagnosis;
+void inconclusive(const AnalysisResult& r, Diagnosis& d, const JobStep& job, std::string because) {
   Verdict& v = d.verdict;
   v.bound = Bound::Inconclusive;
   v.gpu = true;
@@ -467,12 +466,11 @@ void inconclusive(AnalysisResult& r, const JobStep& job, std::string because) {
   v.headline = "inconclusive: " + v.inconclusive_because;
 }
 
-void diagnose_with(AnalysisResult& r) {
-  Diagnosis& d = r.diagnosis;
+void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
   const JobStep job = job_step(r);
   if (job.step_ns <= 0) return;
   d.present = true;
-  if (std::string because = blocking_warnings(r); !because.empty()) return inconclusive(r, job, std::move(because));
+  if (std::string because = blocking_warnings(r); !because.empty()) return inconclusive(r, d, job, std::move(because));
   Verdict& v = d.verdict;
   v.gpu = job.gpu;
   const Groups g = group_times(job.category);
@@ -553,6 +551,15 @@ void diagnose_with(AnalysisResult& r) {
 
 }  // namespace
 
-void diagnose(AnalysisResult& r) { diagnose_with(r); }
+Diagnosis diagnose(const AnalysisResult& r) {
+  Diagnosis d;
+  diagnose_with(r, d);
+  return d;
+}
+
+DiagnosedResult diagnosed(AnalysisResult&& r) {
+  Diagnosis d = diagnose(r);
+  return {std::move(r), std::move(d)};
+}
 
 }  // namespace stepscope

@@ -275,7 +275,7 @@ Header receive_header_in_time(int from, int timeout_s) {
 
 // Every process's part is received (so none waits on a send) and decoded as it comes, its bytes
 // then freed; the first error any process met is the job's error.
-AnalysisResult merge_on_root(Part own, int processes, const std::vector<std::string>& order) {
+DiagnosedResult merge_on_root(Part own, int processes, const std::vector<std::string>& order) {
   std::vector<SummaryFile> summaries;
   std::string error;
   const int timeout_s = peer_timeout_s();

@@ -111,7 +111,7 @@ std::string summary_bytes(const std::string& path) {
 
 }  // namespace
 
-AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order) {
+DiagnosedResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order) {
   std::vector<std::string> warnings = merged_warnings(parts);
   std::vector<RankAnalysis> ranks;
   for (auto& p : parts)
@@ -120,12 +120,10 @@ AnalysisResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vect
   if (!file_order.empty()) order_by_file(ranks, file_order);
   number_file_order_ranks(ranks, warnings);
   sort_by_rank(ranks);
-  AnalysisResult result = combine_ranks(std::move(ranks), std::move(warnings));
-  diagnose(result);
-  return result;
+  return diagnosed(combine_ranks(std::move(ranks), std::move(warnings)));
 }
 
-AnalysisResult merge_summary_files(const std::vector<std::string>& paths) {
+DiagnosedResult merge_summary_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no summary given: name the files `analyze --summary` wrote");
   std::vector<SummaryFile> parts;
   for (const auto& path : paths) parts.push_back(decode_summary(summary_bytes(path), path));
@@ -175,15 +173,13 @@ Analysis analyze_trace_paths(const std::vector<std::string>& paths, const Pipeli
   if (!opts.keep_trace) {
     auto [ranks, warnings] = analyze_as_read(paths, opts);
     if (opts.keep_summary) a.summary = {ranks, warnings};
-    a.result = combine_ranks(std::move(ranks), std::move(warnings));
-    diagnose(a.result);
+    a.result = diagnosed(combine_ranks(std::move(ranks), std::move(warnings)));
     return a;
   }
   a.trace = read_traces(paths, opts.ingest);
   std::vector<RankAnalysis> ranks = analyze_ranks(a.trace, opts.analyze);
   if (opts.keep_summary) a.summary = {ranks, a.trace.warnings};
-  a.result = combine_ranks(std::move(ranks), a.trace.warnings);
-  diagnose(a.result);
+  a.result = diagnosed(combine_ranks(std::move(ranks), a.trace.warnings));
   return a;
 }
 

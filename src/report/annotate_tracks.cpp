@@ -162,7 +162,7 @@ Track diagnosis_track(const Diagnosis& d, const RankPartition& p) {
 
 std::vector<Track> build_tracks(const Analysis& a, std::size_t rank_index, const PartitionOptions& opts) {
   const RankTrace& trace = a.trace.ranks[rank_index];
-  const AnalysisResult& r = a.result;
+  const DiagnosedResult& r = a.result;
   std::vector<Track> out;
   const RankPartition* p = by_rank(r.partitions, trace.rank);
   if (!p) return out;

@@ -164,7 +164,7 @@ nlohmann::json stability_json(const Stability& s) {
   return j;
 }
 
-void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j) {
+void add_diagnosis_json(const DiagnosedResult& r, nlohmann::json& j) {
   const JobStep job = job_step(r);
   j["steady_state_step"] = {{"mean_step_ns", job.step_ns}, {"categories_ns", mean_categories_json(job.category)},
                             {"gpu", job.gpu}};

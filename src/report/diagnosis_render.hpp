@@ -10,8 +10,8 @@
 
 namespace stepscope::report_detail {
 
-std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts);
-void add_diagnosis_json(const AnalysisResult& r, nlohmann::json& j);
+std::string render_diagnosis_text(const DiagnosedResult& r, const TextOptions& opts);
+void add_diagnosis_json(const DiagnosedResult& r, nlohmann::json& j);
 nlohmann::json partition_json(const RankPartition& p);
 // A rank's what-if replay: ranks[i].whatif (null when the rank had no steps to replay).
 nlohmann::json whatif_json(const whatif::RankWhatIf& w);

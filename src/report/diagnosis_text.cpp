@@ -321,7 +321,7 @@ void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& o
   out += "\n";
 }
 
-std::string render_diagnosis_text(const AnalysisResult& r, const TextOptions& opts) {
+std::string render_diagnosis_text(const DiagnosedResult& r, const TextOptions& opts) {
   std::string out;
   if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
   const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);

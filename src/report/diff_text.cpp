@@ -28,7 +28,7 @@ std::string count(double v) {
 
 void verdict_lines(const DiffResult& d, std::string& out) {
   out += fmt::format("diff: {}\n", terminal_safe(d.headline));
-  auto side = [&](const char* label, const AnalysisResult& r) {
+  auto side = [&](const char* label, const DiagnosedResult& r) {
     if (r.diagnosis.present)
       out += fmt::format("  {:<5} {}\n", label, terminal_safe(r.diagnosis.verdict.headline));
     else

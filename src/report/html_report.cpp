@@ -32,13 +32,13 @@ std::string heading(const SectionOptions& o, int delta, std::string_view text, s
 
 std::string id(const SectionOptions& o, std::string_view name) { return o.id_prefix + std::string(name); }
 
-const Stability* stability_of(const AnalysisResult& r, int rank) {
+const Stability* stability_of(const DiagnosedResult& r, int rank) {
   for (const auto& s : r.stability)
     if (s.rank == rank) return &s;
   return nullptr;
 }
 
-void verdict_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void verdict_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   out += heading(o, 0, "Verdict", "verdict");
   if (!r.diagnosis.present) {
     out += "<p class=\"headline\">Nothing to analyse: no step holds any recorded time.</p>\n";
@@ -58,7 +58,7 @@ void verdict_section(const AnalysisResult& r, const SectionOptions& o, std::stri
 
 // What limits the analysis, as the text says it after the verdict: one line per wording, naming
 // its ranks.
-void trust_section(const AnalysisResult& r, std::string& out) {
+void trust_section(const DiagnosedResult& r, std::string& out) {
   const auto groups = report_detail::trust_groups(r.trust, false);
   if (groups.empty()) return;
   out += "<p class=\"warn\">What limits this analysis:</p><ul class=\"warn trust\">";
@@ -70,7 +70,7 @@ void trust_section(const AnalysisResult& r, std::string& out) {
   out += "</ul>\n";
 }
 
-void warnings_section(const AnalysisResult& r, std::string& out) {
+void warnings_section(const DiagnosedResult& r, std::string& out) {
   trust_section(r, out);
   const std::vector<std::string> lines = report_detail::reading_warnings(r);
   if (lines.empty()) return;
@@ -79,7 +79,7 @@ void warnings_section(const AnalysisResult& r, std::string& out) {
   out += "</ul>\n";
 }
 
-void steps_summary(const AnalysisResult& r, std::string& out) {
+void steps_summary(const DiagnosedResult& r, std::string& out) {
   out += "<ul class=\"muted\">";
   // What the input holds and what ran on it, once, for the first rank: the claims above rest on it.
   if (!r.facts.empty()) {
@@ -97,7 +97,7 @@ void steps_summary(const AnalysisResult& r, std::string& out) {
   out += "</ul>\n";
 }
 
-void mean_partition_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void mean_partition_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   const JobStep job = job_step(r);
   out += heading(o, 0, "Partition of the mean steady-state step", "partition");
   put(out, "<p>Mean steady-state step: <b>{}</b>{}. Categories do not overlap and sum to the step.</p>\n", ms(job.step_ns),
@@ -140,7 +140,7 @@ void stability_text(const Stability& s, std::string& out) {
         esc(period_kind_name(s.period.kind)));
 }
 
-void steps_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void steps_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   out += heading(o, 0, "Steps", "steps");
   steps_summary(r, out);
   const double ymax = o.step_ymax_ns > 0 ? o.step_ymax_ns : max_step_ns(r);
@@ -187,7 +187,7 @@ Heatmap heatmap_columns(const std::vector<int>& cols) {
   return h;
 }
 
-Heatmap rank_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
+Heatmap rank_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
   Heatmap h = heatmap_columns(cols);
   for (const auto& p : r.partitions) {
     h.row_labels.push_back(fmt::format("rank {}", p.rank));
@@ -199,7 +199,7 @@ Heatmap rank_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
 
 // Thousands of ranks: the straggler on a row of its own, then the others in groups of equal size
 // by steady step (fastest first), each row the mean of its group.
-Heatmap grouped_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
+Heatmap grouped_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
   Heatmap h = heatmap_columns(cols);
   const std::optional<int> straggler = r.rank_comparison.straggler;
   std::vector<const RankPartition*> order;
@@ -228,7 +228,7 @@ Heatmap grouped_heatmap(const AnalysisResult& r, const std::vector<int>& cols) {
   return h;
 }
 
-void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void ranks_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   const RankComparison& rc = r.rank_comparison;
   if (rc.rows.size() < 2 && r.partitions.size() < 2) return;
   out += heading(o, 0, "Ranks", "ranks");
@@ -260,11 +260,11 @@ void ranks_section(const AnalysisResult& r, const SectionOptions& o, std::string
     put(out, "<p class=\"muted\">{}.</p>\n", esc(clocks));
 }
 
-bool any_gpu(const AnalysisResult& r) {
+bool any_gpu(const DiagnosedResult& r) {
   return std::any_of(r.gpu_timelines.begin(), r.gpu_timelines.end(), [](const auto& g) { return g.has_gpu_activity; });
 }
 
-void gpu_idle_chart(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void gpu_idle_chart(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   std::vector<BarRow> rows;
   out += heading(o, 1, "GPU time and idle breakdown (HTA definitions)");
   out += "<table class=\"gpu-idle\"><tr><th>rank</th><th class=\"num\">compute</th><th class=\"num\">non-compute</th>"
@@ -303,7 +303,7 @@ void gpu_idle_chart(const AnalysisResult& r, const SectionOptions& o, std::strin
 }
 
 // Kernel classes summed over ranks.
-void kernel_classes_chart(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void kernel_classes_chart(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   std::array<ns_t, kKernelClassCount> time{};
   std::array<std::int64_t, kKernelClassCount> count{};
   ns_t total = 0;
@@ -363,7 +363,7 @@ void syncs_copies_table(const GpuTimeline& g, const RankPartition* p, std::strin
 }
 
 // The text's GPU summary line, one row per listed rank: the same figures from the same function.
-void gpu_summary_table(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void gpu_summary_table(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   std::vector<std::string> labels;
   for (std::size_t i : listed_ranks(r, kListedRanks))
     if (i < r.gpu_timelines.size())
@@ -387,7 +387,7 @@ void gpu_summary_table(const AnalysisResult& r, const SectionOptions& o, std::st
   out += "</table>\n";
 }
 
-void gpu_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void gpu_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   if (!any_gpu(r)) return;
   out += heading(o, 0, "GPU timeline", "gpu");
   gpu_summary_table(r, o, out);
@@ -402,7 +402,7 @@ void gpu_section(const AnalysisResult& r, const SectionOptions& o, std::string& 
   }
 }
 
-void evidence_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void evidence_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   const Diagnosis& d = r.diagnosis;
   if (!d.present) return;
   out += heading(o, 0, "Evidence and findings", "evidence");
@@ -452,7 +452,7 @@ void lever_row(const Lever& l, std::size_t n, bool compact, std::string& out) {
       esc(l.risk), warn);
 }
 
-void levers_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void levers_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   const Diagnosis& d = r.diagnosis;
   if (!d.present) return;
   out += heading(o, 0, "Levers", "levers");
@@ -478,7 +478,7 @@ void levers_section(const AnalysisResult& r, const SectionOptions& o, std::strin
   out += "</table></details>\n";
 }
 
-void inputs_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
+void inputs_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   out += heading(o, 0, "Inputs", "inputs");
   out += "<table class=\"inputs\"><tr><th class=\"num\">rank</th><th>file</th><th>layout</th><th class=\"num\">events</th>"
          "<th>GPU</th><th>world size</th></tr>";
@@ -495,7 +495,7 @@ void inputs_section(const AnalysisResult& r, const SectionOptions& o, std::strin
 
 }  // namespace
 
-std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o) {
+std::string analysis_sections(const DiagnosedResult& r, const SectionOptions& o) {
   std::string out;
   verdict_section(r, o, out);
   warnings_section(r, out);
@@ -514,7 +514,7 @@ std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o) 
 
 namespace stepscope {
 
-std::string render_html(const AnalysisResult& r) {
+std::string render_html(const DiagnosedResult& r) {
   std::string title = "stepscope report";
   if (r.ranks.size() == 1) title += " — " + r.ranks.front().path;
   else if (!r.ranks.empty()) title += fmt::format(" — {} ranks", r.ranks.size());

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "stepscope/analysis.hpp"
+#include "stepscope/diagnose.hpp"
 
 namespace stepscope::html {
 
@@ -15,7 +15,7 @@ struct SectionOptions {
   int heading = 2;         // level of the section headings
 };
 
-std::string analysis_sections(const AnalysisResult& r, const SectionOptions& o);
+std::string analysis_sections(const DiagnosedResult& r, const SectionOptions& o);
 
 // The drill-down tables and curves (html_drilldown.cpp); nothing on a compact side.
 void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out);

@@ -149,7 +149,7 @@ nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
 }
 
 // The document less its "ranks".
-nlohmann::json job_json(const AnalysisResult& r, const std::vector<bool>& drilled) {
+nlohmann::json job_json(const DiagnosedResult& r, const std::vector<bool>& drilled) {
   nlohmann::json j;
   j["schema"] = r.schema;
   if (!r.drilldowns.empty()) {
@@ -185,7 +185,7 @@ std::string dump_at(const nlohmann::json& v, int depth) {
 
 }  // namespace
 
-nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
+nlohmann::json to_json(const DiagnosedResult& r, const JsonOptions& opts) {
   const std::vector<bool> drilled = drilled_ranks(r, opts);
   nlohmann::json j = job_json(r, drilled);
   auto& ranks = j["ranks"] = nlohmann::json::array();
@@ -193,7 +193,7 @@ nlohmann::json to_json(const AnalysisResult& r, const JsonOptions& opts) {
   return j;
 }
 
-void write_json_report(const AnalysisResult& r, const JsonOptions& opts, const std::function<void(std::string_view)>& out) {
+void write_json_report(const DiagnosedResult& r, const JsonOptions& opts, const std::function<void(std::string_view)>& out) {
   const std::vector<bool> drilled = drilled_ranks(r, opts);
   const nlohmann::json job = job_json(r, drilled);
   // The keys in the order nlohmann writes an object's (sorted), "ranks" among them.

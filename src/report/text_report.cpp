@@ -193,7 +193,7 @@ void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, con
 
 namespace {
 
-std::string render_plain(const AnalysisResult& r, const TextOptions& opts) {
+std::string render_plain(const DiagnosedResult& r, const TextOptions& opts) {
   std::string out = report_detail::render_diagnosis_text(r, opts);
   const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
   render_gpu_timelines(r, opts, listed, out);
@@ -236,7 +236,7 @@ std::vector<std::string> reading_warnings(const AnalysisResult& r) {
 
 }  // namespace report_detail
 
-std::string render_text(const AnalysisResult& r, const TextOptions& opts) {
+std::string render_text(const DiagnosedResult& r, const TextOptions& opts) {
   std::string out = r.ranks.empty() && !r.memory_snapshots.empty() ? std::string() : render_plain(r, opts);
   for (const auto& m : r.memory_snapshots) out += (out.empty() ? "" : "\n") + memory::render_text(m);
   if (!opts.wide) out = fit_to_width(out, opts.width);

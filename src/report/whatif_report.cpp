@@ -58,7 +58,7 @@ void plan_text(const LeverPlan& p, std::string& out) {
 
 }  // namespace
 
-std::string render_whatif_text(const AnalysisResult& r) {
+std::string render_whatif_text(const DiagnosedResult& r) {
   const std::vector<RankLine> lines = rank_lines(r);
   if (lines.empty()) return "whatif: no steps to replay in the trace\n";
   std::string out;
@@ -79,7 +79,7 @@ std::string render_whatif_text(const AnalysisResult& r) {
   return out;
 }
 
-nlohmann::json whatif_to_json(const AnalysisResult& r) {
+nlohmann::json whatif_to_json(const DiagnosedResult& r) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankLine& l : rank_lines(r)) {
     const auto& w = *l.w;

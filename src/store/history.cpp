@@ -10,7 +10,7 @@ namespace {
 
 // diff's step comparison reads only the analysis results when the runs carry no events, which
 // is all the history keeps: the same bootstrap over the same steady-state steps.
-StepChange compare(const AnalysisResult& base, const AnalysisResult& test) {
+StepChange compare(const DiagnosedResult& base, const DiagnosedResult& test) {
   Analysis b, t;
   b.result = base;
   t.result = test;
@@ -18,8 +18,8 @@ StepChange compare(const AnalysisResult& base, const AnalysisResult& test) {
 }
 
 void compare_with_previous(const Store& store, JobHistory& h) {
-  std::map<std::int64_t, AnalysisResult> results;
-  auto result_of = [&](std::int64_t id) -> const AnalysisResult& {
+  std::map<std::int64_t, DiagnosedResult> results;
+  auto result_of = [&](std::int64_t id) -> const DiagnosedResult& {
     auto it = results.find(id);
     if (it == results.end()) it = results.emplace(id, store.result(id)).first;
     return it->second;

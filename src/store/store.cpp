@@ -248,7 +248,7 @@ std::int64_t Store::put(const StoredRun& r, const SummaryFile& summary) {
   }
 }
 
-AnalysisResult Store::result(std::int64_t id) const {
+DiagnosedResult Store::result(std::int64_t id) const {
   Statement s(db_->handle, "SELECT name, summary FROM runs WHERE id=? AND ok=1");
   s.bind(1, id);
   if (!s.step()) throw InputError(path_ + ": no analysed run " + std::to_string(id));

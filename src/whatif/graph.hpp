@@ -7,7 +7,7 @@
 
 #include "stepscope/facts.hpp"
 #include "stepscope/kernel_class.hpp"
-#include "stepscope/partition.hpp"
+#include "stepscope/step_partition.hpp"
 #include "stepscope/trace.hpp"
 #include "stepscope/whatif.hpp"
 

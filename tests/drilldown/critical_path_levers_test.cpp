@@ -9,7 +9,7 @@
 namespace stepscope {
 namespace {
 
-const Lever* lever(const AnalysisResult& r, const std::string& id) {
+const Lever* lever(const DiagnosedResult& r, const std::string& id) {
   auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(), [&](const Lever& l) { return l.id == id; });
   return it == r.diagnosis.levers.end() ? nullptr : &*it;
 }

@@ -67,7 +67,7 @@ TEST(TrustCodes, EveryCodeRaisedOnTheRecordedTracesIsRegistered) {
   std::set<std::string> raised;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".gz") continue;
-    const AnalysisResult r = test::analyze_files({e.path().string()});
+    const DiagnosedResult r = test::analyze_files({e.path().string()});
     for (const auto& w : r.trust.warnings) {
       raised.insert(w.code);
       EXPECT_TRUE(find_trust_code(w.code).has_value()) << w.code << " raised on " << e.path().filename();

@@ -9,18 +9,18 @@
 namespace stepscope {
 namespace {
 
-AnalysisResult conv_nchw() {
+DiagnosedResult conv_nchw() {
   const auto dir = test::generate("conv-nchw-amp", "--steps 4");
   EXPECT_FALSE(dir.empty());
   PipelineOptions o;
   o.ingest.jobs = 1;
-  AnalysisResult r = analyze_paths({(dir / "rank-0.pt.trace.json").string()}, o).result;
+  DiagnosedResult r = analyze_paths({(dir / "rank-0.pt.trace.json").string()}, o).result;
   std::filesystem::remove_all(dir);
   return r;
 }
 
 TEST(FootgunReports, TextAndJsonCarryEvidenceLeverAndGain) {
-  const AnalysisResult r = conv_nchw();
+  const DiagnosedResult r = conv_nchw();
   const Finding* f = nullptr;
   for (const auto& x : r.diagnosis.findings)
     if (x.footgun && x.id == "nchw_layout") f = &x;

@@ -27,14 +27,14 @@ const ScenarioRun& run(const std::string& scenario, std::string extra = "") {
   return cache.emplace(key, test::analyze_generated(scenario, extra)).first->second;
 }
 
-std::set<std::string> fired(const AnalysisResult& r) {
+std::set<std::string> fired(const DiagnosedResult& r) {
   std::set<std::string> ids;
   for (const auto& f : r.diagnosis.findings)
     if (f.footgun) ids.insert(f.id);
   return ids;
 }
 
-const Finding* finding(const AnalysisResult& r, const std::string& id) {
+const Finding* finding(const DiagnosedResult& r, const std::string& id) {
   for (const auto& f : r.diagnosis.findings)
     if (f.footgun && f.id == id) return &f;
   return nullptr;
@@ -354,7 +354,7 @@ TEST_P(RealTrace, FiresOnlyWhereTheSignatureIs) {
   const Expected e = GetParam();
   PipelineOptions o;
   o.ingest.jobs = 1;
-  const AnalysisResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/" + e.file}, o).result;
+  const DiagnosedResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/" + e.file}, o).result;
   EXPECT_EQ(fired(r), e.ids);
   for (const auto& f : r.diagnosis.findings)
     if (f.footgun) {

@@ -25,7 +25,7 @@ TEST(Partition, PriorityAndSyncTailOnAGpuStep) {
   b.host("cudaStreamSynchronize", 52, 17, "cuda_runtime");  // the device wait inside .item()
   b.host("ProfilerStep#2", 100, 50, "user_annotation");
   b.launch("vectorized_elementwise_kernel", 101, 110, 10);
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   ASSERT_EQ(r.partitions.size(), 1u);
   const RankPartition& p = r.partitions[0];
   ASSERT_TRUE(p.gpu);
@@ -55,7 +55,7 @@ TEST(Partition, BackwardOnTheAutogradThread) {
   b.host("ProfilerStep#1", 0, 100, "user_annotation");
   b.host("autograd::engine::evaluate_function: AddmmBackward0", 10, 30, "cpu_op", 2);
   b.launch("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize", 12, 20, 30, "kernel", 2);
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const StepPartition& s = r.partitions.at(0).steps.at(0);
   EXPECT_EQ(at(s, Category::Idle), us(60));            // [0,10) and [50,100)
   EXPECT_EQ(at(s, Category::HostCompute), us(8));      // autograd thread [10,12) [14,20)
@@ -69,7 +69,7 @@ TEST(Partition, CommunicationAndCopiesRankBelowCompute) {
   b.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 1, 10, 40);
   b.launch("ampere_sgemm_128x64_tn", 2, 20, 10);
   b.launch("Memcpy HtoD (Pinned -> Device)", 3, 45, 10, "gpu_memcpy", 1, "cudaMemcpyAsync");
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const StepPartition& s = r.partitions.at(0).steps.at(0);
   EXPECT_EQ(at(s, Category::ComputeOther), us(10));     // [20,30) over the all-reduce
   EXPECT_EQ(at(s, Category::GradSyncExposed), us(30));  // [10,20) [30,50)
@@ -82,7 +82,7 @@ TEST(Partition, CpuOnlyWithoutStageMarkersCountsOpsAsCompute) {
   b.host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 30, "user_annotation");
   b.host("aten::mm", 30, 50);
   b.host("aten::item", 80, 5);
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const RankPartition& p = r.partitions.at(0);
   EXPECT_FALSE(p.gpu);
   const StepPartition& s = p.steps.at(0);
@@ -101,10 +101,10 @@ TEST(Partition, UserStageRuleRelabelsOps) {
   b.host("aten::mm", 30, 50);
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("data=^my_"));
-  const AnalysisResult with_rule = test::analyze_json(b.trace(), o);
+  const DiagnosedResult with_rule = test::analyze_json(b.trace(), o);
   const StepPartition& s = with_rule.partitions.at(0).steps.at(0);
   EXPECT_EQ(at(s, Category::BatchWait), us(30));
-  const AnalysisResult without = test::analyze_json(b.trace());
+  const DiagnosedResult without = test::analyze_json(b.trace());
   const StepPartition& plain = without.partitions.at(0).steps.at(0);
   EXPECT_EQ(at(plain, Category::BatchWait), 0);
 }
@@ -123,7 +123,7 @@ TEST(Partition, StageRulesRunInLinearTimeOnHugeNames) {
   b.host(std::string(30000, 'x') + "fwd" + std::string(100, 'y'), 10, 50);
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("forward=.*fwd.*"));
-  const AnalysisResult r = test::analyze_json(b.trace(), o);
+  const DiagnosedResult r = test::analyze_json(b.trace(), o);
   EXPECT_EQ(at(r.partitions.at(0).steps.at(0), Category::ComputeForward), us(50));
   // Lookaround is not RE2 syntax: refused with the reason, not misread.
   EXPECT_THROW(parse_stage_rule("forward=(?=x)"), InputError);
@@ -136,7 +136,7 @@ TEST(Steps, RepeatedTopLevelAnnotationOpensEachStep) {
     b.host("forward", t0 + 10, 50, "user_annotation");
   }
   b.host("forward", 110, 60, "user_annotation");  // a longer second forward
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const RankPartition& p = r.partitions.at(0);
   ASSERT_EQ(p.source, StepSource::Annotation);
   EXPECT_EQ(p.source_detail, "h2d");
@@ -152,7 +152,7 @@ TEST(Steps, OptimizerStepBoundaries) {
   b.host("Optimizer.step#SGD.step", 40, 10);
   b.host("aten::mm", 50, 40);
   b.host("Optimizer.step#SGD.step", 90, 10);
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const RankPartition& p = r.partitions.at(0);
   ASSERT_EQ(p.source, StepSource::OptimizerStep);
   ASSERT_EQ(p.steps.size(), 2u);
@@ -164,7 +164,7 @@ TEST(Steps, OptimizerStepBoundaries) {
 TEST(Steps, NothingToSplitOnIsOneWindowAndSaysSo) {
   test::KinetoBuilder b;
   b.host("aten::mm", 0, 50);
-  const AnalysisResult r = test::analyze_json(b.trace());
+  const DiagnosedResult r = test::analyze_json(b.trace());
   const RankPartition& p = r.partitions.at(0);
   EXPECT_EQ(p.source, StepSource::WholeTrace);
   ASSERT_EQ(p.steps.size(), 1u);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr ns_t us(double v) { return static_cast<ns_t>(v * 1000); }
 
-const OperatorRow* row_named(const AnalysisResult& r, const std::string& name) {
+const OperatorRow* row_named(const DiagnosedResult& r, const std::string& name) {
   if (r.drilldowns.empty() || r.drilldowns[0].operators.empty()) return nullptr;
   for (const auto& row : r.drilldowns[0].operators[0].rows)
     if (row.name == name) return &row;
@@ -44,7 +44,7 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnAnInlineTrace) {
   b.host("cudaStreamSynchronize", 60, 5, "cuda_runtime");  // a device wait inside it
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("backward=^compute_loss$"));
-  const AnalysisResult r = test::analyze_json(b.trace(), o);
+  const DiagnosedResult r = test::analyze_json(b.trace(), o);
   ASSERT_EQ(r.partitions.size(), 1u);
   const RankPartition& p = r.partitions[0];
 
@@ -60,7 +60,7 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnAnInlineTrace) {
   EXPECT_EQ(p.model_syncs, 1u);  // the sync sits inside the (ruled) backward
 
   // Without the rule the same op is in no stage, in both places.
-  const AnalysisResult plain = test::analyze_json(b.trace());
+  const DiagnosedResult plain = test::analyze_json(b.trace());
   const OperatorRow* plain_loss = row_named(plain, "compute_loss");
   ASSERT_TRUE(plain_loss);
   EXPECT_NE(plain_loss->stage, StageHint::Backward);
@@ -75,8 +75,8 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnARecordedTrace) {
   const std::string path = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/fp32_no_amp.pt.trace.json.gz";
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("optimizer=^aten::mm$"));
-  const AnalysisResult ruled = test::analyze_files({path}, o);
-  const AnalysisResult plain = test::analyze_files({path});
+  const DiagnosedResult ruled = test::analyze_files({path}, o);
+  const DiagnosedResult plain = test::analyze_files({path});
 
   const OperatorRow* mm = row_named(ruled, "aten::mm");
   const OperatorRow* plain_mm = row_named(plain, "aten::mm");

@@ -20,21 +20,17 @@
 
 namespace stepscope::test {
 
-inline AnalysisResult analyze_files(const std::vector<std::string>& paths, const AnalyzeOptions& o = {}) {
+inline DiagnosedResult analyze_files(const std::vector<std::string>& paths, const AnalyzeOptions& o = {}) {
   IngestOptions io;
   io.jobs = 1;
   Trace t = read_traces(paths, io);
-  AnalysisResult r = analyze(t, o);
-  diagnose(r);
-  return r;
+  return diagnosed(analyze(t, o));
 }
 
-inline AnalysisResult analyze_json(const nlohmann::json& trace, const AnalyzeOptions& o = {}) {
+inline DiagnosedResult analyze_json(const nlohmann::json& trace, const AnalyzeOptions& o = {}) {
   Trace t;
   t.ranks.push_back(read_kineto_buffer(trace.dump(), "inline"));
-  AnalysisResult r = analyze(t, o);
-  diagnose(r);
-  return r;
+  return diagnosed(analyze(t, o));
 }
 
 // A Kineto trace built event by event; times in microseconds.
@@ -79,7 +75,7 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
 // A generated scenario analysed as the CLI would: its ground truth and the whole result.
 struct GeneratedRun {
   nlohmann::json truth;
-  AnalysisResult result;
+  DiagnosedResult result;
 };
 
 inline GeneratedRun analyze_generated(const std::string& scenario, const std::string& extra = "") {

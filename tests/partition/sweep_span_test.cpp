@@ -24,7 +24,7 @@ std::string gunzip(const std::string& path) {
 TEST(PartitionSweep, AKernelYearsLaterMovesTheSweepToWideEdgesAndChangesNoStep) {
   nlohmann::json doc = nlohmann::json::parse(
       gunzip(std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/sync_then_host_work.pt.trace.json.gz"));
-  const AnalysisResult packed = test::analyze_json(doc);
+  const DiagnosedResult packed = test::analyze_json(doc);
   double last_us = 0;
   for (const auto& e : doc["traceEvents"])
     if (e.contains("ts") && e["ts"].is_number()) last_us = std::max(last_us, e["ts"].get<double>());
@@ -32,7 +32,7 @@ TEST(PartitionSweep, AKernelYearsLaterMovesTheSweepToWideEdgesAndChangesNoStep) 
   doc["traceEvents"].push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "far_kernel"}, {"pid", 0}, {"tid", 7},
                                 {"ts", last_us + 144115188075855.872}, {"dur", 1.0},
                                 {"args", {{"device", 0}, {"stream", 7}}}});
-  const AnalysisResult wide = test::analyze_json(doc);
+  const DiagnosedResult wide = test::analyze_json(doc);
   const auto& a = packed.partitions.at(0).steps;
   const auto& b = wide.partitions.at(0).steps;
   ASSERT_EQ(a.size(), b.size());

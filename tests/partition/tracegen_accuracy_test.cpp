@@ -17,7 +17,7 @@ constexpr double kMaxCategoryError = 0.01;
 struct ScenarioRun {
   std::filesystem::path dir;
   nlohmann::json truth;
-  AnalysisResult result;
+  DiagnosedResult result;
 };
 
 ScenarioRun run_scenario(const std::string& scenario, const std::string& extra = "--steps 8") {
@@ -31,7 +31,7 @@ ScenarioRun run_scenario(const std::string& scenario, const std::string& extra =
   return r;
 }
 
-const StepPartition* find_step(const AnalysisResult& r, int rank, const std::string& name) {
+const StepPartition* find_step(const DiagnosedResult& r, int rank, const std::string& name) {
   for (const auto& p : r.partitions)
     if (p.rank == rank)
       for (const auto& s : p.steps)

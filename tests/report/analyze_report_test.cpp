@@ -17,7 +17,7 @@ const std::string kOracle = std::string(STEPSCOPE_ORACLES_DIR) +
                             "/hta/hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json";
 
 TEST(AnalyzeReport, JsonCarriesHtaTemporalBreakdownPerRank) {
-  AnalysisResult r = analyze(read_traces({kTrace}));
+  DiagnosedResult r{analyze(read_traces({kTrace})), {}};
   nlohmann::json j = to_json(r);
   nlohmann::json oracle = nlohmann::json::parse(std::ifstream(kOracle));
   const auto& want = oracle["results"]["get_temporal_breakdown"][0];
@@ -31,15 +31,15 @@ TEST(AnalyzeReport, JsonCarriesHtaTemporalBreakdownPerRank) {
 }
 
 TEST(AnalyzeReport, TextShowsVerdictFirstAndTheGpuTimeline) {
-  AnalysisResult r = analyze(read_traces({kTrace}));
+  DiagnosedResult r{analyze(read_traces({kTrace})), {}};
   std::string text = render_text(r);
   EXPECT_EQ(text.rfind("verdict:", 0), 0u) << text.substr(0, 200);
   EXPECT_NE(text.find("GPU timeline"), std::string::npos);
 }
 
 TEST(AnalyzeReport, CpuOnlyTraceHasNoGpuSection) {
-  AnalysisResult r = analyze(read_traces({std::string(STEPSCOPE_SOURCE_DIR) +
-                                          "/examples/cpu_training_step.pt.trace.json.gz"}));
+  DiagnosedResult r{analyze(read_traces({std::string(STEPSCOPE_SOURCE_DIR) +
+                                          "/examples/cpu_training_step.pt.trace.json.gz"})), {}};
   ASSERT_EQ(r.gpu_timelines.size(), 1u);
   EXPECT_FALSE(r.gpu_timelines[0].has_gpu_activity);
   EXPECT_EQ(render_text(r).find("GPU timeline"), std::string::npos);

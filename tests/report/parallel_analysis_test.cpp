@@ -15,9 +15,7 @@ namespace {
 std::string report_with_jobs(const Trace& t, int jobs) {
   AnalyzeOptions o;
   o.jobs = jobs;
-  AnalysisResult r = analyze(t, o);
-  diagnose(r);
-  return to_json(r).dump();
+  return to_json(diagnosed(analyze(t, o))).dump();
 }
 
 // One rule shares the threads among ranks, whether they are analysed after reading (analyze) or

@@ -24,7 +24,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 // A hundred ranks made from the eight of a real job, rank k's steady step 0.1% x k longer than
 // rank 0's, so rank 0 is the fastest and rank 99 the slowest; rank 57 is named the straggler.
-AnalysisResult hundred_ranks() {
+DiagnosedResult hundred_ranks() {
   PipelineOptions po;
   po.ingest.jobs = po.analyze.jobs = 1;
   po.keep_summary = true;
@@ -38,9 +38,9 @@ AnalysisResult hundred_ranks() {
     a.partition.steady_mean_ns = job.ranks[0].partition.steady_mean_ns * (1 + 0.001 * k);
     ranks.push_back(std::move(a));
   }
-  AnalysisResult r = combine_ranks(std::move(ranks), {});
+  DiagnosedResult r{combine_ranks(std::move(ranks), {}), {}};
   r.rank_comparison.straggler = kStraggler;
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   return r;
 }
 
@@ -56,8 +56,8 @@ bool has_line(const std::string& text, std::initializer_list<const char*> parts)
   return false;
 }
 
-const AnalysisResult& result() {
-  static const AnalysisResult r = hundred_ranks();
+const DiagnosedResult& result() {
+  static const DiagnosedResult r = hundred_ranks();
   return r;
 }
 
@@ -117,13 +117,13 @@ TEST(RankListing, TheHtmlHeatmapGroupsRanksAndKeepsTheStragglerApart) {
 namespace stepscope {
 namespace {
 
-std::string pieces_of(const AnalysisResult& r, const JsonOptions& opts) {
+std::string pieces_of(const DiagnosedResult& r, const JsonOptions& opts) {
   std::string out;
   write_json_report(r, opts, [&](std::string_view piece) { out.append(piece); });
   return out;
 }
 
-std::string whole_of(const AnalysisResult& r, const JsonOptions& opts) {
+std::string whole_of(const DiagnosedResult& r, const JsonOptions& opts) {
   return to_json(r, opts).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -188,7 +188,7 @@ TEST(Store, NothingIsAnalysedTwice) {
   EXPECT_GT(runs[0].step_ns, 0);
   EXPECT_EQ(runs[0].ranks, 1);
   // The stored summaries give back the analysis: its step is the headline's.
-  const AnalysisResult r = store.result(runs[0].id);
+  const DiagnosedResult r = store.result(runs[0].id);
   ASSERT_EQ(r.partitions.size(), 1u);
   EXPECT_TRUE(r.diagnosis.present);
   // Summaries an older stepscope wrote are analysed again, in place.

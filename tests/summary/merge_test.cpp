@@ -175,8 +175,8 @@ TEST(Merge, RanksWithoutANumberAreNumberedInTheOrderGiven) {
   std::vector<SummaryFile> parts{summary_of({a}), summary_of({b})};
   ASSERT_EQ(parts[0].ranks.at(0).ingest.rank_source, "file order");
   ASSERT_EQ(parts[1].ranks.at(0).ingest.rank, 0);
-  const AnalysisResult merged = merge_summaries(std::move(parts));
-  const AnalysisResult direct = analyze_paths({a, b}, one_thread()).result;
+  const DiagnosedResult merged = merge_summaries(std::move(parts));
+  const DiagnosedResult direct = analyze_paths({a, b}, one_thread()).result;
   ASSERT_EQ(merged.ranks.size(), 2u);
   EXPECT_EQ(merged.ranks[1].path, b);
   EXPECT_EQ(merged.ranks[1].rank, 1);

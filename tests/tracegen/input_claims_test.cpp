@@ -64,13 +64,13 @@ bool gpu_side(const json& e) {
 }
 bool comm_kernel(const json& e) { return cat(e) == "kernel" && e.value("name", "").find("nccl") != std::string::npos; }
 
-stepscope::AnalysisResult analyze(const std::vector<std::string>& paths) {
+stepscope::DiagnosedResult analyze(const std::vector<std::string>& paths) {
   stepscope::PipelineOptions o;
   o.keep_trace = false;
   return stepscope::analyze_paths(paths, o).result;
 }
 
-bool has_code(const stepscope::AnalysisResult& r, std::string_view code) { return r.trust.has(code); }
+bool has_code(const stepscope::DiagnosedResult& r, std::string_view code) { return r.trust.has(code); }
 
 TEST(InputClaims, TheWholeJobHasAVerdict) {
   const Job j = generate("healthy", 1);

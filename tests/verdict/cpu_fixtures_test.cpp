@@ -8,7 +8,7 @@
 namespace stepscope {
 namespace {
 
-AnalysisResult cpu_fixture(const std::string& name) {
+DiagnosedResult cpu_fixture(const std::string& name) {
   return test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/" + name + ".pt.trace.json.gz"});
 }
 
@@ -25,7 +25,7 @@ const Lever& lever(const Diagnosis& d, const std::string& id) {
 }
 
 TEST(CpuFixtures, DataLoaderWithoutWorkersIsInputBound) {
-  const AnalysisResult r = cpu_fixture("a_dataloader_w0_slow_transform");
+  const DiagnosedResult r = cpu_fixture("a_dataloader_w0_slow_transform");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
   // Ground truth: __next__ holds 36-37 ms of each 38-41 ms step (~92%).
   EXPECT_GT(r.diagnosis.verdict.share, 0.85);
@@ -36,7 +36,7 @@ TEST(CpuFixtures, DataLoaderWithoutWorkersIsInputBound) {
 // The headline quotes the replay's prediction per worker count, not the Amdahl bound: the same
 // program with two workers (b_dataloader_w2_persistent) ran 2.10x faster.
 TEST(CpuFixtures, HeadlineQuotesThePredictionForTwoWorkers) {
-  const AnalysisResult r = cpu_fixture("a_dataloader_w0_slow_transform");
+  const DiagnosedResult r = cpu_fixture("a_dataloader_w0_slow_transform");
   const Lever& l = lever(r.diagnosis, "num_workers");
   ASSERT_FALSE(l.predicted_by_setting.empty());
   EXPECT_EQ(l.predicted_by_setting.front().first, "2");
@@ -47,7 +47,7 @@ TEST(CpuFixtures, HeadlineQuotesThePredictionForTwoWorkers) {
 }
 
 TEST(CpuFixtures, TwoWorkersStallEveryOtherStep) {
-  const AnalysisResult r = cpu_fixture("b_dataloader_w2_persistent");
+  const DiagnosedResult r = cpu_fixture("b_dataloader_w2_persistent");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
   // Ground truth: wait alternates ~2 ms / ~25-28 ms.
   const Stability& s = r.stability.at(0);
@@ -58,7 +58,7 @@ TEST(CpuFixtures, TwoWorkersStallEveryOtherStep) {
 }
 
 TEST(CpuFixtures, PerStepItemOnACpuTensorIsNoSync) {
-  const AnalysisResult r = cpu_fixture("c_item_print_every_step");
+  const DiagnosedResult r = cpu_fixture("c_item_print_every_step");
   // One aten::item per step (ground truth aten_item_calls = 1) on a CPU tensor: no copy, no device
   // wait. It is host work, not a queue drain, and no sync lever applies.
   EXPECT_EQ(r.partitions[0].item_calls, 0u);
@@ -68,7 +68,7 @@ TEST(CpuFixtures, PerStepItemOnACpuTensorIsNoSync) {
 }
 
 TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
-  const AnalysisResult r = cpu_fixture("d_checkpoint_every_3rd_step");
+  const DiagnosedResult r = cpu_fixture("d_checkpoint_every_3rd_step");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SideWork);
   const Stability& s = r.stability.at(0);
   // Ground truth: torch.save at ProfilerStep#2 and #5 (128-129 ms vs 4-5 ms): two of the four
@@ -83,7 +83,7 @@ TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
 }
 
 TEST(CpuFixtures, LargeMlpIsComputeBound) {
-  const AnalysisResult r = cpu_fixture("e_compute_bound_large_model");
+  const DiagnosedResult r = cpu_fixture("e_compute_bound_large_model");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::GpuCompute);
   EXPECT_FALSE(r.diagnosis.verdict.gpu);
   EXPECT_GT(r.diagnosis.verdict.share, 0.95);
@@ -91,7 +91,7 @@ TEST(CpuFixtures, LargeMlpIsComputeBound) {
 }
 
 TEST(CpuFixtures, InstrumentedStagesAreAttributed) {
-  const AnalysisResult r = cpu_fixture("f_instrumented_stages");
+  const DiagnosedResult r = cpu_fixture("f_instrumented_stages");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::GpuCompute);
   const RankPartition& p = r.partitions.at(0);
   ASSERT_EQ(p.steps.size(), 5u);
@@ -111,7 +111,7 @@ TEST(CpuFixtures, InstrumentedStagesAreAttributed) {
 }
 
 TEST(Example, RecordedCpuTrainingStepIsInputBound) {
-  const AnalysisResult r =
+  const DiagnosedResult r =
       test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/examples/cpu_training_step.pt.trace.json.gz"});
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
 }

@@ -170,25 +170,23 @@ constexpr Pinned kPinned[] = {
 
 class RealTrace : public ::testing::TestWithParam<Pinned> {};
 
-std::string first_lever(const AnalysisResult& r) {
+std::string first_lever(const DiagnosedResult& r) {
   for (const auto& l : r.diagnosis.levers)
     if (l.applies) return l.id;
   return "";
 }
 
 // As the CLI does it: read, analyse (each rank's footgun scan included), diagnose.
-AnalysisResult analyze_as_the_cli(const std::string& path) {
+DiagnosedResult analyze_as_the_cli(const std::string& path) {
   IngestOptions io;
   io.jobs = 1;
   const Trace t = read_traces({path}, io);
-  AnalysisResult r = analyze(t, {});
-  diagnose(r);
-  return r;
+  return diagnosed(analyze(t, {}));
 }
 
 TEST_P(RealTrace, VerdictKindAndFirstLeverWithASoundPartition) {
   const Pinned p = GetParam();
-  const AnalysisResult r = analyze_as_the_cli(std::string(STEPSCOPE_FIXTURES_DIR) + "/" + p.file);
+  const DiagnosedResult r = analyze_as_the_cli(std::string(STEPSCOPE_FIXTURES_DIR) + "/" + p.file);
   ASSERT_TRUE(r.diagnosis.present);
   ASSERT_FALSE(r.facts.empty());
   const Verdict& v = r.diagnosis.verdict;
@@ -229,7 +227,7 @@ TEST(RealTraces, EightDlrmRanksSideBySide) {
                         "worker3_step_12.1694128201557", "worker4_step_12.1694128201547", "worker5_step_12.1694128201549",
                         "worker6_step_12.1694128201553", "worker7_step_12.1694128201553"})
     files.push_back(std::string(STEPSCOPE_FIXTURES_DIR) + "/param/dlrm_8rank/kineto/" + f + ".pt.trace.json.gz");
-  const AnalysisResult r = test::analyze_files(files);
+  const DiagnosedResult r = test::analyze_files(files);
   ASSERT_EQ(r.rank_comparison.rows.size(), 8u);
   // Catalog: rank 1 is the longest step (19.9 ms) and rank 7 the shortest (12.5 ms); the slow
   // ranks spend the most time in NCCL, i.e. they wait rather than straggle.

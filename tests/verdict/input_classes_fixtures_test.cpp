@@ -12,7 +12,7 @@ namespace {
 
 std::string fixture(const std::string& rel) { return std::string(STEPSCOPE_FIXTURES_DIR) + "/" + rel; }
 
-AnalysisResult analyze_fixture(const std::string& rel) {
+DiagnosedResult analyze_fixture(const std::string& rel) {
   PipelineOptions o;
   o.keep_trace = false;
   return analyze_paths({fixture(rel)}, o).result;
@@ -29,7 +29,7 @@ std::string refusal(const std::string& rel) {
 
 // Six recordings of different CPU programs in one folder are no job of six ranks.
 TEST(InputClassFixtures, SeparateCpuRunsAreNotRanks) {
-  const AnalysisResult r = analyze_fixture("cpu");
+  const DiagnosedResult r = analyze_fixture("cpu");
   EXPECT_GE(r.partitions.size(), 2u);
   EXPECT_TRUE(r.trust.has("separate_runs"));
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::Inconclusive);
@@ -37,7 +37,7 @@ TEST(InputClassFixtures, SeparateCpuRunsAreNotRanks) {
 
 // Two ranks sampled from a 128-rank job: no straggler, and the comparison says why.
 TEST(InputClassFixtures, TwoOfAHundredTwentyEightRanksNameNoStraggler) {
-  const AnalysisResult r = analyze_fixture("hta/sampled_world128");
+  const DiagnosedResult r = analyze_fixture("hta/sampled_world128");
   EXPECT_EQ(r.rank_comparison.world_size, 128);
   EXPECT_FALSE(r.rank_comparison.straggler.has_value());
   EXPECT_TRUE(r.trust.has("partial_job"));
@@ -47,14 +47,14 @@ TEST(InputClassFixtures, TwoOfAHundredTwentyEightRanksNameNoStraggler) {
 // A rank of the HTA suite with every GPU record cut out but NCCL's names left: a GPU job whose
 // GPU side is missing, not a CPU job.
 TEST(InputClassFixtures, GpuNamesWithoutGpuRecordsAreIncomplete) {
-  const AnalysisResult r = analyze_fixture("hta/edited/rank_non_gpu.json.gz");
+  const DiagnosedResult r = analyze_fixture("hta/edited/rank_non_gpu.json.gz");
   EXPECT_TRUE(r.trust.has("incomplete_gpu_records"));
   EXPECT_EQ(device_line(r.facts.at(0)), "GPU of unknown model");
 }
 
 // The CPU-only fixture's device line says so.
 TEST(InputClassFixtures, ACpuTraceIsCpuOnly) {
-  const AnalysisResult r = analyze_fixture("cpu/c_item_print_every_step.pt.trace.json.gz");
+  const DiagnosedResult r = analyze_fixture("cpu/c_item_print_every_step.pt.trace.json.gz");
   EXPECT_EQ(device_line(r.facts.at(0)), "CPU only");
   EXPECT_EQ(r.facts.at(0).inventory.recorder, Recorder::AutogradProfiler);
 }

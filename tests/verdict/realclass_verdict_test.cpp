@@ -15,7 +15,7 @@ using PresetRun = test::GeneratedRun;
 
 PresetRun run_preset(const std::string& name) { return test::analyze_generated(name); }
 
-const Lever* lever(const AnalysisResult& r, const std::string& id) {
+const Lever* lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
     if (l.id == id) return &l;
   return nullptr;

@@ -17,40 +17,40 @@ std::string recorded_path(const std::string& name) {
   return std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/" + name + ".pt.trace.json.gz";
 }
 
-AnalysisResult analyze_recorded(const std::string& name) { return test::analyze_files({recorded_path(name)}); }
+DiagnosedResult analyze_recorded(const std::string& name) { return test::analyze_files({recorded_path(name)}); }
 
-std::string verdict_id(const AnalysisResult& r) { return bound_id(r.diagnosis.verdict.bound, r.diagnosis.verdict.gpu); }
+std::string verdict_id(const DiagnosedResult& r) { return bound_id(r.diagnosis.verdict.bound, r.diagnosis.verdict.gpu); }
 
-const Lever* first_lever(const AnalysisResult& r) {
+const Lever* first_lever(const DiagnosedResult& r) {
   for (const auto& l : r.diagnosis.levers)
     if (l.applies) return &l;
   return nullptr;
 }
 
-bool has_finding(const AnalysisResult& r, const std::string& id) {
+bool has_finding(const DiagnosedResult& r, const std::string& id) {
   return std::any_of(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
                      [&](const Finding& f) { return f.id == id; });
 }
 
-void expect_verdict_and_first_lever(const AnalysisResult& r, const std::string& verdict, const std::string& lever) {
+void expect_verdict_and_first_lever(const DiagnosedResult& r, const std::string& verdict, const std::string& lever) {
   EXPECT_EQ(verdict_id(r), verdict) << r.diagnosis.verdict.headline;
   const Lever* first = first_lever(r);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->id, lever);
 }
 
-double step_share(const AnalysisResult& r, Category c) {
+double step_share(const DiagnosedResult& r, Category c) {
   const RankPartition& p = r.partitions.at(0);
   return p.steady_mean_category[static_cast<std::size_t>(c)] / p.steady_mean_ns;
 }
 
-double syncs_per_step(const AnalysisResult& r) {
+double syncs_per_step(const DiagnosedResult& r) {
   const RankPartition& p = r.partitions.at(0);
   return static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
 }
 
 TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
-  const AnalysisResult r = analyze_recorded("input_bound");
+  const DiagnosedResult r = analyze_recorded("input_bound");
   expect_verdict_and_first_lever(r, "input-bound", "num_workers");
   // 32 samples x 1.5 ms of sleep per step, beside well under a millisecond of GPU work.
   EXPECT_GT(step_share(r, Category::BatchWait), 0.8);
@@ -61,7 +61,7 @@ TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
 }
 
 TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
-  const AnalysisResult r = analyze_recorded("pageable_copy");
+  const DiagnosedResult r = analyze_recorded("pageable_copy");
   expect_verdict_and_first_lever(r, "copy-bound", "pin_memory");
   EXPECT_EQ(r.diagnosis.verdict.headline.rfind("host/device copies: ", 0), 0u) << r.diagnosis.verdict.headline;
   EXPECT_TRUE(has_finding(r, "pageable_copy"));
@@ -74,13 +74,13 @@ TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
 }
 
 TEST(RecordedTraces, TinyLayersAreLaunchBound) {
-  const AnalysisResult r = analyze_recorded("launch_bound");
+  const DiagnosedResult r = analyze_recorded("launch_bound");
   expect_verdict_and_first_lever(r, "host/launch-bound", "cuda_graphs");
   EXPECT_TRUE(has_finding(r, "unfused_optimizer"));  // AdamW(foreach=False): per-parameter kernels
 }
 
 TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
-  const AnalysisResult r = analyze_recorded("fp32_no_amp");
+  const DiagnosedResult r = analyze_recorded("fp32_no_amp");
   expect_verdict_and_first_lever(r, "gpu-bound", "amp_bf16");  // an H200 runs bf16 tensor cores
   EXPECT_TRUE(has_finding(r, "fp32_no_tf32"));
   const ComputeMix& m = r.partitions.at(0).mix;
@@ -88,7 +88,7 @@ TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
 }
 
 TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
-  const AnalysisResult r = analyze_recorded("bf16_gpu_bound");
+  const DiagnosedResult r = analyze_recorded("bf16_gpu_bound");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const auto& l : r.diagnosis.levers)
     if (l.id == "amp_bf16" || l.id == "amp_fp16" || l.id == "tf32") EXPECT_FALSE(l.applies) << l.id;
@@ -106,7 +106,7 @@ TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
 TEST(RecordedTraces, SyncAfterEveryLayerOfATinyModelIsHostBoundWithTheSyncsNamed) {
   // 24 NaN checks and a loss.item() a step. The model is so small that the host's dispatch, not
   // the syncs, sets the step: removing them gains little, and the evidence says so.
-  const AnalysisResult r = analyze_recorded("sync_each_layer");
+  const DiagnosedResult r = analyze_recorded("sync_each_layer");
   EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
   EXPECT_DOUBLE_EQ(syncs_per_step(r), 25.0);
   EXPECT_TRUE(has_finding(r, "host_sync_logging"));
@@ -115,7 +115,7 @@ TEST(RecordedTraces, SyncAfterEveryLayerOfATinyModelIsHostBoundWithTheSyncsNamed
 TEST(RecordedTraces, SyncAfterEveryWideLayerCountsItsSyncs) {
   // 16 checked 4096-wide layers and a loss.item(): 17 syncs a step. The profiled host takes
   // longer to dispatch a step than the GPU to run it, so the host still bounds the step.
-  const AnalysisResult r = analyze_recorded("sync_serialised");
+  const DiagnosedResult r = analyze_recorded("sync_serialised");
   EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
   EXPECT_DOUBLE_EQ(syncs_per_step(r), 17.0);
   EXPECT_TRUE(has_finding(r, "host_sync_logging"));
@@ -127,7 +127,7 @@ TEST(RecordedTraces, SyncAfterEveryWideLayerCountsItsSyncs) {
 // rule 6), the bound here. The sync footgun measures the narrower fix, the value kept on the
 // device while the host work stays: only the host's wait in the read, a few percent.
 TEST(RecordedTraces, ReadThenOpFreeHostWorkIsSyncBound) {
-  const AnalysisResult r = analyze_recorded("sync_then_host_work");
+  const DiagnosedResult r = analyze_recorded("sync_then_host_work");
   expect_verdict_and_first_lever(r, "sync-bound", "remove_item");
   EXPECT_DOUBLE_EQ(syncs_per_step(r), 1.0);
   EXPECT_GT(step_share(r, Category::SyncStall), 0.4);
@@ -139,7 +139,7 @@ TEST(RecordedTraces, ReadThenOpFreeHostWorkIsSyncBound) {
 }
 
 TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
-  const AnalysisResult r = analyze_recorded("checkpoint_every_2nd");
+  const DiagnosedResult r = analyze_recorded("checkpoint_every_2nd");
   expect_verdict_and_first_lever(r, "side-work", "async_checkpoint");
   // torch.save's device-to-host copies are launched inside the save: side work, not a copy stage.
   EXPECT_GT(step_share(r, Category::SideWork), 0.95);
@@ -149,7 +149,7 @@ TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
   EXPECT_EQ(s.period.every, 2);
 }
 
-const Lever& lever_of(const AnalysisResult& r, const std::string& id) {
+const Lever& lever_of(const DiagnosedResult& r, const std::string& id) {
   const auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(),
                                [&](const Lever& l) { return l.id == id; });
   EXPECT_NE(it, r.diagnosis.levers.end()) << id;
@@ -159,7 +159,7 @@ const Lever& lever_of(const AnalysisResult& r, const std::string& id) {
 // cuDNN's convolutions (FFT and implicit-GEMM kernels) in fp32 with TF32 off: mixed precision
 // first, and the TF32 lever names cuDNN's own switch beside the matmul one.
 TEST(RecordedTraces, Fp32ConvolutionsAreGpuBoundWithMixedPrecisionFirst) {
-  const AnalysisResult r = analyze_recorded("conv_fp32_no_amp");
+  const DiagnosedResult r = analyze_recorded("conv_fp32_no_amp");
   expect_verdict_and_first_lever(r, "gpu-bound", "amp_bf16");
   EXPECT_GT(step_share(r, Category::ComputeForward) + step_share(r, Category::ComputeBackward), 0.95);
   EXPECT_NE(lever_of(r, "tf32").knob.find("cudnn.allow_tf32"), std::string::npos);
@@ -168,7 +168,7 @@ TEST(RecordedTraces, Fp32ConvolutionsAreGpuBoundWithMixedPrecisionFirst) {
 // Transformer layers in bf16 with fused attention: compute-bound with no precision or attention
 // lever left to give.
 TEST(RecordedTraces, Bf16TransformerIsGpuBoundWithAttentionFused) {
-  const AnalysisResult r = analyze_recorded("sdpa_bf16");
+  const DiagnosedResult r = analyze_recorded("sdpa_bf16");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const char* id : {"amp_bf16", "amp_fp16", "tf32", "sdpa"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
   const ComputeMix& m = r.partitions.at(0).mix;
@@ -179,7 +179,7 @@ TEST(RecordedTraces, Bf16TransformerIsGpuBoundWithAttentionFused) {
 // A torch.compile'd model: its Triton kernels and GEMMs run from the compiled regions, so the
 // compile lever may only count what they leave out (the loss, the optimizer), and says so.
 TEST(RecordedTraces, CompiledModelIsNotToldToCompileItsModel) {
-  const AnalysisResult r = analyze_recorded("compiled_bf16");
+  const DiagnosedResult r = analyze_recorded("compiled_bf16");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   const ComputeMix& m = r.partitions.at(0).mix;
   EXPECT_GT(m.compiled_ns, 0.7 * static_cast<double>(m.kernel_ns()));
@@ -197,7 +197,7 @@ TEST(RecordedTraces, CompiledModelIsNotToldToCompileItsModel) {
 // The whole output read back to pageable memory every step: a copy bound of device-to-host
 // copies, whose lever is reading back less, not pinning the loader's batches.
 TEST(RecordedTraces, ReadingTheOutputBackEveryStepIsCopyBoundByD2H) {
-  const AnalysisResult r = analyze_recorded("d2h_each_step");
+  const DiagnosedResult r = analyze_recorded("d2h_each_step");
   expect_verdict_and_first_lever(r, "copy-bound", "d2h_readback");
   EXPECT_GT(step_share(r, Category::D2HCopy), 0.7);
   EXPECT_FALSE(lever_of(r, "pin_memory").applies);
@@ -206,7 +206,7 @@ TEST(RecordedTraces, ReadingTheOutputBackEveryStepIsCopyBoundByD2H) {
 // Forward GEMMs in float8 through torch._scaled_mm, backward in bf16: GPU-bound, every GEMM
 // already on 8- or 16-bit tensor cores, so no precision lever and no fp32 finding.
 TEST(RecordedTraces, Fp8GemmsAreCountedAsFp8AndGetNoPrecisionLever) {
-  const AnalysisResult r = analyze_recorded("fp8_gemm");
+  const DiagnosedResult r = analyze_recorded("fp8_gemm");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   const auto& by_type = r.partitions.at(0).mix.gemm_ns_by_dtype;
   double all = 0;
@@ -224,7 +224,7 @@ TEST(RecordedTraces, Fp8GemmsAreCountedAsFp8AndGetNoPrecisionLever) {
 // GPU runs the gradient kernels, so the run is training, bound by its GPU, and CUDA graphs are
 // not offered to a run that already replays them.
 TEST(RecordedTraces, ReplayedTrainingStepIsTrainingAndNotToldToUseGraphs) {
-  const AnalysisResult r = analyze_recorded("cuda_graph_step");
+  const DiagnosedResult r = analyze_recorded("cuda_graph_step");
   EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training")) << r.facts.at(0).run_kind_evidence;
   EXPECT_NE(r.facts.at(0).run_kind_evidence.find("CUDA graph"), std::string::npos);
   EXPECT_TRUE(r.facts.at(0).cuda_graphs);
@@ -237,7 +237,7 @@ TEST(RecordedTraces, ReplayedTrainingStepIsTrainingAndNotToldToUseGraphs) {
 // Twenty scale-shift-GELU layers: all memory traffic, no GEMM. Fusion is the lever; mixed
 // precision has no fp32 GEMM to act on.
 TEST(RecordedTraces, ElementwiseChainIsGpuBoundWithFusionFirst) {
-  const AnalysisResult r = analyze_recorded("elementwise_fp32");
+  const DiagnosedResult r = analyze_recorded("elementwise_fp32");
   expect_verdict_and_first_lever(r, "gpu-bound", "torch_compile");
   const ComputeMix& m = r.partitions.at(0).mix;
   const double eltwise = static_cast<double>(m.class_ns[static_cast<std::size_t>(KernelClass::Elementwise)] +
@@ -250,7 +250,7 @@ TEST(RecordedTraces, ElementwiseChainIsGpuBoundWithFusionFirst) {
 // finding names the calls; its one-line fix comes before CUDA graphs, which keep only the host
 // time that is left.
 TEST(RecordedTraces, EmptyingTheCacheEveryStepIsAllocatorChurn) {
-  const AnalysisResult r = analyze_recorded("empty_cache_each_step");
+  const DiagnosedResult r = analyze_recorded("empty_cache_each_step");
   expect_verdict_and_first_lever(r, "host/launch-bound", "keep_allocator_cache");
   const auto f = std::find_if(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
                               [](const Finding& x) { return x.id == "allocator_churn"; });
@@ -265,7 +265,7 @@ TEST(RecordedTraces, EmptyingTheCacheEveryStepIsAllocatorChurn) {
 // The slow transform behind two worker processes: still input-bound, and more workers is still
 // the lever.
 TEST(RecordedTraces, SlowTransformBehindTwoWorkersIsInputBound) {
-  const AnalysisResult r = analyze_recorded("loader_workers");
+  const DiagnosedResult r = analyze_recorded("loader_workers");
   expect_verdict_and_first_lever(r, "input-bound", "num_workers");
   EXPECT_GT(step_share(r, Category::BatchWait), 0.6);
 }
@@ -273,7 +273,7 @@ TEST(RecordedTraces, SlowTransformBehindTwoWorkersIsInputBound) {
 // A GPU job profiled with the CPU activity alone: launches on the host and no GPU record. The
 // verdict is withheld rather than read as a CPU job, and the advice is to record CUDA activity.
 TEST(RecordedTraces, CpuActivityAloneLeavesTheVerdictInconclusive) {
-  const AnalysisResult r = analyze_recorded("gpu_job_cpu_activity_only");
+  const DiagnosedResult r = analyze_recorded("gpu_job_cpu_activity_only");
   EXPECT_EQ(verdict_id(r), "inconclusive") << r.diagnosis.verdict.headline;
   const TrustWarning* w = r.facts.at(0).trust.find("incomplete_gpu_records");
   ASSERT_NE(w, nullptr);
@@ -283,7 +283,7 @@ TEST(RecordedTraces, CpuActivityAloneLeavesTheVerdictInconclusive) {
 
 // Transformer layers under inference_mode: an inference run, GPU-bound, with no training lever.
 TEST(RecordedTraces, InferenceLoopGetsNoTrainingLever) {
-  const AnalysisResult r = analyze_recorded("inference_bf16");
+  const DiagnosedResult r = analyze_recorded("inference_bf16");
   EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("inference"));
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const char* id : {"micro_batch", "fused_optimizer", "ddp_buckets", "amp_bf16"})
@@ -294,7 +294,7 @@ TEST(RecordedTraces, InferenceLoopGetsNoTrainingLever) {
 // stream runs each prefetch as soon as it is launched, so steps are timed on the stream that
 // does the work. Every step then holds one step of GEMMs, and the copy is no bound.
 TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
-  const AnalysisResult r = analyze_recorded("pinned_prefetch");
+  const DiagnosedResult r = analyze_recorded("pinned_prefetch");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
   EXPECT_LT(r.stability.at(0).cv, 0.05);
@@ -308,7 +308,7 @@ TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
 // autotuning, allocator growth) takes seconds and is left out as warm-up; the steady steps of
 // this small job are milliseconds, set by the host's dispatch.
 TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
-  const AnalysisResult r = analyze_recorded("cold_start");
+  const DiagnosedResult r = analyze_recorded("cold_start");
   const RankPartition& p = r.partitions.at(0);
   ASSERT_FALSE(p.steps.empty());
   EXPECT_TRUE(p.steps.front().warmup);
@@ -317,7 +317,7 @@ TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
   EXPECT_EQ(verdict_id(r), "host/launch-bound") << r.diagnosis.verdict.headline;
 }
 
-const Finding* finding_of(const AnalysisResult& r, const std::string& id) {
+const Finding* finding_of(const DiagnosedResult& r, const std::string& id) {
   for (const auto& f : r.diagnosis.findings)
     if (f.id == id) return &f;
   return nullptr;
@@ -327,7 +327,7 @@ const Finding* finding_of(const AnalysisResult& r, const std::string& id) {
 // algorithms, the host waiting between candidates while the GPU idles. That idle time, not the
 // trial kernels alone, is what the finding counts.
 TEST(RecordedTraces, ChangingImageSizesRetuneCudnnEveryTime) {
-  const AnalysisResult r = analyze_recorded("cudnn_retune");
+  const DiagnosedResult r = analyze_recorded("cudnn_retune");
   const Finding* f = finding_of(r, "cudnn_autotune");
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->gain_ns, 0.5 * f->step_ns);  // two ~450 ms tuning steps beside a ~5 ms one
@@ -335,7 +335,7 @@ TEST(RecordedTraces, ChangingImageSizesRetuneCudnnEveryTime) {
 }
 
 TEST(RecordedTraces, LargerBatchRecompilesTheCompiledModel) {
-  const AnalysisResult r = analyze_recorded("compile_recompile");
+  const DiagnosedResult r = analyze_recorded("compile_recompile");
   EXPECT_NE(finding_of(r, "compile_recompile"), nullptr);
   EXPECT_EQ(first_lever(r)->id, "fixed_shapes");
 }
@@ -345,14 +345,14 @@ TEST(RecordedTraces, LargerBatchRecompilesTheCompiledModel) {
 // per-parameter optimizer beside it.
 TEST(RecordedTraces, ZeroGradMemsetsOnlyOnThePerParameterPath) {
   EXPECT_EQ(finding_of(analyze_recorded("zero_grad_foreach"), "zero_grad_memset"), nullptr);
-  const AnalysisResult r = analyze_recorded("zero_grad_per_param");
+  const DiagnosedResult r = analyze_recorded("zero_grad_per_param");
   EXPECT_NE(finding_of(r, "zero_grad_memset"), nullptr);
   EXPECT_NE(finding_of(r, "unfused_optimizer"), nullptr);
   EXPECT_TRUE(lever_of(r, "zero_grad_set_to_none").applies);
 }
 
 TEST(RecordedTraces, AnomalyDetectionLeftOnIsNamed) {
-  const AnalysisResult r = analyze_recorded("anomaly_mode");
+  const DiagnosedResult r = analyze_recorded("anomaly_mode");
   EXPECT_NE(finding_of(r, "anomaly_mode"), nullptr);
   EXPECT_TRUE(lever_of(r, "no_debug_apis").applies);
   EXPECT_EQ(finding_of(r, "host_sync_logging"), nullptr);  // the anomaly finding explains the reads
@@ -361,7 +361,7 @@ TEST(RecordedTraces, AnomalyDetectionLeftOnIsNamed) {
 // Attention written out by hand, with the host running far ahead of the GPU (no sync in the
 // loop): the ops that mark the scores are found in their steps' host spans.
 TEST(RecordedTraces, HandWrittenAttentionIsUnfusedEvenWithTheHostFarAhead) {
-  const AnalysisResult r = analyze_recorded("unfused_attention");
+  const DiagnosedResult r = analyze_recorded("unfused_attention");
   EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   EXPECT_NE(finding_of(r, "unfused_attention"), nullptr);
@@ -371,7 +371,7 @@ TEST(RecordedTraces, HandWrittenAttentionIsUnfusedEvenWithTheHostFarAhead) {
 // Non-reentrant checkpointing leaves no marker: the recomputed forward shows as aten::linear and
 // aten::gelu inside backward nodes.
 TEST(RecordedTraces, NonReentrantCheckpointingIsFoundByItsRecomputedOps) {
-  const AnalysisResult r = analyze_recorded("activation_checkpoint");
+  const DiagnosedResult r = analyze_recorded("activation_checkpoint");
   const Finding* f = finding_of(r, "activation_recompute");
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->gain_ns, 0.05 * f->step_ns);
@@ -379,7 +379,7 @@ TEST(RecordedTraces, NonReentrantCheckpointingIsFoundByItsRecomputedOps) {
 }
 
 TEST(RecordedTraces, Fp16WithAGradScalerIsGpuBoundWithNoPrecisionLever) {
-  const AnalysisResult r = analyze_recorded("fp16_grad_scaler");
+  const DiagnosedResult r = analyze_recorded("fp16_grad_scaler");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const char* id : {"amp_bf16", "amp_fp16", "tf32"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
 }
@@ -388,7 +388,7 @@ TEST(RecordedTraces, Fp16WithAGradScalerIsGpuBoundWithNoPrecisionLever) {
 // step (the second worker's first batch echoes a step later). Keeping the workers is the lever;
 // more of them would only respawn more.
 TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
-  const AnalysisResult r = analyze_recorded("epoch_respawn");
+  const DiagnosedResult r = analyze_recorded("epoch_respawn");
   expect_verdict_and_first_lever(r, "input-bound", "persistent_workers");
   EXPECT_EQ(r.stability.at(0).period.kind, PeriodKind::EpochBoundary);
   EXPECT_EQ(r.stability.at(0).period.every, 4);
@@ -400,7 +400,7 @@ TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
 // GPU compute of both ranks is alike, so the straggler shows in the time outside collectives,
 // and rank 0's extra wait is that 20 ms.
 TEST(RecordedTraces, DdpRankWithSlowHostWorkIsTheStraggler) {
-  const AnalysisResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
+  const DiagnosedResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
   ASSERT_EQ(r.partitions.size(), 2u);
   const RankComparison& rc = r.rank_comparison;
   ASSERT_TRUE(rc.straggler.has_value());
@@ -415,7 +415,7 @@ TEST(RecordedTraces, DdpRankWithSlowHostWorkIsTheStraggler) {
 
 // The reports say what the straggler's excess measures: time outside collectives, not compute.
 TEST(RecordedTraces, ReportsNameAHostSideStragglersExcess) {
-  const AnalysisResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
+  const DiagnosedResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
   const std::string text = render_text(r);
   EXPECT_NE(text.find("straggler rank 1 (+"), std::string::npos);
   EXPECT_NE(text.find(" time outside collectives); balanced ranks would save"), std::string::npos) << text;
@@ -425,7 +425,7 @@ TEST(RecordedTraces, ReportsNameAHostSideStragglersExcess) {
 // torch.compile(mode="reduce-overhead"): Inductor's kernels replayed from CUDA graphs in a
 // training run; graphs are not offered again.
 TEST(RecordedTraces, ReduceOverheadCompileIsNotToldToUseGraphs) {
-  const AnalysisResult r = analyze_recorded("compiled_cuda_graphs");
+  const DiagnosedResult r = analyze_recorded("compiled_cuda_graphs");
   EXPECT_TRUE(r.facts.at(0).cuda_graphs);
   EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
   EXPECT_FALSE(lever_of(r, "cuda_graphs").applies);

@@ -11,7 +11,7 @@
 namespace stepscope {
 namespace {
 
-AnalysisResult input_bound_cpu() {
+DiagnosedResult input_bound_cpu() {
   return test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"});
 }
 
@@ -21,7 +21,7 @@ TEST(TextReport, TheVerdictLeadsAndTheTrustWarningsFollowIt) {
   for (const char* file : {"particle_transformer_cold_forward", "tutorial_transformer_launch_bound",
                            "zoology_missing_gpu_records"}) {
     SCOPED_TRACE(file);
-    const AnalysisResult r =
+    const DiagnosedResult r =
         test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/wild/" + file + ".pt.trace.json.gz"});
     ASSERT_GE(r.trust.warnings.size(), 2u);
     const std::string text = render_text(r);
@@ -55,7 +55,7 @@ TEST(TextReport, LeadsWithTheVerdictThenTheSections) {
 // The recorded DDP straggler (rank 1 late by 20 ms of host work) as the JSON says it: its cause,
 // and each step's host span beside its window.
 TEST(JsonReport, NamesTheStragglersCauseAndEachStepsHostSpan) {
-  const AnalysisResult r =
+  const DiagnosedResult r =
       test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["rank_comparison"]["straggler"], 1);
@@ -71,7 +71,7 @@ TEST(JsonReport, NamesTheStragglersCauseAndEachStepsHostSpan) {
 }
 
 TEST(JsonReport, CarriesPerStepPartitionsAndTheDiagnosis) {
-  const AnalysisResult r = input_bound_cpu();
+  const DiagnosedResult r = input_bound_cpu();
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["schema"], "stepscope.analysis/0.9");
   ASSERT_EQ(j["ranks"].size(), 1u);

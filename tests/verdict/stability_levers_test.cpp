@@ -102,7 +102,7 @@ TEST(Stability, SpreadOutStepsAreNoSpikesAndAtMostAMinoritySpikes) {
 TEST(Stability, ASlowModeIsNoListOfSpikes) {
   PipelineOptions o;
   o.ingest.jobs = 1;
-  const AnalysisResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/param/resnet_kineto.json.gz"}, o).result;
+  const DiagnosedResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/param/resnet_kineto.json.gz"}, o).result;
   const Stability& s = r.stability.at(0);
   ASSERT_EQ(s.steps, 29u);
   EXPECT_TRUE(s.bursty);
@@ -179,11 +179,11 @@ TEST(Verdict, GroupRuleQuarterOfTheStepOrMoreThanCompute) {
 
 TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   // Steady steps: 60 ms compute + 40 ms batch wait -> removing the wait gives 100/60 = 1.667x.
-  AnalysisResult r;
+  DiagnosedResult r;
   r.partitions.push_back(rank_of(0, {step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
                                      step(2, 60, Category::BatchWait, 40)}));
   r.stability.push_back(compute_stability(r.partitions[0]));
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   ASSERT_TRUE(r.diagnosis.present);
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
   EXPECT_NEAR(r.diagnosis.verdict.share, 0.40, 1e-9);
@@ -209,7 +209,7 @@ TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   }
 }
 
-const Lever& lever(const AnalysisResult& r, const std::string& id) {
+const Lever& lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
     if (l.id == id) return l;
   throw std::runtime_error("no lever " + id);
@@ -219,13 +219,13 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
   // 20 ms of GPU work and 80 ms of sync stall a step, most of it the host's own unrecorded work
   // after the sync; the host waited 15 ms of the GPU's 20. Without the sync the host still
   // spends its 85 ms: the step shrinks by the 15 ms wait, 100/85, not by the 80 ms stall.
-  AnalysisResult r;
+  DiagnosedResult r;
   r.partitions.push_back(rank_of(0, {step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
                                      step(2, 20, Category::SyncStall, 80)}));
   r.partitions[0].sync_wait_ns = static_cast<double>(ms(15));
   r.partitions[0].sync_calls = 2;
   r.stability.push_back(compute_stability(r.partitions[0]));
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SyncStall);
   const Lever& l = lever(r, "remove_item");
   EXPECT_TRUE(l.applies);
@@ -234,20 +234,20 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
 
   // A sync that waits on nothing (the GPU idle through it): its own cost is not removable.
   r.partitions[0].sync_wait_ns = 0;
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   EXPECT_FALSE(lever(r, "remove_item").applies);
 }
 
 // A 100 ms step: 50 ms of compute (20 forward + 30 backward) and 50 ms of exposed communication
 // whose kernels are 60% all-to-all, 20% pipeline send/recv and 20% gradient all-reduce.
-AnalysisResult comm_job() {
+DiagnosedResult comm_job() {
   auto with_comm = [](std::int64_t n) {
     StepPartition s = step(n, 20, Category::ComputeBackward, 30);
     s.ns[static_cast<std::size_t>(Category::GradSyncExposed)] = ms(50);
     s.end = s.host_end = s.start + total_ns(s.ns);
     return s;
   };
-  AnalysisResult r;
+  DiagnosedResult r;
   r.partitions.push_back(rank_of(0, {with_comm(0), with_comm(1), with_comm(2)}));
   auto& roles = r.partitions[0].mix.comm_ns_by_role;
   roles[static_cast<std::size_t>(CommRole::Exchange)] = ms(60);
@@ -262,8 +262,8 @@ AnalysisResult comm_job() {
 }
 
 TEST(Levers, ExposedCommunicationSplitsByWhatItIsFor) {
-  AnalysisResult r = comm_job();
-  diagnose(r);
+  DiagnosedResult r = comm_job();
+  r.diagnosis = diagnose(r);
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::Communication);
   EXPECT_NE(r.diagnosis.verdict.headline.find("mostly all-to-all exchange"), std::string::npos)
       << r.diagnosis.verdict.headline;
@@ -281,9 +281,9 @@ TEST(Levers, ExposedCommunicationSplitsByWhatItIsFor) {
 
 // Host-side communication (gloo, MPI) runs no kernel: all of it is gradient sync.
 TEST(Levers, CommunicationWithoutKernelsIsGradientSync) {
-  AnalysisResult r = comm_job();
+  DiagnosedResult r = comm_job();
   r.partitions[0].mix.comm_ns_by_role = {};
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   EXPECT_NEAR(lever(r, "accumulate_allreduce").removable_ns, static_cast<double>(ms(37.5)), 1);
   EXPECT_FALSE(lever(r, "ep_overlap").applies);
 }
@@ -291,9 +291,9 @@ TEST(Levers, CommunicationWithoutKernelsIsGradientSync) {
 // Sharded parameters reduce their gradients with FSDP's reduce-scatter: its prefetch is the
 // lever, DDP's buckets are not.
 TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
-  AnalysisResult r = comm_job();
+  DiagnosedResult r = comm_job();
   r.partitions[0].mix.comm_ns_by_role = {};
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   EXPECT_TRUE(lever(r, "ddp_buckets").applies);
   EXPECT_FALSE(lever(r, "fsdp_prefetch").applies);
   DrillDown d;
@@ -301,17 +301,17 @@ TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
   k.name = "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
   d.kernels.rows.push_back(k);
   r.drilldowns.push_back(d);
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   EXPECT_FALSE(lever(r, "ddp_buckets").applies);
   EXPECT_NE(lever(r, "ddp_buckets").basis.find("sharded"), std::string::npos);
   EXPECT_TRUE(lever(r, "fsdp_prefetch").applies);
 }
 
 TEST(Levers, CatalogueCoversEveryRequiredLever) {
-  AnalysisResult r;
+  DiagnosedResult r;
   r.partitions.push_back(rank_of(0, {step(0, 60), step(1, 60)}));
   r.stability.push_back(compute_stability(r.partitions[0]));
-  diagnose(r);
+  r.diagnosis = diagnose(r);
   std::set<std::string> ids;
   for (const auto& l : r.diagnosis.levers) ids.insert(l.id);
   for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "d2h_readback", "prefetch_factor", "preprocess_cache",

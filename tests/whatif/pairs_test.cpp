@@ -19,20 +19,20 @@ namespace {
 
 const std::string kPairsDir = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/pairs";
 
-const Lever* find_lever(const AnalysisResult& r, const std::string& id) {
+const Lever* find_lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
     if (l.id == id) return &l;
   return nullptr;
 }
 
-bool offered(const AnalysisResult& r, const std::string& id) {
+bool offered(const DiagnosedResult& r, const std::string& id) {
   const Lever* l = find_lever(r, id);
   return l && l->applies;
 }
 
 // Several pairs share a trace (the 0-worker loader is the before of three): analyse each once.
-const AnalysisResult& analysed(const std::string& path) {
-  static std::map<std::string, AnalysisResult> cache;
+const DiagnosedResult& analysed(const std::string& path) {
+  static std::map<std::string, DiagnosedResult> cache;
   auto it = cache.find(path);
   if (it == cache.end()) it = cache.emplace(path, test::analyze_files({path})).first;
   return it->second;

@@ -17,14 +17,14 @@ const std::string kBefore = kFixtures + "/cpu/a_dataloader_w0_slow_transform.pt.
 const std::string kAfter = kFixtures + "/cpu/b_dataloader_w2_persistent.pt.trace.json.gz";
 const std::string kLaunchBound = kFixtures + "/wild/tutorial_transformer_launch_bound.pt.trace.json.gz";
 
-AnalysisResult run(const std::string& path, const std::vector<std::string>& sets = {}) {
+DiagnosedResult run(const std::string& path, const std::vector<std::string>& sets = {}) {
   PipelineOptions po;
   po.keep_trace = false;
   for (const auto& s : sets) po.analyze.whatif.changes.push_back(whatif::parse_change(s));
   return analyze_paths({path}, po).result;
 }
 
-const Lever& lever(const AnalysisResult& r, const std::string& id) {
+const Lever& lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
     if (l.id == id) return l;
   throw std::runtime_error("no lever " + id);
@@ -36,13 +36,13 @@ double setting(const Lever& l, const std::string& value) {
   return -1;
 }
 
-double custom_speedup(const AnalysisResult& r) {
+double custom_speedup(const DiagnosedResult& r) {
   EXPECT_TRUE(r.whatif.at(0).custom.has_value());
   return r.whatif.at(0).custom ? r.whatif.at(0).custom->speedup : -1;
 }
 
 TEST(WhatIf, HostOnlyStepsReplayExactly) {
-  const AnalysisResult r = run(kBefore);
+  const DiagnosedResult r = run(kBefore);
   ASSERT_EQ(r.whatif.size(), 1u);
   const auto& w = r.whatif[0];
   ASSERT_TRUE(w.present);
@@ -54,7 +54,7 @@ TEST(WhatIf, HostOnlyStepsReplayExactly) {
 // The real pair: DataLoader num_workers 0 -> 2 on the same program, 2.10x measured. The bound
 // said 13.2x; two workers halve the loading time, they do not remove it.
 TEST(WhatIf, TwoWorkersPredictTheMeasuredPair) {
-  const AnalysisResult before = run(kBefore), after = run(kAfter);
+  const DiagnosedResult before = run(kBefore), after = run(kAfter);
   const double measured = before.partitions[0].steady_mean_ns / after.partitions[0].steady_mean_ns;
   const Lever& l = lever(before, "num_workers");
   ASSERT_TRUE(l.applies);
@@ -69,14 +69,14 @@ TEST(WhatIf, TwoWorkersPredictTheMeasuredPair) {
 }
 
 TEST(WhatIf, LoaderWithWorkersReadsItsCountFromItsBursts) {
-  const AnalysisResult after = run(kAfter);
+  const DiagnosedResult after = run(kAfter);
   const Lever& l = lever(after, "num_workers");
   ASSERT_FALSE(l.predicted_by_setting.empty());
   EXPECT_EQ(l.predicted_by_setting.front().first[0] == 'x' || std::stoi(l.predicted_by_setting.front().first) >= 4, true);
 }
 
 TEST(WhatIf, BatchWaitZeroRemovesTheLoadersTime) {
-  const AnalysisResult r = run(kBefore, {"batch_wait=0"});
+  const DiagnosedResult r = run(kBefore, {"batch_wait=0"});
   const auto& p = r.partitions[0];
   const double wait = p.steady_mean_category[static_cast<std::size_t>(Category::BatchWait)];
   const double expected = p.steady_mean_ns / (p.steady_mean_ns - wait);
