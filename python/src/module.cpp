@@ -4,11 +4,17 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "bindings.hpp"
+#include "stepscope/command_options.hpp"
 #include "stepscope/diff.hpp"
 #include "stepscope/error.hpp"
 #include "stepscope/partition.hpp"
@@ -29,24 +35,34 @@ std::string dump_report(const nlohmann::json& j) {
 
 namespace {
 
-PipelineOptions pipeline_options(int jobs, const std::vector<std::string>& stages,
-                                 const std::string& step_range, const std::shared_ptr<CancelToken>& cancel) {
-  if (jobs < 0) throw InputError("--jobs must be non-negative (got " + std::to_string(jobs) + ")");
-  PipelineOptions po;
+// `command`'s analysis options, checked as the schema says, and the pipeline's options from them.
+PipelineOptions pipeline_options(std::string_view command, const AnalysisSettings& s,
+                                 const std::shared_ptr<CancelToken>& cancel) {
+  check_settings(s, analysis_options(command));
+  PipelineOptions po = stepscope::pipeline_options(s);
   po.ingest.progress = cancel_check(cancel);
-  po.ingest.jobs = jobs;
-  po.analyze.jobs = jobs;  // as the CLI's --jobs: threads for reading and for analysing ranks
-  po.analyze.partition.step_range = step_range;
-  for (const auto& s : stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
   return po;
 }
 
-std::string analyze_json(const std::vector<std::string>& paths, int jobs,
-                         const std::vector<std::string>& stages, const std::string& step_range,
-                         const std::shared_ptr<CancelToken>& cancel, const std::string& model) {
-  PipelineOptions po = pipeline_options(jobs, stages, step_range, cancel);
+// The keyword arguments of `command`'s analysis options, each read by its schema entry: a name
+// the schema does not hold is refused as Python refuses an unknown keyword.
+AnalysisSettings settings_from(std::string_view command, const py::kwargs& options) {
+  AnalysisSettings s;
+  const auto schema = analysis_options(command);
+  for (const auto& [key, value] : options) {
+    const auto name = py::cast<std::string>(key);
+    const auto o = std::find_if(schema.begin(), schema.end(), [&](const OptionSpec& x) { return x.python == name; });
+    if (o == schema.end())
+      throw py::type_error(fmt::format("{}_json() got an unexpected keyword argument '{}'", command, name));
+    std::visit([&](auto field) { s.*field = py::cast<std::decay_t<decltype(s.*field)>>(value); }, o->field);
+  }
+  return s;
+}
+
+std::string analyze_json(const std::vector<std::string>& paths, const std::shared_ptr<CancelToken>& cancel,
+                         const py::kwargs& options) {
+  PipelineOptions po = pipeline_options("analyze", settings_from("analyze", options), cancel);
   po.keep_trace = false;
-  po.memory_model = model;
   // Reading and analysing never touch Python objects: other Python threads run meanwhile.
   py::gil_scoped_release unlocked;
   const Analysis run = analyze_paths(paths, po);
@@ -57,7 +73,7 @@ std::string analyze_json(const std::vector<std::string>& paths, int jobs,
 // `stepscope whatif --json`: the replay against the recording, the changes' prediction, the plan.
 std::string whatif_json(const std::vector<std::string>& paths, const std::vector<std::string>& changes, int jobs,
                         std::int64_t steps, double gpu_hour_cost, const std::shared_ptr<CancelToken>& cancel) {
-  const PipelineOptions po = pipeline_options(jobs, {}, "", cancel);
+  const PipelineOptions po = pipeline_options("whatif", {.jobs = jobs, .stages = {}, .step_range = "", .model = ""}, cancel);
   py::gil_scoped_release unlocked;
   return dump_report(whatif_to_json(whatif_paths(paths, {changes, steps, gpu_hour_cost}, po)));
 }
@@ -78,7 +94,8 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
                       int jobs, const std::vector<std::string>& stages,
                       const std::string& step_range, int bootstrap_samples, std::uint64_t seed,
                       double kernel_threshold, const std::shared_ptr<CancelToken>& cancel) {
-  const PipelineOptions po = pipeline_options(jobs, stages, step_range, cancel);
+  const PipelineOptions po =
+      pipeline_options("diff", {.jobs = jobs, .stages = stages, .step_range = step_range, .model = ""}, cancel);
   if (bootstrap_samples < 100 || bootstrap_samples > 1000000)
     throw InputError("--bootstrap must be 100-1000000 (got " + std::to_string(bootstrap_samples) + ")");
   DiffOptions dopts;
@@ -104,6 +121,25 @@ std::string history_json(const std::string& logdir, const std::string& store_pat
     index_runs(store, logdir, io);
   }
   return dump_report(history_to_json(job_histories(store, job), store.path()));
+}
+
+// The schema of `command`'s analysis options, one dict per option, for the parity test and help.
+py::list options_of(const std::string& command) {
+  py::list out;
+  for (const OptionSpec& o : analysis_options(command)) {
+    py::dict d;
+    d["name"] = std::string(o.name);
+    d["python"] = std::string(o.python);
+    d["flag"] = std::string(o.flag);
+    d["type"] = option_type_name(o.type);
+    d["unit"] = std::string(o.unit);
+    d["value_name"] = std::string(o.value_name);
+    d["default"] = std::string(o.default_text);
+    d["check"] = option_check_name(o.check);
+    d["help"] = std::string(o.help);
+    out.append(d);
+  }
+  return out;
 }
 
 // The exception's message as Python text. Paths arrive as the file system's bytes and may not be
@@ -155,10 +191,12 @@ PYBIND11_MODULE(_stepscope, m) {
       .def(py::init<>())
       .def("cancel", [](CancelToken& t) { t.cancelled.store(true); })
       .def_property_readonly("cancelled", [](const CancelToken& t) { return t.cancelled.load(); });
-  m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("jobs") = 0,
-        py::arg("stages") = std::vector<std::string>{}, py::arg("step_range") = "",
-        py::arg("cancel") = std::shared_ptr<CancelToken>{}, py::arg("model") = "",
-        "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it.");
+  m.def("analyze_json", &analyze_json, py::arg("paths"), py::kw_only(), py::arg("cancel") = std::shared_ptr<CancelToken>{},
+        "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it. The other keyword "
+        "arguments are the options of `options(\"analyze\")`.");
+  m.def("options", &options_of, py::arg("command"),
+        "The analysis options of a command (analyze, diff, whatif), as the CLI and the Python functions take them: "
+        "name, python, flag, type, unit, value_name, default, check, help.");
   m.def("whatif_json", &whatif_json, py::arg("paths"), py::kw_only(), py::arg("changes"), py::arg("jobs") = 0,
         py::arg("steps") = 0, py::arg("gpu_hour_cost") = 0.0, py::arg("cancel") = std::shared_ptr<CancelToken>{});
   m.def("merge_json", &merge_json, py::arg("summaries"),

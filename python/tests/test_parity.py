@@ -50,16 +50,61 @@ def py_options(func):
             if p.kind == p.KEYWORD_ONLY and n not in PY_ALIASES}
 
 
-@pytest.mark.parametrize("command,func", [("analyze", stepscope.analyze), ("diff", stepscope.diff),
-                                          ("merge", stepscope.merge)])
-def test_analysis_commands_match_the_python_functions(cli, command, func):
-    cli_opts = {k: v for k, v in cli_options(cli, command).items() if k not in CLI_ONLY}
+ANALYSIS_COMMANDS = [("analyze", stepscope.analyze), ("diff", stepscope.diff), ("whatif", stepscope.whatif)]
+
+
+def schema_default(value):
+    """A Python default as the schema writes it: no value is "", a number its digits."""
+    return "" if value is None else str(value)
+
+
+@pytest.mark.parametrize("command,func", ANALYSIS_COMMANDS)
+def test_analysis_options_are_the_schema_on_both_sides(cli, command, func):
+    """Every option of a command's schema is the CLI option of that name and short flag, and the
+    Python keyword argument of its Python name with the schema's default; the CLI and Python
+    offer no analysis option the schema does not hold."""
+    schema = stepscope._stepscope.options(command)
+    assert schema
+    usage = subprocess.run([cli, command, "--help"], capture_output=True, text=True, check=True).stdout
+    cli_opts = cli_options(cli, command)
     py = py_options(func)
+    for o in schema:
+        assert o["python"] in cli_opts, o["name"]
+        if o["flag"]:
+            assert re.search(rf"^\s+{o['flag']},--{o['name']}\b", usage, re.M), o["name"]
+        if o["value_name"]:
+            assert re.search(rf"--{o['name']} {re.escape(o['value_name'])}\b", usage), o["name"]
+        assert o["python"] in py, o["python"]
+        assert schema_default(py[o["python"]]) == o["default"] or (o["default"] == "" and py[o["python"]] in (0, "")), \
+            o["python"]
+    names = {o["python"] for o in schema}
+    if command == "analyze":
+        assert set(py) == names
+        assert {k for k in cli_opts if k not in CLI_ONLY} == names
+
+
+@pytest.mark.parametrize("command,func", [("diff", stepscope.diff), ("merge", stepscope.merge)])
+def test_other_options_match_the_python_functions(cli, command, func):
+    """The options of a command outside the analysis schema (diff's bootstrap, seed and kernel
+    threshold), set side by side until they join it."""
+    names = {o["python"] for o in stepscope._stepscope.options(command)}
+    cli_opts = {k: v for k, v in cli_options(cli, command).items() if k not in CLI_ONLY and k not in names}
+    py = {k: v for k, v in py_options(func).items() if k not in names}
     cli_opts = {n: cli_opts[k] for k in cli_opts for n in matched({k}, set(py))}
     assert set(cli_opts) == set(py), (sorted(set(cli_opts) - set(py)), sorted(set(py) - set(cli_opts)))
     for name, default in cli_opts.items():
         if default is not None:
             assert str(py[name]) == default, name
+
+
+def test_an_option_outside_the_schema_is_refused(tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        stepscope._stepscope.analyze_json([str(tmp_path)], colour=1)
+
+
+def test_a_check_of_the_schema_is_the_same_refusal_in_python():
+    with pytest.raises(stepscope.Error, match=r"^--jobs must be non-negative \(got -1\)$"):
+        stepscope._stepscope.analyze_json(["x"], jobs=-1)
 
 
 @pytest.mark.parametrize("calc", stepscope_plan.CALCULATORS)

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "cli/reports.hpp"
@@ -20,19 +21,11 @@ struct AnalyzeArgs {
   ReportArgs reports;
   std::string annotate_out;
   std::string summary_out;  // the ranks' summaries, for `stepscope merge`
-  int jobs = 0;
-  std::vector<std::string> stages;  // NAME=REGEX
-  std::string step_range;           // annotation (NVTX range) that is one step
-  std::string model;                // model preset planned beside memory snapshots
+  AnalysisSettings settings;  // --jobs, --stage, --step-range, --model (stepscope/command_options.hpp)
 };
 
 PipelineOptions pipeline_options(const AnalyzeArgs& a) {
-  PipelineOptions po;
-  po.ingest.jobs = a.jobs;
-  po.analyze.jobs = a.jobs;
-  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
-  po.analyze.partition.step_range = a.step_range;
-  po.memory_model = a.model;
+  PipelineOptions po = stepscope::pipeline_options(a.settings);
   po.keep_summary = !a.summary_out.empty();
   po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
   return po;
@@ -104,18 +97,7 @@ const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> 
                   "Also write the ranks' analyses to FILE ('-' for stdout), for `stepscope merge` to put beside "
                   "other ranks' (docs/summary.md)")
       ->type_name("FILE");
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(kNonNegative);
-  cmd->add_option("--stage", args->stages,
-                  "Count host ops matching REGEX (RE2 syntax) as stage NAME (forward, backward, optimizer, "
-                  "data, sync, side, comm); repeatable")
-      ->type_name("NAME=REGEX");
-  cmd->add_option("--step-range", args->step_range,
-                  "Each range (NVTX or annotation) of this name is one step, e.g. train_step");
-  cmd->add_option("--model", args->model,
-                  "Memory snapshots: set the model states `plan memory` predicts for this model preset (`stepscope "
-                  "plan models`) beside the observed peak, and say where they differ")
-      ->type_name("NAME");
+  add_analysis_options(*cmd, "analyze", args->settings);
   return [args] { return run_analyze(*args); };
 }}};
 

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "stepscope/diff.hpp"
@@ -21,14 +22,12 @@ struct DiffArgs {
   std::string base_run, test_run;  // the BASE and TEST positionals
   std::vector<std::string> base, test;
   std::string json_out, html_out;
-  int jobs = 0;
+  AnalysisSettings settings;  // --jobs, --stage, --step-range on both sides (stepscope/command_options.hpp)
   bool verbose = false;
   bool quiet = false;
   bool wide = false;
   std::size_t top = 10;
-  std::vector<std::string> stages;
   int bootstrap = 2000;
-  std::string step_range;
   double kernel_threshold = 0.05;
   std::uint64_t seed = 1;
   double fail_if_slower_pct = -1;
@@ -55,13 +54,9 @@ std::string label_of(const std::vector<std::string>& paths) {
 }
 
 Analysis read_side(const std::vector<std::string>& paths, const char* label, const DiffArgs& a) {
-  PipelineOptions po;
-  po.ingest.jobs = a.jobs;
-  po.analyze.jobs = a.jobs;
+  PipelineOptions po = pipeline_options(a.settings);
   ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
-  for (const auto& s : a.stages) po.analyze.partition.stage_rules.push_back(parse_stage_rule(s));
-  po.analyze.partition.step_range = a.step_range;
   Analysis run = analyze_paths(paths, po);
   bar.finish();
   return run;
@@ -124,16 +119,11 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE")
       ->type_name("FILE");
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(kNonNegative);
-  cmd->add_option("--stage", args->stages, "Count host ops matching REGEX as stage NAME, on both sides; repeatable")
-      ->type_name("NAME=REGEX");
+  add_analysis_options(*cmd, "diff", args->settings);
   cmd->add_option("--bootstrap", args->bootstrap, "Bootstrap resamples for the speedup interval")
       ->default_val(2000)
       ->check(CLI::Range(100, 1000000));
   cmd->add_option("--seed", args->seed, "Seed of the bootstrap (same seed, same interval)")->default_val(1);
-  cmd->add_option("--step-range", args->step_range,
-                  "Each range (NVTX or annotation) of this name is one step, on both sides, e.g. train_step");
   cmd->add_option("--kernel-threshold", args->kernel_threshold,
                   "A kernel counts as faster or slower beyond this relative change of its time (default 0.05)")
       ->default_val(0.05)

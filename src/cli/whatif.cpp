@@ -1,5 +1,6 @@
 // `stepscope whatif TRACE --set CHANGE ...`: replay the trace's steps with the changes applied.
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "stepscope/whatif_run.hpp"
 #include "stepscope/whatif_report.hpp"
@@ -11,16 +12,14 @@ struct WhatIfArgs {
   std::vector<std::string> paths;
   std::vector<std::string> sets;
   std::string json_out;
-  int jobs = 0;
+  AnalysisSettings settings;  // --jobs (stepscope/command_options.hpp)
   std::int64_t steps = 0;
   double gpu_hour_cost = 0;
 };
 
 int run_whatif(const WhatIfArgs& a) {
   check_outputs(a.paths, {{"--json", a.json_out}});
-  PipelineOptions po;
-  po.ingest.jobs = a.jobs;
-  po.analyze.jobs = a.jobs;
+  const PipelineOptions po = pipeline_options(a.settings);
   const DiagnosedResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
   if (!goes_to_stdout(a.json_out)) write_stdout(render_whatif_text(r));
@@ -51,8 +50,7 @@ const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--gpu-hour-cost", args->gpu_hour_cost, "With --steps: USD per GPU-hour, for the run's cost")
       ->type_name("USD")
       ->check(kNonNegative);
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(kNonNegative);
+  add_analysis_options(*cmd, "whatif", args->settings);
   return [args] { return run_whatif(*args); };
 }}};
 
