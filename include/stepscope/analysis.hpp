@@ -18,11 +18,12 @@
 #include "stepscope/memory/analysis.hpp"
 #include "stepscope/trace.hpp"
 #include "stepscope/whatif.hpp"
+#include "stepscope/whatif_job.hpp"
 
 namespace stepscope {
 
 // Version of the JSON report's layout; bump on any incompatible change.
-inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.9";
+inline constexpr const char* kJsonSchemaVersion = "stepscope.analysis/0.10";
 
 struct StreamSummary {
   std::int64_t device = 0;
@@ -92,6 +93,9 @@ struct AnalysisResult {
   // The what-if replay of every rank (same order as `ranks`): the replay error and what each
   // lever and the plan predict.
   std::vector<whatif::RankWhatIf> whatif;
+  // The ranks joined at their collectives and replayed: the straggler's and the communication
+  // levers' predictions for the job (present for two or more ranks sharing collectives).
+  whatif::JobWhatIf job_whatif;
   // CUDA memory snapshots among the inputs (pickles, told by their first bytes), one per file:
   // reports show a memory section only when this is not empty.
   std::vector<memory::SnapshotAnalysis> memory_snapshots;

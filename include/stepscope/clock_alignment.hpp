@@ -41,6 +41,8 @@ struct CollectiveMark {
   std::uint64_t key = 0;    // alike on every member of the collective (see above)
   ns_t start = 0, end = 0;  // its kernel, on the rank's wall clock (trace time + base time)
   bool point_to_point = false;  // a send/receive kernel (all_to_all runs on them too)
+  CommRole role = CommRole::GradientSync;  // what it is for (the job replay's levers act on some roles)
+  bool steady = true;  // issued in a steady-state step (or the rank has no ProfilerSteps)
 };
 
 // At most this many marks per rank are kept, chosen by key so that every rank keeps the same

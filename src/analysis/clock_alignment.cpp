@@ -76,6 +76,16 @@ std::int64_t step_at(const std::vector<StepPartition>& steps, ns_t ts) {
   return ts < std::max(it->host_end, it->start + 1) ? it->number : -1;
 }
 
+// Whether a collective issued at `ts` belongs to a steady step: the job's replay leaves out the
+// warm-up. A rank without steps, or a collective outside them, counts as steady.
+bool steady_issue(const RankPartition& partition, ns_t ts) {
+  const std::int64_t n = step_at(partition.steps, ts);
+  if (n < 0) return true;
+  for (const StepPartition& s : partition.steps)
+    if (s.number == n) return !s.warmup;
+  return true;
+}
+
 // When the host issued GPU record i: its launch call's start, else its own.
 ns_t issued_at(const RankTrace& t, std::size_t i) {
   const std::int64_t corr = t.events.correlation[i];
@@ -347,7 +357,8 @@ CollectiveMarks collective_marks(const RankTrace& t, const RankFacts& facts, con
     }
     ns_t start = 0, end = 0;
     if (!wall_clock(ev.ts[i], ev.dur[i], base_time_ns, start, end)) continue;
-    out.marks.push_back({key.done(), start, end, facts.of_event(t, i).collective == Collective::SendRecv});
+    out.marks.push_back({key.done(), start, end, facts.of_event(t, i).collective == Collective::SendRecv,
+                         facts.comm_role(static_cast<std::uint32_t>(i)), steady_issue(partition, issued_at(t, i))});
   }
   out.kernels = static_cast<std::int64_t>(out.marks.size());
   thin_by_key(out.marks, kMaxCollectiveMarks);

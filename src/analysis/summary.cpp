@@ -332,6 +332,7 @@ AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std:
   }
   check_job_coverage(r);
   check_separate_runs(r);
+  r.job_whatif = whatif::model_job(marks, r.rank_comparison);
   check_invariants(r);
   return r;
 }

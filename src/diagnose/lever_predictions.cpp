@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "diagnose/diagnose_internal.hpp"
 
@@ -17,6 +18,7 @@ struct JobPrediction {
   bool any = false;    // some rank models the lever
   bool held = true;    // every rank that models it already has it
   double step = 0, predicted = 0;
+  double slowest = 0;  // the ranks' longest predicted step: a synchronous job's step after the change
   double uncertainty = 0;
   std::string basis;
   std::vector<std::pair<std::string, double>> by_setting;  // the ranks' mean speedup per setting
@@ -37,11 +39,13 @@ JobPrediction job_prediction(const AnalysisResult& r, const std::string& id) {
     j.step += step;
     if (!p) {
       j.predicted += step;
+      j.slowest = std::max(j.slowest, step);
       continue;
     }
     j.any = true;
     j.held = j.held && p->held;
     j.predicted += step / std::max(p->speedup, 1e-9);
+    j.slowest = std::max(j.slowest, step / std::max(p->speedup, 1e-9));
     j.uncertainty = std::max(j.uncertainty, p->uncertainty);
     if (j.basis.empty()) j.basis = p->basis;
     if (j.by_setting.empty()) j.by_setting.assign(p->by_setting.size(), {"", 0});
@@ -79,8 +83,30 @@ double amdahl_limit(const Lever& l) {
 // A predicted gain under this share of the step is none.
 constexpr double kMinPredictedGain = 0.01;
 
+// The job replay's prediction of a lever (the straggler re-timed, fewer all-reduces), where it
+// has one: a rank alone cannot see the others it waits for. Example: 4 ranks, rank 2 computes 30%
+// longer: the ranks' replays keep their waits; the job's re-times rank 2 and predicts 1.26x.
+void predict_from_job(const AnalysisResult& r, Lever& l, const whatif::JobLever& jl, double error) {
+  l.predicted_replayed = true;
+  l.prediction_basis = jl.basis;
+  l.predicted_speedup = std::min(std::max(jl.speedup, 1.0), std::max(amdahl_limit(l), l.speedup));
+  l.predicted_step_ns = l.step_ns / l.predicted_speedup;
+  l.predicted_uncertainty = jl.uncertainty;
+  set_interval(l, jl.uncertainty, std::max(error, r.job_whatif.replay_error));
+}
+
+// Collectives moved under the backward (DDP buckets, FSDP prefetch) change each rank's graph; in
+// a job joined at its collectives the step after the change is the slowest rank's: a rank that
+// waited for another counts its wait as communication to hide, which the job does not get back.
+bool job_gated(const AnalysisResult& r, const Lever& l) {
+  return r.job_whatif.present && (l.id == "ddp_buckets" || l.id == "fsdp_prefetch");
+}
+
 void predict(const AnalysisResult& r, Lever& l, double error) {
-  const JobPrediction j = job_prediction(r, l.id);
+  if (const whatif::JobLever* jl = r.job_whatif.present ? whatif::find_job_lever(r.job_whatif, l.id) : nullptr)
+    return predict_from_job(r, l, *jl, error);
+  JobPrediction j = job_prediction(r, l.id);
+  if (job_gated(r, l) && j.slowest > 0) j.predicted = j.slowest * static_cast<double>(std::min(r.whatif.size(), r.partitions.size()));
   if (!j.any || j.step <= 0) {
     l.predicted_replayed = false;
     l.predicted_speedup = l.speedup;
@@ -141,8 +167,14 @@ void diagnose_detail::add_plan(const AnalysisResult& r, Diagnosis& d) {
   double step = 0, n = 0;
   for (const auto& part : r.partitions) step += part.steady_mean_ns, ++n;
   p.step_ns = n > 0 ? step / n : 0;
-  // The first rank with a replay plans for the job: ranks of one job run the same program.
-  for (const auto& w : r.whatif) {
+  // The first rank with a replay plans for the job: ranks of one job run the same program. With a
+  // straggler, the straggler's: the others' plans would hide waits the job does not get back.
+  std::vector<std::size_t> order(r.whatif.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (const auto s = r.rank_comparison.straggler)
+    std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return i < r.ranks.size() && r.ranks[i].rank == *s; });
+  for (std::size_t i : order) {
+    const auto& w = r.whatif[i];
     if (!w.present || w.plan.empty()) continue;
     for (const auto& e : w.plan) {
       auto l = std::find_if(d.levers.begin(), d.levers.end(), [&](const Lever& x) { return x.id == e.id; });

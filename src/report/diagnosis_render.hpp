@@ -15,6 +15,11 @@ void add_diagnosis_json(const DiagnosedResult& r, nlohmann::json& j);
 nlohmann::json partition_json(const RankPartition& p);
 // A rank's what-if replay: ranks[i].whatif (null when the rank had no steps to replay).
 nlohmann::json whatif_json(const whatif::RankWhatIf& w);
+// The job's joined replay: job_whatif (null for one rank or ranks that share no collective), and
+// in words: "job replay: 4 ranks joined at 28 collectives, 381.20 ms replayed against 381.20 ms
+// recorded (replay error 0.0%)" ("" when not present).
+nlohmann::json job_whatif_json(const whatif::JobWhatIf& j);
+std::string job_whatif_sentence(const whatif::JobWhatIf& j);
 // The diagnosis' plan: its levers, and the run's GPU-hours and cost when priced.
 nlohmann::json plan_json(const LeverPlan& p);
 nlohmann::json stability_json(const Stability& s);

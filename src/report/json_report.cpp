@@ -161,6 +161,7 @@ nlohmann::json job_json(const DiagnosedResult& r, const std::vector<bool>& drill
     j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(r.gpu_timelines));
   j["trust"] = trust_json(r.trust);
   report_detail::add_diagnosis_json(r, j);
+  j["job_whatif"] = report_detail::job_whatif_json(r.job_whatif);
   j["warnings"] = r.warnings;
   if (!r.memory_snapshots.empty()) {  // only for snapshot inputs: traces' documents are unchanged
     auto& snapshots = j["memory_snapshots"] = nlohmann::json::array();

@@ -75,6 +75,7 @@ std::string render_whatif_text(const DiagnosedResult& r) {
     out += fmt::format("  with {}: step {} -> {}, {:.2f}x ({:.2f}x to {:.2f}x)\n", w.custom->basis, ms(l.step_ns),
                        ms(l.step_ns / w.custom->speedup), w.custom->speedup, lo, hi);
   }
+  if (const std::string job = report_detail::job_whatif_sentence(r.job_whatif); !job.empty()) out += job + "\n";
   plan_text(r.diagnosis.plan, out);
   return out;
 }
@@ -97,7 +98,10 @@ nlohmann::json whatif_to_json(const DiagnosedResult& r) {
     }
     ranks.push_back(std::move(j));
   }
-  return {{"schema", kWhatIfSchemaVersion}, {"ranks", ranks}, {"plan", report_detail::plan_json(r.diagnosis.plan)}};
+  return {{"schema", kWhatIfSchemaVersion},
+          {"ranks", ranks},
+          {"job", report_detail::job_whatif_json(r.job_whatif)},
+          {"plan", report_detail::plan_json(r.diagnosis.plan)}};
 }
 
 }  // namespace stepscope

@@ -227,7 +227,7 @@ STEPSCOPE_SUMMARY_COLUMNS(CpPathEdge, begin_ts, end_ts, duration, type, bound_by
 STEPSCOPE_SUMMARY_COLUMNS(QueuePoint, ts, value)
 STEPSCOPE_SUMMARY_COLUMNS(BandwidthPoint, ts, gbps)
 STEPSCOPE_SUMMARY_COLUMNS(MemorySample, ts, allocated, reserved)
-STEPSCOPE_SUMMARY_COLUMNS(CollectiveMark, key, start, end, point_to_point)
+STEPSCOPE_SUMMARY_COLUMNS(CollectiveMark, key, start, end, point_to_point, role, steady)
 
 namespace stepscope {
 

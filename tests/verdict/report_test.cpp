@@ -73,7 +73,7 @@ TEST(JsonReport, NamesTheStragglersCauseAndEachStepsHostSpan) {
 TEST(JsonReport, CarriesPerStepPartitionsAndTheDiagnosis) {
   const DiagnosedResult r = input_bound_cpu();
   const nlohmann::json j = to_json(r);
-  EXPECT_EQ(j["schema"], "stepscope.analysis/0.9");
+  EXPECT_EQ(j["schema"], "stepscope.analysis/0.10");
   ASSERT_EQ(j["ranks"].size(), 1u);
   EXPECT_TRUE(j["ranks"][0].contains("ingest"));
   const auto& steps = j["ranks"][0]["partition"]["steps"];
