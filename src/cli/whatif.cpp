@@ -2,6 +2,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
+#include "stepscope/report.hpp"
 #include "stepscope/whatif_run.hpp"
 #include "stepscope/whatif_report.hpp"
 
@@ -22,7 +23,7 @@ int run_whatif(const WhatIfArgs& a) {
   const PipelineOptions po = pipeline_options(a.settings);
   const DiagnosedResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
-  if (!goes_to_stdout(a.json_out)) write_stdout(render_whatif_text(r));
+  if (!goes_to_stdout(a.json_out)) write_stdout(fit_to_width(render_whatif_text(r), report_columns()));
   return kExitOk;
 }
 

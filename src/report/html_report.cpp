@@ -505,6 +505,7 @@ std::string analysis_sections(const DiagnosedResult& r, const SectionOptions& o)
   gpu_section(r, o, out);
   evidence_section(r, o, out);
   levers_section(r, o, out);
+  whatif_section(r, o, out);
   drilldown_section(r, o, out);
   if (!o.compact) inputs_section(r, o, out);
   return out;

@@ -17,6 +17,9 @@ struct SectionOptions {
 
 std::string analysis_sections(const DiagnosedResult& r, const SectionOptions& o);
 
+// Each rank's replay error, the job's joined replay and the plan's predicted step beside the
+// recorded one (html_whatif.cpp); nothing on a compact side.
+void whatif_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out);
 // The drill-down tables and curves (html_drilldown.cpp); nothing on a compact side.
 void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out);
 // The page's one script (table sorting and search) and its CSP hash source ('sha256-...').

@@ -132,8 +132,8 @@ TEST(Width, EveryFixturesReportFitsEightyAndTwoHundredColumns) {
 namespace stepscope {
 namespace {
 
-// The other text reports: diff (the added and removed kernels of two runs), plan, triage.
-TEST(Width, DiffPlanAndTriageFitEightyAndTwoHundredColumns) {
+// The other text reports: diff (the added and removed kernels of two runs), plan, whatif, triage.
+TEST(Width, DiffPlanWhatIfAndTriageFitEightyAndTwoHundredColumns) {
   std::size_t names = 0;
   const std::string fixtures = STEPSCOPE_FIXTURES_DIR;
   const std::string monitor = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/monitor/";
@@ -141,6 +141,8 @@ TEST(Width, DiffPlanAndTriageFitEightyAndTwoHundredColumns) {
       "diff -q " + quoted(fixtures + "/hta/trace_diff/control/control.json.gz") + " " +
           quoted(fixtures + "/hta/trace_diff/test/test.json.gz"),
       "plan memory --model llama-3-8b --gpus 8 --zero 3",
+      "whatif --set batch_wait=0.5 " + quoted(fixtures + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"),
+      "whatif " + quoted(fixtures + "/param/dlrm_8rank/kineto"),
       "plan roofline --layer -m llama-3-8b",
       "triage " + quoted(monitor + "dmon.log") + " " + quoted(monitor + "query.log")};
   for (const auto& args : commands)
