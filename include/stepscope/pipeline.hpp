@@ -3,6 +3,7 @@
 // and the Python module call this, so they give the same result for the same input.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,15 @@ namespace stepscope {
 // More threads than this are refused: beyond it they only cost memory and start-up, and the
 // system may refuse to create them.
 inline constexpr int kMaxJobs = 256;
+
+// Where a run is: reading a trace into its model, or analysing a rank already read.
+enum class RunPhase : std::uint8_t { Reading, Analysing };
+
+// Told, on the thread that moves it, as a run turns from reading a file to analysing its ranks and
+// back (with several files read at once, the phases of different files interleave). The binary
+// tunes its allocator by it, as the library links no allocator of its own; the result does not
+// depend on it. One listener for the process, none until set.
+void set_run_phase_listener(void (*listener)(RunPhase));
 
 struct PipelineOptions {
   IngestOptions ingest;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -16,6 +17,12 @@
 namespace stepscope {
 
 namespace {
+
+std::atomic<void (*)(RunPhase)> run_phase_listener{nullptr};
+
+void enter(RunPhase p) {
+  if (auto* listener = run_phase_listener.load()) listener(p);
+}
 
 void check_jobs(int jobs) {
   if (jobs < 0 || jobs > kMaxJobs)
@@ -147,10 +154,13 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
   one.rank_threads = rank_threads_for(opts.ingest.jobs, listing.files.size());
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
-    if (t.events.size() == 0)
+    if (t.events.size() == 0) {
       per_file[f].push_back({{}, std::move(t)});
-    else
-      per_file[f].push_back({analyze_rank(t, one), std::nullopt});
+      return;
+    }
+    enter(RunPhase::Analysing);
+    per_file[f].push_back({analyze_rank(t, one), std::nullopt});
+    enter(RunPhase::Reading);
   });
   std::vector<RankAnalysis> ranks;
   for (std::size_t f = 0; f < per_file.size(); ++f)
@@ -172,11 +182,13 @@ Analysis analyze_trace_paths(const std::vector<std::string>& paths, const Pipeli
   Analysis a;
   if (!opts.keep_trace) {
     auto [ranks, warnings] = analyze_as_read(paths, opts);
+    enter(RunPhase::Analysing);
     if (opts.keep_summary) a.summary = {ranks, warnings};
     a.result = diagnosed(combine_ranks(std::move(ranks), std::move(warnings)));
     return a;
   }
   a.trace = read_traces(paths, opts.ingest);
+  enter(RunPhase::Analysing);
   std::vector<RankAnalysis> ranks = analyze_ranks(a.trace, opts.analyze);
   if (opts.keep_summary) a.summary = {ranks, a.trace.warnings};
   a.result = diagnosed(combine_ranks(std::move(ranks), a.trace.warnings));
@@ -197,6 +209,8 @@ std::vector<std::string> take_snapshots(const std::vector<std::string>& paths, s
 }
 
 }  // namespace
+
+void set_run_phase_listener(void (*listener)(RunPhase)) { run_phase_listener.store(listener); }
 
 Analysis analyze_paths(const std::vector<std::string>& all_paths, const PipelineOptions& opts) {
   check_options(opts);
