@@ -368,6 +368,37 @@ StageRule parse_stage_rule(const std::string& text);
 // ---------------------------------------------------------------------------------------------
 // The facts of one rank.
 
+// ---------------------------------------------------------------------------------------------
+// The event facts' step phase: which step each event belongs to, read from the steps the partition
+// detects (step detection needs the name facts, so this phase runs after it).
+
+// A step window as the step phase reads it: the partition's windows, in start order.
+struct StepSpan {
+  ns_t start = 0, end = 0;            // the window: host start .. end of its GPU work, or the GPU side
+  ns_t host_start = 0, host_end = 0;  // the host's span of the step
+  bool steady = false;                // not warm-up
+};
+
+inline constexpr std::int32_t kNoStep = -1;
+
+// Per event: the step it belongs to, and whether that step is steady (4 bytes an event, a bit a
+// step). An event belongs to the latest-starting window holding its start; where the host runs
+// ahead of the GPU (windows measured on the GPU side), a host event belongs to the step whose host
+// span holds its start, and GPU work to the step of the call that launched it.
+//   windows [0,50) steady, [40,90) warm-up; an event at 45 -> step 1, not steady
+//   host runs ahead: host spans [0,10) [10,20); a kernel at 35 launched at 12 -> step 1
+struct EventSteps {
+  std::vector<std::int32_t> step;  // per event: index into the partition's steps, or kNoStep
+  std::vector<bool> step_steady;   // per step
+  std::int32_t of(std::size_t i) const { return i < step.size() ? step[i] : kNoStep; }
+  bool steady(std::size_t i) const {
+    const std::int32_t s = of(i);
+    return s != kNoStep && step_steady[static_cast<std::size_t>(s)];
+  }
+};
+
+EventSteps event_steps(const RankTrace& t, const std::vector<StepSpan>& steps, bool host_runs_ahead);
+
 enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
 const char* thread_role_name(ThreadRole r);
 
@@ -386,6 +417,9 @@ struct RankFacts {
   //   parent(forward) = step, parent(step) = kNoParent
   std::vector<std::uint32_t> event_parent;
   std::vector<StageRule> stage_rules;   // the user's rules event_stage and event_role carry
+  // Per event: its step and steady flag; empty until the partition detected the steps
+  // (partition_rank_into), then read by everything that asks which step an event is in.
+  EventSteps event_steps;
   std::vector<ThreadRole> track_role;   // per RankTrace::host_tracks entry
   int main_track = -1;                  // the training loop's (Python) thread
   // Per event: a synchronising call that really waited on the device and is not nested in

@@ -35,6 +35,12 @@ struct PartitionOptions {
 RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts = {});
 // The same, computing the rank's facts first.
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts = {});
+// partition_rank, and the facts' step phase from its windows (facts.event_steps): what analyze
+// runs, once, before anything asks which step an event is in.
+RankPartition partition_rank_into(const RankTrace& t, RankFacts& facts, const PartitionOptions& opts);
+
+// The partition's windows as the facts' step phase reads them (event_steps).
+std::vector<StepSpan> step_spans(const RankPartition& p);
 
 // The step whose host span [host_start, host_end) holds host time `ts`, or -1. When the host
 // runs ahead, windows are measured on the GPU side and a step's host events lie before its

@@ -652,24 +652,6 @@ void steady_state(RankPartition& r) {
   for (int c = 0; c < kCategoryCount; ++c) r.steady_mean_category[static_cast<std::size_t>(c)] = cats[static_cast<std::size_t>(c)] / static_cast<double>(n);
 }
 
-// Steps are in start order; a window extended by its GPU tail can overlap the next one.
-bool in_steady(const std::vector<StepPartition>& steps, ns_t ts) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), ts,
-                             [](ns_t v, const StepPartition& s) { return v < s.start; });
-  for (int back = 0; back < 2 && it != steps.begin(); ++back) {
-    --it;
-    if (!it->warmup && ts < it->end) return true;
-  }
-  return false;
-}
-
-// in_steady for a host event's time: by host span once windows have moved to the GPU side.
-bool host_in_steady(const RankPartition& r, ns_t ts) {
-  if (!r.host_runs_ahead) return in_steady(r.steps, ts);
-  const std::int64_t k = host_span_step(r.steps, ts);
-  return k >= 0 && !r.steps[static_cast<std::size_t>(k)].warmup;
-}
-
 // Scores of attention are batched matmuls: a softmax without them is a classifier's output.
 // Per distinct name, not per event: names no event carries have no flags.
 bool has_score_matmuls(const RankFacts& facts) {
@@ -677,10 +659,10 @@ bool has_score_matmuls(const RankFacts& facts) {
 }
 
 void compute_mix(const RankTrace& t, const RankFacts& facts, const SweepFacts& f, const std::vector<GpuActivity>& gpu,
-                 RankPartition& r) {
+                 const EventSteps& steps, RankPartition& r) {
   const bool scores = has_score_matmuls(facts);
   for (const auto& a : gpu) {
-    if (t.events.kind[a.event] != Kind::Kernel || !in_steady(r.steps, start(t, a))) continue;
+    if (t.events.kind[a.event] != Kind::Kernel || !steps.steady(a.event)) continue;
     const NameFact& n = facts.of_event(t, a.event);
     const ns_t d = end(t, a) - start(t, a);
     if (n.cls == KernelClass::Communication) {
@@ -896,11 +878,12 @@ void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition
 // worked, unless it is the trace's closing sync; and the refill: how long the GPU then idles until
 // the host has queued work again, time the partition gives to the host's launches but that the
 // sync caused.
-void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu, RankPartition& r) {
+void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<GpuActivity>& gpu,
+                 const EventSteps& steps, RankPartition& r) {
   ns_t refill = 0, wait = 0;
   for (std::size_t k = 0; k < facts.device_syncs.size(); ++k) {
     const auto i = facts.device_syncs[k];
-    if (!host_in_steady(r, t.events.ts[i])) continue;
+    if (!steps.steady(i)) continue;
     ++r.sync_calls;
     if (facts.of_event(t, i).sync == SyncKind::ScalarRead) ++r.item_calls;
     const StageHint st = facts.event_stage[i];
@@ -911,7 +894,7 @@ void count_syncs(const RankTrace& t, const RankFacts& facts, const std::vector<G
     // (the profiler's own stop synchronises): no step can run ahead into what is not there.
     if (it == gpu.end()) continue;
     if (k < facts.device_sync_busy.size()) wait += facts.device_sync_busy[k];
-    if (in_steady(r.steps, start(t, *it))) refill += start(t, *it) - call_end;
+    if (steps.steady(it->event)) refill += start(t, *it) - call_end;
   }
   if (!r.steady_steps) return;
   r.sync_refill_ns = static_cast<double>(refill) / static_cast<double>(r.steady_steps);
@@ -926,12 +909,12 @@ constexpr double kOpCostNs = 500, kPythonFrameCostNs = 500, kShapesCostNs = 300,
 // Warn when the estimate reaches this share of the mean steady step.
 constexpr double kOverheadShare = 0.2;
 
-void profiler_overhead(const RankTrace& t, RankPartition& r) {
+void profiler_overhead(const RankTrace& t, const EventSteps& steps, RankPartition& r) {
   if (!r.steady_steps) return;
   double ops = 0, frames = 0, shapes = 0, memory = 0;
   for (const auto& tr : t.host_tracks)
     for (auto i : tr.events) {
-      if (!host_in_steady(r, t.events.ts[i])) continue;
+      if (!steps.steady(i)) continue;
       const Kind k = t.events.kind[i];
       if (k == Kind::PythonFunction) ++frames;
       else if (k == Kind::CpuInstant) ++memory;
@@ -971,9 +954,10 @@ void scan_flags(const RankTrace& t, const RankFacts& facts, const SweepFacts& f,
     }
 }
 
-// `keep`, when given, receives the timeline's category segments (for partition_runs).
+// `keep`, when given, receives the timeline's category segments (for partition_runs); `steps_out`
+// the event facts' steps.
 RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts,
-                             std::vector<Segment>* keep) {
+                             std::vector<Segment>* keep, EventSteps* steps_out = nullptr) {
   RankPartition r;
   r.rank = t.rank;
   const StepDetection d = detect_steps(t, opts.step_range, facts.main_track, &facts);
@@ -1028,10 +1012,12 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   const Track* main = d.main_track >= 0 ? &t.host_tracks[static_cast<std::size_t>(d.main_track)] : nullptr;
   mark_warmup(t, facts, r.steps, main, r.host_runs_ahead);
   steady_state(r);
-  compute_mix(t, facts, f, gpu, r);
-  count_syncs(t, facts, gpu, r);
+  EventSteps steps = event_steps(t, step_spans(r), r.host_runs_ahead);
+  compute_mix(t, facts, f, gpu, steps, r);
+  count_syncs(t, facts, gpu, steps, r);
   scan_flags(t, facts, f, host_tracks, r);
-  profiler_overhead(t, r);
+  profiler_overhead(t, steps, r);
+  if (steps_out) *steps_out = std::move(steps);
   if (lag > 0 && !r.host_runs_ahead)
     r.notes.push_back(fmt::format("GPU work drains past the host's step end by up to {:.2f} ms (each window runs to "
                                   "the end of the GPU work it launched)",
@@ -1072,6 +1058,18 @@ RankPartition partition_rank(const RankTrace& t, const RankFacts& facts, const P
 
 RankPartition partition_rank(const RankTrace& t, const PartitionOptions& opts) {
   return partition_impl(t, ruled_facts(t, opts), opts, nullptr);
+}
+
+RankPartition partition_rank_into(const RankTrace& t, RankFacts& facts, const PartitionOptions& opts) {
+  if (facts.stage_rules != opts.stage_rules) return partition_impl(t, ruled_facts(t, opts), opts, nullptr, &facts.event_steps);
+  return partition_impl(t, facts, opts, nullptr, &facts.event_steps);
+}
+
+std::vector<StepSpan> step_spans(const RankPartition& p) {
+  std::vector<StepSpan> out;
+  out.reserve(p.steps.size());
+  for (const StepPartition& s : p.steps) out.push_back({s.start, s.end, s.host_start, s.host_end, !s.warmup});
+  return out;
 }
 
 std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,

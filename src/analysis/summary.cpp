@@ -166,7 +166,7 @@ RankFacts rank_facts(const RankTrace& rank, const AnalyzeOptions& opts) {
 void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   a.ingest = summarize_ingest(rank);
   a.cuda_summary = summarize_cuda(rank);
-  a.partition = partition_rank(rank, a.facts, opts.partition);
+  a.partition = partition_rank_into(rank, a.facts, opts.partition);
   a.stability = compute_stability(a.partition);
 }
 

@@ -254,7 +254,7 @@ STEPSCOPE_SUMMARY_FIELDS(InputInventory, recorder, format, counts, options, proc
 
 namespace {
 
-// RankFacts less names, the event facts (event_stage, event_role, event_parent and the
+// RankFacts less names, the event facts (event_stage, event_role, event_parent, event_steps and the
 // stage_rules they carry), comm_roles and device_sync_busy: they are per name or per event of the
 // rank's trace, which the summary does not carry, and nothing after the analysis reads them (the
 // partition's mix keeps what comm_roles sum to).
@@ -280,7 +280,7 @@ void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("trust", f.trust);
   visit("inventory", f.inventory);
 }
-static_assert(field_count<RankFacts>() == 19 + 7, "RankFacts has a field that visit_summary_facts does not list");
+static_assert(field_count<RankFacts>() == 19 + 8, "RankFacts has a field that visit_summary_facts does not list");
 
 }  // namespace
 
