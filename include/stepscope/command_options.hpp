@@ -1,5 +1,5 @@
 // The analysis options of each command, defined once: name, type, unit, default, check and help.
-// The command line adds its options from these tables (src/cli/analysis_options.cpp), the Python
+// The command line adds its options from these tables (src/cli/options.cpp), the Python
 // module takes its keyword arguments by them (python/src/module.cpp), and both turn the values
 // into the pipeline's options with pipeline_options(): the two cannot drift apart.
 // python/tests/test_parity.py holds the CLI's --help and the Python signatures to the tables.
@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "stepscope/diff.hpp"
+#include "stepscope/option_spec.hpp"
 #include "stepscope/pipeline.hpp"
 
 namespace stepscope {
@@ -24,40 +26,33 @@ struct AnalysisSettings {
   std::vector<std::string> stages;  // NAME=REGEX stage rules
   std::string step_range;           // the annotation that is one step; "" for none
   std::string model;                // the model preset planned beside memory snapshots; "" for none
+  int bootstrap = 2000;             // diff: resamples of the speedup interval
+  std::uint64_t seed = 1;           // diff: the bootstrap's seed
+  double kernel_threshold = 0.05;   // diff: relative change beyond which a kernel is faster or slower
 };
 
-enum class OptionType : std::uint8_t { Count, Text, TextList };
-enum class OptionCheck : std::uint8_t { None, NonNegative };
+using SettingsField =
+    std::variant<int AnalysisSettings::*, std::uint64_t AnalysisSettings::*, double AnalysisSettings::*,
+                 std::string AnalysisSettings::*, std::vector<std::string> AnalysisSettings::*>;
 
-using SettingsField = std::variant<int AnalysisSettings::*, std::string AnalysisSettings::*,
-                                   std::vector<std::string> AnalysisSettings::*>;
-
-struct OptionSpec {
-  std::string_view name;          // the command line's: --name
-  std::string_view python;        // the keyword argument (a list's is plural: "stages")
-  std::string_view flag;          // a short flag ("-j"), or ""
-  OptionType type = OptionType::Text;
-  std::string_view unit;          // what a number counts ("threads"), or ""
-  std::string_view value_name;    // the value as --help shows it ("NAME=REGEX"), or "" for the type's
-  std::string_view default_text;  // the default as the help says it, "" when the value is unset
-  OptionCheck check = OptionCheck::None;
-  std::string_view help;
-  SettingsField field;            // where the value goes
+struct AnalysisOption {
+  OptionSpec spec;
+  SettingsField field;  // where the value goes
 };
 
 // The analysis options of "analyze", "diff" or "whatif", in the order --help lists them; none
 // for another command.
-std::span<const OptionSpec> analysis_options(std::string_view command);
+std::span<const AnalysisOption> analysis_options(std::string_view command);
 
-// "count", "text", "text list"; "", "non-negative".
-const char* option_type_name(OptionType t);
-const char* option_check_name(OptionCheck c);
-
-// Refuses a value outside its option's check, as the Python module words it:
+// Refuses a value outside its option's check, in the words both front ends print:
 //   jobs = -1  ->  InputError "--jobs must be non-negative (got -1)"
-void check_settings(const AnalysisSettings& s, std::span<const OptionSpec> options);
+void check_settings(const AnalysisSettings& s, std::span<const AnalysisOption> options);
 
-// The pipeline's options for the settings; a stage rule that does not parse is an InputError.
-PipelineOptions pipeline_options(const AnalysisSettings& s);
+// The pipeline's options for `command`'s settings, checked first; a stage rule that does not
+// parse is an InputError.
+PipelineOptions pipeline_options(std::string_view command, const AnalysisSettings& s);
+
+// diff's own options: the bootstrap, its seed and the kernel threshold.
+DiffOptions diff_options(const AnalysisSettings& s);
 
 }  // namespace stepscope

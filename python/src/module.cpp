@@ -19,6 +19,7 @@
 #include "stepscope/error.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/pipeline.hpp"
+#include "stepscope/plan/commands.hpp"
 #include "stepscope/report.hpp"
 #include "stepscope/store.hpp"
 #include "stepscope/whatif_report.hpp"
@@ -38,8 +39,7 @@ namespace {
 // `command`'s analysis options, checked as the schema says, and the pipeline's options from them.
 PipelineOptions pipeline_options(std::string_view command, const AnalysisSettings& s,
                                  const std::shared_ptr<CancelToken>& cancel) {
-  check_settings(s, analysis_options(command));
-  PipelineOptions po = stepscope::pipeline_options(s);
+  PipelineOptions po = stepscope::pipeline_options(command, s);
   po.ingest.progress = cancel_check(cancel);
   return po;
 }
@@ -51,7 +51,7 @@ AnalysisSettings settings_from(std::string_view command, const py::kwargs& optio
   const auto schema = analysis_options(command);
   for (const auto& [key, value] : options) {
     const auto name = py::cast<std::string>(key);
-    const auto o = std::find_if(schema.begin(), schema.end(), [&](const OptionSpec& x) { return x.python == name; });
+    const auto o = std::find_if(schema.begin(), schema.end(), [&](const AnalysisOption& x) { return python_name(x.spec) == name; });
     if (o == schema.end())
       throw py::type_error(fmt::format("{}_json() got an unexpected keyword argument '{}'", command, name));
     std::visit([&](auto field) { s.*field = py::cast<std::decay_t<decltype(s.*field)>>(value); }, o->field);
@@ -73,7 +73,9 @@ std::string analyze_json(const std::vector<std::string>& paths, const std::share
 // `stepscope whatif --json`: the replay against the recording, the changes' prediction, the plan.
 std::string whatif_json(const std::vector<std::string>& paths, const std::vector<std::string>& changes, int jobs,
                         std::int64_t steps, double gpu_hour_cost, const std::shared_ptr<CancelToken>& cancel) {
-  const PipelineOptions po = pipeline_options("whatif", {.jobs = jobs, .stages = {}, .step_range = "", .model = ""}, cancel);
+  AnalysisSettings s;
+  s.jobs = jobs;
+  const PipelineOptions po = pipeline_options("whatif", s, cancel);
   py::gil_scoped_release unlocked;
   return dump_report(whatif_to_json(whatif_paths(paths, {changes, steps, gpu_hour_cost}, po)));
 }
@@ -91,21 +93,13 @@ std::string label_of(const std::vector<std::string>& paths) {
 }
 
 std::string diff_json(const std::vector<std::string>& base, const std::vector<std::string>& test,
-                      int jobs, const std::vector<std::string>& stages,
-                      const std::string& step_range, int bootstrap_samples, std::uint64_t seed,
-                      double kernel_threshold, const std::shared_ptr<CancelToken>& cancel) {
-  const PipelineOptions po =
-      pipeline_options("diff", {.jobs = jobs, .stages = stages, .step_range = step_range, .model = ""}, cancel);
-  if (bootstrap_samples < 100 || bootstrap_samples > 1000000)
-    throw InputError("--bootstrap must be 100-1000000 (got " + std::to_string(bootstrap_samples) + ")");
-  DiffOptions dopts;
-  dopts.bootstrap_samples = bootstrap_samples;
-  dopts.seed = seed;
-  dopts.kernel_threshold = kernel_threshold;
+                      const std::shared_ptr<CancelToken>& cancel, const py::kwargs& options) {
+  const AnalysisSettings s = settings_from("diff", options);
+  const PipelineOptions po = pipeline_options("diff", s, cancel);
   py::gil_scoped_release unlocked;
   Analysis b = analyze_paths(base, po);
   Analysis t = analyze_paths(test, po);
-  DiffResult d = diff_runs(std::move(b), std::move(t), dopts);
+  DiffResult d = diff_runs(std::move(b), std::move(t), diff_options(s));
   d.base_label = label_of(base);
   d.test_label = label_of(test);
   return dump_report(diff_to_json(d));
@@ -123,22 +117,33 @@ std::string history_json(const std::string& logdir, const std::string& store_pat
   return dump_report(history_to_json(job_histories(store, job), store.path()));
 }
 
-// The schema of `command`'s analysis options, one dict per option, for the parity test and help.
+py::dict option_dict(const OptionSpec& o) {
+  py::dict d;
+  d["name"] = std::string(o.name);
+  d["python"] = python_name(o);
+  d["flag"] = std::string(o.flag);
+  d["type"] = option_type_name(o.type);
+  d["unit"] = std::string(o.unit);
+  d["value_name"] = std::string(o.value_name);
+  d["default"] = std::string(o.default_text);
+  d["check"] = option_check_name(o.check);
+  d["low"] = o.low;
+  d["high"] = o.high;
+  d["required"] = o.required;
+  d["help"] = std::string(o.help);
+  return d;
+}
+
+// The schema of `command`'s options ("analyze", "diff", "whatif", "plan memory", ...), one dict
+// per option, for the Python functions, the parity test and help.
 py::list options_of(const std::string& command) {
   py::list out;
-  for (const OptionSpec& o : analysis_options(command)) {
-    py::dict d;
-    d["name"] = std::string(o.name);
-    d["python"] = std::string(o.python);
-    d["flag"] = std::string(o.flag);
-    d["type"] = option_type_name(o.type);
-    d["unit"] = std::string(o.unit);
-    d["value_name"] = std::string(o.value_name);
-    d["default"] = std::string(o.default_text);
-    d["check"] = option_check_name(o.check);
-    d["help"] = std::string(o.help);
-    out.append(d);
+  if (command.starts_with("plan ")) {
+    const plan::Calculator* c = plan::find_calculator(std::string_view(command).substr(5));
+    if (!c) throw InputError(fmt::format("no calculator '{}'", command.substr(5)));
+    for (const OptionSpec& o : c->options) out.append(option_dict(o));
   }
+  for (const AnalysisOption& o : analysis_options(command)) out.append(option_dict(o.spec));
   return out;
 }
 
@@ -195,17 +200,16 @@ PYBIND11_MODULE(_stepscope, m) {
         "Read, analyse and diagnose the traces; the JSON report as `analyze --json` writes it. The other keyword "
         "arguments are the options of `options(\"analyze\")`.");
   m.def("options", &options_of, py::arg("command"),
-        "The analysis options of a command (analyze, diff, whatif), as the CLI and the Python functions take them: "
-        "name, python, flag, type, unit, value_name, default, check, help.");
+        "The options of a command (analyze, diff, whatif, plan memory, ...), as the CLI and the Python functions "
+        "take them: name, python, flag, type, unit, value_name, default, check, low, high, required, help.");
   m.def("whatif_json", &whatif_json, py::arg("paths"), py::kw_only(), py::arg("changes"), py::arg("jobs") = 0,
         py::arg("steps") = 0, py::arg("gpu_hour_cost") = 0.0, py::arg("cancel") = std::shared_ptr<CancelToken>{});
   m.def("merge_json", &merge_json, py::arg("summaries"),
         "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),
-        py::arg("jobs") = 0, py::arg("stages") = std::vector<std::string>{},
-        py::arg("step_range") = "", py::arg("bootstrap_samples") = 2000, py::arg("seed") = 1, py::arg("kernel_threshold") = 0.05,
         py::arg("cancel") = std::shared_ptr<CancelToken>{},
-        "Compare two runs; the JSON document `diff --json` writes.");
+        "Compare two runs; the JSON document `diff --json` writes. The other keyword arguments are the options of "
+        "`options(\"diff\")`.");
   m.def("history_json", &history_json, py::arg("logdir"), py::kw_only(), py::arg("store") = "", py::arg("job") = "",
         py::arg("jobs") = 0, "Each job's runs from the run history; the JSON document `history --json` writes.");
   m.attr("analysis_schema") = stepscope::kJsonSchemaVersion;

@@ -83,20 +83,26 @@ def _stage_rule(item):
     return item
 
 
-def _whole_number(option, value, low, high, low_text=None):
+def _whole_number(option, value, low, high):
     """An integer option checked here: a wrong type would otherwise escape as a TypeError (or an
     OverflowError past the C++ int) instead of stepscope.Error."""
     if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
         raise Error(f"{option} {value!r}: expected a whole number")
     value = int(value)
     if not low <= value <= high:
-        raise Error(f"{option} {value}: must be between {low_text or low} and {high}")
+        raise Error(f"{option} {value}: must be between {low} and {high}")
     return value
 
 
+def _checked_whole(command, name, value):
+    """A whole-number option of the command's schema, in the bounds of its check and refused in
+    the words of the CLI (which reads the same schema)."""
+    option = next(o for o in _stepscope.options(command) if o["python"] == name)
+    return _whole_number("--" + option["name"], value, int(option["low"]), int(option["high"]))
+
+
 def _jobs(jobs):
-    """As the CLI's --jobs, with its message."""
-    return _whole_number("--jobs", jobs, 0, _stepscope.max_jobs, "0 (one per core)")
+    return _checked_whole("analyze", "jobs", jobs)
 
 
 def _step_range(step_range):
@@ -107,9 +113,10 @@ def _step_range(step_range):
     return step_range
 
 
-def _threshold(value):
-    if isinstance(value, bool) or not isinstance(value, _numbers.Real) or not _math.isfinite(value) or value < 0:
-        raise Error(f"kernel_threshold {value!r}: expected a non-negative number")
+def _number(option, value):
+    """A number option's type checked here; its range is the schema's check (stepscope diff's)."""
+    if isinstance(value, bool) or not isinstance(value, _numbers.Real) or not _math.isfinite(value):
+        raise Error(f"{option} {value!r}: expected a number")
     return float(value)
 
 
@@ -172,9 +179,10 @@ def diff(base, test, *, jobs=0, stages=None, step_range=None, bootstrap=2000, se
     cancel = _stepscope.CancelToken()
     text = _interruptibly(_stepscope.diff_json, _paths(base), _paths(test), jobs=_jobs(jobs), stages=_stage_rules(stages),
                           step_range=_step_range(step_range),
-                          bootstrap_samples=_whole_number("--bootstrap", bootstrap, 100, 1000000),
+                          bootstrap=_checked_whole("diff", "bootstrap", bootstrap),
                           seed=_whole_number("--seed", seed, 0, 2**64 - 1),
-                          kernel_threshold=_threshold(kernel_threshold), cancel=cancel, on_interrupt=cancel.cancel)
+                          kernel_threshold=_number("--kernel-threshold", kernel_threshold), cancel=cancel,
+                          on_interrupt=cancel.cancel)
     return _json.loads(text)
 
 

@@ -15,115 +15,132 @@ become underscores; an argument left at None is an option not given) and returns
     stepscope.plan.specdec(draft_ms=2, target_ms=20, accept=0.8)
     stepscope.plan.gpus(); stepscope.plan.models()
 
-Counts and sizes take text ("7B", "14GB") or numbers. Bad input raises stepscope.Error with the
-CLI's message; an argument of the wrong type or an unknown keyword raises stepscope.ArgumentError,
-which is both a stepscope.Error and a TypeError:
+Counts and sizes take text ("7B", "14GB", "8K") or numbers, durations a number of the option's
+unit or a text with a unit ("0.9s"). The keyword arguments, their defaults and checks are each
+calculator's table (`stepscope._stepscope.options("plan memory")`), the one the CLI's options are
+made from; the values go to the CLI's own reading of its options as the texts it would be given.
+A value it refuses raises stepscope.Error with the CLI's message; an argument of the wrong type or
+an unknown keyword raises stepscope.ArgumentError, which is both a stepscope.Error and a TypeError:
 
     >>> stepscope.plan.memory(gpus="eight")
     Traceback (most recent call last):
-    stepscope.ArgumentError: plan.memory: gpus='eight': expected int
+    stepscope.Error: --gpus: expected a whole number like 4096, 8K or 1.5M, got 'eight'
+    >>> stepscope.plan.memory(gpus=[8])
+    Traceback (most recent call last):
+    stepscope.ArgumentError: plan.memory: gpus=[8]: expected int or str
 """
-import functools as _functools
+import inspect as _inspect
 import json as _json
-import re as _re
 
 from . import _stepscope
 from ._errors import ArgumentError
 
-# The native signature's types (pybind11 writes them in the docstring's first line) and the
-# Python values each accepts. bool is an int in Python, but no count is given as True.
-_ACCEPTS = {
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "bool": lambda v: isinstance(v, bool),
-    "str": lambda v: isinstance(v, str),
-}
-
-
-def _parameters(native):
-    """name -> (type text, optional) from the first docstring line, e.g.
-    "memory(model: Optional[str] = None, gpus: int = 1) -> str" gives
-    {"model": ("str", True), "gpus": ("int", False)}."""
-    first = (native.__doc__ or "").split("\n", 1)[0]
-    inside = first[first.find("(") + 1:first.rfind(")")]
-    out = {}
-    for m in _re.finditer(r"(\w+): ((?:Optional\[)?)([\w.]+)", inside):
-        out[m.group(1)] = (m.group(3), bool(m.group(2)))
-    return out
-
-
-def _short(error):
-    """pybind11's conversion message without its advice on debug builds."""
-    return str(error).split(" (#define", 1)[0]
-
-
-def _check_arguments(name, params, args, kwargs):
-    names = list(params)
-    if len(args) > len(names):
-        raise ArgumentError(f"plan.{name}: takes at most {len(names)} positional arguments, got {len(args)}")
-    given = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in params:
-            raise ArgumentError(f"plan.{name}: no option {key!r}; options: {', '.join(names) or 'none'}")
-        given[key] = value
-    for key, value in given.items():
-        type_text, optional = params[key]
-        accepts = _ACCEPTS.get(type_text)
-        if value is None and optional or accepts is None or accepts(value):
-            continue
-        raise ArgumentError(f"plan.{name}: {key}={value!r}: expected {type_text}")
-
-CALCULATORS = ("memory", "roofline", "comm", "scaling", "pipeline", "kv", "serve", "specdec",
-               "stack", "gpus", "models")
+CALCULATORS = tuple(name for name, _ in _stepscope.plan.calculators())
 __all__ = list(CALCULATORS)
 
+# The Python values each option type takes beside text. bool is an int in Python, but no count
+# is given as True.
+_NUMBER = (int, float)
+_ACCEPTS = {"count": (int,), "number": _NUMBER, "duration": _NUMBER, "text": _NUMBER + (list, tuple)}
+_EXPECTED = {"count": "int or str", "number": "float or str", "duration": "float or str",
+             "text": "str, a number or a sequence", "flag": "bool", "text list": "str, a list or a dict"}
 
-# Options the CLI reads as durations, with the unit of a bare number in seconds: a text value
-# ("1.2s", "90min") is read the same way here.
-_DURATIONS = {"step_ms": 1e-3, "backward_ms": 1e-3, "compute_ms": 1e-3, "micro_batch_ms": 1e-3,
-              "draft_ms": 1e-3, "target_ms": 1e-3, "latency_us": 1e-6, "hours": 3600.0}
+
+def _text(value):
+    """A number or a sequence of sizes ("M,N,K") as the command line writes it."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    return value if isinstance(value, str) else repr(value)
 
 
-def _cli_spellings(params, kwargs):
-    """Text given where the native function takes a number, read as the CLI reads its option:
-    an integer as a size ("8K" = 8192), a duration with its unit ("1.2s"). Text that is neither
-    is left for the type check to refuse."""
-    out = dict(kwargs)
-    for key, value in kwargs.items():
-        if not isinstance(value, str) or key not in params:
-            continue
-        option = "--" + key.replace("_", "-")
+def _item(value, sep):
+    """One text of a repeated option: "TEXT", or a (name, value) pair joined by the option's
+    separator ("1:100", "fused AdamW=1.12")."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return f"{value[0]}{sep}{value[1]}"
+    if isinstance(value, _NUMBER) and not isinstance(value, bool):
+        return repr(value)
+    raise TypeError
+
+
+def _texts(calc, option, value):
+    """The command line's texts for a value of the option; None for a flag left off."""
+    kind = option["type"]
+    if kind == "flag" and isinstance(value, bool):
+        return ["true"] if value else None
+    if kind == "text list" and not isinstance(value, bool):
+        items = value.items() if isinstance(value, dict) else [value] if isinstance(value, (str,) + _NUMBER) else value
+        sep = ":" if ":" in option["value_name"] else "="
         try:
-            if key in _DURATIONS:
-                out[key] = _stepscope.plan._duration_s(value, _DURATIONS[key], option) / _DURATIONS[key]
-            elif params[key][0] == "int":
-                out[key] = _stepscope.plan._size(value, option)
-        except Exception:  # noqa: BLE001 - not a size or duration: the type check names it
+            return [_item(item, sep) for item in items]
+        except TypeError:
             pass
-    return out
+    elif kind != "flag" and not isinstance(value, bool) and isinstance(value, (str,) + _ACCEPTS[kind]):
+        return [_text(value)]
+    raise ArgumentError(f"plan.{calc}: {option['python']}={value!r}: expected {_EXPECTED[kind]}")
 
 
-def _as_dict(name):
-    native = getattr(_stepscope.plan, name)
-    params = _parameters(native)
+def _default(option):
+    """The schema's default as a Python value: None where the option is unset."""
+    text, kind = option["default"], option["type"]
+    if kind == "flag":
+        return False
+    if not text:
+        return _inspect.Parameter.empty if option["required"] else None
+    return int(text) if kind == "count" else float(text) if kind in ("number", "duration") else text
 
-    @_functools.wraps(native)
+
+def _signature(schema):
+    # A calculator of one option (scaling's points) takes it positionally too.
+    kind = _inspect.Parameter.POSITIONAL_OR_KEYWORD if len(schema) == 1 else _inspect.Parameter.KEYWORD_ONLY
+    return _inspect.Signature([_inspect.Parameter(o["python"], kind, default=_default(o)) for o in schema],
+                              return_annotation=dict)
+
+
+def _given(calc, schema, args, kwargs):
+    """{option name: texts} of the arguments given; an argument left at None is an option not given."""
+    by_python = {o["python"]: o for o in schema}
+    if len(args) > (1 if len(schema) == 1 else 0):
+        raise ArgumentError(f"plan.{calc}: takes no positional arguments but {len(args)} were given")
+    if args:
+        kwargs = {schema[0]["python"]: args[0], **kwargs}
+    given = {}
+    for key, value in kwargs.items():
+        if key not in by_python:
+            raise ArgumentError(f"plan.{calc}: no option {key!r}; options: {', '.join(by_python) or 'none'}")
+        texts = None if value is None else _texts(calc, by_python[key], value)
+        if texts is not None:
+            given[by_python[key]["name"]] = texts
+    for o in schema:
+        if o["required"] and o["name"] not in given:
+            raise ArgumentError(f"plan.{calc}: missing required argument {o['python']!r}")
+    return given
+
+
+def _help(schema):
+    lines = []
+    for o in schema:
+        default = f" (default {o['default']})" if o["default"] else ""
+        lines.append(f"    {o['python']}: {o['help']}{default}")
+    return "\n".join(lines)
+
+
+def _calculator(calc, about):
+    schema = _stepscope.options(f"plan {calc}")
+
     def calculator(*args, **kwargs):
-        kwargs = _cli_spellings(params, kwargs)
-        _check_arguments(name, params, args, kwargs)
-        try:
-            return _json.loads(native(*args, **kwargs))
-        except TypeError as e:
-            # The top-level types passed the check above: what failed is a value inside a
-            # sequence or mapping that the native code could not convert.
-            raise ArgumentError(f"plan.{name}: {_short(e)}") from None
+        return _json.loads(_stepscope.plan.run(calc, _given(calc, schema, args, kwargs)))
 
+    calculator.__name__ = calculator.__qualname__ = calc
     calculator.__module__ = __name__
-    if calculator.__doc__:
-        calculator.__doc__ = calculator.__doc__.replace(") -> str", ") -> dict", 1)
+    calculator.__signature__ = _signature(schema)
+    calculator.__doc__ = (f"{calc}{calculator.__signature__}\n\n{about[0].upper()}{about[1:]}: "
+                          f"`stepscope plan {calc} --json` as a dict.\n\n{_help(schema)}")
     return calculator
 
 
-for _name in CALCULATORS:
-    globals()[_name] = _as_dict(_name)
-del _name
+for _name, _about in _stepscope.plan.calculators():
+    globals()[_name] = _calculator(_name, _about)
+del _name, _about

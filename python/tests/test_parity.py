@@ -1,6 +1,9 @@
 """The CLI and the Python module offer the same options, under the same names, with the same
-defaults: each command's `--help` is read and set against the Python signature. Options that
-only shape the terminal or files (report files, verbosity, table width) are the CLI's own."""
+defaults and the same refusal of a bad value: each command's option schema
+(`stepscope._stepscope.options(command)`, the one table both are made from) is set against the
+CLI's `--help`, the Python signature, and what each does with a value outside the option's check.
+Options that only shape the terminal or files (report files, verbosity, table width) are the CLI's
+own."""
 import inspect
 import json
 import re
@@ -9,6 +12,7 @@ import subprocess
 import pytest
 
 import stepscope
+from conftest import cli_error_message, run_cli
 from stepscope import plan as stepscope_plan
 
 # What only the command line has: output files, terminal presentation, exit-code policy and the
@@ -85,8 +89,7 @@ def test_analysis_options_are_the_schema_on_both_sides(cli, command, func):
 
 @pytest.mark.parametrize("command,func", [("diff", stepscope.diff), ("merge", stepscope.merge)])
 def test_other_options_match_the_python_functions(cli, command, func):
-    """The options of a command outside the analysis schema (diff's bootstrap, seed and kernel
-    threshold), set side by side until they join it."""
+    """The options of a command outside its schema (none left for diff), set side by side."""
     names = {o["python"] for o in stepscope._stepscope.options(command)}
     cli_opts = {k: v for k, v in cli_options(cli, command).items() if k not in CLI_ONLY and k not in names}
     py = {k: v for k, v in py_options(func).items() if k not in names}
@@ -103,19 +106,95 @@ def test_an_option_outside_the_schema_is_refused(tmp_path):
 
 
 def test_a_check_of_the_schema_is_the_same_refusal_in_python():
-    with pytest.raises(stepscope.Error, match=r"^--jobs must be non-negative \(got -1\)$"):
+    with pytest.raises(stepscope.Error, match=r"^--jobs -1: must be between 0 and 256$"):
         stepscope._stepscope.analyze_json(["x"], jobs=-1)
 
 
+def python_default(option):
+    """The schema's default as the Python signature holds it."""
+    if option["type"] == "flag":
+        return False
+    if not option["default"]:
+        return inspect.Parameter.empty if option["required"] else None
+    return {"count": int, "number": float, "duration": float}.get(option["type"], str)(option["default"])
+
+
 @pytest.mark.parametrize("calc", stepscope_plan.CALCULATORS)
-def test_plan_calculators_match_the_python_functions(cli, calc):
-    native = getattr(stepscope._stepscope.plan, calc)
-    py = set(stepscope_plan._parameters(native))
-    cli_opts = matched(set(cli_options(cli, "plan", calc)) - CLI_ONLY, py)
-    # A calculator whose Python form takes a collection where the CLI repeats an option
-    # (scaling's points, stack's speedups) names it in the plural.
-    singular = {p[:-1] if p not in cli_opts and p.endswith("s") and p[:-1] in cli_opts else p for p in py}
-    assert cli_opts == singular, (sorted(cli_opts - singular), sorted(singular - cli_opts))
+def test_plan_options_are_the_schema_on_both_sides(cli, calc):
+    """Every option of a calculator's schema is the CLI option of that name, short flag, value name
+    and default, and the Python keyword argument of its Python name with that default; neither
+    side offers an option the schema does not hold."""
+    schema = stepscope._stepscope.options(f"plan {calc}")
+    usage = subprocess.run([cli, "plan", calc, "--help"], capture_output=True, text=True, check=True).stdout
+    cli_opts = {n: d for n, d in cli_options(cli, "plan", calc).items() if n not in CLI_ONLY}
+    py = inspect.signature(getattr(stepscope_plan, calc)).parameters
+    for o in schema:
+        names = (f"{o['flag']},--{o['name']}" if o["flag"] else f"--{o['name']}").replace("-", "[-]")
+        line = re.search(rf"^\s+{names}\b(.*)$", usage, re.M)
+        assert line, o["name"]
+        if o["value_name"]:
+            assert line.group(1).startswith(f" {o['value_name']}"), o["name"]
+        if o["type"] != "flag":
+            assert re.match(rf" \S*{'=' + re.escape(o['default']) if o['default'] else ''}( |$)", line.group(1)), o["name"]
+        assert ("REQUIRED" in line.group(1)) == o["required"], o["name"]
+        assert py[o["python"]].default == python_default(o), o["python"]
+    assert len(cli_opts) == len(schema)
+    assert list(py) == [o["python"] for o in schema]
+
+
+# A base of valid options per command, and for each option with a check a value outside it.
+BASE_ARGV = {"plan memory": ["--params", "7B"], "plan roofline": ["--layer"], "plan comm": ["--params", "7B"],
+             "plan scaling": ["--point", "1:100"], "plan pipeline": [], "plan kv": ["--model", "llama-3-8b"],
+             "plan serve": ["--model", "llama-3-8b", "--users", "10", "--avg-seq", "1000"],
+             "plan specdec": ["--draft-ms", "2", "--target-ms", "30"],
+             "plan stack": ["--step-ms", "100", "--speedup", "a=2"]}
+BAD_VALUE = {"non-negative": lambda o: -1, "positive": lambda o: 0, "0-1": lambda o: 2,
+             "range": lambda o: int(o["high"]) + 1}
+
+
+def checked_options():
+    for command in ["analyze", "diff", "whatif"] + [f"plan {c}" for c in stepscope_plan.CALCULATORS]:
+        for o in stepscope._stepscope.options(command):
+            if o["check"]:
+                yield command, o, BAD_VALUE[o["check"]](o)
+            if o["type"] in ("count", "number", "duration") and command.startswith("plan"):
+                yield command, o, "x"
+
+
+CHECKED = list(checked_options())
+
+
+@pytest.mark.parametrize("command,option,value", CHECKED, ids=[f"{c}-{o['name']}-{v}" for c, o, v in CHECKED])
+def test_a_bad_value_is_refused_alike(cli, fixtures, command, option, value):
+    """The CLI refuses it with one line and exit 2, Python with stepscope.Error (a ValueError) and
+    the same message."""
+    argv = [f"--{option['name']}", str(value)]
+    if command.startswith("plan"):
+        calc = command.split()[1]
+        base = BASE_ARGV[command]
+        if f"--{option['name']}" in base:
+            i = base.index(f"--{option['name']}")
+            base = base[:i] + base[i + 2:]
+        rc, _, err = run_cli(cli, *command.split(), *base, *argv, "--json")
+        kwargs = dict(zip(base[::2], base[1::2]))
+        kwargs = {k[2:].replace("-", "_"): v for k, v in kwargs.items()}
+        kwargs = {{"point": "points", "speedup": "speedups"}.get(k, k): v for k, v in kwargs.items()}
+        if command == "plan roofline":
+            kwargs = {"layer": True}
+        call = lambda: getattr(stepscope_plan, calc)(**kwargs, **{option["python"]: value})  # noqa: E731
+    else:
+        trace = str(fixtures / "cpu" / "a_dataloader_w0_slow_transform.pt.trace.json.gz")
+        sides = [trace, trace] if command == "diff" else [trace]
+        rc, _, err = run_cli(cli, command, "-q", *sides, *argv) if command != "whatif" else \
+            run_cli(cli, command, *sides, *argv)
+        func = {"analyze": stepscope.analyze, "diff": stepscope.diff, "whatif": stepscope.whatif}[command]
+        call = lambda: func(*sides, **{option["python"]: value})  # noqa: E731
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    with pytest.raises(stepscope.Error) as e:
+        call()
+    assert isinstance(e.value, ValueError)
+    assert str(e.value) == cli_error_message(err)
 
 
 # The spellings the CLI accepts for a value, given to Python as the same text: both read them

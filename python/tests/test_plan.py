@@ -69,6 +69,13 @@ BAD = [
     ("kv", dict(model="llama-3-8b", seq="12.5"), ["--model", "llama-3-8b", "--seq", "12.5"]),
     ("scaling", dict(points=["8-600"]), ["--point", "8-600"]),
     ("stack", dict(step_ms=100, speedups=["fast=-2"]), ["--step-ms", "100", "--speedup", "fast=-2"]),
+    # A text where a number goes is read as the CLI reads it, and refused in its words.
+    ("memory", dict(gpus="eight"), ["--gpus", "eight"]),
+    ("memory", dict(headroom="lots"), ["--headroom", "lots"]),
+    ("kv", dict(model="llama-3-8b", seq=[1.5]), ["--model", "llama-3-8b", "--seq", "1.5"]),
+    ("specdec", dict(draft_ms="fast", target_ms=20, accept=0.8), ["--draft-ms", "fast", "--target-ms", "20"]),
+    ("memory", dict(params="7B", zero=4), ["--params", "7B", "--zero", "4"]),
+    ("roofline", dict(layer=True, heads=0), ["--layer", "--heads", "0"]),
 ]
 
 
@@ -82,13 +89,16 @@ def test_bad_input_raises_the_cli_message(cli, calc, kwargs, argv):
 
 
 WRONG_TYPES = [
-    ("memory", (), dict(gpus="eight"), "plan.memory: gpus='eight': expected int"),
-    ("memory", (), dict(batch=True), "plan.memory: batch=True: expected int"),
-    ("memory", (), dict(headroom="lots"), "plan.memory: headroom='lots': expected float"),
+    ("memory", (), dict(gpus=[8]), "plan.memory: gpus=[8]: expected int or str"),
+    ("memory", (), dict(batch=True), "plan.memory: batch=True: expected int or str"),
+    ("memory", (), dict(batch=2.5), "plan.memory: batch=2.5: expected int or str"),
+    ("memory", (), dict(headroom=[0.1]), "plan.memory: headroom=[0.1]: expected float or str"),
+    ("memory", (), dict(flash="yes"), "plan.memory: flash='yes': expected bool"),
     ("memory", (), dict(no_such_option=1), "plan.memory: no option 'no_such_option'"),
-    ("kv", (), dict(model="llama-3-8b", seq=[1.5]), "plan.kv: "),
-    ("scaling", (None,), {}, "plan.scaling: "),
-    ("specdec", (), dict(draft_ms="fast", target_ms=20, accept=0.8), "plan.specdec: draft_ms='fast': expected float"),
+    ("memory", ("llama-3-8b",), {}, "plan.memory: takes no positional arguments"),
+    ("kv", (), dict(model="llama-3-8b", seq=[None]), "plan.kv: seq=[None]: expected str, a list or a dict"),
+    ("scaling", (None,), {}, "plan.scaling: missing required argument 'points'"),
+    ("specdec", (), dict(draft_ms=None, target_ms=20, accept=0.8), "plan.specdec: missing required argument 'draft_ms'"),
 ]
 
 
@@ -103,3 +113,4 @@ def test_wrong_argument_types_raise_stepscope_error(calc, args, kwargs, start):
 
 def test_calculator_docstrings_name_dict_results():
     assert "-> dict" in stepscope.plan.memory.__doc__
+    assert "headroom: fraction of GPU memory kept free (default 0.1)" in stepscope.plan.memory.__doc__

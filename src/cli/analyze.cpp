@@ -25,7 +25,7 @@ struct AnalyzeArgs {
 };
 
 PipelineOptions pipeline_options(const AnalyzeArgs& a) {
-  PipelineOptions po = stepscope::pipeline_options(a.settings);
+  PipelineOptions po = stepscope::pipeline_options("analyze", a.settings);
   po.keep_summary = !a.summary_out.empty();
   po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
   return po;

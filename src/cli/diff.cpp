@@ -22,14 +22,13 @@ struct DiffArgs {
   std::string base_run, test_run;  // the BASE and TEST positionals
   std::vector<std::string> base, test;
   std::string json_out, html_out;
-  AnalysisSettings settings;  // --jobs, --stage, --step-range on both sides (stepscope/command_options.hpp)
+  // --jobs, --stage, --step-range on both sides, the bootstrap, its seed and the kernel threshold
+  // (stepscope/command_options.hpp)
+  AnalysisSettings settings;
   bool verbose = false;
   bool quiet = false;
   bool wide = false;
   std::size_t top = 10;
-  int bootstrap = 2000;
-  double kernel_threshold = 0.05;
-  std::uint64_t seed = 1;
   double fail_if_slower_pct = -1;
 };
 
@@ -54,7 +53,7 @@ std::string label_of(const std::vector<std::string>& paths) {
 }
 
 Analysis read_side(const std::vector<std::string>& paths, const char* label, const DiffArgs& a) {
-  PipelineOptions po = pipeline_options(a.settings);
+  PipelineOptions po = pipeline_options("diff", a.settings);
   ProgressBar bar(fmt::format("reading {}", label), !a.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   Analysis run = analyze_paths(paths, po);
@@ -86,13 +85,9 @@ int run_diff(const DiffArgs& a) {
   inputs.insert(inputs.end(), test_paths.begin(), test_paths.end());
   check_outputs(inputs, {{"--json", a.json_out}, {"--html", a.html_out}});
   if (snapshot_pair(base_paths, test_paths)) return run_memory_diff(base_paths[0], test_paths[0], a);
-  DiffOptions opts;
-  opts.bootstrap_samples = a.bootstrap;
-  opts.seed = a.seed;
-  opts.kernel_threshold = a.kernel_threshold;
   Analysis base = read_side(base_paths, "base", a);
   Analysis test = read_side(test_paths, "test", a);
-  DiffResult d = diff_runs(std::move(base), std::move(test), opts);
+  DiffResult d = diff_runs(std::move(base), std::move(test), diff_options(a.settings));
   d.base_label = label_of(base_paths);
   d.test_label = label_of(test_paths);
   if (!a.json_out.empty()) write_json(a.json_out, diff_to_json(d));
@@ -120,14 +115,6 @@ const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--html", args->html_out, "Also write a self-contained HTML report, both runs side by side, to FILE")
       ->type_name("FILE");
   add_analysis_options(*cmd, "diff", args->settings);
-  cmd->add_option("--bootstrap", args->bootstrap, "Bootstrap resamples for the speedup interval")
-      ->default_val(2000)
-      ->check(CLI::Range(100, 1000000));
-  cmd->add_option("--seed", args->seed, "Seed of the bootstrap (same seed, same interval)")->default_val(1);
-  cmd->add_option("--kernel-threshold", args->kernel_threshold,
-                  "A kernel counts as faster or slower beyond this relative change of its time (default 0.05)")
-      ->default_val(0.05)
-      ->check(kNonNegative);
   cmd->add_option("--fail-if-slower", args->fail_if_slower_pct,
                   "Exit with status 3 when the test step is slower beyond noise by more than PCT percent")
       ->type_name("PCT")

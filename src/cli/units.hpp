@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <set>
 #include <string>
 
 #include "stepscope/error.hpp"
@@ -15,10 +16,18 @@
 
 namespace stepscope::cli {
 
+// Options whose texts the command reads itself, sizes and durations included (the calculators',
+// by their tables in stepscope/plan/commands.hpp): their texts stay as given, and a bad one is the
+// command's one-line error, in the words the Python module gives.
+inline std::set<const CLI::Option*>& text_options() {
+  static std::set<const CLI::Option*> options;
+  return options;
+}
+
 // Integer options are those CLI11 types INT or UINT (the prefix of the type name it shows).
 inline bool is_integer_option(const CLI::Option& o) {
   const std::string t = o.get_type_name();
-  return t.starts_with("INT") || t.starts_with("UINT");
+  return (t.starts_with("INT") || t.starts_with("UINT")) && !text_options().contains(&o);
 }
 
 // An InputError of a transform as the parse error CLI11 reports with its usage hint (CLI11 puts

@@ -20,7 +20,7 @@ struct WhatIfArgs {
 
 int run_whatif(const WhatIfArgs& a) {
   check_outputs(a.paths, {{"--json", a.json_out}});
-  const PipelineOptions po = pipeline_options(a.settings);
+  const PipelineOptions po = pipeline_options("whatif", a.settings);
   const DiagnosedResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
   if (!goes_to_stdout(a.json_out)) write_stdout(fit_to_width(render_whatif_text(r), report_columns()));

@@ -1,7 +1,5 @@
 #include "stepscope/command_options.hpp"
 
-#include <fmt/core.h>
-
 #include <array>
 
 #include "stepscope/error.hpp"
@@ -10,21 +8,20 @@ namespace stepscope {
 
 namespace {
 
-constexpr std::string_view kJobsHelp = "Threads for reading and for analysing ranks (default: number of cores)";
+using S = AnalysisSettings;
 
-constexpr OptionSpec jobs_option() {
-  return {"jobs", "jobs", "-j", OptionType::Count, "threads", "", "0", OptionCheck::NonNegative, kJobsHelp,
-          &AnalysisSettings::jobs};
+constexpr AnalysisOption jobs_option() {
+  return {count("jobs", "Threads for reading and for analysing ranks (default: number of cores)")
+              .short_flag("-j").in_units("threads").checked(OptionCheck::Range, 0, kMaxJobs),
+          &S::jobs};
 }
 
-constexpr OptionSpec stage_option(std::string_view help) {
-  return {"stage", "stages", "", OptionType::TextList, "", "NAME=REGEX", "", OptionCheck::None, help,
-          &AnalysisSettings::stages};
+constexpr AnalysisOption stage_option(std::string_view help) {
+  return {text_list("stage", help).python_name("stages").shown_as("NAME=REGEX"), &S::stages};
 }
 
-constexpr OptionSpec step_range_option(std::string_view help) {
-  return {"step-range", "step_range", "", OptionType::Text, "", "", "", OptionCheck::None, help,
-          &AnalysisSettings::step_range};
+constexpr AnalysisOption step_range_option(std::string_view help) {
+  return {text("step-range", help), &S::step_range};
 }
 
 const std::array kAnalyze{
@@ -32,49 +29,50 @@ const std::array kAnalyze{
     stage_option("Count host ops matching REGEX (RE2 syntax) as stage NAME (forward, backward, optimizer, "
                  "data, sync, side, comm); repeatable"),
     step_range_option("Each range (NVTX or annotation) of this name is one step, e.g. train_step"),
-    OptionSpec{"model", "model", "", OptionType::Text, "", "NAME", "", OptionCheck::None,
-               "Memory snapshots: set the model states `plan memory` predicts for this model preset (`stepscope "
-               "plan models`) beside the observed peak, and say where they differ",
-               &AnalysisSettings::model},
+    AnalysisOption{text("model", "Memory snapshots: set the model states `plan memory` predicts for this model preset "
+                                 "(`stepscope plan models`) beside the observed peak, and say where they differ")
+                       .shown_as("NAME"),
+                   &S::model},
 };
 
 const std::array kDiff{
     jobs_option(),
     stage_option("Count host ops matching REGEX as stage NAME, on both sides; repeatable"),
     step_range_option("Each range (NVTX or annotation) of this name is one step, on both sides, e.g. train_step"),
+    AnalysisOption{count("bootstrap", "Bootstrap resamples for the speedup interval")
+                       .in_units("resamples").default_is("2000").checked(OptionCheck::Range, 100, 1000000),
+                   &S::bootstrap},
+    AnalysisOption{count("seed", "Seed of the bootstrap (same seed, same interval)").default_is("1"), &S::seed},
+    AnalysisOption{real("kernel-threshold",
+                        "A kernel counts as faster or slower beyond this relative change of its time (default 0.05)")
+                       .default_is("0.05").checked(OptionCheck::NonNegative),
+                   &S::kernel_threshold},
 };
 
 const std::array kWhatIf{jobs_option()};
 
 }  // namespace
 
-std::span<const OptionSpec> analysis_options(std::string_view command) {
+std::span<const AnalysisOption> analysis_options(std::string_view command) {
   if (command == "analyze") return kAnalyze;
   if (command == "diff") return kDiff;
   if (command == "whatif") return kWhatIf;
   return {};
 }
 
-const char* option_type_name(OptionType t) {
-  switch (t) {
-    case OptionType::Count: return "count";
-    case OptionType::Text: return "text";
-    case OptionType::TextList: return "text list";
-  }
-  return "";
-}
-
-const char* option_check_name(OptionCheck c) { return c == OptionCheck::NonNegative ? "non-negative" : ""; }
-
-void check_settings(const AnalysisSettings& s, std::span<const OptionSpec> options) {
-  for (const OptionSpec& o : options) {
-    const auto* count = std::get_if<int AnalysisSettings::*>(&o.field);
-    if (o.check == OptionCheck::NonNegative && count && s.**count < 0)
-      throw InputError(fmt::format("--{} must be {} (got {})", o.name, option_check_name(o.check), s.**count));
+void check_settings(const AnalysisSettings& s, std::span<const AnalysisOption> options) {
+  for (const AnalysisOption& o : options) {
+    std::visit(
+        [&](auto field) {
+          if constexpr (std::is_arithmetic_v<std::decay_t<decltype(s.*field)>>)
+            check_option_value(o.spec, static_cast<double>(s.*field));
+        },
+        o.field);
   }
 }
 
-PipelineOptions pipeline_options(const AnalysisSettings& s) {
+PipelineOptions pipeline_options(std::string_view command, const AnalysisSettings& s) {
+  check_settings(s, analysis_options(command));
   PipelineOptions po;
   po.ingest.jobs = s.jobs;
   po.analyze.jobs = s.jobs;
@@ -82,6 +80,10 @@ PipelineOptions pipeline_options(const AnalysisSettings& s) {
   po.analyze.partition.step_range = s.step_range;
   po.memory_model = s.model;
   return po;
+}
+
+DiffOptions diff_options(const AnalysisSettings& s) {
+  return {.bootstrap_samples = s.bootstrap, .seed = s.seed, .kernel_threshold = s.kernel_threshold};
 }
 
 }  // namespace stepscope

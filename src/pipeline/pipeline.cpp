@@ -26,7 +26,7 @@ void enter(RunPhase p) {
 
 void check_jobs(int jobs) {
   if (jobs < 0 || jobs > kMaxJobs)
-    throw InputError(fmt::format("--jobs {}: must be between 0 (one per core) and {}", jobs, kMaxJobs));
+    throw InputError(fmt::format("--jobs {}: must be between 0 and {}", jobs, kMaxJobs));
 }
 
 void check_options(const PipelineOptions& opts) {
