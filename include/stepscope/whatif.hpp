@@ -78,6 +78,37 @@ struct PlanStep {
   double speedup = 1;
 };
 
+// A stretch of time, on the trace's clock.
+struct TimeSpan {
+  ns_t start = 0, end = 0;
+};
+
+// The replayed steps on one side of the comparison: their windows, and when the replayed host
+// threads and the GPU were busy, merged to a drawing's resolution (gaps under a 150th of the span
+// closed, at most kTimelineSpans a lane).
+struct TimelineView {
+  std::vector<TimeSpan> steps, host, gpu;
+};
+
+// A replayed event as recorded and as the plan predicts it (`stepscope whatif --annotate`).
+struct TimelineEvent {
+  std::string name;
+  std::int64_t lane = 0;  // the host thread's tid, or the GPU stream
+  bool gpu = false;
+  ns_t recorded_ts = 0, recorded_dur = 0, predicted_ts = 0, predicted_dur = 0;
+};
+
+// The plan's predicted timeline beside the recorded one: the replayed graph with every lever of the
+// plan applied (its final scenario). Not in the JSON: the HTML page and the annotated trace draw it.
+struct PlanTimeline {
+  bool present = false;
+  std::vector<std::string> levers;  // the plan's levers, in order
+  TimelineView recorded, predicted;
+  std::vector<TimelineEvent> events;  // only with WhatIfOptions::timeline_events
+};
+
+inline constexpr std::size_t kTimelineSpans = 40;
+
 struct RankWhatIf {
   bool present = false;          // the rank had steps to replay
   std::int64_t nodes = 0;        // host ops and GPU activities in the graph
@@ -89,6 +120,7 @@ struct RankWhatIf {
   std::vector<Prediction> levers;
   std::optional<Prediction> custom;  // the user's changes, applied together
   std::vector<PlanStep> plan;
+  PlanTimeline timeline;
 };
 
 // A rank whose replay departs from the recording by more than this (mean or any step) is not
@@ -98,6 +130,7 @@ inline constexpr double kReplayErrorWarn = 0.10;
 struct WhatIfOptions {
   bool enabled = true;
   std::vector<Change> changes;  // the user's changes (`whatif --set`), applied together
+  bool timeline_events = false;  // keep the plan's timeline event by event (the annotated trace)
 };
 
 // The graph of the rank's steady steps, its replay and every lever's prediction.

@@ -14,6 +14,7 @@ struct WhatIfRunOptions {
   std::vector<std::string> changes;  // --set values (whatif::parse_change)
   std::int64_t steps = 0;            // the run's length for the plan's GPU-hours (0: not priced)
   double gpu_hour_cost = 0;          // USD per GPU-hour (0: hours only)
+  bool timeline_events = false;      // keep the plan's timeline event by event (predicted_trace_json)
 };
 
 // Throws InputError for a bad change (before reading anything) and as analyze_paths does.

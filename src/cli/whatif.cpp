@@ -2,6 +2,8 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
+#include "stepscope/error.hpp"
+#include "stepscope/output_file.hpp"
 #include "stepscope/report.hpp"
 #include "stepscope/whatif_run.hpp"
 #include "stepscope/whatif_report.hpp"
@@ -13,16 +15,21 @@ struct WhatIfArgs {
   std::vector<std::string> paths;
   std::vector<std::string> sets;
   std::string json_out;
+  std::string annotate_out;
   AnalysisSettings settings;  // --jobs (stepscope/command_options.hpp)
   std::int64_t steps = 0;
   double gpu_hour_cost = 0;
 };
 
 int run_whatif(const WhatIfArgs& a) {
-  check_outputs(a.paths, {{"--json", a.json_out}});
+  if (a.annotate_out == "-")
+    throw InputError("--annotate -: the predicted trace is a file, not standard output");
+  check_outputs(a.paths, {{"--json", a.json_out}, {"--annotate", a.annotate_out}});
   const PipelineOptions po = pipeline_options("whatif", a.settings);
-  const DiagnosedResult r = whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost}, po);
+  const DiagnosedResult r =
+      whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost, !a.annotate_out.empty()}, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
+  if (!a.annotate_out.empty()) write_output(a.annotate_out, predicted_trace_json(r), "predicted trace");
   if (!goes_to_stdout(a.json_out)) write_stdout(fit_to_width(render_whatif_text(r), report_columns()));
   return kExitOk;
 }
@@ -41,10 +48,15 @@ const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
       "  copies=pinned | copies=side-stream\n"
       "\nExamples:\n  stepscope whatif trace.json.gz\n"
       "  stepscope whatif tb_logs --set 'kernels:gemm=0.5x' --set comm=overlap\n"
-      "  stepscope whatif trace.json.gz --set batch_wait=0 --steps 10000 --gpu-hour-cost 2.5 --json -");
+      "  stepscope whatif trace.json.gz --set batch_wait=0 --steps 10000 --gpu-hour-cost 2.5 --json -\n"
+      "  stepscope whatif trace.json.gz --annotate predicted.json   # open in ui.perfetto.dev");
   cmd->add_option("TRACE", args->paths, "Trace files or directories of per-rank traces")->required()->type_name("PATH");
   cmd->add_option("--set", args->sets, "A change to replay (see below); repeatable")->type_name("CHANGE");
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
+  cmd->add_option("--annotate", args->annotate_out,
+                  "Also write the plan's predicted steps as a trace for Perfetto: each rank's replayed events as "
+                  "recorded and, beside them, as the plan predicts them; FILE.gz is written gzipped")
+      ->type_name("FILE");
   cmd->add_option("--steps", args->steps, "Price the plan for a run of N steps (GPU-hours before and after)")
       ->type_name("N")
       ->check(CLI::PositiveNumber);

@@ -118,12 +118,15 @@ Scenario base_scenario(const Graph& g);
 struct Replayed {
   std::vector<ns_t> atom_start, atom_end, op_start, op_end;
   std::vector<ns_t> step_ns;  // each step's replayed window
+  std::vector<ns_t> step_start;
   ns_t span = 0;              // first step's start to the last step's end
 };
 
 Replayed replay(const Graph& g, const Scenario& s);
 
-// The steps' recorded windows, measured as the replay measures them.
+// The steps' recorded windows, measured as the replay measures them: their lengths, and where
+// they lie on the trace's clock.
 std::vector<ns_t> recorded_windows(const Graph& g);
+std::vector<TimeSpan> recorded_step_windows(const Graph& g);
 
 }  // namespace stepscope::whatif

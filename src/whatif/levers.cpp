@@ -355,7 +355,7 @@ std::vector<Prediction> lever_predictions(const Context& c) {
   return out;
 }
 
-std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers) {
+Plan make_plan(const Context& c, const std::vector<Prediction>& levers) {
   const std::vector<Model> models = lever_models(c);
   // Candidates by their own gain, best first; each joins the replay of those before it if it
   // still gains, one per group of alternatives: one replay per candidate.
@@ -363,20 +363,22 @@ std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>&
   for (const Prediction& p : levers)
     if (const Model* m = find_model(models, p.id); m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first->speedup > b.first->speedup; });
-  std::vector<PlanStep> plan;
+  Plan plan;
+  plan.applied = c.base;
   std::set<std::string> groups;
-  Scenario applied = c.base;
   double now = 1;
   for (const auto& [p, m] : order) {
     if (groups.count(m->group)) continue;
-    Scenario s = applied;
+    Scenario s = plan.applied;
     apply_chosen(*m, *p, s);
-    const double v = speedup_of(c, s);
+    Replayed r = replay(c.g, s);
+    const double v = r.span > 0 ? static_cast<double>(c.base_span) / static_cast<double>(r.span) : 1;
     if (v < now * (1 + kMinGain)) continue;
-    applied = std::move(s);
+    plan.applied = std::move(s);
+    plan.replayed = std::move(r);
     groups.insert(m->group);
     now = v;
-    plan.push_back({m->id, v});
+    plan.steps.push_back({m->id, v});
   }
   return plan;
 }

@@ -43,7 +43,9 @@ RankWhatIf model_rank(const RankTrace& rank, const RankFacts& facts, const RankP
   const Context c{g, facts, rank, partition, base.span, w.replay_error_mean, std::move(recorded)};
   if (base.span <= 0) return w;
   w.levers = lever_predictions(c);
-  w.plan = make_plan(c, w.levers);
+  const Plan plan = make_plan(c, w.levers);
+  w.plan = plan.steps;
+  w.timeline = plan_timeline(g, rank, plan, opts.timeline_events);
   if (!opts.changes.empty()) w.custom = custom_prediction(c, opts.changes);
   return w;
 }

@@ -111,12 +111,14 @@ class Replayer {
     }
     ns_t lo = std::numeric_limits<ns_t>::max(), hi = kUnset;
     r_.step_ns.assign(n, 0);
+    r_.step_start.assign(n, 0);
     for (std::size_t k = 0; k < n; ++k) {
       const GraphStep& s = g_.steps[k];
       start[k] = s.start_marker >= 0 ? r_.atom_start[static_cast<std::size_t>(s.start_marker)] : 0;
       end[k] = std::max(s.end_marker >= 0 ? atom_end(s.end_marker) : start[k], gpu_end[k]);
       if (s.gpu_window && gpu_end[k] != kUnset) start[k] = gpu_start[k], end[k] = gpu_end[k];
       r_.step_ns[k] = end[k] - start[k];
+      r_.step_start[k] = start[k];
       lo = std::min(lo, start[k]);
       hi = std::max(hi, end[k]);
     }
@@ -178,7 +180,7 @@ Scenario base_scenario(const Graph& g) {
 
 Replayed replay(const Graph& g, const Scenario& s) { return Replayer(g, s).run(); }
 
-std::vector<ns_t> recorded_windows(const Graph& g) {
+std::vector<TimeSpan> recorded_step_windows(const Graph& g) {
   std::vector<ns_t> gpu_start(g.steps.size(), std::numeric_limits<ns_t>::max()), gpu_end(g.steps.size(), kUnset);
   for (const Op& o : g.ops) {
     if (o.step < 0) continue;
@@ -186,14 +188,20 @@ std::vector<ns_t> recorded_windows(const Graph& g) {
     gpu_start[k] = std::min(gpu_start[k], o.ts);
     gpu_end[k] = std::max(gpu_end[k], o.ts + o.dur);
   }
-  std::vector<ns_t> out;
+  std::vector<TimeSpan> out;
   for (std::size_t k = 0; k < g.steps.size(); ++k) {
     const GraphStep& s = g.steps[k];
     const ns_t start = s.start_marker >= 0 ? g.atoms[static_cast<std::size_t>(s.start_marker)].ts : 0;
     const Atom* e = s.end_marker >= 0 ? &g.atoms[static_cast<std::size_t>(s.end_marker)] : nullptr;
     const ns_t end = std::max(e ? e->ts + e->dur : start, gpu_end[k]);
-    out.push_back(s.gpu_window && gpu_end[k] != kUnset ? gpu_end[k] - gpu_start[k] : end - start);
+    out.push_back(s.gpu_window && gpu_end[k] != kUnset ? TimeSpan{gpu_start[k], gpu_end[k]} : TimeSpan{start, end});
   }
+  return out;
+}
+
+std::vector<ns_t> recorded_windows(const Graph& g) {
+  std::vector<ns_t> out;
+  for (const TimeSpan& w : recorded_step_windows(g)) out.push_back(w.end - w.start);
   return out;
 }
 

@@ -87,7 +87,18 @@ std::vector<Prediction> lever_predictions(const Context& c);
 
 // The plan: levers with a gain applied together, best first (each joins, by its own gain, if it
 // still gains on top of those before it, one per group of alternatives).
-std::vector<PlanStep> make_plan(const Context& c, const std::vector<Prediction>& levers);
+// `applied` is the scenario with every lever of the plan, `replayed` its replay (the predicted
+// timeline; empty when the plan is).
+struct Plan {
+  std::vector<PlanStep> steps;
+  Scenario applied;
+  Replayed replayed;
+};
+Plan make_plan(const Context& c, const std::vector<Prediction>& levers);
+
+// The plan's final replay beside the recording: step windows and busy lanes, and with
+// `with_events` each replayed event, named from the trace.
+PlanTimeline plan_timeline(const Graph& g, const RankTrace& t, const Plan& plan, bool with_events);
 
 // The user's changes applied together.
 Prediction custom_prediction(const Context& c, const std::vector<Change>& changes);

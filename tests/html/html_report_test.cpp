@@ -126,6 +126,10 @@ TEST(HtmlReport, GpuTracePageLoadsCleanAndDrawsTheAnalysis) {
   expect_clean_load(r);
   EXPECT_EQ(r["dom"]["headline"], a.result.diagnosis.verdict.headline);
   for (const char* id : {"mean-partition", "step-partition-r0", "step-time-r0", "gpu-idle", "kernel-classes"}) expect_drawn(r, id);
+  // The plan's predicted timeline beside the recorded one: a block per replayed step on each side.
+  ASSERT_FALSE(a.result.diagnosis.plan.entries.empty());
+  expect_drawn(r, "whatif-timeline");
+  EXPECT_EQ((*chart(r, "whatif-timeline"))["rects"].get<std::size_t>(), 2 * a.result.whatif.at(0).steps.size());
   // One rect per (step, category) with time, as the partition holds them.
   const RankPartition& p = a.result.partitions[0];
   EXPECT_EQ((*chart(r, "step-partition-r0"))["rects"].get<std::size_t>(), nonzero_cells(p));

@@ -8,6 +8,7 @@
 
 #include "stepscope/html.hpp"
 #include "stepscope/pipeline.hpp"
+#include "stepscope/whatif.hpp"
 
 namespace stepscope {
 namespace {
@@ -36,9 +37,36 @@ TEST(HtmlWhatIf, ReplayErrorAndThePlansStepBesideTheRecordedOne) {
   ASSERT_FALSE(s.empty());
   EXPECT_NE(s.find(fmt::format("<td class=\"num\">{:.1f}%</td>", 100 * r.whatif[0].replay_error_mean)), std::string::npos);
   // One bar for the recording, one per lever of the plan, each as long as its step.
-  EXPECT_EQ(count(s, "<rect "), plan.entries.size() + 1);
+  const std::string bars = s.substr(s.find("<svg class=\"plan\""), s.find("</svg>") - s.find("<svg class=\"plan\""));
+  EXPECT_EQ(count(bars, "<rect "), plan.entries.size() + 1);
   EXPECT_NE(s.find(fmt::format("width=\"{:.1f}\"", 600 * plan.entries.back().step_ns / plan.step_ns)), std::string::npos);
   EXPECT_EQ(s.find("<script"), std::string::npos);
+}
+
+// The plan's predicted timeline beside the recorded one: each replayed step a block on one time
+// axis, the predicted ones ending where the plan's speedup puts them.
+TEST(HtmlWhatIf, ThePlansTimelineBesideTheRecordedOne) {
+  PipelineOptions po;
+  po.keep_trace = false;
+  const DiagnosedResult r =
+      analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"}, po).result;
+  const whatif::RankWhatIf& w = r.whatif.at(0);
+  ASSERT_TRUE(w.timeline.present);
+  const std::string s = section_of(render_html(r));
+  const auto from = s.find("id=\"whatif-timeline\"");
+  ASSERT_NE(from, std::string::npos);
+  const std::string svg = s.substr(from, s.find("</svg>", from) - from);
+  EXPECT_EQ(count(svg, "<rect "), 2 * w.steps.size());
+  // A row for the host threads and one for the GPU where it ran, recorded and predicted.
+  EXPECT_EQ(count(svg, "<path "), 2 * (!w.timeline.recorded.host.empty() + !w.timeline.recorded.gpu.empty()));
+  EXPECT_FALSE(w.timeline.recorded.host.empty());
+  // The recorded steps fill the axis (150 to 750); the predicted ones end at 1 / speedup of it.
+  const whatif::TimeSpan& last = w.timeline.predicted.steps.back();
+  const whatif::TimeSpan& first = w.timeline.recorded.steps.front();
+  const whatif::TimeSpan& end = w.timeline.recorded.steps.back();
+  EXPECT_NEAR(static_cast<double>(last.end - first.start) / static_cast<double>(end.end - first.start), 1 / w.plan.back().speedup,
+              1e-6);
+  EXPECT_LT(svg.size(), 6000u);  // the page's budget: a few kB a section
 }
 
 }  // namespace
