@@ -262,8 +262,10 @@ void add_comm_models(const Context& c, std::vector<Model>& out) {
   const RankFacts& f = c.facts;
   auto grads = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::GradientSync; };
   auto gathers = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::ParamGather; };
-  out.push_back({"ddp_buckets", "comm", 0.5, [&c, grads](Scenario& s) { overlap_comm(c.g, c.facts, s, grads); },
-                 "gradient all-reduces start with the backward (buckets fill as gradients come) and run under it", false, {}});
+  out.push_back({"ddp_buckets", "comm", 0.5, [&c, grads](Scenario& s) { overlap_comm_as_ready(c.g, c.facts, s, grads); },
+                 "each gradient all-reduce issued as its bucket's gradients are computed (the j-th of n after "
+                 "(j+1)/n of the backward) and run under the rest of the backward",
+                 false, {}});
   out.push_back({"accumulate_allreduce", "comm-accumulate", 0.3,
                  [&g, grads](Scenario& s) { scale_ops(g, s, grads, 1.0 / kAccumulation); },
                  "one gradient all-reduce every 4 micro-batches", false, {}});

@@ -291,6 +291,53 @@ void overlap_comm(const Graph& g, const RankFacts& f, Scenario& s, const std::fu
   }
 }
 
+namespace {
+
+// Each step's backward kernels (compute ops launched in the backward stage), in order.
+std::vector<std::vector<std::int32_t>> backward_ops(const Graph& g, const RankFacts& f) {
+  std::vector<std::vector<std::int32_t>> out(g.steps.size());
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& o = g.ops[i];
+    if (o.step < 0 || o.kind != OpKind::Compute || o.launch < 0) continue;
+    if (o.event < f.event_stage.size() && f.event_stage[o.event] == StageHint::Backward)
+      out[static_cast<std::size_t>(o.step)].push_back(static_cast<std::int32_t>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+void overlap_comm_as_ready(const Graph& g, const RankFacts& f, Scenario& s, const std::function<bool(const Op&)>& pick) {
+  const std::vector<std::vector<std::int32_t>> backward = backward_ops(g, f);
+  std::vector<std::vector<std::int32_t>> picked(g.steps.size());
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    if (pick(g.ops[i]) && g.ops[i].step >= 0 && g.ops[i].launch >= 0)
+      picked[static_cast<std::size_t>(g.ops[i].step)].push_back(static_cast<std::int32_t>(i));
+  // One collective in a step: its buckets are not in the trace, so it starts with the backward.
+  for (std::size_t k = 0; k < g.steps.size(); ++k)
+    if (picked[k].size() < 2 || backward[k].empty()) {
+      overlap_comm(g, f, s, [&](const Op& o) { return pick(o) && o.step == static_cast<std::int32_t>(k); });
+      picked[k].clear();
+    }
+  for (std::size_t k = 0; k < g.steps.size(); ++k) {
+    const std::size_t n = picked[k].size(), b = backward[k].size();
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto ready = static_cast<std::size_t>(backward[k][((j + 1) * b + n - 1) / n - 1]);
+      const auto i = static_cast<std::size_t>(picked[k][j]);
+      const std::int32_t from = g.ops[ready].launch;
+      // Only earlier: a bucket whose gradients were all recorded before its collective was issued.
+      // Its kernel must also have started first: every edge of the replay points back in recorded
+      // order, which keeps the graph free of cycles.
+      if (ready >= i || g.atoms[static_cast<std::size_t>(from)].ts >= g.atoms[static_cast<std::size_t>(g.ops[i].launch)].ts)
+        continue;
+      s.op_launch[i] = from;
+      s.op_delay[i] = g.launch_delay_p50;
+      s.op_after[i] = static_cast<std::int32_t>(ready);  // the comm stream waits on the gradient's event
+      s.op_after_gap[i] = 0;
+    }
+  }
+}
+
 double pinned_bandwidth_gbs(const Graph& g, const RankFacts& f, const RankTrace& t) {
   double best = 0;
   for (const Op& o : g.ops)

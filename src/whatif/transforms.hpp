@@ -72,6 +72,15 @@ void copies_to_side_stream(const Graph& g, Scenario& s, const std::function<bool
 // Collectives started as early as the step's first backward kernel (overlapped with backward).
 void overlap_comm(const Graph& g, const RankFacts& f, Scenario& s, const std::function<bool(const Op&)>& pick);
 
+// Gradient collectives issued as their buckets become ready (DDP): a bucket's gradients are all
+// computed once its share of the backward has run, so of a step's n collectives the j-th (from 0)
+// follows the backward kernel (j+1)/n of the way through the step's backward kernels, on the host
+// (its launch) and on the GPU (the communication stream waits for that kernel). The last bucket
+// therefore still runs after the backward. A step with one collective (the buckets are not in the
+// trace) starts it with the backward, as overlap_comm does. Example: 4 all-reduces, 40 backward
+// kernels -> they follow kernels 10, 20, 30 and 40.
+void overlap_comm_as_ready(const Graph& g, const RankFacts& f, Scenario& s, const std::function<bool(const Op&)>& pick);
+
 // Host-device copies not known to be pinned at pinned bandwidth (never slower than recorded), and
 // the calls that waited for them released.
 void pin_copies(const Graph& g, Scenario& s, double pinned_gbs);

@@ -185,8 +185,7 @@ constexpr GeneratedPair kGenerated[] = {
     {"zero-grad-memsets", "", "zero_grad_set_to_none", true},
     {"anomaly-detection", "", "no_debug_apis", true},
     {"checkpoint", "--steps 9", "async_checkpoint", true},
-    // Each rank's replay predicts 1.24x; the job's prediction (the slowest rank's step) is not held yet.
-    {"comms-bound", "", "ddp_buckets", false, false},
+    {"comms-bound", "", "ddp_buckets", false},
 
     {"straggler", "", "fix_straggler", true},
 };
