@@ -82,7 +82,7 @@ void render_reports(const Analysis& a, const fs::path& annotated) {
   (void)render_text(a.result, TextOptions{.color = true, .verbose = true});
   (void)to_json(a.result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)render_html(a.result);
-  if (a.result.ranks.empty() && !a.result.memory_snapshots.empty()) return;  // a memory snapshot has no trace to annotate
+  if (a.result.ranks.empty() && !a.result.job.memory_snapshots.empty()) return;  // a memory snapshot has no trace to annotate
   write_annotated_traces(a, annotated.string(), AnnotateOptions{two_threads().analyze.partition});
 }
 

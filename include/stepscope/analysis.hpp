@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <vector>
 
@@ -67,39 +68,69 @@ struct IngestSummary {
   std::vector<std::string> warnings;
 };
 
-struct AnalysisResult {
-  std::string schema = kJsonSchemaVersion;
-  std::vector<IngestSummary> ranks;
-  std::vector<std::string> warnings;  // about the set of ranks
-  // The facts of every rank (same order as `ranks`): name facts, device model, sync counts. The
-  // JSON report writes their per-rank summary (device, record counts), not the name tables.
-  std::vector<RankFacts> facts;
-  // Every trust warning, trace-level (facts) then step-level (partition), rank by rank: what
-  // limits the conclusions. Reports show it before the verdict.
-  Trust trust;
-  // The step partition of every rank, its stability, and the ranks side by side.
-  std::vector<RankPartition> partitions;
-  std::vector<Stability> stability;   // one per rank, same order as `partitions`
-  RankComparison rank_comparison;
-  // The GPU timeline of every rank (HTA-compatible figures and ours), same order as `ranks`.
-  std::vector<GpuTimeline> gpu_timelines;
-  // nsys stats / analyze figures of every rank, same order as `ranks`.
-  std::vector<CudaSummary> cuda_summaries;
+// Everything the analysis of one rank produced, before the ranks are put side by side: what the
+// cross-rank analyses, the diagnosis and every report read of that rank, and nothing that needs
+// its events. A rank's summary file (stepscope/rank_summary.hpp) holds exactly this. The rank's
+// number is ingest.rank, held nowhere else: a report that names a rank reads it there.
+struct RankAnalysis {
+  IngestSummary ingest;
+  // Name facts, device model, sync counts. The JSON report writes their per-rank summary
+  // (device, record counts), not the name tables.
+  RankFacts facts;
+  RankPartition partition;
+  Stability stability;
+  GpuTimeline gpu_timeline;  // HTA-compatible figures and ours
+  CudaSummary cuda_summary;  // nsys stats / analyze figures
   // Operator and kernel views, queue length, memory bandwidth, kernel sequences and memory over
-  // time of every rank, same order as `ranks`.
-  std::vector<DrillDown> drilldowns;
-  // What the footgun detectors read of each rank's events, same order as `ranks`.
-  std::vector<footgun::RankScan> footgun_scans;
-  // The what-if replay of every rank (same order as `ranks`): the replay error and what each
-  // lever and the plan predict.
-  std::vector<whatif::RankWhatIf> whatif;
+  // time. Absent when AnalyzeOptions::with_drilldown is false, and in a combined result on every
+  // rank unless every rank has one.
+  std::optional<DrillDown> drilldown;
+  footgun::RankScan footgun_scan;  // what the footgun detectors read of the rank's events
+  // What the clock alignment across ranks reads of this rank: combine_ranks reads it, then empties
+  // it (no report reads it; a job of many ranks would hold every collective twice).
+  CollectiveMarks collectives;
+  whatif::RankWhatIf whatif;  // the step graph's replay: the replay error and the levers' predictions
+  int rank() const { return ingest.rank; }
+};
+
+// What is about the set of ranks rather than any one of them.
+struct JobAnalysis {
+  std::vector<std::string> warnings;  // about the set of ranks (Trace::warnings)
+  // Every trust warning, trace-level (facts) then step-level (partition), rank by rank, then the
+  // job's own (partial job, separate runs): what limits the conclusions. Reports show it before
+  // the verdict. Job-level because its order and grouping are the job's; each warning names its rank.
+  Trust trust;
+  RankComparison rank_comparison;  // the ranks side by side: straggler, spread, clock alignment
   // The ranks joined at their collectives and replayed: the straggler's and the communication
   // levers' predictions for the job (present for two or more ranks sharing collectives).
-  whatif::JobWhatIf job_whatif;
+  whatif::JobWhatIf whatif;
   // CUDA memory snapshots among the inputs (pickles, told by their first bytes), one per file:
-  // reports show a memory section only when this is not empty.
+  // they belong to no rank's trace. Reports show a memory section only when this is not empty.
   std::vector<memory::SnapshotAnalysis> memory_snapshots;
 };
+
+// The analysis result: every rank's analyses whole, in rank order, and the job's.
+struct AnalysisResult {
+  std::string schema = kJsonSchemaVersion;
+  std::vector<RankAnalysis> ranks;
+  JobAnalysis job;
+};
+
+// One field of every rank, in rank order, for a reader that needs only that field:
+// `for (const Stability& s : each_rank(r, &RankAnalysis::stability))`.
+template <class Field>
+auto each_rank(const AnalysisResult& r, Field RankAnalysis::*field) {
+  return std::views::transform(r.ranks, field);
+}
+
+// Whether the result holds drill-downs: combine_ranks keeps every rank's or none.
+inline bool has_drilldowns(const AnalysisResult& r) { return !r.ranks.empty() && r.ranks.front().drilldown.has_value(); }
+
+// The drill-down of every rank that has one, in rank order.
+inline auto each_drilldown(const AnalysisResult& r) {
+  return r.ranks | std::views::filter([](const RankAnalysis& a) { return a.drilldown.has_value(); }) |
+         std::views::transform([](const RankAnalysis& a) -> const DrillDown& { return *a.drilldown; });
+}
 
 struct AnalyzeOptions {
   PartitionOptions partition;  // --stage NAME=REGEX rules
@@ -108,25 +139,9 @@ struct AnalyzeOptions {
   // with the drill-down, and the step partition with what reads it run side by side. analyze_ranks
   // shares `jobs` among its ranks (rank_threads_for): a lone rank gets every job.
   int rank_threads = 1;
-  bool with_drilldown = true;  // false leaves AnalysisResult::drilldowns empty (cost comparisons)
+  bool with_drilldown = true;  // false leaves RankAnalysis::drilldown absent (cost comparisons)
   DrillDownOptions drilldown;
   whatif::WhatIfOptions whatif;  // the step graph's replay, and the user's changes to replay
-};
-
-// Everything the analysis of one rank produced, before the ranks are put side by side: what the
-// cross-rank analyses, the diagnosis and every report read of that rank, and nothing that needs
-// its events. A rank's summary file (stepscope/rank_summary.hpp) holds exactly this.
-struct RankAnalysis {
-  IngestSummary ingest;
-  RankFacts facts;
-  RankPartition partition;
-  Stability stability;
-  GpuTimeline gpu_timeline;
-  CudaSummary cuda_summary;
-  std::optional<DrillDown> drilldown;  // absent when AnalyzeOptions::with_drilldown is false
-  footgun::RankScan footgun_scan;
-  CollectiveMarks collectives;  // what the clock alignment across ranks reads of this rank
-  whatif::RankWhatIf whatif;    // the step graph's replay and the levers' predictions
 };
 
 IngestSummary summarize_ingest(const RankTrace& t);

@@ -313,7 +313,7 @@ GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const RankFacts& facts, 
 GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions& opts = {});
 
 // HTA reports the kernel-type table summed over all ranks; this does the same.
-std::vector<HtaKernelTypeTime> combine_kernel_types(std::span<const GpuTimeline> ranks);
+std::vector<HtaKernelTypeTime> combine_kernel_types(const std::vector<const GpuTimeline*>& ranks);
 
 // numpy.round(x, decimals): how HTA rounds its percentages and ratios (ties to even).
 double hta_round(double x, int decimals);

@@ -50,6 +50,13 @@ struct RankComparison {
   std::string withheld;
 };
 
-RankComparison compare_ranks(const std::vector<RankPartition>& ranks);
+// One rank's step partition as the comparison reads it, beside the rank's number.
+struct RankPartitionOf {
+  int rank = 0;
+  const RankPartition* partition = nullptr;
+};
+
+// The ranks side by side, in rank order.
+RankComparison compare_ranks(const std::vector<RankPartitionOf>& ranks);
 
 }  // namespace stepscope

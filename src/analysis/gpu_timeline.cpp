@@ -84,10 +84,10 @@ GpuTimeline analyze_gpu_timeline(const RankTrace& rank, const GpuTimelineOptions
   return analyze_gpu_timeline(rank, compute_facts(rank), opts);
 }
 
-std::vector<HtaKernelTypeTime> combine_kernel_types(std::span<const GpuTimeline> ranks) {
+std::vector<HtaKernelTypeTime> combine_kernel_types(const std::vector<const GpuTimeline*>& ranks) {
   std::map<std::string, HtaKernelTypeTime> by_label;
-  for (const GpuTimeline& r : ranks) {
-    for (const HtaKernelTypeTime& t : r.hta_kernels.types) {
+  for (const GpuTimeline* r : ranks) {
+    for (const HtaKernelTypeTime& t : r->hta_kernels.types) {
       HtaKernelTypeTime& e = by_label[t.label];
       e.label = t.label;
       e.mask = t.mask;

@@ -46,13 +46,13 @@ void check_steps(const RankPartition& p, Violations& v) {
 }  // namespace
 
 void check_invariants(AnalysisResult& r) {
-  for (std::size_t i = 0; i < r.partitions.size(); ++i) {
-    Violations v{r.partitions[i].rank, {}};
-    check_steps(r.partitions[i], v);
+  for (const RankAnalysis& a : r.ranks) {
+    Violations v{a.rank(), {}};
+    check_steps(a.partition, v);
     if (v.found.empty()) continue;
     std::string what;
     for (const auto& f : v.found) what += (what.empty() ? "" : "; ") + f;
-    r.trust.warnings.push_back({"invariant_violated", TrustSeverity::Blocks, v.rank,
+    r.job.trust.warnings.push_back({"invariant_violated", TrustSeverity::Blocks, v.rank,
                                 "figures that cannot be so: " + what +
                                     "; the input was misread or the analysis is wrong, so no bound is drawn from them",
                                 "report the input to the stepscope developers", {{"violations", static_cast<double>(v.found.size())}}});

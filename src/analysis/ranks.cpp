@@ -19,9 +19,10 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-RankRow row_of(const RankPartition& p) {
+RankRow row_of(const RankPartitionOf& of) {
+  const RankPartition& p = *of.partition;
   RankRow r;
-  r.rank = p.rank;
+  r.rank = of.rank;
   r.step_ns = p.steady_mean_ns;
   for (int c = 0; c < 4; ++c) r.compute_ns += p.steady_mean_category[static_cast<std::size_t>(c)];
   r.grad_sync_ns = p.steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
@@ -79,11 +80,11 @@ void find_straggler(RankComparison& out) {
   out.balanced_saving_ns = std::min(slow - t.median_others, out.median_wait_ns);
 }
 
-void collective_skew(const std::vector<RankPartition>& ranks, RankComparison& out) {
+void collective_skew(const std::vector<RankPartitionOf>& ranks, RankComparison& out) {
   std::map<std::int64_t, std::pair<ns_t, ns_t>> by_step;  // min, max exposed grad sync
   std::map<std::int64_t, std::size_t> seen;
-  for (const auto& p : ranks)
-    for (const auto& s : p.steps) {
+  for (const auto& of : ranks)
+    for (const auto& s : of.partition->steps) {
       if (s.warmup) continue;
       ns_t g = s.ns[static_cast<std::size_t>(Category::GradSyncExposed)];
       auto [it, fresh] = by_step.try_emplace(s.number, g, g);
@@ -114,7 +115,7 @@ const char* straggler_excess_of(StragglerCause c) {
   return c == StragglerCause::HostSide ? "time outside collectives" : "compute";
 }
 
-RankComparison compare_ranks(const std::vector<RankPartition>& ranks) {
+RankComparison compare_ranks(const std::vector<RankPartitionOf>& ranks) {
   RankComparison out;
   for (const auto& p : ranks) out.rows.push_back(row_of(p));
   if (ranks.size() < 2) return out;

@@ -256,8 +256,8 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
 // A straggler or a rank-local slowdown is a claim about the job: it needs at least half of the
 // job's ranks (and two) in view. Two ranks sampled from 128 can differ by chance alone.
 void check_job_coverage(AnalysisResult& r) {
-  RankComparison& rc = r.rank_comparison;
-  for (const auto& s : r.ranks) rc.world_size = std::max(rc.world_size, s.world_size.value_or(0));
+  RankComparison& rc = r.job.rank_comparison;
+  for (const auto& a : r.ranks) rc.world_size = std::max(rc.world_size, a.ingest.world_size.value_or(0));
   const auto seen = static_cast<int>(r.ranks.size());
   if (seen < 2 || rc.world_size <= 0 || 2 * seen >= rc.world_size) return;
   rc.withheld = fmt::format("{} of the job's {} ranks are in view; naming a straggler or a rank-local slowdown needs "
@@ -266,7 +266,7 @@ void check_job_coverage(AnalysisResult& r) {
   rc.straggler.reset();
   rc.straggler_cause = StragglerCause::None;
   rc.local = false;
-  r.trust.warnings.push_back({"partial_job", TrustSeverity::Limits, r.ranks.front().rank, rc.withheld,
+  r.job.trust.warnings.push_back({"partial_job", TrustSeverity::Limits, r.ranks.front().rank(), rc.withheld,
                               "analyse the traces of every rank (or of at least half of them) together",
                               {{"ranks", seen}, {"world_size", rc.world_size}}});
 }
@@ -277,17 +277,17 @@ void check_job_coverage(AnalysisResult& r) {
 void check_separate_runs(AnalysisResult& r) {
   if (r.ranks.size() < 2) return;
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
-    const InputInventory& inv = r.facts[i].inventory;
-    if (r.ranks[i].rank_source != kRankSourceFileOrder || inv.has(Activity::CommKernels) ||
+    const InputInventory& inv = r.ranks[i].facts.inventory;
+    if (r.ranks[i].ingest.rank_source != kRankSourceFileOrder || inv.has(Activity::CommKernels) ||
         inv.has(Activity::HostCollectives))
       return;
   }
   // The legacy profiler's times start at its own start: its windows say nothing of when it ran.
-  const bool own_clocks = std::all_of(r.facts.begin(), r.facts.end(), [](const RankFacts& f) {
-    return f.inventory.recorder == Recorder::AutogradProfiler;
+  const bool own_clocks = std::all_of(r.ranks.begin(), r.ranks.end(), [](const RankAnalysis& a) {
+    return a.facts.inventory.recorder == Recorder::AutogradProfiler;
   });
   std::vector<std::pair<ns_t, ns_t>> windows;
-  for (const auto& s : r.ranks) windows.emplace_back(s.first_ts, s.last_end);
+  for (const auto& a : r.ranks) windows.emplace_back(a.ingest.first_ts, a.ingest.last_end);
   std::sort(windows.begin(), windows.end());
   ns_t least_gap = std::numeric_limits<ns_t>::max();
   for (std::size_t i = 1; i < windows.size() && !own_clocks; ++i) {
@@ -298,11 +298,11 @@ void check_separate_runs(AnalysisResult& r) {
   const std::string when = own_clocks ? "and each was recorded by the legacy profiler on a clock of its own"
                                       : fmt::format("and their time windows do not overlap (at least {:.1f} s apart)",
                                                     static_cast<double>(least_gap) / 1e9);
-  r.rank_comparison.withheld = "the traces are separate runs, not ranks of one job";
-  r.rank_comparison.straggler.reset();
-  r.rank_comparison.local = false;
-  r.trust.warnings.push_back(
-      {"separate_runs", TrustSeverity::Blocks, r.ranks.front().rank,
+  r.job.rank_comparison.withheld = "the traces are separate runs, not ranks of one job";
+  r.job.rank_comparison.straggler.reset();
+  r.job.rank_comparison.local = false;
+  r.job.trust.warnings.push_back(
+      {"separate_runs", TrustSeverity::Blocks, r.ranks.front().rank(),
        fmt::format("the {} traces look like separate runs, not ranks of one job: none names its rank, none "
                    "communicates, {}; averaged as ranks they would make a step that belongs to none of them",
                    r.ranks.size(), when),
@@ -312,36 +312,34 @@ void check_separate_runs(AnalysisResult& r) {
 
 AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
   AnalysisResult r;
+  r.ranks = std::move(ranks);
   std::vector<RankMarks> marks;
-  for (const RankAnalysis& a : ranks) marks.push_back({a.ingest.rank, &a.collectives});
+  for (const RankAnalysis& a : r.ranks) marks.push_back({a.rank(), &a.collectives});
   ClockAlignment clocks = align_clocks(marks);
-  const bool drilldown = std::all_of(ranks.begin(), ranks.end(), [](const RankAnalysis& a) { return a.drilldown.has_value(); });
-  for (RankAnalysis& a : ranks) {
+  // The reports show the drill-down of every rank or of none.
+  const bool drilldown = std::all_of(r.ranks.begin(), r.ranks.end(), [](const RankAnalysis& a) { return a.drilldown.has_value(); });
+  std::vector<RankPartitionOf> partitions;
+  for (RankAnalysis& a : r.ranks) {
     refine_run_kind(a.partition, a.facts);
     block_single_cold_pass(a.partition, a.facts);
-    r.ranks.push_back(std::move(a.ingest));
-    r.facts.push_back(std::move(a.facts));
-    r.partitions.push_back(std::move(a.partition));
-    r.stability.push_back(std::move(a.stability));
-    r.gpu_timelines.push_back(std::move(a.gpu_timeline));
-    r.cuda_summaries.push_back(std::move(a.cuda_summary));
-    if (drilldown) r.drilldowns.push_back(std::move(*a.drilldown));
-    r.footgun_scans.push_back(std::move(a.footgun_scan));
-    r.whatif.push_back(std::move(a.whatif));
+    if (!drilldown) a.drilldown.reset();
+    partitions.push_back({a.rank(), &a.partition});
   }
-  r.rank_comparison = compare_ranks(r.partitions);
-  r.rank_comparison.clocks = std::move(clocks);
-  r.warnings = std::move(warnings);
-  for (std::size_t i = 0; i < r.facts.size(); ++i) {
-    const auto& f = r.facts[i].trust.warnings;
-    r.trust.warnings.insert(r.trust.warnings.end(), f.begin(), f.end());
-    const auto& p = r.partitions[i].trust;
-    r.trust.warnings.insert(r.trust.warnings.end(), p.begin(), p.end());
-    if (auto w = whatif::replay_trust(r.whatif[i], r.ranks[i].rank)) r.trust.warnings.push_back(std::move(*w));
+  JobAnalysis& job = r.job;
+  job.rank_comparison = compare_ranks(partitions);
+  job.rank_comparison.clocks = std::move(clocks);
+  job.warnings = std::move(warnings);
+  for (const RankAnalysis& a : r.ranks) {
+    const auto& f = a.facts.trust.warnings;
+    job.trust.warnings.insert(job.trust.warnings.end(), f.begin(), f.end());
+    const auto& p = a.partition.trust;
+    job.trust.warnings.insert(job.trust.warnings.end(), p.begin(), p.end());
+    if (auto w = whatif::replay_trust(a.whatif, a.rank())) job.trust.warnings.push_back(std::move(*w));
   }
   check_job_coverage(r);
   check_separate_runs(r);
-  r.job_whatif = whatif::model_job(marks, r.rank_comparison);
+  job.whatif = whatif::model_job(marks, job.rank_comparison);
+  for (RankAnalysis& a : r.ranks) a.collectives = {};
   check_invariants(r);
   return r;
 }

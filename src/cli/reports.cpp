@@ -73,7 +73,7 @@ int write_reports(const DiagnosedResult& r, const ReportArgs& a) {
   if (!a.html_out.empty()) write_text(a.html_out, render_html(r), "HTML report");
   if (!a.csv_dir.empty()) write_csv_tables(r, a.csv_dir);
   if (!a.stdout_taken && !goes_to_stdout(a.json_out) && !goes_to_stdout(a.html_out)) write_text_report(r, a);
-  return r.diagnosis.present || !r.memory_snapshots.empty() ? kExitOk : kExitNothing;
+  return r.diagnosis.present || !r.job.memory_snapshots.empty() ? kExitOk : kExitNothing;
 }
 
 }  // namespace stepscope::cli

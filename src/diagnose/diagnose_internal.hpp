@@ -18,7 +18,7 @@ template <class F>
 double rank_mean(const AnalysisResult& r, F per_step) {
   double total = 0;
   std::size_t n = 0;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     if (p.steady_steps) total += per_step(p), ++n;
   return n ? total / static_cast<double>(n) : 0;
 }

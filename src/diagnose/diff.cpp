@@ -30,7 +30,7 @@ std::vector<double> job_step_samples(const AnalysisResult& r) {
   // Steps are matched across ranks by number; a job step lasts the mean of its ranks' windows,
   // the same averaging job_step() uses for the means.
   std::map<std::int64_t, std::pair<double, int>> by_number;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : steady_windows(p)) {
       auto& [sum, n] = by_number[s->number];
       sum += static_cast<double>(s->duration());

@@ -24,18 +24,18 @@ std::string join(const std::vector<std::string>& v) {
 std::vector<std::string> gpu_models(const AnalysisResult& r) {
   std::set<std::string> names;
   for (const auto& rank : r.ranks)
-    for (const auto& g : rank.gpus) names.insert(g);
+    for (const auto& g : rank.ingest.gpus) names.insert(g);
   return {names.begin(), names.end()};
 }
 
 int world_size(const AnalysisResult& r) {
   for (const auto& rank : r.ranks)
-    if (rank.world_size) return *rank.world_size;
+    if (rank.ingest.world_size) return *rank.ingest.world_size;
   return static_cast<int>(r.ranks.size());
 }
 
 bool has_gpu_activity(const AnalysisResult& r) {
-  return std::any_of(r.partitions.begin(), r.partitions.end(), [](const auto& p) { return p.gpu; });
+  return std::ranges::any_of(each_rank(r, &RankAnalysis::partition), [](const auto& p) { return p.gpu; });
 }
 
 const RankTrace* first_rank(const DiagnosedRun& a) {
@@ -53,8 +53,8 @@ bool recorded_dims(const RankTrace& t, std::size_t i) {
 std::map<std::string, std::string> first_op_shapes(const DiagnosedRun& a) {
   std::map<std::string, std::string> out;
   const RankTrace* t = first_rank(a);
-  if (!t || a.result.partitions.empty()) return out;
-  const auto windows = steady_windows(a.result.partitions.front());
+  if (!t || a.result.ranks.empty()) return out;
+  const auto windows = steady_windows(a.result.ranks.front().partition);
   if (windows.empty()) return out;
   const ns_t start = windows.front()->start, end = windows.front()->end;
   std::vector<std::size_t> ops;
@@ -119,9 +119,9 @@ void compare_steps(const AnalysisResult& b, const AnalysisResult& t, std::vector
     out.push_back(fmt::format("steady steps differ: base {}, test {}; the means compare, the noise estimates "
                               "are not equally tight",
                               bn, tn));
-  if (!b.partitions.empty() && !t.partitions.empty() && b.partitions[0].source != t.partitions[0].source)
+  if (!b.ranks.empty() && !t.ranks.empty() && b.ranks[0].partition.source != t.ranks[0].partition.source)
     out.push_back(fmt::format("steps are delimited differently: base by {}, test by {}",
-                              step_source_name(b.partitions[0].source), step_source_name(t.partitions[0].source)));
+                              step_source_name(b.ranks[0].partition.source), step_source_name(t.ranks[0].partition.source)));
 }
 
 void compare_setting(bool base_on, bool test_on, const char* what, const char* cost,

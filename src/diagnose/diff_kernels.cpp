@@ -40,7 +40,7 @@ class WindowIndex {
 };
 
 const RankPartition* partition_of(const AnalysisResult& r, int rank) {
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     if (p.rank == rank) return &p;
   return nullptr;
 }
@@ -181,9 +181,9 @@ KernelTable kernel_table(const DiagnosedRun& a) {
     const RankPartition* p = partition_of(a.result, t.rank);
     if (!p) continue;
     // The result's facts are in trace order; a result without them gets the rank's facts here.
-    const bool have = i < a.result.facts.size() && a.result.facts[i].rank == t.rank;
+    const bool have = i < a.result.ranks.size() && a.result.ranks[i].facts.rank == t.rank;
     const RankFacts computed = have ? RankFacts{} : compute_facts(t);
-    add_scaled(job, rank_table(t, have ? a.result.facts[i] : computed, *p), 1.0 / static_cast<double>(ranks));
+    add_scaled(job, rank_table(t, have ? a.result.ranks[i].facts : computed, *p), 1.0 / static_cast<double>(ranks));
   }
   return job;
 }

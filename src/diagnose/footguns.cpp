@@ -96,7 +96,7 @@ bool worth(const Job& j, double gain) { return gain >= kMinShare * j.step(); }
 // The first rank's device whose tensor cores can take fp32 GEMMs: TF32 (compute capability 8.0
 // and up) or, failing that, fp16 under autocast with a GradScaler (7.x: V100, T4).
 const DeviceModel* tensor_core_device(const AnalysisResult& r, bool want_tf32) {
-  for (const auto& f : r.facts) {
+  for (const auto& f : each_rank(r, &RankAnalysis::facts)) {
     const DeviceModel& d = f.device;
     if (want_tf32 ? d.tf32() == Capability::Yes : d.tensor_cores() == Capability::Yes) return &d;
   }
@@ -230,11 +230,11 @@ void activation_recompute(const AnalysisResult& r, const Job& j, std::vector<Fin
   if (!worth(j, gain)) return;
   std::string memory = "no [memory] events in the trace: the memory headroom is unknown (profile_memory=True "
                        "shows it); drop checkpointing only if activations fit";
-  for (std::size_t i = 0; i < r.gpu_timelines.size() && i < r.ranks.size(); ++i) {
-    const auto& m = r.gpu_timelines[i].memory;
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const auto& m = r.ranks[i].gpu_timeline.memory;
     if (!m.available) continue;
     for (const auto& d : m.devices)
-      for (const auto& p : r.ranks[i].devices) {
+      for (const auto& p : r.ranks[i].ingest.devices) {
         if (p.id != d.device_id || p.total_global_mem <= 0 || d.peak_allocated <= 0) continue;
         const double free = 1.0 - static_cast<double>(d.peak_allocated) / static_cast<double>(p.total_global_mem);
         if (free < kRecomputeMinHeadroom) return;  // memory is tight: checkpointing is the right trade
@@ -319,7 +319,7 @@ void unfused_attention(const Job& j, std::vector<Finding>& out) {
 
 // 8. Optimizer step as many small per-parameter kernels.
 void unfused_optimizer(const AnalysisResult& r, const Job& j, std::vector<Finding>& out) {
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     if (p.mix.fused_optimizer_seen) return;
   for (const auto& s : j.ranks)
     if (s.opt_fused || s.mtia) return;
@@ -368,7 +368,7 @@ void host_sync_logging(const AnalysisResult& r, const Job& j, bool anomaly, std:
   ByName by;
   double idle = 0;
   std::int64_t d2h = 0;
-  for (const auto& g : r.gpu_timelines) {
+  for (const auto& g : each_rank(r, &RankAnalysis::gpu_timeline)) {
     for (const auto& s : g.syncs.by_name) by[s.name].count += s.count, by[s.name].time += s.host_blocked;
     idle += static_cast<double>(g.syncs.gpu_idle_after);
     for (const auto& c : g.copies.groups)
@@ -415,7 +415,7 @@ void pageable_copy(const Job& j, std::vector<Finding>& out) {
 void loader_respawn(const AnalysisResult& r, const Job& j, std::vector<Finding>& out) {
   double excess = 0;
   std::vector<std::string> ev;
-  for (const auto& s : r.stability) {
+  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
     if (s.period.kind != PeriodKind::EpochBoundary || !s.steps) continue;
     excess += static_cast<double>(s.period.mean_excess) * static_cast<double>(s.period.occurrences) /
               static_cast<double>(s.steps);
@@ -486,14 +486,13 @@ void ddp_no_overlap(const Job& j, double grad_share, std::vector<Finding>& out) 
 
 std::vector<Finding> detect_footguns(const AnalysisResult& r, const JobStep& job) {
   std::vector<Finding> out;
-  if (job.step_ns <= 0 || r.footgun_scans.size() != r.partitions.size() || r.facts.size() != r.partitions.size())
-    return out;
+  if (job.step_ns <= 0) return out;
   Job j;
   j.job = &job;
-  for (std::size_t i = 0; i < r.partitions.size(); ++i) {
-    if (!r.partitions[i].steady_steps) continue;
-    j.ranks.push_back(r.footgun_scans[i]);
-    j.steady += static_cast<double>(r.partitions[i].steady_steps);
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    if (!r.ranks[i].partition.steady_steps) continue;
+    j.ranks.push_back(r.ranks[i].footgun_scan);
+    j.steady += static_cast<double>(r.ranks[i].partition.steady_steps);
   }
   if (j.ranks.empty()) return out;
   if (job.gpu) {

@@ -33,9 +33,9 @@ const whatif::Prediction* find_prediction(const whatif::RankWhatIf& w, const std
 JobPrediction job_prediction(const AnalysisResult& r, const std::string& id) {
   JobPrediction j;
   std::size_t ranks = 0;
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.partitions.size(); ++i) {
-    const double step = r.partitions[i].steady_mean_ns;
-    const whatif::Prediction* p = find_prediction(r.whatif[i], id);
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const double step = r.ranks[i].partition.steady_mean_ns;
+    const whatif::Prediction* p = find_prediction(r.ranks[i].whatif, id);
     j.step += step;
     if (!p) {
       j.predicted += step;
@@ -62,7 +62,7 @@ JobPrediction job_prediction(const AnalysisResult& r, const std::string& id) {
 double mean_replay_error(const AnalysisResult& r) {
   double sum = 0;
   std::size_t n = 0;
-  for (const auto& w : r.whatif)
+  for (const auto& w : each_rank(r, &RankAnalysis::whatif))
     if (w.present) sum += w.replay_error_mean, ++n;
   return n ? sum / static_cast<double>(n) : 0;
 }
@@ -92,21 +92,21 @@ void predict_from_job(const AnalysisResult& r, Lever& l, const whatif::JobLever&
   l.predicted_speedup = std::min(std::max(jl.speedup, 1.0), std::max(amdahl_limit(l), l.speedup));
   l.predicted_step_ns = l.step_ns / l.predicted_speedup;
   l.predicted_uncertainty = jl.uncertainty;
-  set_interval(l, jl.uncertainty, std::max(error, r.job_whatif.replay_error));
+  set_interval(l, jl.uncertainty, std::max(error, r.job.whatif.replay_error));
 }
 
 // Collectives moved under the backward (DDP buckets, FSDP prefetch) change each rank's graph; in
 // a job joined at its collectives the step after the change is the slowest rank's: a rank that
 // waited for another counts its wait as communication to hide, which the job does not get back.
 bool job_gated(const AnalysisResult& r, const Lever& l) {
-  return r.job_whatif.present && (l.id == "ddp_buckets" || l.id == "fsdp_prefetch");
+  return r.job.whatif.present && (l.id == "ddp_buckets" || l.id == "fsdp_prefetch");
 }
 
 void predict(const AnalysisResult& r, Lever& l, double error) {
-  if (const whatif::JobLever* jl = r.job_whatif.present ? whatif::find_job_lever(r.job_whatif, l.id) : nullptr)
+  if (const whatif::JobLever* jl = r.job.whatif.present ? whatif::find_job_lever(r.job.whatif, l.id) : nullptr)
     return predict_from_job(r, l, *jl, error);
   JobPrediction j = job_prediction(r, l.id);
-  if (job_gated(r, l) && j.slowest > 0) j.predicted = j.slowest * static_cast<double>(std::min(r.whatif.size(), r.partitions.size()));
+  if (job_gated(r, l) && j.slowest > 0) j.predicted = j.slowest * static_cast<double>(r.ranks.size());
   if (!j.any || j.step <= 0) {
     l.predicted_replayed = false;
     l.predicted_speedup = l.speedup;
@@ -165,16 +165,16 @@ void diagnose_detail::add_plan(const AnalysisResult& r, Diagnosis& d) {
   LeverPlan& p = d.plan;
   p.gpus = static_cast<int>(r.ranks.size());
   double step = 0, n = 0;
-  for (const auto& part : r.partitions) step += part.steady_mean_ns, ++n;
+  for (const auto& part : each_rank(r, &RankAnalysis::partition)) step += part.steady_mean_ns, ++n;
   p.step_ns = n > 0 ? step / n : 0;
   // The first rank with a replay plans for the job: ranks of one job run the same program. With a
   // straggler, the straggler's: the others' plans would hide waits the job does not get back.
-  std::vector<std::size_t> order(r.whatif.size());
+  std::vector<std::size_t> order(r.ranks.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  if (const auto s = r.rank_comparison.straggler)
-    std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return i < r.ranks.size() && r.ranks[i].rank == *s; });
+  if (const auto s = r.job.rank_comparison.straggler)
+    std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return i < r.ranks.size() && r.ranks[i].rank() == *s; });
   for (std::size_t i : order) {
-    const auto& w = r.whatif[i];
+    const auto& w = r.ranks[i].whatif;
     if (!w.present || w.plan.empty()) continue;
     for (const auto& e : w.plan) {
       auto l = std::find_if(d.levers.begin(), d.levers.end(), [&](const Lever& x) { return x.id == e.id; });

@@ -74,7 +74,7 @@ double syncs_per_step(const AnalysisResult& r) {
 
 // The profiler's own host cost per step where it is large enough to warn about, else 0.
 double profiler_overhead(const AnalysisResult& r) {
-  if (!r.trust.has("profiler_overhead")) return 0;
+  if (!r.job.trust.has("profiler_overhead")) return 0;
   return rank_mean(r, [](const RankPartition& p) { return p.profiler_overhead_ns; });
 }
 
@@ -96,7 +96,7 @@ constexpr double kMinApplyShare = 0.01;
 // Prefetching applies where parameters are sharded: all-gather or reduce-scatter kernels (FSDP,
 // ZeRO) on some drilled rank.
 bool sharded_job(const AnalysisResult& r) {
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const KernelRow& k : d.kernels.rows) {
       const Collective c = kernel_name_fact(k.name).collective;
       if (c == Collective::AllGather || c == Collective::ReduceScatter) return true;
@@ -141,7 +141,7 @@ Capability weakest(Capability a, Capability b) {
 
 Devices job_devices(const AnalysisResult& r) {
   Devices d;
-  for (const auto& f : r.facts) {
+  for (const auto& f : each_rank(r, &RankAnalysis::facts)) {
     d.pytorch = d.pytorch || f.pytorch;
     if (!f.gpu_records) continue;
     if (!d.any) d.name = f.device.describe();
@@ -156,7 +156,7 @@ Devices job_devices(const AnalysisResult& r) {
 
 Mix job_mix(const AnalysisResult& r) {
   Mix m;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     auto at = [&](KernelClass c) { return static_cast<double>(p.mix.class_ns[static_cast<std::size_t>(c)]); };
     m.total += static_cast<double>(p.mix.kernel_ns());
     m.gemm_tc += at(KernelClass::GemmTensorCore);
@@ -178,7 +178,7 @@ Mix job_mix(const AnalysisResult& r) {
 double periodic_excess(const AnalysisResult& r, PeriodKind kind) {
   double total = 0;
   std::size_t n = 0;
-  for (const auto& s : r.stability) {
+  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
     if (!s.steps) continue;
     ++n;
     if (s.period.kind == kind)
@@ -335,7 +335,7 @@ struct JobKind {
 
 JobKind job_kind(const AnalysisResult& r) {
   JobKind k;
-  for (const auto& f : r.facts) {
+  for (const auto& f : each_rank(r, &RankAnalysis::facts)) {
     if (k.kind == RunKind::Unknown) k.kind = f.run_kind;
     k.graphs = k.graphs || f.cuda_graphs;
   }
@@ -375,7 +375,7 @@ namespace diagnose_detail {
 std::array<double, kCommRoleCount> comm_role_shares(const AnalysisResult& r) {
   std::array<double, kCommRoleCount> ns{};
   double all = 0;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (std::size_t k = 0; k < ns.size(); ++k) {
       ns[k] += static_cast<double>(p.mix.comm_ns_by_role[k]);
       all += static_cast<double>(p.mix.comm_ns_by_role[k]);
@@ -568,7 +568,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   add({"fix_straggler", "fix the straggler (data skew, slow hardware, placement)",
        "balance samples per rank; check the slow rank's GPU clocks, thermals and PCIe/NVLink",
        "needs access to the node; may mean replacing hardware", "", ""},
-      "straggler wait", r.rank_comparison.straggler ? r.rank_comparison.balanced_saving_ns : 0, 1.0,
+      "straggler wait", r.job.rank_comparison.straggler ? r.job.rank_comparison.balanced_saving_ns : 0, 1.0,
       "every rank finishes with the median compute");
   add({"no_activation_checkpointing", "disable activation checkpointing when memory allows",
        "drop torch.utils.checkpoint / gradient_checkpointing_enable()", "more activation memory: may OOM", "", ""},
@@ -770,7 +770,7 @@ void diagnose_detail::add_critical_path_shares(const AnalysisResult& r, std::vec
     const std::vector<CpKind> kinds = path_kinds(l.acts_on);
     double sum = 0;
     int ranks = 0;
-    for (const DrillDown& d : r.drilldowns)
+    for (const DrillDown& d : each_drilldown(r))
       if (path_covers_window(d.critical_path) && !kinds.empty()) sum += path_share(d.critical_path, kinds), ++ranks;
     l.critical_path_share = ranks > 0 ? sum / ranks : -1;
   }

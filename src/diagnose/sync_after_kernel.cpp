@@ -20,8 +20,8 @@ bool syncs_after_every_kernel(const CudaSummary& s) {
 }  // namespace
 
 std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, const JobStep& job) {
-  for (std::size_t i = 0; i < r.cuda_summaries.size() && i < r.ranks.size(); ++i) {
-    const CudaSummary& s = r.cuda_summaries[i];
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const CudaSummary& s = r.ranks[i].cuda_summary;
     if (!syncs_after_every_kernel(s)) continue;
     ns_t idle = 0, span = 0;
     for (const auto& dev : s.devices) idle += dev.idle, span += dev.span;
@@ -33,7 +33,7 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
               fmt::format("rank {}: {} after every kernel: the host waits for each kernel to finish before it "
                           "launches the next, so the GPU idles through every launch; queue the work and "
                           "synchronise once per step; fixing it gains up to {} per step ({:.2f}x)",
-                          r.ranks[i].rank, s.sync_after_launch, ms(gain), speedup));
+                          r.ranks[i].rank(), s.sync_after_launch, ms(gain), speedup));
     f.footgun = true;
     f.evidence = {
         fmt::format("{} of {} kernel launches are followed by {} before the next launch", s.launches_then_sync,

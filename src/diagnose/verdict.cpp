@@ -54,7 +54,7 @@ struct Episodes {
 Episodes episodic_bound(const AnalysisResult& r) {
   std::map<Bound, std::size_t> counts;
   Episodes e;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : p.steps) {
       if (s.warmup) continue;
       ++e.total;
@@ -67,7 +67,7 @@ Episodes episodic_bound(const AnalysisResult& r) {
 }
 
 const Periodicity* any_period(const AnalysisResult& r) {
-  for (const auto& s : r.stability)
+  for (const auto& s : each_rank(r, &RankAnalysis::stability))
     if (s.period.kind != PeriodKind::None) return &s.period;
   return nullptr;
 }
@@ -76,7 +76,7 @@ const Periodicity* any_period(const AnalysisResult& r) {
 // (a checkpoint every other step is too many steps to be spikes, yet just as concentrated).
 bool idle_spikes(const AnalysisResult& r) {
   const auto side = [](Category c) { return c == Category::Idle || c == Category::SideWork; };
-  for (const auto& s : r.stability) {
+  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
     if (s.period.kind != PeriodKind::None && side(s.period.category)) return true;
     for (const auto& sp : s.spikes)
       if (side(sp.grew)) return true;
@@ -99,7 +99,7 @@ std::string gemm_types(const ComputeMix& m) {
 
 std::string kernel_mix_kind(const AnalysisResult& r) {
   ComputeMix m;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     for (int c = 0; c < kKernelClassCount; ++c) m.class_ns[static_cast<std::size_t>(c)] += p.mix.class_ns[static_cast<std::size_t>(c)];
     for (int d = 0; d < kDataTypeCount; ++d)
       m.gemm_ns_by_dtype[static_cast<std::size_t>(d)] += p.mix.gemm_ns_by_dtype[static_cast<std::size_t>(d)];
@@ -139,7 +139,7 @@ std::string compute_kind(const AnalysisResult& r, const JobStep& job) {
   if (!job.gpu) return "CPU compute: the model's own ops run on the host";
   std::string kind = kernel_mix_kind(r);
   double compiled = 0, total = 0;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     compiled += static_cast<double>(p.mix.compiled_ns);
     total += static_cast<double>(p.mix.kernel_ns());
   }
@@ -157,7 +157,7 @@ struct CommKindText {
 
 CommKindText comm_kind(const AnalysisResult& r) {
   ns_t kernels = 0;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (ns_t v : p.mix.comm_ns_by_role) kernels += v;
   if (kernels <= 0) return {};
   const auto shares = comm_role_shares(r);
@@ -254,18 +254,18 @@ std::string sync_text(const RankPartition& p) {
 
 std::vector<Finding> findings(const AnalysisResult& r) {
   std::vector<Finding> out;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back({"host_sync", sync_text(p)});
     for (const auto& n : p.notes) out.push_back({"steps", fmt::format("rank {}: {}", p.rank, n)});
     if (p.mix.recompute_seen)
       out.push_back({"recompute", fmt::format("rank {}: activation checkpointing recomputes forward inside backward", p.rank)});
   }
-  for (const auto& s : r.stability)
+  for (const auto& s : each_rank(r, &RankAnalysis::stability))
     if (s.period.kind != PeriodKind::None)
       out.push_back({"periodic", fmt::format("rank {}: a stall every {} steps ({} grows by {} on average): {}", s.rank,
                                              s.period.every, category_label(s.period.category),
                                              ms(static_cast<double>(s.period.mean_excess)), period_kind_name(s.period.kind))});
-  const auto& rc = r.rank_comparison;
+  const auto& rc = r.job.rank_comparison;
   if (rc.straggler)
     out.push_back({"straggler", fmt::format("rank {}: {}; they wait {} per step in collectives", *rc.straggler,
                                             straggler_excess_text(rc), ms(rc.median_wait_ns))});
@@ -284,7 +284,7 @@ std::vector<Finding> findings(const AnalysisResult& r) {
 // Per-step .item() calls are a pathology of their own even when they cost little here: the
 // verdict's evidence names them.
 void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     if (p.steady_steps && p.item_calls) {
       v.evidence.push_back(sync_text(p));
       return;
@@ -294,7 +294,7 @@ void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
 // "2 of 4 steps, every 3 steps": where spiky side work actually lands.
 std::string spike_scope(const AnalysisResult& r) {
   std::size_t spikes = 0, steps = 0;
-  for (const auto& s : r.stability) spikes += std::max(s.spikes.size(), s.period.occurrences), steps += s.steps;
+  for (const auto& s : each_rank(r, &RankAnalysis::stability)) spikes += std::max(s.spikes.size(), s.period.occurrences), steps += s.steps;
   std::string out = fmt::format("concentrated in {} of {} steps", spikes, steps);
   if (const Periodicity* p = any_period(r)) out += fmt::format(", every {} steps", p->every);
   return out;
@@ -428,7 +428,7 @@ Bound step_bound(const std::array<double, kCategoryCount>& category, double wind
 JobStep job_step(const AnalysisResult& r) {
   JobStep j;
   std::size_t n = 0;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     if (!p.steady_steps) continue;
     ++n;
     j.step_ns += p.steady_mean_ns;
@@ -447,7 +447,7 @@ namespace {
 // The trust warnings that leave no verdict: the trace cannot tell what bounds the step.
 std::string blocking_warnings(const AnalysisResult& r) {
   std::string out;
-  for (const auto& w : r.trust.warnings)
+  for (const auto& w : r.job.trust.warnings)
     if (w.severity == TrustSeverity::Blocks) out += fmt::format("{}rank {}: {}", out.empty() ? "" : "; ", w.rank, w.text);
   return out;
 }
@@ -486,8 +486,8 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
                                        e.count, e.total, bound_label(e.bound)));
     }
   }
-  if (r.rank_comparison.straggler) {
-    const auto& rc = r.rank_comparison;
+  if (r.job.rank_comparison.straggler) {
+    const auto& rc = r.job.rank_comparison;
     v.evidence.push_back(fmt::format("rank {}: {}; the others' exposed communication is {} per step (theirs is waiting, "
                                      "not the network)",
                                      *rc.straggler, straggler_excess_text(rc), ms(rc.median_wait_ns)));
@@ -523,10 +523,10 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
   add_predictions(r, d.levers);
   order_levers(d.levers, v.bound);
   // A timing harness synchronises after every kernel on purpose: that is its measurement.
-  const bool harness = !r.facts.empty() && r.facts.front().run_kind == RunKind::Benchmark;
+  const bool harness = !r.ranks.empty() && r.ranks.front().facts.run_kind == RunKind::Benchmark;
   const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);
-  // A result made by analyze() carries each rank's footgun scan; one assembled by hand may not.
-  const bool scanned = !r.footgun_scans.empty();
+  // Every rank carries its footgun scan (empty when the rank had no steady steps).
+  const bool scanned = !r.ranks.empty();
   if (scanned || every_kernel) {
     std::vector<Finding> footguns = scanned ? detect_footguns(r, job) : std::vector<Finding>{};
     if (every_kernel) footguns.insert(footguns.begin(), every_kernel->finding);

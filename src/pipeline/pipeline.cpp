@@ -220,11 +220,11 @@ Analysis analyze_paths(const std::vector<std::string>& all_paths, const Pipeline
   if (!opts.memory_model.empty())
     for (auto& s : snapshots) s.planned = memory::compare_with_plan(s, opts.memory_model);
   if (paths.empty() && !snapshots.empty()) {
-    a.result.memory_snapshots = std::move(snapshots);
+    a.result.job.memory_snapshots = std::move(snapshots);
     return a;
   }
   Analysis traces = analyze_trace_paths(paths, opts);
-  traces.result.memory_snapshots = std::move(snapshots);
+  traces.result.job.memory_snapshots = std::move(snapshots);
   return traces;
 }
 

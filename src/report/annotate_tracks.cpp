@@ -12,10 +12,9 @@ namespace {
 
 double ms(double ns) { return std::round(ns / 1e3) / 1e3; }
 
-template <class T>
-const T* by_rank(const std::vector<T>& v, int rank) {
-  for (const auto& x : v)
-    if (x.rank == rank) return &x;
+const RankAnalysis* by_rank(const AnalysisResult& r, int rank) {
+  for (const auto& a : r.ranks)
+    if (a.rank() == rank) return &a;
   return nullptr;
 }
 
@@ -164,15 +163,16 @@ std::vector<Track> build_tracks(const Analysis& a, std::size_t rank_index, const
   const RankTrace& trace = a.trace.ranks[rank_index];
   const DiagnosedResult& r = a.result;
   std::vector<Track> out;
-  const RankPartition* p = by_rank(r.partitions, trace.rank);
-  if (!p) return out;
+  const RankAnalysis* a_rank = by_rank(r, trace.rank);
+  if (!a_rank) return out;
+  const RankPartition* p = &a_rank->partition;
   out.push_back(steps_track(*p));
   const Runs runs = partition_runs(trace, p->steps, opts);
   out.push_back(partition_track(*p, runs));
   out.push_back(diagnosis_track(r.diagnosis, *p));
-  if (const Stability* st = by_rank(r.stability, trace.rank)) out.push_back(spikes_track(*p, *st));
-  out.push_back(straggler_track(*p, runs, r.rank_comparison));
-  if (const GpuTimeline* g = by_rank(r.gpu_timelines, trace.rank); g && g->has_gpu_activity) {
+  out.push_back(spikes_track(*p, a_rank->stability));
+  out.push_back(straggler_track(*p, runs, r.job.rank_comparison));
+  if (const GpuTimeline* g = &a_rank->gpu_timeline; g->has_gpu_activity) {
     out.push_back(sync_track(trace, *g));
     out.push_back(copies_track(*g));
     out.push_back(launch_track(trace, *g));

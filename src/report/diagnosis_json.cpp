@@ -168,7 +168,7 @@ void add_diagnosis_json(const DiagnosedResult& r, nlohmann::json& j) {
   const JobStep job = job_step(r);
   j["steady_state_step"] = {{"mean_step_ns", job.step_ns}, {"categories_ns", mean_categories_json(job.category)},
                             {"gpu", job.gpu}};
-  j["rank_comparison"] = ranks_json(r.rank_comparison);
+  j["rank_comparison"] = ranks_json(r.job.rank_comparison);
   if (!r.diagnosis.present) {
     j["verdict"] = nullptr;
     return;

@@ -86,20 +86,20 @@ void more_ranks(std::size_t listed, std::size_t total, std::string& out) {
 
 void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed, std::string& out) {
   for (std::size_t i : listed) {
-    const RankPartition& p = r.partitions[i];
-    const RankFacts* f = i < r.facts.size() ? &r.facts[i] : nullptr;
+    const RankPartition& p = r.ranks[i].partition;
+    const RankFacts* f = i < r.ranks.size() ? &r.ranks[i].facts : nullptr;
     std::size_t warm = static_cast<std::size_t>(
         std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; }));
     const std::string from = terminal_safe(step_source_text(p));
     out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {}\n", p.rank, p.steps.size(),
                        p.steps.size() == 1 ? "" : "s", from, warm, timeline_text(p, f));
     // The run line once, for the first rank listed, and again where a rank's run kind differs.
-    if (f && (i == listed.front() || f->run_kind != r.facts[listed.front()].run_kind))
+    if (f && (i == listed.front() || f->run_kind != r.ranks[listed.front()].facts.run_kind))
       out += fmt::format("  run: {} ({}); device: {}\n", run_kind_name(f->run_kind), terminal_safe(f->run_kind_evidence),
                          terminal_safe(device_line(*f)));
     if (f && i == listed.front()) out += fmt::format("  input: {}\n", terminal_safe(describe_inventory(f->inventory)));
   }
-  more_ranks(listed.size(), r.partitions.size(), out);
+  more_ranks(listed.size(), r.ranks.size(), out);
 }
 
 void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::string& out) {
@@ -141,9 +141,9 @@ void stability_lines(const AnalysisResult& r, std::size_t limit, std::string& ou
   out += "\n";
   std::vector<const Stability*> stable, unknown;
   std::size_t bursty = 0;
-  for (const auto& s : r.stability) {
+  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
     if (!s.steps) continue;
-    if (s.bursty || r.stability.size() == 1) {
+    if (s.bursty || r.ranks.size() == 1) {
       if (limit == 0 || bursty++ < limit) stability_rank(s, out);
     } else {
       (s.steps == 1 ? unknown : stable).push_back(&s);
@@ -166,15 +166,15 @@ void stability_lines(const AnalysisResult& r, std::size_t limit, std::string& ou
 
 // Every rank when they are few; at scale the listed ones, each with its quantile of the step.
 void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed, std::string& out) {
-  const RankComparison& rc = r.rank_comparison;
+  const RankComparison& rc = r.job.rank_comparison;
   if (rc.rows.size() < 2) return;
-  const bool sampled = listed.size() < r.partitions.size();
+  const bool sampled = listed.size() < r.ranks.size();
   out += sampled ? fmt::format("\nranks (steady-state means; {} of {}: the straggler, the fastest, the slowest and "
-                               "quantiles between):\n", listed.size(), r.partitions.size())
+                               "quantiles between):\n", listed.size(), r.ranks.size())
                  : "\nranks (steady-state means):\n";
   out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}\n", "rank", "step", "compute", "grad sync exp", sampled ? "  quantile" : "");
   for (std::size_t i : listed) {
-    const int rank = r.partitions[i].rank;
+    const int rank = r.ranks[i].partition.rank;
     const auto row = std::find_if(rc.rows.begin(), rc.rows.end(), [&](const RankRow& x) { return x.rank == rank; });
     if (row == rc.rows.end()) continue;
     const std::string where = sampled ? fmt::format("  p{:<6.0f}", 100 * step_quantile(r, i)) : "";
@@ -255,10 +255,10 @@ void plan_lines(const LeverPlan& p, std::string& out) {
 void replay_line(const AnalysisResult& r, std::string& out) {
   double sum = 0, worst = 0;
   int n = 0, worst_rank = 0;
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size(); ++i) {
-    if (!r.whatif[i].present) continue;
-    sum += r.whatif[i].replay_error_mean, ++n;
-    if (r.whatif[i].replay_error_max >= worst) worst = r.whatif[i].replay_error_max, worst_rank = r.ranks[i].rank;
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    if (!r.ranks[i].whatif.present) continue;
+    sum += r.ranks[i].whatif.replay_error_mean, ++n;
+    if (r.ranks[i].whatif.replay_error_max >= worst) worst = r.ranks[i].whatif.replay_error_max, worst_rank = r.ranks[i].rank();
   }
   if (n == 0) return;
   out += fmt::format("\nreplay: the step graph gives back the recorded steps within {:.1f}% ({:.1f}% at worst, rank {}); "
@@ -326,9 +326,9 @@ std::string render_diagnosis_text(const DiagnosedResult& r, const TextOptions& o
   if (!r.diagnosis.present) return "verdict: nothing to analyse (no steps with any recorded time)\n";
   const std::vector<std::size_t> listed = listed_ranks(r, opts.ranks);
   verdict_lines(r.diagnosis, out);
-  trust_lines(r.trust, opts.verbose, opts.ranks, out);
+  trust_lines(r.job.trust, opts.verbose, opts.ranks, out);
   steps_line(r, listed, out);
-  partition_table(job_step(r), r.partitions.size(), opts.verbose, out);
+  partition_table(job_step(r), r.ranks.size(), opts.verbose, out);
   stability_lines(r, opts.ranks, out);
   ranks_table(r, listed, out);
   evidence_lines(r.diagnosis, out);
@@ -336,7 +336,7 @@ std::string render_diagnosis_text(const DiagnosedResult& r, const TextOptions& o
   lever_lines(r.diagnosis, opts.verbose, out);
   plan_lines(r.diagnosis.plan, out);
   if (opts.verbose)
-    for (std::size_t i : listed) step_table(r.partitions[i], out);
+    for (std::size_t i : listed) step_table(r.ranks[i].partition, out);
   return out;
 }
 

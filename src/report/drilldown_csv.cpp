@@ -31,7 +31,7 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) :
 void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out) {
   out = "rank,name,input_dims,module,calls,host_self_us,host_total_us,gpu_self_us,gpu_total_us,kernels,kernels_per_call,"
         "step_share,gpu_share,on_critical_path\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const OperatorView& v : d.operators) {
       if (v.grouping != g) continue;
       for (const OperatorRow& o : v.rows)
@@ -44,7 +44,7 @@ void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out
 std::string kernels_csv(const AnalysisResult& r) {
   std::string out = "rank,name,kind,class,engine,dtype,calls,total_us,mean_us,min_us,max_us,share,launching_op,"
                     "achieved_occupancy_pct,registers_per_thread,shared_memory_bytes\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const KernelRow& k : d.kernels.rows)
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.rank, field(k.name), kind_name(k.kind),
                          kernel_class_name(k.cls), engine_name(k.engine), data_type_name(k.dtype), k.calls, us(k.total),
@@ -57,7 +57,7 @@ std::string kernels_csv(const AnalysisResult& r) {
 
 std::string sequences_csv(const AnalysisResult& r) {
   std::string out = "rank,op,count,gpu_time_us,cpu_time_us,pattern\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const KernelSequence& s : d.sequences.sequences) {
       std::string pattern;
       for (const auto& p : s.pattern) pattern += (pattern.empty() ? "" : "|") + p;
@@ -72,7 +72,7 @@ std::string summary_cells(const SampleStats& s) {
 
 std::string queue_csv(const AnalysisResult& r) {
   std::string out = "rank,stream,count,mean,std,min,p25,median,p75,max,time_at_max_queue_us\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const StreamQueue& q : d.queue_length.streams)
       out += fmt::format("{},{},{},{}\n", d.rank, q.stream, summary_cells(q.summary), us(q.time_at_max));
   return out;
@@ -80,14 +80,14 @@ std::string queue_csv(const AnalysisResult& r) {
 
 std::string bandwidth_csv(const AnalysisResult& r) {
   std::string out = "rank,copy_type,count,mean_gbps,std_gbps,min_gbps,p25_gbps,median_gbps,p75_gbps,max_gbps\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", d.rank, field(c.name), summary_cells(c.summary));
   return out;
 }
 
 std::string critical_path_csv(const AnalysisResult& r) {
   std::string out = "rank,order,begin_us,end_us,duration_us,kind,bound_by,type,stream,name\n";
-  for (const DrillDown& d : r.drilldowns) {
+  for (const DrillDown& d : each_drilldown(r)) {
     std::size_t order = 0;
     for (const CpPathEdge& e : d.critical_path.path)
       out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", d.rank, order++, us(e.begin_ts), us(e.end_ts), us(e.duration),
@@ -98,7 +98,7 @@ std::string critical_path_csv(const AnalysisResult& r) {
 
 std::string memory_csv(const AnalysisResult& r) {
   std::string out = "rank,device_type,device_id,ts_us,allocated_bytes,reserved_bytes\n";
-  for (const DrillDown& d : r.drilldowns)
+  for (const DrillDown& d : each_drilldown(r))
     for (const DeviceMemoryTimeline& m : d.memory.devices)
       for (const MemorySample& s : m.samples)
         out += fmt::format("{},{},{},{},{},{}\n", d.rank, m.device_type, m.device_id, us(s.ts), s.allocated, s.reserved);

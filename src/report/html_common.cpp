@@ -422,7 +422,7 @@ std::string heatmap_svg(const Heatmap& h, const std::string& id) {
 
 double max_step_ns(const AnalysisResult& r) {
   double steady = 0, any = 0;
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : p.steps) {
       any = std::max(any, static_cast<double>(s.duration()));
       if (!s.warmup) steady = std::max(steady, static_cast<double>(s.duration()));

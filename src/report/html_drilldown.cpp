@@ -335,9 +335,9 @@ void rank_drilldown(const DrillDown& d, const SectionOptions& o, const std::stri
 }
 
 // The ranks the picker offers: every rank with a drill-down (the listed ranks at scale).
-void rank_picker(const std::vector<DrillDown>& ranks, const SectionOptions& o, std::string& out) {
+void rank_picker(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
   put(out, "<p><label for=\"{0}rank-picker\">Rank </label><select id=\"{0}rank-picker\" class=\"rank-picker\">", esc(o.id_prefix));
-  for (const DrillDown& d : ranks) put(out, "<option value=\"{0}\">rank {0}</option>", d.rank);
+  for (const RankAnalysis& a : r.ranks) put(out, "<option value=\"{0}\">rank {0}</option>", a.rank());
   out += "</select> <span class=\"muted\">(without the page's script, every rank's tables follow one another)</span></p>\n";
 }
 
@@ -346,18 +346,19 @@ void rank_picker(const std::vector<DrillDown>& ranks, const SectionOptions& o, s
 // The first rank's elements keep the plain ids (ops-table, critical-path); the others' carry
 // their rank (r3-ops-table).
 void drilldown_section(const AnalysisResult& r, const SectionOptions& o, std::string& out) {
-  if (o.compact || r.drilldowns.empty()) return;
-  const bool several = r.drilldowns.size() > 1;
+  if (o.compact || !has_drilldowns(r)) return;
+  const bool several = r.ranks.size() > 1;
   out += fmt::format("<h{0} id=\"{1}drilldown\">Operators and kernels{2}</h{0}>\n", o.heading, o.id_prefix,
-                     several ? "" : fmt::format(" (rank {})", r.drilldowns.front().rank));
+                     several ? "" : fmt::format(" (rank {})", r.ranks.front().rank()));
   out += "<p class=\"muted\">Click a column to sort, type to search. The JSON report and <code>--csv</code> hold every row.</p>\n";
-  if (several) rank_picker(r.drilldowns, o, out);
-  const std::size_t rows = std::max(kMinTableRows, kMaxTableRows / r.drilldowns.size());
-  for (std::size_t k = 0; k < r.drilldowns.size(); ++k) {
-    const DrillDown& d = r.drilldowns[k];
-    put(out, "<section class=\"rank-drilldown\" data-rank=\"{}\">\n", d.rank);
-    if (several) out += fmt::format("<h{0}>Rank {1}</h{0}>\n", o.heading + 1, d.rank);
-    rank_drilldown(d, o, k == 0 ? o.id_prefix : fmt::format("{}r{}-", o.id_prefix, d.rank), rows, out);
+  if (several) rank_picker(r, o, out);
+  const std::size_t rows = std::max(kMinTableRows, kMaxTableRows / r.ranks.size());
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    const DrillDown& d = *r.ranks[k].drilldown;
+    const int rank = r.ranks[k].rank();
+    put(out, "<section class=\"rank-drilldown\" data-rank=\"{}\">\n", rank);
+    if (several) out += fmt::format("<h{0}>Rank {1}</h{0}>\n", o.heading + 1, rank);
+    rank_drilldown(d, o, k == 0 ? o.id_prefix : fmt::format("{}r{}-", o.id_prefix, rank), rows, out);
     out += "</section>\n";
   }
 }

@@ -33,7 +33,7 @@ std::string heading(const SectionOptions& o, int delta, std::string_view text, s
 std::string id(const SectionOptions& o, std::string_view name) { return o.id_prefix + std::string(name); }
 
 const Stability* stability_of(const DiagnosedResult& r, int rank) {
-  for (const auto& s : r.stability)
+  for (const auto& s : each_rank(r, &RankAnalysis::stability))
     if (s.rank == rank) return &s;
   return nullptr;
 }
@@ -59,7 +59,7 @@ void verdict_section(const DiagnosedResult& r, const SectionOptions& o, std::str
 // What limits the analysis, as the text says it after the verdict: one line per wording, naming
 // its ranks.
 void trust_section(const DiagnosedResult& r, std::string& out) {
-  const auto groups = report_detail::trust_groups(r.trust, false);
+  const auto groups = report_detail::trust_groups(r.job.trust, false);
   if (groups.empty()) return;
   out += "<p class=\"warn\">What limits this analysis:</p><ul class=\"warn trust\">";
   for (const auto& g : groups) {
@@ -82,12 +82,12 @@ void warnings_section(const DiagnosedResult& r, std::string& out) {
 void steps_summary(const DiagnosedResult& r, std::string& out) {
   out += "<ul class=\"muted\">";
   // What the input holds and what ran on it, once, for the first rank: the claims above rest on it.
-  if (!r.facts.empty()) {
-    const RankFacts& f = r.facts.front();
+  if (!r.ranks.empty()) {
+    const RankFacts& f = r.ranks.front().facts;
     put(out, "<li>run: {} ({}); device: {}</li><li>input: {}</li>", esc(run_kind_name(f.run_kind)),
         esc(f.run_kind_evidence), esc(device_line(f)), esc(describe_inventory(f.inventory)));
   }
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     auto warm = std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; });
     const std::string from = step_source_text(p);
     put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", p.rank, p.steps.size(),
@@ -101,7 +101,7 @@ void mean_partition_section(const DiagnosedResult& r, const SectionOptions& o, s
   const JobStep job = job_step(r);
   out += heading(o, 0, "Partition of the mean steady-state step", "partition");
   put(out, "<p>Mean steady-state step: <b>{}</b>{}. Categories do not overlap and sum to the step.</p>\n", ms(job.step_ns),
-      r.partitions.size() > 1 ? fmt::format(" (mean of {} ranks)", r.partitions.size()) : "");
+      r.ranks.size() > 1 ? fmt::format(" (mean of {} ranks)", r.ranks.size()) : "");
   BarRow row{"mean step", {}};
   std::vector<bool> present(kCategoryCount, false);
   for (int c = 0; c < kCategoryCount; ++c) {
@@ -145,20 +145,20 @@ void steps_section(const DiagnosedResult& r, const SectionOptions& o, std::strin
   steps_summary(r, out);
   const double ymax = o.step_ymax_ns > 0 ? o.step_ymax_ns : max_step_ns(r);
   std::vector<bool> present(kCategoryCount, false);
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : p.steps)
       for (int c = 0; c < kCategoryCount; ++c)
         if (s.ns[static_cast<std::size_t>(c)] > 0) present[static_cast<std::size_t>(c)] = true;
   out += category_legend(present) + "\n";
   // Several ranks: each in its own collapsible block, the first open; at scale the listed ones
   // (listed_ranks), since the heatmap below compares them all.
-  const bool fold = r.partitions.size() > 1;
+  const bool fold = r.ranks.size() > 1;
   const std::vector<std::size_t> listed = listed_ranks(r, kListedRanks);
-  if (listed.size() < r.partitions.size())
+  if (listed.size() < r.ranks.size())
     put(out, "<p class=\"muted\">{} of {} ranks: the straggler, the fastest, the slowest and quantiles between; the JSON "
-             "and CSV reports hold every rank.</p>\n", listed.size(), r.partitions.size());
+             "and CSV reports hold every rank.</p>\n", listed.size(), r.ranks.size());
   for (std::size_t k : listed) {
-    const RankPartition& p = r.partitions[k];
+    const RankPartition& p = r.ranks[k].partition;
     if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == listed.front() ? " open" : "", p.rank);
     else out += heading(o, 1, fmt::format("Per-step partition (rank {})", p.rank));
     out += step_partition_svg(p, id(o, fmt::format("step-partition-r{}", p.rank)), ymax) + "\n";
@@ -189,10 +189,10 @@ Heatmap heatmap_columns(const std::vector<int>& cols) {
 
 Heatmap rank_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
   Heatmap h = heatmap_columns(cols);
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     h.row_labels.push_back(fmt::format("rank {}", p.rank));
     h.values.push_back(heatmap_row(p, cols));
-    h.highlight_row.push_back(r.rank_comparison.straggler && *r.rank_comparison.straggler == p.rank);
+    h.highlight_row.push_back(r.job.rank_comparison.straggler && *r.job.rank_comparison.straggler == p.rank);
   }
   return h;
 }
@@ -201,9 +201,9 @@ Heatmap rank_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
 // by steady step (fastest first), each row the mean of its group.
 Heatmap grouped_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
   Heatmap h = heatmap_columns(cols);
-  const std::optional<int> straggler = r.rank_comparison.straggler;
+  const std::optional<int> straggler = r.job.rank_comparison.straggler;
   std::vector<const RankPartition*> order;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     if (straggler && *straggler == p.rank) {
       h.row_labels.push_back(fmt::format("rank {} (straggler)", p.rank));
       h.values.push_back(heatmap_row(p, cols));
@@ -229,24 +229,24 @@ Heatmap grouped_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) 
 }
 
 void ranks_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
-  const RankComparison& rc = r.rank_comparison;
-  if (rc.rows.size() < 2 && r.partitions.size() < 2) return;
+  const RankComparison& rc = r.job.rank_comparison;
+  if (rc.rows.size() < 2 && r.ranks.size() < 2) return;
   out += heading(o, 0, "Ranks", "ranks");
   // Columns: the step, then every category any rank spends time in.
   std::vector<int> cols;
   for (int c = 0; c < kCategoryCount; ++c)
-    for (const auto& p : r.partitions)
+    for (const auto& p : each_rank(r, &RankAnalysis::partition))
       if (p.steady_mean_category[static_cast<std::size_t>(c)] > 0) {
         cols.push_back(c);
         break;
       }
-  Heatmap h = r.partitions.size() > kHeatmapRows ? grouped_heatmap(r, cols) : rank_heatmap(r, cols);
+  Heatmap h = r.ranks.size() > kHeatmapRows ? grouped_heatmap(r, cols) : rank_heatmap(r, cols);
   // Differences under 0.5% of the step are noise, not a rank that differs.
-  for (const auto& p : r.partitions) h.floor = std::max(h.floor, 0.005 * p.steady_mean_ns);
-  if (r.partitions.size() > kHeatmapRows)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) h.floor = std::max(h.floor, 0.005 * p.steady_mean_ns);
+  if (r.ranks.size() > kHeatmapRows)
     put(out, "<p class=\"muted\">{} ranks in groups of equal size by steady-state step, fastest first, each row the "
              "group's mean; the straggler on a row of its own. The JSON and CSV reports hold every rank.</p>\n",
-        r.partitions.size());
+        r.ranks.size());
   out += "<p class=\"muted\">Steady-state mean per step; each column is shaded from its smallest rank (light) to its largest (dark), "
          "so what differs between ranks stands out (differences under 0.5% of the step are left unshaded).</p>\n";
   out += heatmap_svg(h, id(o, "rank-heatmap")) + "\n";
@@ -261,7 +261,7 @@ void ranks_section(const DiagnosedResult& r, const SectionOptions& o, std::strin
 }
 
 bool any_gpu(const DiagnosedResult& r) {
-  return std::any_of(r.gpu_timelines.begin(), r.gpu_timelines.end(), [](const auto& g) { return g.has_gpu_activity; });
+  return std::ranges::any_of(each_rank(r, &RankAnalysis::gpu_timeline), [](const auto& g) { return g.has_gpu_activity; });
 }
 
 void gpu_idle_chart(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
@@ -270,7 +270,7 @@ void gpu_idle_chart(const DiagnosedResult& r, const SectionOptions& o, std::stri
   out += "<table class=\"gpu-idle\"><tr><th>rank</th><th class=\"num\">compute</th><th class=\"num\">non-compute</th>"
          "<th class=\"num\">idle</th><th class=\"num\">idle: host wait</th><th class=\"num\">idle: kernel wait</th>"
          "<th class=\"num\">idle: other</th></tr>";
-  for (const auto& g : r.gpu_timelines) {
+  for (const auto& g : each_rank(r, &RankAnalysis::gpu_timeline)) {
     if (!g.has_gpu_activity) continue;
     const auto& t = g.hta_temporal;
     const auto& idle = g.hta_idle.total;
@@ -307,7 +307,7 @@ void kernel_classes_chart(const DiagnosedResult& r, const SectionOptions& o, std
   std::array<ns_t, kKernelClassCount> time{};
   std::array<std::int64_t, kKernelClassCount> count{};
   ns_t total = 0;
-  for (const auto& g : r.gpu_timelines) {
+  for (const auto& g : each_rank(r, &RankAnalysis::gpu_timeline)) {
     for (const auto& c : g.classes.classes) {
       time[static_cast<std::size_t>(c.cls)] += c.time;
       count[static_cast<std::size_t>(c.cls)] += c.count;
@@ -326,7 +326,7 @@ void kernel_classes_chart(const DiagnosedResult& r, const SectionOptions& o, std
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.value > b.value; });
   out += heading(o, 1, "Kernel classes");
   put(out, "<p class=\"muted\">Summed GPU time of kernels, copies and memsets{}.</p>\n",
-      r.gpu_timelines.size() > 1 ? " over all ranks" : "");
+      r.ranks.size() > 1 ? " over all ranks" : "");
   out += bar_list_svg(rows, id(o, "kernel-classes")) + "\n";
 }
 
@@ -366,17 +366,17 @@ void syncs_copies_table(const GpuTimeline& g, const RankPartition* p, std::strin
 void gpu_summary_table(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   std::vector<std::string> labels;
   for (std::size_t i : listed_ranks(r, kListedRanks))
-    if (i < r.gpu_timelines.size())
-      for (const GpuSummaryFigure& f : gpu_summary(r.gpu_timelines[i]))
+    if (i < r.ranks.size())
+      for (const GpuSummaryFigure& f : gpu_summary(r.ranks[i].gpu_timeline))
         if (std::find(labels.begin(), labels.end(), f.label) == labels.end()) labels.push_back(f.label);
   if (labels.empty()) return;
   put(out, "<table class=\"gpu-summary\" id=\"{}\"><tr><th>rank</th>", esc(id(o, "gpu-summary")));
   for (const auto& l : labels) put(out, "<th class=\"num\">{}</th>", esc(l));
   out += "</tr>";
   for (std::size_t i : listed_ranks(r, kListedRanks)) {
-    if (i >= r.gpu_timelines.size() || !r.gpu_timelines[i].has_gpu_activity) continue;
-    const auto figures = gpu_summary(r.gpu_timelines[i]);
-    put(out, "<tr><td>{}</td>", r.gpu_timelines[i].rank);
+    if (i >= r.ranks.size() || !r.ranks[i].gpu_timeline.has_gpu_activity) continue;
+    const auto figures = gpu_summary(r.ranks[i].gpu_timeline);
+    put(out, "<tr><td>{}</td>", r.ranks[i].gpu_timeline.rank);
     for (const auto& l : labels) {
       const auto f = std::find_if(figures.begin(), figures.end(), [&](const GpuSummaryFigure& x) { return x.label == l; });
       if (f == figures.end()) out += "<td class=\"num\">n/a</td>";
@@ -394,10 +394,10 @@ void gpu_section(const DiagnosedResult& r, const SectionOptions& o, std::string&
   gpu_idle_chart(r, o, out);
   kernel_classes_chart(r, o, out);
   if (o.compact) return;
-  for (std::size_t i = 0; i < r.gpu_timelines.size(); ++i) {
-    const GpuTimeline& g = r.gpu_timelines[i];
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const GpuTimeline& g = r.ranks[i].gpu_timeline;
     if (!g.has_gpu_activity) continue;
-    syncs_copies_table(g, i < r.partitions.size() ? &r.partitions[i] : nullptr, out);
+    syncs_copies_table(g, i < r.ranks.size() ? &r.ranks[i].partition : nullptr, out);
     top_kernels_table(g, out);
   }
 }
@@ -482,7 +482,8 @@ void inputs_section(const DiagnosedResult& r, const SectionOptions& o, std::stri
   out += heading(o, 0, "Inputs", "inputs");
   out += "<table class=\"inputs\"><tr><th class=\"num\">rank</th><th>file</th><th>layout</th><th class=\"num\">events</th>"
          "<th>GPU</th><th>world size</th></tr>";
-  for (const auto& s : r.ranks) {
+  for (const auto& a : r.ranks) {
+    const IngestSummary& s = a.ingest;
     std::string gpus;
     for (const auto& g : s.gpus) gpus += (gpus.empty() ? "" : ", ") + g;
     if (s.gpus.size() > 2) gpus = fmt::format("{} x {}", s.gpus.size(), s.gpus.front());
@@ -517,19 +518,19 @@ namespace stepscope {
 
 std::string render_html(const DiagnosedResult& r) {
   std::string title = "stepscope report";
-  if (r.ranks.size() == 1) title += " — " + r.ranks.front().path;
+  if (r.ranks.size() == 1) title += " — " + r.ranks.front().ingest.path;
   else if (!r.ranks.empty()) title += fmt::format(" — {} ranks", r.ranks.size());
   std::string out = html::page_begin(title, true);
   out += "<h1>stepscope report</h1>\n";
   {
     std::string files;
-    for (std::size_t i = 0; i < r.ranks.size() && i < 4; ++i) files += (files.empty() ? "" : ", ") + r.ranks[i].path;
+    for (std::size_t i = 0; i < r.ranks.size() && i < 4; ++i) files += (files.empty() ? "" : ", ") + r.ranks[i].ingest.path;
     if (r.ranks.size() > 4) files += fmt::format(" and {} more", r.ranks.size() - 4);
     out += "<p class=\"muted name\">" + html::esc(files) + "</p>\n";
   }
   html::SectionOptions o;
-  if (!r.ranks.empty() || r.memory_snapshots.empty()) out += html::analysis_sections(r, o);
-  for (const auto& m : r.memory_snapshots) out += memory::render_html_section(m);
+  if (!r.ranks.empty() || r.job.memory_snapshots.empty()) out += html::analysis_sections(r, o);
+  for (const auto& m : r.job.memory_snapshots) out += memory::render_html_section(m);
   out += html::page_end(true);
   return out;
 }

@@ -20,13 +20,13 @@ constexpr double kBarWidth = 600;
 void replay_table(const DiagnosedResult& r, std::string& out) {
   out += "<table><tr><th class=\"num\">rank</th><th class=\"num\">steps replayed</th><th class=\"num\">replay error "
          "(mean)</th><th class=\"num\">at worst</th><th class=\"num\">graph nodes</th></tr>\n";
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size(); ++i) {
-    const whatif::RankWhatIf& w = r.whatif[i];
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const whatif::RankWhatIf& w = r.ranks[i].whatif;
     if (!w.present) continue;
     fmt::format_to(std::back_inserter(out),
                    "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f}%</td>"
                    "<td class=\"num\">{:.1f}%</td><td class=\"num\">{}</td></tr>\n",
-                   r.ranks[i].rank, w.steps.size(), 100 * w.replay_error_mean, 100 * w.replay_error_max, w.nodes);
+                   r.ranks[i].rank(), w.steps.size(), 100 * w.replay_error_mean, 100 * w.replay_error_max, w.nodes);
   }
   out += "</table>\n";
 }
@@ -138,14 +138,14 @@ void plan_timeline(const DiagnosedResult& r, std::string& out) {
 }  // namespace
 
 void whatif_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
-  const bool any = std::any_of(r.whatif.begin(), r.whatif.end(), [](const whatif::RankWhatIf& w) { return w.present; });
+  const bool any = std::ranges::any_of(each_rank(r, &RankAnalysis::whatif), [](const whatif::RankWhatIf& w) { return w.present; });
   if (!any || o.compact) return;
   fmt::format_to(std::back_inserter(out), "<h{0} id=\"{1}whatif\">What-if replay</h{0}>\n", std::min(6, o.heading),
                  esc(o.id_prefix));
   out += "<p class=\"muted\">Each rank's steps replayed as a dependency graph with the recorded durations; the replay "
          "error is how far the replay is from the recording, and bounds how far to trust the levers' predictions.</p>\n";
   replay_table(r, out);
-  if (const std::string job = report_detail::job_whatif_sentence(r.job_whatif); !job.empty())
+  if (const std::string job = report_detail::job_whatif_sentence(r.job.whatif); !job.empty())
     fmt::format_to(std::back_inserter(out), "<p>{}</p>\n", esc(job));
   plan_bars(r.diagnosis.plan, out);
   plan_timeline(r, out);

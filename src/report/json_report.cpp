@@ -12,6 +12,12 @@
 namespace stepscope {
 namespace {
 
+std::vector<const GpuTimeline*> gpu_timelines_of(const AnalysisResult& r) {
+  std::vector<const GpuTimeline*> out;
+  for (const RankAnalysis& a : r.ranks) out.push_back(&a.gpu_timeline);
+  return out;
+}
+
 nlohmann::json ingest_json(const IngestSummary& s) {
   nlohmann::json j;
   j["rank"] = s.rank;
@@ -130,21 +136,22 @@ namespace {
 
 // Which ranks' drill-down the document holds (JsonOptions::drilldown_ranks), by index.
 std::vector<bool> drilled_ranks(const AnalysisResult& r, const JsonOptions& opts) {
-  std::vector<bool> drilled(r.drilldowns.size(), false);
-  if (!r.drilldowns.empty())
+  std::vector<bool> drilled(has_drilldowns(r) ? r.ranks.size() : 0, false);
+  if (has_drilldowns(r))
     for (std::size_t i : listed_ranks(r, opts.drilldown_ranks)) drilled.at(i) = true;
   return drilled;
 }
 
 nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
-  nlohmann::json rank = {{"rank", r.ranks[i].rank}, {"ingest", ingest_json(r.ranks[i])}};
-  if (i < r.partitions.size()) rank["partition"] = report_detail::partition_json(r.partitions[i]);
-  if (i < r.stability.size()) rank["stability"] = report_detail::stability_json(r.stability[i]);
-  if (i < r.gpu_timelines.size()) rank["gpu_timeline"] = to_json(r.gpu_timelines[i]);
-  if (i < r.cuda_summaries.size()) rank["cuda_summary"] = to_json(r.cuda_summaries[i]);
-  if (i < r.facts.size()) rank["facts"] = facts_json(r.facts[i]);
-  if (i < r.drilldowns.size() && drilled) rank["drilldown"] = to_json(r.drilldowns[i]);
-  if (i < r.whatif.size()) rank["whatif"] = report_detail::whatif_json(r.whatif[i]);
+  const RankAnalysis& a = r.ranks[i];
+  nlohmann::json rank = {{"rank", a.rank()}, {"ingest", ingest_json(a.ingest)}};
+  rank["partition"] = report_detail::partition_json(a.partition);
+  rank["stability"] = report_detail::stability_json(a.stability);
+  rank["gpu_timeline"] = to_json(a.gpu_timeline);
+  rank["cuda_summary"] = to_json(a.cuda_summary);
+  rank["facts"] = facts_json(a.facts);
+  if (a.drilldown && drilled) rank["drilldown"] = to_json(*a.drilldown);
+  rank["whatif"] = report_detail::whatif_json(a.whatif);
   return rank;
 }
 
@@ -152,20 +159,20 @@ nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
 nlohmann::json job_json(const DiagnosedResult& r, const std::vector<bool>& drilled) {
   nlohmann::json j;
   j["schema"] = r.schema;
-  if (!r.drilldowns.empty()) {
+  if (has_drilldowns(r)) {
     auto& listed = j["drilldown_ranks"] = nlohmann::json::array();
     for (std::size_t i = 0; i < drilled.size(); ++i)
-      if (drilled[i]) listed.push_back(r.ranks[i].rank);
+      if (drilled[i]) listed.push_back(r.ranks[i].rank());
   }
-  if (!r.gpu_timelines.empty())
-    j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(r.gpu_timelines));
-  j["trust"] = trust_json(r.trust);
+  if (!r.ranks.empty())
+    j["hta_kernel_types_all_ranks"] = kernel_types_to_json(combine_kernel_types(gpu_timelines_of(r)));
+  j["trust"] = trust_json(r.job.trust);
   report_detail::add_diagnosis_json(r, j);
-  j["job_whatif"] = report_detail::job_whatif_json(r.job_whatif);
-  j["warnings"] = r.warnings;
-  if (!r.memory_snapshots.empty()) {  // only for snapshot inputs: traces' documents are unchanged
+  j["job_whatif"] = report_detail::job_whatif_json(r.job.whatif);
+  j["warnings"] = r.job.warnings;
+  if (!r.job.memory_snapshots.empty()) {  // only for snapshot inputs: traces' documents are unchanged
     auto& snapshots = j["memory_snapshots"] = nlohmann::json::array();
-    for (const auto& m : r.memory_snapshots) snapshots.push_back(memory::to_json(m));
+    for (const auto& m : r.job.memory_snapshots) snapshots.push_back(memory::to_json(m));
   }
   return j;
 }

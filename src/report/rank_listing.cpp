@@ -10,10 +10,10 @@ namespace {
 
 // Rank indices from the fastest steady step to the slowest; ranks without one last.
 std::vector<std::size_t> by_step(const AnalysisResult& r) {
-  std::vector<std::size_t> order(r.partitions.size());
+  std::vector<std::size_t> order(r.ranks.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   auto key = [&](std::size_t i) {
-    const RankPartition& p = r.partitions[i];
+    const RankPartition& p = r.ranks[i].partition;
     return std::make_pair(p.steady_steps == 0, p.steady_mean_ns);
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
@@ -23,16 +23,16 @@ std::vector<std::size_t> by_step(const AnalysisResult& r) {
 }  // namespace
 
 std::vector<std::size_t> listed_ranks(const AnalysisResult& r, std::size_t limit) {
-  const std::size_t n = r.partitions.size();
+  const std::size_t n = r.ranks.size();
   std::vector<std::size_t> out;
   if (limit == 0 || n <= limit) {
     out.resize(n);
     std::iota(out.begin(), out.end(), std::size_t{0});
     return out;
   }
-  const std::optional<int> straggler = r.rank_comparison.straggler;
+  const std::optional<int> straggler = r.job.rank_comparison.straggler;
   for (std::size_t i = 0; straggler && i < n; ++i)
-    if (r.partitions[i].rank == *straggler) out.push_back(i);
+    if (r.ranks[i].partition.rank == *straggler) out.push_back(i);
   const std::vector<std::size_t> order = by_step(r);
   const std::size_t points = limit - out.size();
   for (std::size_t k = 0; k < points; ++k) {

@@ -140,10 +140,10 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, cons
                           std::string& out) {
   bool shown = false;
   for (std::size_t i : listed) {
-    if (i >= r.gpu_timelines.size()) break;
-    const GpuTimeline& g = r.gpu_timelines[i];
+    if (i >= r.ranks.size()) break;
+    const GpuTimeline& g = r.ranks[i].gpu_timeline;
     if (!g.has_gpu_activity || (shown && !opts.verbose)) continue;
-    out += "\n" + gpu_timeline_text(g, opts, i < r.partitions.size() ? &r.partitions[i] : nullptr);
+    out += "\n" + gpu_timeline_text(g, opts, i < r.ranks.size() ? &r.ranks[i].partition : nullptr);
     shown = true;
   }
 }
@@ -177,17 +177,17 @@ std::string colorize(const std::string& text) {
 // The first rank's drill-down; the other listed ranks' under --verbose.
 void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,
                        std::string& out) {
-  for (std::size_t k = 0; k < listed.size() && listed[k] < r.drilldowns.size(); ++k) {
+  for (std::size_t k = 0; k < listed.size() && has_drilldowns(r) && listed[k] < r.ranks.size(); ++k) {
     if (k > 0 && !opts.verbose) break;
-    out += "\n" + drilldown_text(r.drilldowns[listed[k]], opts);
+    out += "\n" + drilldown_text(*r.ranks[listed[k]].drilldown, opts);
   }
 }
 void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,
                            std::string& out) {
   for (std::size_t i : listed)
-    if (i < r.cuda_summaries.size() && i < r.ranks.size())
-    if (r.cuda_summaries[i].present && (opts.verbose || r.ranks[i].layout == "nsys sqlite"))
-      out += fmt::format("\nrank {} ", r.ranks[i].rank) + cuda_summary_text(r.cuda_summaries[i], opts);
+    if (i < r.ranks.size())
+    if (r.ranks[i].cuda_summary.present && (opts.verbose || r.ranks[i].ingest.layout == "nsys sqlite"))
+      out += fmt::format("\nrank {} ", r.ranks[i].rank()) + cuda_summary_text(r.ranks[i].cuda_summary, opts);
 }
 }  // namespace
 
@@ -203,7 +203,7 @@ std::string render_plain(const DiagnosedResult& r, const TextOptions& opts) {
   out += "\ningest:\n";
   for (std::size_t i : listed) {
     if (i >= r.ranks.size()) break;
-    render_rank(r.ranks[i], opts, out);
+    render_rank(r.ranks[i].ingest, opts, out);
     out += "\n";
   }
   return out;
@@ -222,13 +222,13 @@ std::string render_warnings(const AnalysisResult& r) {
 namespace report_detail {
 
 std::vector<std::string> reading_warnings(const AnalysisResult& r) {
-  std::vector<std::string> out = r.warnings;
+  std::vector<std::string> out = r.job.warnings;
   std::vector<std::pair<std::string, std::vector<int>>> grouped;
-  for (const auto& s : r.ranks)
-    for (const auto& w : s.warnings) {
+  for (const auto& a : r.ranks)
+    for (const auto& w : a.ingest.warnings) {
       auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == w; });
-      if (same == grouped.end()) grouped.push_back({w, {s.rank}});
-      else same->second.push_back(s.rank);
+      if (same == grouped.end()) grouped.push_back({w, {a.rank()}});
+      else same->second.push_back(a.rank());
     }
   for (const auto& [w, ranks] : grouped) out.push_back(fmt::format("{}: {}", rank_list(ranks), w));
   return out;
@@ -237,8 +237,8 @@ std::vector<std::string> reading_warnings(const AnalysisResult& r) {
 }  // namespace report_detail
 
 std::string render_text(const DiagnosedResult& r, const TextOptions& opts) {
-  std::string out = r.ranks.empty() && !r.memory_snapshots.empty() ? std::string() : render_plain(r, opts);
-  for (const auto& m : r.memory_snapshots) out += (out.empty() ? "" : "\n") + memory::render_text(m);
+  std::string out = r.ranks.empty() && !r.job.memory_snapshots.empty() ? std::string() : render_plain(r, opts);
+  for (const auto& m : r.job.memory_snapshots) out += (out.empty() ? "" : "\n") + memory::render_text(m);
   if (!opts.wide) out = fit_to_width(out, opts.width);
   return opts.color ? colorize(out) : out;
 }

@@ -33,10 +33,10 @@ struct RankLine {
 
 std::vector<RankLine> rank_lines(const AnalysisResult& r) {
   std::vector<RankLine> out;
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size() && i < r.partitions.size(); ++i) {
-    const auto& w = r.whatif[i];
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const auto& w = r.ranks[i].whatif;
     if (!w.present) continue;
-    out.push_back({r.ranks[i].rank, r.partitions[i].steady_mean_ns, mean_ns(w.steps, false), mean_ns(w.steps, true), &w});
+    out.push_back({r.ranks[i].rank(), r.ranks[i].partition.steady_mean_ns, mean_ns(w.steps, false), mean_ns(w.steps, true), &w});
   }
   return out;
 }
@@ -75,7 +75,7 @@ std::string render_whatif_text(const DiagnosedResult& r) {
     out += fmt::format("  with {}: step {} -> {}, {:.2f}x ({:.2f}x to {:.2f}x)\n", w.custom->basis, ms(l.step_ns),
                        ms(l.step_ns / w.custom->speedup), w.custom->speedup, lo, hi);
   }
-  if (const std::string job = report_detail::job_whatif_sentence(r.job_whatif); !job.empty()) out += job + "\n";
+  if (const std::string job = report_detail::job_whatif_sentence(r.job.whatif); !job.empty()) out += job + "\n";
   plan_text(r.diagnosis.plan, out);
   return out;
 }
@@ -100,7 +100,7 @@ nlohmann::json whatif_to_json(const DiagnosedResult& r) {
   }
   return {{"schema", kWhatIfSchemaVersion},
           {"ranks", ranks},
-          {"job", report_detail::job_whatif_json(r.job_whatif)},
+          {"job", report_detail::job_whatif_json(r.job.whatif)},
           {"plan", report_detail::plan_json(r.diagnosis.plan)}};
 }
 

@@ -149,7 +149,7 @@ const char* trust_level(const Trust& t) {
 
 std::size_t steady_steps(const AnalysisResult& r) {
   std::size_t n = 0;
-  for (const auto& p : r.partitions) {
+  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
     std::size_t k = 0;
     for (const auto& s : p.steps) k += s.warmup ? 0 : 1;
     n = std::max(n, k ? k : p.steps.size());
@@ -247,8 +247,8 @@ StoredRun analyse_run(const RunInputs& in, const std::string& key, const fs::pat
       r.bound = bound_id(v.bound, v.gpu);
       r.verdict = v.headline;
     }
-    r.trust = trust_level(a.result.trust);
-    for (const auto& w : a.result.trust.warnings)
+    r.trust = trust_level(a.result.job.trust);
+    for (const auto& w : a.result.job.trust.warnings)
       if (std::find(r.trust_codes.begin(), r.trust_codes.end(), w.code) == r.trust_codes.end()) r.trust_codes.push_back(w.code);
     summary = std::move(a.summary);
   } catch (const Stopped&) {

@@ -119,7 +119,7 @@ TEST(AnnotatedTrace, GpuTraceReadsBackWithTheOriginalEventsAndTheAddedTracks) {
   expect_verbatim_copy(read_file(files[0]), written[0]);
   const Added added = added_events(back);
   EXPECT_EQ(added.events.size(), written[0].added_slices);
-  const RankPartition& p = a.result.partitions[0];
+  const RankPartition& p = a.result.ranks[0].partition;
   expect_partition_tiles_steps(back, p, added);
   expect_tracks_nest(back, added);
   // One slice per step on the steps track, named by the step.
@@ -128,7 +128,7 @@ TEST(AnnotatedTrace, GpuTraceReadsBackWithTheOriginalEventsAndTheAddedTracks) {
   EXPECT_EQ(back.name_of(added.by_track.at("steps").front()).rfind(p.steps.front().name, 0), 0u);
   // The sync findings: one slice per worst sync call, starting at the call.
   ASSERT_TRUE(added.by_track.count("finding: GPU idle after sync"));
-  const auto& syncs = a.result.gpu_timelines[0].syncs.worst;
+  const auto& syncs = a.result.ranks[0].gpu_timeline.syncs.worst;
   EXPECT_EQ(added.by_track.at("finding: GPU idle after sync").size(), syncs.size());
   for (auto i : added.by_track.at("finding: GPU idle after sync"))
     EXPECT_TRUE(std::any_of(syncs.begin(), syncs.end(), [&](const SyncCall& s) { return s.ts == back.events.ts[i]; }));
@@ -146,8 +146,8 @@ TEST(AnnotatedTrace, SeveralRanksOneFileEachWithTheStragglerMarked) {
   const auto files = generate(dir.path, "straggler", "--ranks 4 --gzip");
   ASSERT_EQ(files.size(), 4u);
   const Analysis a = run_pipeline(files);
-  ASSERT_TRUE(a.result.rank_comparison.straggler.has_value());
-  const int straggler = *a.result.rank_comparison.straggler;
+  ASSERT_TRUE(a.result.job.rank_comparison.straggler.has_value());
+  const int straggler = *a.result.job.rank_comparison.straggler;
   const fs::path out = dir.path / "annotated";
   const auto written = write_annotated_traces(a, out.string());
   ASSERT_EQ(written.size(), 4u);
@@ -159,7 +159,7 @@ TEST(AnnotatedTrace, SeveralRanksOneFileEachWithTheStragglerMarked) {
     EXPECT_EQ(back.distributed.rank, orig.distributed.rank);
     expect_original_events_kept(orig, back, written[k]);
     const Added added = added_events(back);
-    const RankPartition& p = a.result.partitions[k];
+    const RankPartition& p = a.result.ranks[k].partition;
     expect_partition_tiles_steps(back, p, added);
     expect_tracks_nest(back, added);
     ASSERT_TRUE(added.by_track.count("finding: straggler"));
@@ -195,7 +195,7 @@ TEST(AnnotatedTrace, CpuOnlyAndRealTracesReadBack) {
     const RankTrace back = read_kineto_file(out);
     expect_original_events_kept(a.trace.ranks[0], back, written[0]);
     const Added added = added_events(back);
-    expect_partition_tiles_steps(back, a.result.partitions[0], added);
+    expect_partition_tiles_steps(back, a.result.ranks[0].partition, added);
     expect_tracks_nest(back, added);
   }
 }
@@ -216,7 +216,7 @@ TEST(AnnotatedTrace, NsysExportIsWrittenFromTheModel) {
   }
   const Added added = added_events(back);
   EXPECT_EQ(added.events.size(), written[0].added_slices);
-  expect_partition_tiles_steps(back, a.result.partitions[0], added);
+  expect_partition_tiles_steps(back, a.result.ranks[0].partition, added);
   expect_tracks_nest(back, added);
   // Names only for the processes that hold events (the export lists the whole machine's): the
   // GPU's pid is its device number, named as the GPU, not as the host process of that pid.
@@ -243,7 +243,7 @@ TEST(AnnotatedTrace, LegacyArrayLayout) {
   const RankTrace back = read_kineto_file(written[0].path);
   expect_original_events_kept(a.trace.ranks[0], back, written[0]);
   expect_verbatim_copy(read_file(in), written[0]);
-  expect_partition_tiles_steps(back, a.result.partitions[0], added_events(back));
+  expect_partition_tiles_steps(back, a.result.ranks[0].partition, added_events(back));
 }
 
 TEST(AnnotatedTrace, RefusesTruncatedInputsAndGzipsGzOutputs) {

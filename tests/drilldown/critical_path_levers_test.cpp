@@ -18,7 +18,7 @@ TEST(CriticalPathLevers, ShareOfThePathComesFromTheKindsTheLeverActsOn) {
   // DDP trace whose step #4 path is all host time (HTA: cpu_bound 100%).
   const auto p = std::filesystem::path(STEPSCOPE_FIXTURES_DIR) / "hta/df_index_resolver/df_index_resolver.json.gz";
   const Analysis a = analyze_paths({p.string()});
-  const DrillDown& d = a.result.drilldowns.at(0);
+  const DrillDown& d = a.result.ranks.at(0).drilldown.value();
   ASSERT_TRUE(d.critical_path.success) << d.critical_path.error;
   const double host = static_cast<double>(d.critical_path.by_kind[static_cast<int>(CpKind::Host)].duration +
                                           d.critical_path.by_kind[static_cast<int>(CpKind::Launch)].duration) /
@@ -42,7 +42,7 @@ TEST(CriticalPathLevers, NoPathMeansNoShare) {
   // A CPU-only trace: HTA's critical path needs GPU events.
   const auto p = std::filesystem::path(STEPSCOPE_FIXTURES_DIR) / "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
   const Analysis a = analyze_paths({p.string()});
-  EXPECT_FALSE(a.result.drilldowns.at(0).critical_path.success);
+  EXPECT_FALSE(a.result.ranks.at(0).drilldown.value().critical_path.success);
   for (const Lever& l : a.result.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << l.id;
 }
 

@@ -68,7 +68,7 @@ TEST(TrustCodes, EveryCodeRaisedOnTheRecordedTracesIsRegistered) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".gz") continue;
     const DiagnosedResult r = test::analyze_files({e.path().string()});
-    for (const auto& w : r.trust.warnings) {
+    for (const auto& w : r.job.trust.warnings) {
       raised.insert(w.code);
       EXPECT_TRUE(find_trust_code(w.code).has_value()) << w.code << " raised on " << e.path().filename();
     }

@@ -121,7 +121,7 @@ TEST_P(Scenario, PartitionMatchesGroundTruth) {
   double worst = 0;
   for (const auto& st : r.truth["steps"]) {
     const StepPartition* step = nullptr;
-    for (const auto& p : r.result.partitions)
+    for (const auto& p : each_rank(r.result, &RankAnalysis::partition))
       if (p.rank == st["rank"].get<int>())
         for (const auto& s : p.steps)
           if (s.name == st["name"].get<std::string>()) step = &s;
@@ -222,7 +222,7 @@ TEST(Footguns, RecompilationSpreadOverTheSteps) {
   ASSERT_NE(f, nullptr);
   // Step 10 compiles first; steps 12, 15 and 18 recompile.
   std::size_t compiling = 0, steady = 0;
-  for (const auto& s : r.result.partitions[0].steps) {
+  for (const auto& s : r.result.ranks[0].partition.steps) {
     compiling += s.warmup_reason == "compilation";
     steady += !s.warmup;
   }
@@ -236,7 +236,7 @@ TEST(Footguns, FallbackToEagerCostsTheEagerStepsExcess) {
   const Finding* f = finding(r.result, "compile_fallback");
   ASSERT_NE(f, nullptr);
   // Recompute the excess from the partition: steady steps from eager_after on against the others.
-  const auto& steps = r.result.partitions[0].steps;
+  const auto& steps = r.result.ranks[0].partition.steps;
   const auto after = static_cast<std::size_t>(per_step_params(r.truth, "eager_after"));
   double compiled = 0, eager = 0, nc = 0, ne = 0;
   for (std::size_t k = 0; k < steps.size(); ++k) {

@@ -171,8 +171,8 @@ inline void compare_overlap(const std::map<int, GpuTimeline>& ranks, const json&
 }
 
 inline void compare_kernel_breakdown(const std::map<int, GpuTimeline>& ranks, const json& result) {
-  std::vector<GpuTimeline> all;
-  for (const auto& [r, t] : ranks) all.push_back(t);
+  std::vector<const GpuTimeline*> all;
+  for (const auto& [r, t] : ranks) all.push_back(&t);
   std::vector<HtaKernelTypeTime> types = combine_kernel_types(all);
   std::map<std::string, const HtaKernelTypeTime*> ours;
   for (const auto& t : types) ours[t.label] = &t;

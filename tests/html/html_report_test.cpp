@@ -98,7 +98,7 @@ TEST(HtmlReport, OperatorTableSortsAndSearches) {
   EXPECT_EQ(r["dom"]["scripts"], 1);
   ASSERT_TRUE(r.contains("actions")) << r.dump().substr(0, 500);
   const json& act = r["actions"];
-  const auto& rows = a.result.drilldowns.at(0).operators.at(0).rows;
+  const auto& rows = a.result.ranks.at(0).drilldown.value().operators.at(0).rows;
   ASSERT_EQ(act["rows"].get<std::size_t>(), rows.size());
   std::vector<double> desc = act["desc"], asc = act["asc"];
   EXPECT_TRUE(std::is_sorted(desc.rbegin(), desc.rend()));
@@ -131,15 +131,15 @@ TEST(HtmlReport, GpuTracePageLoadsCleanAndDrawsTheAnalysis) {
   expect_drawn(r, "whatif-timeline");
   EXPECT_EQ((*chart(r, "whatif-timeline"))["rects"].get<std::size_t>(), 2 * a.result.whatif.at(0).steps.size());
   // One rect per (step, category) with time, as the partition holds them.
-  const RankPartition& p = a.result.partitions[0];
+  const RankPartition& p = a.result.ranks[0].partition;
   EXPECT_EQ((*chart(r, "step-partition-r0"))["rects"].get<std::size_t>(), nonzero_cells(p));
   // Every spike the stability analysis found is marked, and the loader stall does spike.
-  const Stability& s = a.result.stability[0];
+  const Stability& s = a.result.ranks[0].stability;
   EXPECT_FALSE(s.spikes.empty());
   EXPECT_EQ((*chart(r, "step-time-r0"))["spikes"].get<std::size_t>(), s.spikes.size());
   EXPECT_EQ((*chart(r, "step-time-r0"))["lines"], 1);
   // One kernel-class bar per class with time.
-  std::size_t classes = a.result.gpu_timelines[0].classes.classes.size();
+  std::size_t classes = a.result.ranks[0].gpu_timeline.classes.classes.size();
   EXPECT_EQ((*chart(r, "kernel-classes"))["rects"].get<std::size_t>(), classes);
   // The levers table lists every applicable lever.
   std::size_t applicable = 0;
@@ -158,14 +158,14 @@ TEST(HtmlReport, SeveralRanksGetAHeatmapWithTheStragglerMarked) {
   const auto files = generate(dir.path, "straggler", "--ranks 4");
   ASSERT_EQ(files.size(), 4u);
   const Analysis a = run_pipeline(files);
-  ASSERT_TRUE(a.result.rank_comparison.straggler.has_value());
+  ASSERT_TRUE(a.result.job.rank_comparison.straggler.has_value());
   const json r = render(render_html(a.result), "report-ranks");
   expect_clean_load(r);
   expect_drawn(r, "rank-heatmap");
   // Columns: the step and every category some rank spends time in.
   std::size_t cols = 1;
   for (int c = 0; c < kCategoryCount; ++c)
-    for (const auto& p : a.result.partitions)
+    for (const auto& p : each_rank(a.result, &RankAnalysis::partition))
       if (p.steady_mean_category[static_cast<std::size_t>(c)] > 0) {
         ++cols;
         break;
@@ -173,7 +173,7 @@ TEST(HtmlReport, SeveralRanksGetAHeatmapWithTheStragglerMarked) {
   const json& h = *chart(r, "rank-heatmap");
   EXPECT_EQ(h["cells"].get<std::size_t>(), 4 * cols);
   EXPECT_EQ(h["highlighted"].get<std::size_t>(), cols);  // the straggler's row
-  for (const auto& p : a.result.partitions) {
+  for (const auto& p : each_rank(a.result, &RankAnalysis::partition)) {
     ASSERT_NE(chart(r, fmt::format("step-partition-r{}", p.rank)), nullptr);
     EXPECT_EQ((*chart(r, fmt::format("step-partition-r{}", p.rank)))["rects"].get<std::size_t>(), nonzero_cells(p));
   }
@@ -198,7 +198,7 @@ const char* const kPickRank = R"JS(
 TEST(HtmlReport, RankPickerShowsEveryRanksOperatorsAndKernels) {
   const fs::path dir = fs::path(STEPSCOPE_FIXTURES_DIR) / "param/dlrm_8rank/kineto";
   const Analysis a = run_pipeline({dir.string()});
-  ASSERT_EQ(a.result.drilldowns.size(), 8u);
+  ASSERT_EQ(a.result.ranks.size(), 8u);
   setenv("STEPSCOPE_PAGE_ACTIONS", kPickRank, 1);
   const std::string html = render_html(a.result);
   const json r = render(html, "rank-picker");
@@ -210,7 +210,7 @@ TEST(HtmlReport, RankPickerShowsEveryRanksOperatorsAndKernels) {
   EXPECT_EQ(act["before"], json({"0"}));  // the first rank until another is picked
   EXPECT_EQ(act["after"], json({"3"}));
   EXPECT_TRUE(act["table_shown"].get<bool>());
-  const DrillDown& rank3 = a.result.drilldowns.at(3);
+  const DrillDown& rank3 = a.result.ranks.at(3).drilldown.value();
   EXPECT_EQ(act["rows"].get<std::size_t>(), std::min<std::size_t>(rank3.operators.at(0).rows.size(), 75));
   // The GPU summary: a row per rank, with the figures the text's summary line shows.
   const std::string text = r["dom"]["text"];
@@ -246,7 +246,7 @@ const char* const kSteadyHeight = R"JS(
 TEST(HtmlReport, SteadyStepsFillMostOfTheChartsHeight) {
   // A recorded run whose first step (1.9 s, a cold start) is warm-up beside 5 ms steady steps.
   const Analysis a = run_pipeline({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/cold_start.pt.trace.json.gz"});
-  const RankPartition& p = a.result.partitions.at(0);
+  const RankPartition& p = a.result.ranks.at(0).partition;
   double warm = 0, steady = 0;
   for (const auto& s : p.steps) (s.warmup ? warm : steady) = std::max(s.warmup ? warm : steady, static_cast<double>(s.duration()));
   ASSERT_GT(warm, 3 * steady) << "the scenario needs a long warm-up step";

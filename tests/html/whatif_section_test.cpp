@@ -30,12 +30,12 @@ TEST(HtmlWhatIf, ReplayErrorAndThePlansStepBesideTheRecordedOne) {
   po.keep_trace = false;
   const DiagnosedResult r =
       analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"}, po).result;
-  ASSERT_TRUE(r.whatif.at(0).present);
+  ASSERT_TRUE(r.ranks.at(0).whatif.present);
   const LeverPlan& plan = r.diagnosis.plan;
   ASSERT_FALSE(plan.entries.empty());
   const std::string s = section_of(render_html(r));
   ASSERT_FALSE(s.empty());
-  EXPECT_NE(s.find(fmt::format("<td class=\"num\">{:.1f}%</td>", 100 * r.whatif[0].replay_error_mean)), std::string::npos);
+  EXPECT_NE(s.find(fmt::format("<td class=\"num\">{:.1f}%</td>", 100 * r.ranks[0].whatif.replay_error_mean)), std::string::npos);
   // One bar for the recording, one per lever of the plan, each as long as its step.
   const std::string bars = s.substr(s.find("<svg class=\"plan\""), s.find("</svg>") - s.find("<svg class=\"plan\""));
   EXPECT_EQ(count(bars, "<rect "), plan.entries.size() + 1);

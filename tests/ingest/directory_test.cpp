@@ -204,8 +204,8 @@ TEST(Directory, EmptyRankDoesNotChangeTheAnalysis) {
   const Analysis one = analyze_paths({a});
   const Analysis both = analyze_paths({with_cut.path()});
   ASSERT_EQ(both.result.ranks.size(), 1u);
-  ASSERT_EQ(both.result.partitions.size(), one.result.partitions.size());
-  EXPECT_TRUE(has_warning(both.result.warnings, "rank1.json: no events before the file ends")) << joined(both.result.warnings);
+  ASSERT_EQ(both.result.ranks.size(), one.result.ranks.size());
+  EXPECT_TRUE(has_warning(both.result.job.warnings, "rank1.json: no events before the file ends")) << joined(both.result.job.warnings);
 }
 
 TEST(Directory, SingleFileCutBeforeItsFirstEventKeepsItsRank) {

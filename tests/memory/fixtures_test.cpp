@@ -101,18 +101,18 @@ TEST(MemoryPipeline, SnapshotToldByItsBytesNotItsName) {
   const std::filesystem::path renamed = temp_dir() / "trace.json";
   std::filesystem::copy_file(generated("training"), renamed, std::filesystem::copy_options::overwrite_existing);
   const Analysis run = analyze_paths({renamed.string()});
-  ASSERT_EQ(run.result.memory_snapshots.size(), 1u);
+  ASSERT_EQ(run.result.job.memory_snapshots.size(), 1u);
   EXPECT_TRUE(run.result.ranks.empty());
   const nlohmann::json j = to_json(run.result);
   ASSERT_TRUE(j.contains("memory_snapshots"));
   EXPECT_EQ(j["memory_snapshots"][0]["devices"][0]["peak"]["allocated_bytes"],
-            run.result.memory_snapshots[0].devices[0].peak.allocated_bytes);
+            run.result.job.memory_snapshots[0].devices[0].peak.allocated_bytes);
   EXPECT_NE(render_text(run.result).find("memory snapshot"), std::string::npos);
 }
 
 TEST(MemoryPipeline, TraceDocumentsHaveNoMemorySection) {
   const Analysis run = analyze_paths({STEPSCOPE_SOURCE_DIR "/examples/cpu_training_step.pt.trace.json.gz"});
-  EXPECT_TRUE(run.result.memory_snapshots.empty());
+  EXPECT_TRUE(run.result.job.memory_snapshots.empty());
   EXPECT_FALSE(to_json(run.result).contains("memory_snapshots"));
 }
 
@@ -144,8 +144,8 @@ TEST(PlannedVsObserved, APresetThatIsNotTheRecordedModelDiffersClassByClass) {
   PipelineOptions o;
   o.memory_model = "gpt2-124m";
   const Analysis run = analyze_paths({kTraining}, o);
-  ASSERT_EQ(run.result.memory_snapshots.size(), 1u);
-  const auto& a = run.result.memory_snapshots.front();
+  ASSERT_EQ(run.result.job.memory_snapshots.size(), 1u);
+  const auto& a = run.result.job.memory_snapshots.front();
   ASSERT_TRUE(a.planned.has_value());
   const PlannedVsObserved& p = *a.planned;
   EXPECT_EQ(p.model, "gpt2-124m");

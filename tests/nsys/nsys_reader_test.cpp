@@ -270,8 +270,8 @@ TEST_P(NsysBuilt, StepRangeNamesTheSteps) {
   PipelineOptions o;
   o.analyze.partition.step_range = "train_step";
   Analysis a = analyze_paths({path}, o);
-  ASSERT_EQ(a.result.partitions.size(), 1u);
-  const RankPartition& p = a.result.partitions[0];
+  ASSERT_EQ(a.result.ranks.size(), 1u);
+  const RankPartition& p = a.result.ranks[0].partition;
   EXPECT_EQ(p.source, StepSource::Annotation);
   EXPECT_EQ(p.source_detail, "train_step");
   ASSERT_EQ(p.steps.size(), static_cast<std::size_t>(kSteps));
@@ -323,7 +323,7 @@ TEST_P(NsysBuilt, OptionalTablesMayBeMissing) {
   CudaSummary s = summarize_cuda(t);
   EXPECT_EQ(s.kernel_count, 2u * kSteps);
   EXPECT_EQ(s.sync_calls, static_cast<std::uint64_t>(kSteps));  // from the API names alone
-  EXPECT_EQ(a.result.partitions[0].source, StepSource::WholeTrace);
+  EXPECT_EQ(a.result.ranks[0].partition.source, StepSource::WholeTrace);
 }
 
 // PyTorch under nsys --pytorch=autograd-nvtx: ProfilerStep#N and aten ops as NVTX ranges whose
@@ -363,11 +363,11 @@ TEST_P(NsysBuilt, PytorchNvtxRangesGiveProfilerSteps) {
     EXPECT_NE(t.str(t.extra_of(i)->alt_name).find("sizes = [[2, 3], [3, 4]]"), std::string_view::npos);
   }
   EXPECT_EQ(ops, kSteps);
-  const RankPartition& p = a.result.partitions[0];
+  const RankPartition& p = a.result.ranks[0].partition;
   EXPECT_EQ(p.source, StepSource::ProfilerStep);
   ASSERT_EQ(p.steps.size(), static_cast<std::size_t>(kSteps));
   for (int s = 0; s < kSteps; ++s) EXPECT_EQ(p.steps[static_cast<std::size_t>(s)].number, 5 + s);
-  EXPECT_EQ(a.result.ranks[0].profiler_steps, (std::vector<std::int64_t>{5, 6, 7}));
+  EXPECT_EQ(a.result.ranks[0].ingest.profiler_steps, (std::vector<std::int64_t>{5, 6, 7}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, NsysBuilt,
@@ -532,7 +532,7 @@ TEST_P(NsysMultiProcess, AnalyzeReportsTwoRanks) {
   std::string path = make_mpi("analyze");
   Analysis a = analyze_paths({path});
   EXPECT_EQ(a.result.ranks.size(), 2u);
-  EXPECT_EQ(a.result.partitions.size(), 2u);
+  EXPECT_EQ(a.result.ranks.size(), 2u);
   std::string cli = std::string(STEPSCOPE_BINARY_DIR) + "/stepscope";
   if (!fs::exists(cli)) GTEST_SKIP() << "stepscope binary not built";
   std::string json = scratch(std::string(GetParam().name) + "_mpi.json");

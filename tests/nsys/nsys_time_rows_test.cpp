@@ -183,7 +183,7 @@ TEST(NsysTimeRows, AnalysisOfAnExportWithExtremeRowsStaysSane) {
   const auto n = static_cast<std::int64_t>(kBadTimes.size());
   const Analysis a = analyze_paths({build_loose_export("bad_times_pipeline.sqlite", {n})});
   ASSERT_EQ(a.result.ranks.size(), 1u);
-  const IngestSummary& s = a.result.ranks[0];
+  const IngestSummary& s = a.result.ranks[0].ingest;
   EXPECT_EQ(s.events, 2u);
   EXPECT_EQ(s.first_ts, 1'000'000);
   EXPECT_EQ(s.last_end, 4'500'000);

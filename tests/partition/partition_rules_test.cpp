@@ -26,8 +26,8 @@ TEST(Partition, PriorityAndSyncTailOnAGpuStep) {
   b.host("ProfilerStep#2", 100, 50, "user_annotation");
   b.launch("vectorized_elementwise_kernel", 101, 110, 10);
   const DiagnosedResult r = test::analyze_json(b.trace());
-  ASSERT_EQ(r.partitions.size(), 1u);
-  const RankPartition& p = r.partitions[0];
+  ASSERT_EQ(r.ranks.size(), 1u);
+  const RankPartition& p = r.ranks[0].partition;
   ASSERT_TRUE(p.gpu);
   ASSERT_EQ(p.source, StepSource::ProfilerStep);
   ASSERT_EQ(p.steps.size(), 2u);
@@ -56,7 +56,7 @@ TEST(Partition, BackwardOnTheAutogradThread) {
   b.host("autograd::engine::evaluate_function: AddmmBackward0", 10, 30, "cpu_op", 2);
   b.launch("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize", 12, 20, 30, "kernel", 2);
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const StepPartition& s = r.partitions.at(0).steps.at(0);
+  const StepPartition& s = r.ranks.at(0).partition.steps.at(0);
   EXPECT_EQ(at(s, Category::Idle), us(60));            // [0,10) and [50,100)
   EXPECT_EQ(at(s, Category::HostCompute), us(8));      // autograd thread [10,12) [14,20)
   EXPECT_EQ(at(s, Category::LaunchOverhead), us(2));
@@ -70,7 +70,7 @@ TEST(Partition, CommunicationAndCopiesRankBelowCompute) {
   b.launch("ampere_sgemm_128x64_tn", 2, 20, 10);
   b.launch("Memcpy HtoD (Pinned -> Device)", 3, 45, 10, "gpu_memcpy", 1, "cudaMemcpyAsync");
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const StepPartition& s = r.partitions.at(0).steps.at(0);
+  const StepPartition& s = r.ranks.at(0).partition.steps.at(0);
   EXPECT_EQ(at(s, Category::ComputeOther), us(10));     // [20,30) over the all-reduce
   EXPECT_EQ(at(s, Category::GradSyncExposed), us(30));  // [10,20) [30,50)
   EXPECT_EQ(at(s, Category::H2DCopy), us(5));           // [50,55) once the all-reduce ended
@@ -83,7 +83,7 @@ TEST(Partition, CpuOnlyWithoutStageMarkersCountsOpsAsCompute) {
   b.host("aten::mm", 30, 50);
   b.host("aten::item", 80, 5);
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   EXPECT_FALSE(p.gpu);
   const StepPartition& s = p.steps.at(0);
   EXPECT_EQ(at(s, Category::BatchWait), us(30));
@@ -102,10 +102,10 @@ TEST(Partition, UserStageRuleRelabelsOps) {
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("data=^my_"));
   const DiagnosedResult with_rule = test::analyze_json(b.trace(), o);
-  const StepPartition& s = with_rule.partitions.at(0).steps.at(0);
+  const StepPartition& s = with_rule.ranks.at(0).partition.steps.at(0);
   EXPECT_EQ(at(s, Category::BatchWait), us(30));
   const DiagnosedResult without = test::analyze_json(b.trace());
-  const StepPartition& plain = without.partitions.at(0).steps.at(0);
+  const StepPartition& plain = without.ranks.at(0).partition.steps.at(0);
   EXPECT_EQ(at(plain, Category::BatchWait), 0);
 }
 
@@ -124,7 +124,7 @@ TEST(Partition, StageRulesRunInLinearTimeOnHugeNames) {
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("forward=.*fwd.*"));
   const DiagnosedResult r = test::analyze_json(b.trace(), o);
-  EXPECT_EQ(at(r.partitions.at(0).steps.at(0), Category::ComputeForward), us(50));
+  EXPECT_EQ(at(r.ranks.at(0).partition.steps.at(0), Category::ComputeForward), us(50));
   // Lookaround is not RE2 syntax: refused with the reason, not misread.
   EXPECT_THROW(parse_stage_rule("forward=(?=x)"), InputError);
 }
@@ -137,7 +137,7 @@ TEST(Steps, RepeatedTopLevelAnnotationOpensEachStep) {
   }
   b.host("forward", 110, 60, "user_annotation");  // a longer second forward
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   ASSERT_EQ(p.source, StepSource::Annotation);
   EXPECT_EQ(p.source_detail, "h2d");
   ASSERT_EQ(p.steps.size(), 2u);
@@ -153,7 +153,7 @@ TEST(Steps, OptimizerStepBoundaries) {
   b.host("aten::mm", 50, 40);
   b.host("Optimizer.step#SGD.step", 90, 10);
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   ASSERT_EQ(p.source, StepSource::OptimizerStep);
   ASSERT_EQ(p.steps.size(), 2u);
   EXPECT_EQ(p.steps[0].end, us(50));
@@ -165,7 +165,7 @@ TEST(Steps, NothingToSplitOnIsOneWindowAndSaysSo) {
   test::KinetoBuilder b;
   b.host("aten::mm", 0, 50);
   const DiagnosedResult r = test::analyze_json(b.trace());
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   EXPECT_EQ(p.source, StepSource::WholeTrace);
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.steps[0].duration(), us(50));

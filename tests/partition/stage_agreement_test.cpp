@@ -14,8 +14,8 @@ namespace {
 constexpr ns_t us(double v) { return static_cast<ns_t>(v * 1000); }
 
 const OperatorRow* row_named(const DiagnosedResult& r, const std::string& name) {
-  if (r.drilldowns.empty() || r.drilldowns[0].operators.empty()) return nullptr;
-  for (const auto& row : r.drilldowns[0].operators[0].rows)
+  if (!has_drilldowns(r) || r.ranks[0].drilldown->operators.empty()) return nullptr;
+  for (const auto& row : r.ranks[0].drilldown->operators[0].rows)
     if (row.name == name) return &row;
   return nullptr;
 }
@@ -126,8 +126,8 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnAnInlineTrace) {
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("backward=^compute_loss$"));
   const DiagnosedResult r = test::analyze_json(b.trace(), o);
-  ASSERT_EQ(r.partitions.size(), 1u);
-  const RankPartition& p = r.partitions[0];
+  ASSERT_EQ(r.ranks.size(), 1u);
+  const RankPartition& p = r.ranks[0].partition;
 
   const OperatorRow* loss = row_named(r, "compute_loss");
   const OperatorRow* mul = row_named(r, "aten::mul");
@@ -145,8 +145,8 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnAnInlineTrace) {
   const OperatorRow* plain_loss = row_named(plain, "compute_loss");
   ASSERT_TRUE(plain_loss);
   EXPECT_NE(plain_loss->stage, StageHint::Backward);
-  EXPECT_EQ(at(plain.partitions.at(0), Category::ComputeBackward), 0);
-  EXPECT_EQ(plain.partitions.at(0).model_syncs, 0u);
+  EXPECT_EQ(at(plain.ranks.at(0).partition, Category::ComputeBackward), 0);
+  EXPECT_EQ(plain.ranks.at(0).partition.model_syncs, 0u);
 }
 
 // A recorded training step with every aten::mm (the backward's matmuls) ruled optimizer: the
@@ -168,8 +168,8 @@ TEST(StageRules, OperatorTableAndPartitionAgreeOnARecordedTrace) {
   ASSERT_TRUE(addmm);
   EXPECT_EQ(addmm->stage, row_named(plain, "aten::addmm")->stage);  // not named by the rule
 
-  const RankPartition& p = ruled.partitions.at(0);
-  const RankPartition& q = plain.partitions.at(0);
+  const RankPartition& p = ruled.ranks.at(0).partition;
+  const RankPartition& q = plain.ranks.at(0).partition;
   const double moved = at(p, Category::ComputeOptimizer) - at(q, Category::ComputeOptimizer);
   EXPECT_GT(moved, 0);
   EXPECT_NEAR(at(q, Category::ComputeBackward) - at(p, Category::ComputeBackward), moved, 1.0);

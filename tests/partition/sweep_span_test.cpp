@@ -33,8 +33,8 @@ TEST(PartitionSweep, AKernelYearsLaterMovesTheSweepToWideEdgesAndChangesNoStep) 
                                 {"ts", last_us + 144115188075855.872}, {"dur", 1.0},
                                 {"args", {{"device", 0}, {"stream", 7}}}});
   const DiagnosedResult wide = test::analyze_json(doc);
-  const auto& a = packed.partitions.at(0).steps;
-  const auto& b = wide.partitions.at(0).steps;
+  const auto& a = packed.ranks.at(0).partition.steps;
+  const auto& b = wide.ranks.at(0).partition.steps;
   ASSERT_EQ(a.size(), b.size());
   ASSERT_GE(a.size(), 3u);
   for (std::size_t k = 0; k < a.size(); ++k) {

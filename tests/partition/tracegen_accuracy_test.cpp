@@ -32,7 +32,7 @@ ScenarioRun run_scenario(const std::string& scenario, const std::string& extra =
 }
 
 const StepPartition* find_step(const DiagnosedResult& r, int rank, const std::string& name) {
-  for (const auto& p : r.partitions)
+  for (const auto& p : each_rank(r, &RankAnalysis::partition))
     if (p.rank == rank)
       for (const auto& s : p.steps)
         if (s.name == name) return &s;
@@ -93,11 +93,11 @@ TEST_P(Periodic, FoundWithThePlantedPeriod) {
   const ScenarioRun run = run_scenario(p.scenario, "--steps 12");
   ASSERT_FALSE(run.dir.empty());
   const int every = run.truth["parameters"][p.parameter].get<int>();
-  ASSERT_EQ(run.result.stability.size(), 1u);
-  const Periodicity& found = run.result.stability[0].period;
+  ASSERT_EQ(run.result.ranks.size(), 1u);
+  const Periodicity& found = run.result.ranks[0].stability.period;
   EXPECT_EQ(found.every, every);
   EXPECT_EQ(found.kind, p.kind);
-  EXPECT_TRUE(run.result.stability[0].bursty);
+  EXPECT_TRUE(run.result.ranks[0].stability.bursty);
   std::filesystem::remove_all(run.dir);
 }
 
@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Planted, Periodic,
 TEST(Straggler, TheSlowRankIsNamedAndTheOthersWait) {
   const ScenarioRun run = run_scenario("straggler");
   ASSERT_FALSE(run.dir.empty());
-  const RankComparison& rc = run.result.rank_comparison;
+  const RankComparison& rc = run.result.job.rank_comparison;
   ASSERT_TRUE(rc.straggler.has_value());
   EXPECT_EQ(*rc.straggler, run.truth["straggler_rank"].get<int>());
   EXPECT_TRUE(rc.local);
@@ -128,8 +128,8 @@ TEST(Straggler, TheSlowRankIsNamedAndTheOthersWait) {
 TEST(Straggler, NoneInABalancedJob) {
   const ScenarioRun run = run_scenario("comms-bound");
   ASSERT_FALSE(run.dir.empty());
-  EXPECT_FALSE(run.result.rank_comparison.straggler.has_value());
-  EXPECT_FALSE(run.result.rank_comparison.local);
+  EXPECT_FALSE(run.result.job.rank_comparison.straggler.has_value());
+  EXPECT_FALSE(run.result.job.rank_comparison.local);
   std::filesystem::remove_all(run.dir);
 }
 
@@ -170,8 +170,8 @@ TEST(ComputeKind, Fp32GemmsMakePrecisionLeversApply) {
 TEST(ComputeKind, LowPrecisionConvolutionsLeaveNoPrecisionLever) {
   const ScenarioRun run = run_scenario("conv-nchw-amp", "--steps 4");
   ASSERT_FALSE(run.dir.empty());
-  ASSERT_GT(run.result.partitions[0].mix.class_ns[static_cast<std::size_t>(KernelClass::Convolution)], 0);
-  EXPECT_EQ(run.result.partitions[0].mix.fp32_simt_conv_ns, 0);
+  ASSERT_GT(run.result.ranks[0].partition.mix.class_ns[static_cast<std::size_t>(KernelClass::Convolution)], 0);
+  EXPECT_EQ(run.result.ranks[0].partition.mix.fp32_simt_conv_ns, 0);
   for (const auto& l : run.result.diagnosis.levers) {
     if (l.id == "amp_bf16" || l.id == "tf32") {
       EXPECT_FALSE(l.applies) << l.id << " " << l.speedup;

@@ -40,8 +40,8 @@ TEST(AnalyzeReport, TextShowsVerdictFirstAndTheGpuTimeline) {
 TEST(AnalyzeReport, CpuOnlyTraceHasNoGpuSection) {
   DiagnosedResult r{analyze(read_traces({std::string(STEPSCOPE_SOURCE_DIR) +
                                           "/examples/cpu_training_step.pt.trace.json.gz"})), {}};
-  ASSERT_EQ(r.gpu_timelines.size(), 1u);
-  EXPECT_FALSE(r.gpu_timelines[0].has_gpu_activity);
+  ASSERT_EQ(r.ranks.size(), 1u);
+  EXPECT_FALSE(r.ranks[0].gpu_timeline.has_gpu_activity);
   EXPECT_EQ(render_text(r).find("GPU timeline"), std::string::npos);
 }
 

@@ -39,7 +39,7 @@ DiagnosedResult hundred_ranks() {
     ranks.push_back(std::move(a));
   }
   DiagnosedResult r{combine_ranks(std::move(ranks), {}), {}};
-  r.rank_comparison.straggler = kStraggler;
+  r.job.rank_comparison.straggler = kStraggler;
   r.diagnosis = diagnose(r);
   return r;
 }

@@ -189,7 +189,7 @@ TEST(Store, NothingIsAnalysedTwice) {
   EXPECT_EQ(runs[0].ranks, 1);
   // The stored summaries give back the analysis: its step is the headline's.
   const DiagnosedResult r = store.result(runs[0].id);
-  ASSERT_EQ(r.partitions.size(), 1u);
+  ASSERT_EQ(r.ranks.size(), 1u);
   EXPECT_TRUE(r.diagnosis.present);
   // Summaries an older stepscope wrote are analysed again, in place.
   {

@@ -141,7 +141,7 @@ TEST(CollectiveMarks, SequenceNumbersOnTheLaunchingOpKeyTheKernelsAlikeOnEveryRa
   EXPECT_EQ(ranks[0].collectives.marks[0].key, ranks[1].collectives.marks[0].key);
   EXPECT_NE(ranks[0].collectives.marks[0].key, ranks[0].collectives.marks[1].key);
   const AnalysisResult r = combine_ranks(std::move(ranks), {});
-  const ClockAlignment& c = r.rank_comparison.clocks;
+  const ClockAlignment& c = r.job.rank_comparison.clocks;
   EXPECT_EQ(c.keyed_by, "sequence number");
   EXPECT_EQ(c.collectives, 2);
   EXPECT_EQ(c.ranks[1].offset_ns, 7'000'000);
@@ -179,7 +179,7 @@ TEST(ClockAlignment, GeneratedJobOnSkewedClocksIsAlignedToTheGeneratorsOffsets) 
   const Analysis a = analyze_paths({dir.string()}, po);
   nlohmann::json truth;
   std::ifstream(dir / "ground_truth.json") >> truth;
-  const ClockAlignment& c = a.result.rank_comparison.clocks;
+  const ClockAlignment& c = a.result.job.rank_comparison.clocks;
   ASSERT_EQ(c.method, ClockMethod::CollectiveEnds);
   EXPECT_EQ(c.keyed_by, "order within step");
   const auto offsets = truth["clock_offsets_ns"].get<std::vector<ns_t>>();

@@ -178,8 +178,8 @@ TEST(Merge, RanksWithoutANumberAreNumberedInTheOrderGiven) {
   const DiagnosedResult merged = merge_summaries(std::move(parts));
   const DiagnosedResult direct = analyze_paths({a, b}, one_thread()).result;
   ASSERT_EQ(merged.ranks.size(), 2u);
-  EXPECT_EQ(merged.ranks[1].path, b);
-  EXPECT_EQ(merged.ranks[1].rank, 1);
+  EXPECT_EQ(merged.ranks[1].ingest.path, b);
+  EXPECT_EQ(merged.ranks[1].rank(), 1);
   EXPECT_EQ(to_json(merged).dump(1), to_json(direct).dump(1));
 }
 

@@ -70,19 +70,19 @@ stepscope::DiagnosedResult analyze(const std::vector<std::string>& paths) {
   return stepscope::analyze_paths(paths, o).result;
 }
 
-bool has_code(const stepscope::DiagnosedResult& r, std::string_view code) { return r.trust.has(code); }
+bool has_code(const stepscope::DiagnosedResult& r, std::string_view code) { return r.job.trust.has(code); }
 
 TEST(InputClaims, TheWholeJobHasAVerdict) {
   const Job j = generate("healthy", 1);
   const auto r = analyze({write(j, j.ranks[0], "whole.json")});
   EXPECT_NE(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
-  const auto& inv = r.facts.at(0).inventory;
+  const auto& inv = r.ranks.at(0).facts.inventory;
   EXPECT_TRUE(inv.has(stepscope::Activity::HostOps));
   EXPECT_TRUE(inv.has(stepscope::Activity::ComputeKernels));
   EXPECT_EQ(inv.recorder, stepscope::Recorder::TorchProfiler);
   EXPECT_EQ(inv.ranks_in_file, 1);
   EXPECT_FALSE(inv.startup_only);
-  EXPECT_FALSE(r.trust.blocks());
+  EXPECT_FALSE(r.job.trust.blocks());
 }
 
 // Row Bound / no_host_activity: a GPU-only export.
@@ -99,8 +99,8 @@ TEST(InputClaims, CommunicationAloneCannotBeCalledExposed) {
   const json comm_only = without(j.ranks[0], [](const json& e) { return cat(e) == "kernel" && !comm_kernel(e); });
   const auto r = analyze({write(j, comm_only, "comm_only.json")});
   EXPECT_TRUE(has_code(r, "filtered_export"));
-  EXPECT_EQ(r.facts.at(0).inventory.count(stepscope::Activity::ComputeKernels), 0u);
-  EXPECT_GT(r.facts.at(0).inventory.count(stepscope::Activity::CommKernels), 0u);
+  EXPECT_EQ(r.ranks.at(0).facts.inventory.count(stepscope::Activity::ComputeKernels), 0u);
+  EXPECT_GT(r.ranks.at(0).facts.inventory.count(stepscope::Activity::CommKernels), 0u);
   EXPECT_EQ(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
 }
 
@@ -110,7 +110,7 @@ TEST(InputClaims, WithoutTheGpuSideABoundIsWithheld) {
   const auto r = analyze({write(j, without(j.ranks[0], gpu_side), "host_only.json")});
   EXPECT_TRUE(has_code(r, "incomplete_gpu_records"));
   EXPECT_EQ(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
-  EXPECT_NE(stepscope::device_line(r.facts.at(0)), "CPU only");
+  EXPECT_NE(stepscope::device_line(r.ranks.at(0).facts), "CPU only");
 }
 
 // A file holding a whole job: every process named after its rank, pids made distinct.
@@ -144,10 +144,10 @@ TEST(InputClaims, AMergedJobFileSplitsIntoItsRanks) {
   for (std::size_t r = 0; r < j.ranks.size(); ++r) files.push_back(write(j, j.ranks[r], "rank-" + std::to_string(r) + ".json"));
   const auto apart = analyze(files);
   const auto together = analyze({write(j, merged(j, false), "job.json")});
-  ASSERT_EQ(together.partitions.size(), apart.partitions.size());
-  for (std::size_t i = 0; i < apart.partitions.size(); ++i) {
-    const auto& a = apart.partitions[i];
-    const auto& b = together.partitions[i];
+  ASSERT_EQ(together.ranks.size(), apart.ranks.size());
+  for (std::size_t i = 0; i < apart.ranks.size(); ++i) {
+    const auto& a = apart.ranks[i].partition;
+    const auto& b = together.ranks[i].partition;
     EXPECT_EQ(b.rank, a.rank);
     EXPECT_EQ(b.steady_steps, a.steady_steps);
     EXPECT_DOUBLE_EQ(b.steady_mean_ns, a.steady_mean_ns);
@@ -159,7 +159,7 @@ TEST(InputClaims, AMergedJobFileSplitsIntoItsRanks) {
     }
     EXPECT_NEAR(sum, b.steady_mean_ns, 1e-6 * b.steady_mean_ns);
   }
-  EXPECT_EQ(together.rank_comparison.straggler, apart.rank_comparison.straggler);
+  EXPECT_EQ(together.job.rank_comparison.straggler, apart.job.rank_comparison.straggler);
   EXPECT_FALSE(has_code(together, "several_ranks_in_file"));
   EXPECT_EQ(together.diagnosis.verdict.headline, apart.diagnosis.verdict.headline);
 }
@@ -168,9 +168,9 @@ TEST(InputClaims, AMergedJobFileSplitsIntoItsRanks) {
 TEST(InputClaims, AMergedFileThatCannotBeSplitGetsNoBound) {
   const Job j = generate("straggler", 3);
   const auto r = analyze({write(j, merged(j, true), "job.json")});
-  ASSERT_EQ(r.partitions.size(), 1u);
+  ASSERT_EQ(r.ranks.size(), 1u);
   EXPECT_TRUE(has_code(r, "several_ranks_in_file"));
-  EXPECT_EQ(r.facts.at(0).inventory.ranks_in_file, 3);
+  EXPECT_EQ(r.ranks.at(0).facts.inventory.ranks_in_file, 3);
   EXPECT_EQ(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
 }
 
@@ -185,8 +185,8 @@ TEST(InputClaims, TwoRanksOfALargeJobNameNoStraggler) {
   }
   const auto r = analyze(files);
   EXPECT_TRUE(has_code(r, "partial_job"));
-  EXPECT_FALSE(r.rank_comparison.straggler.has_value());
-  EXPECT_EQ(r.rank_comparison.world_size, 64);
+  EXPECT_FALSE(r.job.rank_comparison.straggler.has_value());
+  EXPECT_EQ(r.job.rank_comparison.world_size, 64);
   EXPECT_NE(r.diagnosis.verdict.bound, stepscope::Bound::Straggler);
   // The same two ranks as the whole job (world 2) do name it.
   std::vector<std::string> whole;
@@ -205,7 +205,7 @@ TEST(InputClaims, SeparateRunsAreNotComparedAsRanks) {
   const auto r = analyze({write(j, first, "a.json"), write(j, second, "b.json")});
   EXPECT_TRUE(has_code(r, "separate_runs"));
   EXPECT_EQ(r.diagnosis.verdict.bound, stepscope::Bound::Inconclusive);
-  EXPECT_FALSE(r.rank_comparison.withheld.empty());
+  EXPECT_FALSE(r.job.rank_comparison.withheld.empty());
   // The same two files recorded at the same time are two ranks as far as the trace can tell.
   const auto together = analyze({write(j, first, "c.json"), write(j, first, "d.json")});
   EXPECT_FALSE(has_code(together, "separate_runs"));
@@ -219,8 +219,8 @@ TEST(InputClaims, AForwardLoopWithoutMarkersHasItsIterations) {
   p.ranks = 1, p.steps = 10, p.training = false, p.step_markers = false, p.stage_annotations = false;
   const auto files = tg::generate(p, dir.path()).files;
   const auto r = analyze(files);
-  EXPECT_EQ(r.facts.at(0).run_kind, stepscope::RunKind::Inference) << r.facts.at(0).run_kind_evidence;
-  EXPECT_EQ(r.partitions.at(0).steps.size(), 10u);
+  EXPECT_EQ(r.ranks.at(0).facts.run_kind, stepscope::RunKind::Inference) << r.ranks.at(0).facts.run_kind_evidence;
+  EXPECT_EQ(r.ranks.at(0).partition.steps.size(), 10u);
   EXPECT_FALSE(has_code(r, "no_step_markers"));
 }
 
@@ -229,12 +229,12 @@ TEST(InputClaims, AForwardLoopWithoutMarkersHasItsIterations) {
 TEST(InputClaims, ABrokenInvariantIsNamedAndWithholdsTheBound) {
   const Job j = generate("healthy", 1);
   auto r = analyze({write(j, j.ranks[0], "whole.json")});
-  ASSERT_FALSE(r.trust.has("invariant_violated"));
-  ASSERT_FALSE(r.partitions.at(0).steps.empty());
-  r.partitions.at(0).steps.front().ns[0] -= 1'000;  // no longer sums to its window
-  r.partitions.at(0).steady_mean_category[1] = -5;
+  ASSERT_FALSE(r.job.trust.has("invariant_violated"));
+  ASSERT_FALSE(r.ranks.at(0).partition.steps.empty());
+  r.ranks.at(0).partition.steps.front().ns[0] -= 1'000;  // no longer sums to its window
+  r.ranks.at(0).partition.steady_mean_category[1] = -5;
   stepscope::check_invariants(r);
-  const stepscope::TrustWarning* w = r.trust.find("invariant_violated");
+  const stepscope::TrustWarning* w = r.job.trust.find("invariant_violated");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->severity, stepscope::TrustSeverity::Blocks);
   EXPECT_NE(w->text.find("sum to"), std::string::npos) << w->text;

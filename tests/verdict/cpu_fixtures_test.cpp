@@ -30,7 +30,7 @@ TEST(CpuFixtures, DataLoaderWithoutWorkersIsInputBound) {
   // Ground truth: __next__ holds 36-37 ms of each 38-41 ms step (~92%).
   EXPECT_GT(r.diagnosis.verdict.share, 0.85);
   EXPECT_EQ(r.diagnosis.levers.front().id, "num_workers");
-  EXPECT_FALSE(r.partitions[0].gpu);
+  EXPECT_FALSE(r.ranks[0].partition.gpu);
 }
 
 // The headline quotes the replay's prediction per worker count, not the Amdahl bound: the same
@@ -50,7 +50,7 @@ TEST(CpuFixtures, TwoWorkersStallEveryOtherStep) {
   const DiagnosedResult r = cpu_fixture("b_dataloader_w2_persistent");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
   // Ground truth: wait alternates ~2 ms / ~25-28 ms.
-  const Stability& s = r.stability.at(0);
+  const Stability& s = r.ranks.at(0).stability;
   EXPECT_TRUE(s.bursty);
   EXPECT_EQ(s.period.every, 2);
   EXPECT_EQ(s.period.kind, PeriodKind::LoaderWorkers);
@@ -61,8 +61,8 @@ TEST(CpuFixtures, PerStepItemOnACpuTensorIsNoSync) {
   const DiagnosedResult r = cpu_fixture("c_item_print_every_step");
   // One aten::item per step (ground truth aten_item_calls = 1) on a CPU tensor: no copy, no device
   // wait. It is host work, not a queue drain, and no sync lever applies.
-  EXPECT_EQ(r.partitions[0].item_calls, 0u);
-  EXPECT_EQ(r.partitions[0].sync_calls, 0u);
+  EXPECT_EQ(r.ranks[0].partition.item_calls, 0u);
+  EXPECT_EQ(r.ranks[0].partition.sync_calls, 0u);
   EXPECT_FALSE(evidence_mentions(r.diagnosis, "drains"));
   EXPECT_FALSE(lever(r.diagnosis, "remove_item").applies);
 }
@@ -70,7 +70,7 @@ TEST(CpuFixtures, PerStepItemOnACpuTensorIsNoSync) {
 TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
   const DiagnosedResult r = cpu_fixture("d_checkpoint_every_3rd_step");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SideWork);
-  const Stability& s = r.stability.at(0);
+  const Stability& s = r.ranks.at(0).stability;
   // Ground truth: torch.save at ProfilerStep#2 and #5 (128-129 ms vs 4-5 ms): two of the four
   // steady steps, too many to be spikes (at most a quarter can be); the period names them.
   EXPECT_TRUE(s.bursty);
@@ -93,7 +93,7 @@ TEST(CpuFixtures, LargeMlpIsComputeBound) {
 TEST(CpuFixtures, InstrumentedStagesAreAttributed) {
   const DiagnosedResult r = cpu_fixture("f_instrumented_stages");
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::GpuCompute);
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   ASSERT_EQ(p.steps.size(), 5u);
   // Ground truth per ProfilerStep: forward 145-160 ms, backward 161-286 ms, optimizer 7-8 ms.
   const char* names[] = {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4", "ProfilerStep#5"};

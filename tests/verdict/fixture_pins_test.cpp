@@ -188,14 +188,14 @@ TEST_P(RealTrace, VerdictKindAndFirstLeverWithASoundPartition) {
   const Pinned p = GetParam();
   const DiagnosedResult r = analyze_as_the_cli(std::string(STEPSCOPE_FIXTURES_DIR) + "/" + p.file);
   ASSERT_TRUE(r.diagnosis.present);
-  ASSERT_FALSE(r.facts.empty());
+  ASSERT_FALSE(r.ranks.empty());
   const Verdict& v = r.diagnosis.verdict;
   EXPECT_EQ(bound_id(v.bound, v.gpu), std::string(p.verdict)) << p.why << "; " << v.headline;
-  EXPECT_EQ(run_kind_name(r.facts[0].run_kind), std::string(p.kind)) << p.why << "; " << r.facts[0].run_kind_evidence;
+  EXPECT_EQ(run_kind_name(r.ranks[0].facts.run_kind), std::string(p.kind)) << p.why << "; " << r.ranks[0].facts.run_kind_evidence;
   EXPECT_EQ(first_lever(r), std::string(p.first_lever)) << p.why << "; " << v.headline;
-  EXPECT_FALSE(r.facts[0].run_kind_evidence.empty());
+  EXPECT_FALSE(r.ranks[0].facts.run_kind_evidence.empty());
   // The figures' own invariants hold on every real trace (check_invariants found nothing).
-  const TrustWarning* broken = r.trust.find("invariant_violated");
+  const TrustWarning* broken = r.job.trust.find("invariant_violated");
   EXPECT_EQ(broken, nullptr) << (broken ? broken->text : "");
   EXPECT_FALSE(v.evidence.empty());
   EXPECT_FALSE(v.headline.empty());
@@ -203,7 +203,7 @@ TEST_P(RealTrace, VerdictKindAndFirstLeverWithASoundPartition) {
   EXPECT_LE(v.share, 1.0);
   // An inconclusive verdict offers no lever.
   if (v.bound == Bound::Inconclusive) EXPECT_EQ(first_lever(r), "");
-  for (const auto& part : r.partitions)
+  for (const auto& part : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : part.steps) {
       EXPECT_GT(s.duration(), 0) << s.name;
       EXPECT_EQ(total_ns(s.ns), s.duration()) << s.name;
@@ -228,15 +228,15 @@ TEST(RealTraces, EightDlrmRanksSideBySide) {
                         "worker6_step_12.1694128201553", "worker7_step_12.1694128201553"})
     files.push_back(std::string(STEPSCOPE_FIXTURES_DIR) + "/param/dlrm_8rank/kineto/" + f + ".pt.trace.json.gz");
   const DiagnosedResult r = test::analyze_files(files);
-  ASSERT_EQ(r.rank_comparison.rows.size(), 8u);
+  ASSERT_EQ(r.job.rank_comparison.rows.size(), 8u);
   // Catalog: rank 1 is the longest step (19.9 ms) and rank 7 the shortest (12.5 ms); the slow
   // ranks spend the most time in NCCL, i.e. they wait rather than straggle.
-  auto longest = std::max_element(r.rank_comparison.rows.begin(), r.rank_comparison.rows.end(),
+  auto longest = std::max_element(r.job.rank_comparison.rows.begin(), r.job.rank_comparison.rows.end(),
                                   [](const RankRow& a, const RankRow& b) { return a.step_ns < b.step_ns; });
   EXPECT_EQ(longest->rank, 1);
-  EXPECT_TRUE(r.rank_comparison.local);
-  EXPECT_EQ(r.rank_comparison.skew.size(), 1u);
-  EXPECT_GT(r.rank_comparison.mean_skew_ns, 0);
+  EXPECT_TRUE(r.job.rank_comparison.local);
+  EXPECT_EQ(r.job.rank_comparison.skew.size(), 1u);
+  EXPECT_GT(r.job.rank_comparison.mean_skew_ns, 0);
 }
 
 }  // namespace

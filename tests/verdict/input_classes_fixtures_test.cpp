@@ -30,17 +30,17 @@ std::string refusal(const std::string& rel) {
 // Six recordings of different CPU programs in one folder are no job of six ranks.
 TEST(InputClassFixtures, SeparateCpuRunsAreNotRanks) {
   const DiagnosedResult r = analyze_fixture("cpu");
-  EXPECT_GE(r.partitions.size(), 2u);
-  EXPECT_TRUE(r.trust.has("separate_runs"));
+  EXPECT_GE(r.ranks.size(), 2u);
+  EXPECT_TRUE(r.job.trust.has("separate_runs"));
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::Inconclusive);
 }
 
 // Two ranks sampled from a 128-rank job: no straggler, and the comparison says why.
 TEST(InputClassFixtures, TwoOfAHundredTwentyEightRanksNameNoStraggler) {
   const DiagnosedResult r = analyze_fixture("hta/sampled_world128");
-  EXPECT_EQ(r.rank_comparison.world_size, 128);
-  EXPECT_FALSE(r.rank_comparison.straggler.has_value());
-  EXPECT_TRUE(r.trust.has("partial_job"));
+  EXPECT_EQ(r.job.rank_comparison.world_size, 128);
+  EXPECT_FALSE(r.job.rank_comparison.straggler.has_value());
+  EXPECT_TRUE(r.job.trust.has("partial_job"));
   EXPECT_NE(r.diagnosis.verdict.bound, Bound::Straggler);
 }
 
@@ -48,15 +48,15 @@ TEST(InputClassFixtures, TwoOfAHundredTwentyEightRanksNameNoStraggler) {
 // GPU side is missing, not a CPU job.
 TEST(InputClassFixtures, GpuNamesWithoutGpuRecordsAreIncomplete) {
   const DiagnosedResult r = analyze_fixture("hta/edited/rank_non_gpu.json.gz");
-  EXPECT_TRUE(r.trust.has("incomplete_gpu_records"));
-  EXPECT_EQ(device_line(r.facts.at(0)), "GPU of unknown model");
+  EXPECT_TRUE(r.job.trust.has("incomplete_gpu_records"));
+  EXPECT_EQ(device_line(r.ranks.at(0).facts), "GPU of unknown model");
 }
 
 // The CPU-only fixture's device line says so.
 TEST(InputClassFixtures, ACpuTraceIsCpuOnly) {
   const DiagnosedResult r = analyze_fixture("cpu/c_item_print_every_step.pt.trace.json.gz");
-  EXPECT_EQ(device_line(r.facts.at(0)), "CPU only");
-  EXPECT_EQ(r.facts.at(0).inventory.recorder, Recorder::AutogradProfiler);
+  EXPECT_EQ(device_line(r.ranks.at(0).facts), "CPU only");
+  EXPECT_EQ(r.ranks.at(0).facts.inventory.recorder, Recorder::AutogradProfiler);
 }
 
 TEST(InputClassFixtures, FilesThatAreNoProfilerTracesAreNamed) {

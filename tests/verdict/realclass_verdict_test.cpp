@@ -29,7 +29,7 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
   const Verdict& v = r.result.diagnosis.verdict;
   EXPECT_EQ(bound_id(v.bound, v.gpu), r.truth["expected_verdict"].get<std::string>()) << v.headline;
   for (const auto& code : r.truth["expected_warnings"])
-    EXPECT_TRUE(r.result.trust.has(code.get<std::string>())) << code;
+    EXPECT_TRUE(r.result.job.trust.has(code.get<std::string>())) << code;
   if (r.truth.contains("expected_not_levers"))
     for (const auto& id : r.truth["expected_not_levers"]) {
       const Lever* l = lever(r.result, id.get<std::string>());
@@ -39,10 +39,10 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
     ASSERT_FALSE(r.result.diagnosis.levers.empty());
     EXPECT_EQ(r.result.diagnosis.levers.front().id, r.truth["expected_first_lever"].get<std::string>());
   }
-  if (r.truth.contains("expected_run_kind") && !r.result.facts.empty())
-    EXPECT_EQ(run_kind_name(r.result.facts[0].run_kind), r.truth["expected_run_kind"].get<std::string>());
-  if (r.truth.contains("expected_steps") && !r.result.partitions.empty() && r.truth["expected_steps"].get<int>() > 0)
-    EXPECT_EQ(r.result.partitions[0].steps.size(), r.truth["expected_steps"].get<std::size_t>());
+  if (r.truth.contains("expected_run_kind") && !r.result.ranks.empty())
+    EXPECT_EQ(run_kind_name(r.result.ranks[0].facts.run_kind), r.truth["expected_run_kind"].get<std::string>());
+  if (r.truth.contains("expected_steps") && !r.result.ranks.empty() && r.truth["expected_steps"].get<int>() > 0)
+    EXPECT_EQ(r.result.ranks[0].partition.steps.size(), r.truth["expected_steps"].get<std::size_t>());
   // The JSON says what the text says: one source for the bound.
   const nlohmann::json j = to_json(r.result);
   EXPECT_EQ(j["verdict"]["bound"], bound_id(v.bound, v.gpu));
@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, RealClass,
 
 TEST(RealClass, NestedItemIsOneSyncAndCpuItemNone) {
   const PresetRun r = run_preset("nested-item");
-  const RankPartition& p = r.result.partitions.at(0);
+  const RankPartition& p = r.result.ranks.at(0).partition;
   ASSERT_GT(p.steady_steps, 0u);
   EXPECT_DOUBLE_EQ(static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps),
                    r.truth["expected_sync_calls_per_step"].get<double>());
@@ -71,7 +71,7 @@ TEST(RealClass, NestedItemIsOneSyncAndCpuItemNone) {
 
 TEST(RealClass, Fp8GemmsAndExpertParallelKernels) {
   const PresetRun r = run_preset("fp8-moe-ep");
-  const ComputeMix& m = r.result.partitions.at(0).mix;
+  const ComputeMix& m = r.result.ranks.at(0).partition.mix;
   const auto fp8 = m.gemm_ns_by_dtype[static_cast<std::size_t>(DataType::Fp8)];
   const auto fp32 = m.gemm_ns_by_dtype[static_cast<std::size_t>(DataType::Fp32)];
   EXPECT_GT(fp8, 0);
@@ -88,7 +88,7 @@ TEST(RealClass, Fp8GemmsAndExpertParallelKernels) {
 // act on the all-reduce's share alone.
 TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
   const PresetRun r = run_preset("moe-nccl-a2a");
-  const ComputeMix& m = r.result.partitions.at(0).mix;
+  const ComputeMix& m = r.result.ranks.at(0).partition.mix;
   const auto role = [&](CommRole c) { return static_cast<double>(m.comm_ns_by_role[static_cast<std::size_t>(c)]); };
   double comm = 0;
   for (auto v : m.comm_ns_by_role) comm += static_cast<double>(v);
@@ -99,7 +99,7 @@ TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
   ASSERT_FALSE(d.levers.empty());
   EXPECT_EQ(d.levers.front().id, "ep_overlap");
   const double exposed =
-      r.result.partitions.at(0).steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
+      r.result.ranks.at(0).partition.steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
   for (const auto& l : d.levers)
     if (l.id == "accumulate_allreduce") EXPECT_LT(l.removable_ns, 0.75 * exposed * 0.2);
   bool said = false;
@@ -115,7 +115,7 @@ TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
 
 TEST(RealClass, OldCategoriesStillSplitForwardAndBackward) {
   const PresetRun r = run_preset("autograd-thread-old-cats");
-  const RankPartition& p = r.result.partitions.at(0);
+  const RankPartition& p = r.result.ranks.at(0).partition;
   const double fwd = p.steady_mean_category[static_cast<std::size_t>(Category::ComputeForward)];
   const double bwd = p.steady_mean_category[static_cast<std::size_t>(Category::ComputeBackward)];
   double truth_fwd = 0, truth_bwd = 0, n = 0;
@@ -131,7 +131,7 @@ TEST(RealClass, OldCategoriesStillSplitForwardAndBackward) {
 
 TEST(RealClass, HostRunningAheadIsMeasuredOnTheGpu) {
   const PresetRun r = run_preset("host-runs-ahead");
-  const RankPartition& p = r.result.partitions.at(0);
+  const RankPartition& p = r.result.ranks.at(0).partition;
   EXPECT_TRUE(p.host_runs_ahead);
   for (std::size_t k = 1; k < p.steps.size(); ++k) EXPECT_LE(p.steps[k - 1].end, p.steps[k].start);
 }

@@ -40,12 +40,12 @@ void expect_verdict_and_first_lever(const DiagnosedResult& r, const std::string&
 }
 
 double step_share(const DiagnosedResult& r, Category c) {
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   return p.steady_mean_category[static_cast<std::size_t>(c)] / p.steady_mean_ns;
 }
 
 double syncs_per_step(const DiagnosedResult& r) {
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   return static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
 }
 
@@ -57,7 +57,7 @@ TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
   // The loader's sleep is no edge of HTA's path, which then sums to a few ms of the 58 ms step:
   // no lever is given a share of a path that misses most of its step.
   for (const auto& l : r.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << l.id;
-  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+  EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("training"));
 }
 
 TEST(RecordedTraces, PageableCopyIsCopyBoundAndOnThePath) {
@@ -83,7 +83,7 @@ TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
   const DiagnosedResult r = analyze_recorded("fp32_no_amp");
   expect_verdict_and_first_lever(r, "gpu-bound", "amp_bf16");  // an H200 runs bf16 tensor cores
   EXPECT_TRUE(has_finding(r, "fp32_no_tf32"));
-  const ComputeMix& m = r.partitions.at(0).mix;
+  const ComputeMix& m = r.ranks.at(0).partition.mix;
   EXPECT_GT(m.fp32_simt_gemm_ns, 0.9 * static_cast<double>(m.gemm_ns_by_dtype[static_cast<std::size_t>(DataType::Fp32)]));
 }
 
@@ -95,7 +95,7 @@ TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
   EXPECT_FALSE(has_finding(r, "fp32_no_tf32"));
   // cuBLAS's nvjet kernels name no element type: it comes from the launching aten::addmm/mm,
   // whose inputs autocast made BFloat16.
-  const auto& by_type = r.partitions.at(0).mix.gemm_ns_by_dtype;
+  const auto& by_type = r.ranks.at(0).partition.mix.gemm_ns_by_dtype;
   const double bf16 = static_cast<double>(by_type[static_cast<std::size_t>(DataType::Bf16)]);
   double all = 0;
   for (auto v : by_type) all += static_cast<double>(v);
@@ -144,7 +144,7 @@ TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
   // torch.save's device-to-host copies are launched inside the save: side work, not a copy stage.
   EXPECT_GT(step_share(r, Category::SideWork), 0.95);
   EXPECT_LT(step_share(r, Category::D2HCopy), 0.01);
-  const Stability& s = r.stability.at(0);
+  const Stability& s = r.ranks.at(0).stability;
   EXPECT_EQ(s.period.kind, PeriodKind::Checkpoint);
   EXPECT_EQ(s.period.every, 2);
 }
@@ -171,7 +171,7 @@ TEST(RecordedTraces, Bf16TransformerIsGpuBoundWithAttentionFused) {
   const DiagnosedResult r = analyze_recorded("sdpa_bf16");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const char* id : {"amp_bf16", "amp_fp16", "tf32", "sdpa"}) EXPECT_FALSE(lever_of(r, id).applies) << id;
-  const ComputeMix& m = r.partitions.at(0).mix;
+  const ComputeMix& m = r.ranks.at(0).partition.mix;
   EXPECT_GT(m.class_ns[static_cast<std::size_t>(KernelClass::Attention)], 0.1 * static_cast<double>(m.kernel_ns()));
   EXPECT_EQ(m.compiled_ns, 0);
 }
@@ -181,7 +181,7 @@ TEST(RecordedTraces, Bf16TransformerIsGpuBoundWithAttentionFused) {
 TEST(RecordedTraces, CompiledModelIsNotToldToCompileItsModel) {
   const DiagnosedResult r = analyze_recorded("compiled_bf16");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
-  const ComputeMix& m = r.partitions.at(0).mix;
+  const ComputeMix& m = r.ranks.at(0).partition.mix;
   EXPECT_GT(m.compiled_ns, 0.7 * static_cast<double>(m.kernel_ns()));
   EXPECT_GT(m.compiled_eltwise_norm_ns, 0);
   const std::string& kind = r.diagnosis.verdict.compute_kind;
@@ -208,7 +208,7 @@ TEST(RecordedTraces, ReadingTheOutputBackEveryStepIsCopyBoundByD2H) {
 TEST(RecordedTraces, Fp8GemmsAreCountedAsFp8AndGetNoPrecisionLever) {
   const DiagnosedResult r = analyze_recorded("fp8_gemm");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
-  const auto& by_type = r.partitions.at(0).mix.gemm_ns_by_dtype;
+  const auto& by_type = r.ranks.at(0).partition.mix.gemm_ns_by_dtype;
   double all = 0;
   for (auto v : by_type) all += static_cast<double>(v);
   const double fp8 = static_cast<double>(by_type[static_cast<std::size_t>(DataType::Fp8)]);
@@ -225,9 +225,9 @@ TEST(RecordedTraces, Fp8GemmsAreCountedAsFp8AndGetNoPrecisionLever) {
 // not offered to a run that already replays them.
 TEST(RecordedTraces, ReplayedTrainingStepIsTrainingAndNotToldToUseGraphs) {
   const DiagnosedResult r = analyze_recorded("cuda_graph_step");
-  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training")) << r.facts.at(0).run_kind_evidence;
-  EXPECT_NE(r.facts.at(0).run_kind_evidence.find("CUDA graph"), std::string::npos);
-  EXPECT_TRUE(r.facts.at(0).cuda_graphs);
+  EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("training")) << r.ranks.at(0).facts.run_kind_evidence;
+  EXPECT_NE(r.ranks.at(0).facts.run_kind_evidence.find("CUDA graph"), std::string::npos);
+  EXPECT_TRUE(r.ranks.at(0).facts.cuda_graphs);
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   EXPECT_FALSE(lever_of(r, "cuda_graphs").applies) << lever_of(r, "cuda_graphs").basis;
   // The replay's host side is two small copies and one launch a step.
@@ -239,7 +239,7 @@ TEST(RecordedTraces, ReplayedTrainingStepIsTrainingAndNotToldToUseGraphs) {
 TEST(RecordedTraces, ElementwiseChainIsGpuBoundWithFusionFirst) {
   const DiagnosedResult r = analyze_recorded("elementwise_fp32");
   expect_verdict_and_first_lever(r, "gpu-bound", "torch_compile");
-  const ComputeMix& m = r.partitions.at(0).mix;
+  const ComputeMix& m = r.ranks.at(0).partition.mix;
   const double eltwise = static_cast<double>(m.class_ns[static_cast<std::size_t>(KernelClass::Elementwise)] +
                                              m.class_ns[static_cast<std::size_t>(KernelClass::ReductionNorm)]);
   EXPECT_GT(eltwise, 0.95 * static_cast<double>(m.kernel_ns()));
@@ -275,16 +275,16 @@ TEST(RecordedTraces, SlowTransformBehindTwoWorkersIsInputBound) {
 TEST(RecordedTraces, CpuActivityAloneLeavesTheVerdictInconclusive) {
   const DiagnosedResult r = analyze_recorded("gpu_job_cpu_activity_only");
   EXPECT_EQ(verdict_id(r), "inconclusive") << r.diagnosis.verdict.headline;
-  const TrustWarning* w = r.facts.at(0).trust.find("incomplete_gpu_records");
+  const TrustWarning* w = r.ranks.at(0).facts.trust.find("incomplete_gpu_records");
   ASSERT_NE(w, nullptr);
   EXPECT_NE(w->text.find("ProfilerActivity.CUDA"), std::string::npos) << w->text;
-  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+  EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("training"));
 }
 
 // Transformer layers under inference_mode: an inference run, GPU-bound, with no training lever.
 TEST(RecordedTraces, InferenceLoopGetsNoTrainingLever) {
   const DiagnosedResult r = analyze_recorded("inference_bf16");
-  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("inference"));
+  EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("inference"));
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const char* id : {"micro_batch", "fused_optimizer", "ddp_buckets", "amp_bf16"})
     EXPECT_FALSE(lever_of(r, id).applies) << id;
@@ -296,9 +296,9 @@ TEST(RecordedTraces, InferenceLoopGetsNoTrainingLever) {
 TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
   const DiagnosedResult r = analyze_recorded("pinned_prefetch");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
-  EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
-  EXPECT_LT(r.stability.at(0).cv, 0.05);
-  for (const auto& s : r.partitions.at(0).steps)
+  EXPECT_TRUE(r.ranks.at(0).partition.host_runs_ahead);
+  EXPECT_LT(r.ranks.at(0).stability.cv, 0.05);
+  for (const auto& s : r.ranks.at(0).partition.steps)
     if (!s.warmup) EXPECT_GT(s.ns[static_cast<std::size_t>(Category::ComputeBackward)], 0) << s.name;
   EXPECT_LT(step_share(r, Category::H2DCopy), 0.05);
   EXPECT_FALSE(lever_of(r, "pin_memory").applies);
@@ -309,7 +309,7 @@ TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
 // this small job are milliseconds, set by the host's dispatch.
 TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
   const DiagnosedResult r = analyze_recorded("cold_start");
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   ASSERT_FALSE(p.steps.empty());
   EXPECT_TRUE(p.steps.front().warmup);
   EXPECT_GT(p.steps.front().end - p.steps.front().start, 500'000'000);
@@ -362,7 +362,7 @@ TEST(RecordedTraces, AnomalyDetectionLeftOnIsNamed) {
 // loop): the ops that mark the scores are found in their steps' host spans.
 TEST(RecordedTraces, HandWrittenAttentionIsUnfusedEvenWithTheHostFarAhead) {
   const DiagnosedResult r = analyze_recorded("unfused_attention");
-  EXPECT_TRUE(r.partitions.at(0).host_runs_ahead);
+  EXPECT_TRUE(r.ranks.at(0).partition.host_runs_ahead);
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   EXPECT_NE(finding_of(r, "unfused_attention"), nullptr);
   EXPECT_TRUE(lever_of(r, "sdpa").applies);
@@ -390,8 +390,8 @@ TEST(RecordedTraces, Fp16WithAGradScalerIsGpuBoundWithNoPrecisionLever) {
 TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
   const DiagnosedResult r = analyze_recorded("epoch_respawn");
   expect_verdict_and_first_lever(r, "input-bound", "persistent_workers");
-  EXPECT_EQ(r.stability.at(0).period.kind, PeriodKind::EpochBoundary);
-  EXPECT_EQ(r.stability.at(0).period.every, 4);
+  EXPECT_EQ(r.ranks.at(0).stability.period.kind, PeriodKind::EpochBoundary);
+  EXPECT_EQ(r.ranks.at(0).stability.period.every, 4);
   EXPECT_NE(finding_of(r, "loader_respawn"), nullptr);
   EXPECT_LT(lever_of(r, "num_workers").removable_ns, lever_of(r, "persistent_workers").removable_ns);
 }
@@ -401,8 +401,8 @@ TEST(RecordedTraces, WorkersRespawnedEachEpochStallEveryFourthStep) {
 // and rank 0's extra wait is that 20 ms.
 TEST(RecordedTraces, DdpRankWithSlowHostWorkIsTheStraggler) {
   const DiagnosedResult r = test::analyze_files({std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/ddp_straggler"});
-  ASSERT_EQ(r.partitions.size(), 2u);
-  const RankComparison& rc = r.rank_comparison;
+  ASSERT_EQ(r.ranks.size(), 2u);
+  const RankComparison& rc = r.job.rank_comparison;
   ASSERT_TRUE(rc.straggler.has_value());
   EXPECT_EQ(*rc.straggler, 1);
   EXPECT_EQ(rc.straggler_cause, StragglerCause::HostSide);
@@ -426,8 +426,8 @@ TEST(RecordedTraces, ReportsNameAHostSideStragglersExcess) {
 // training run; graphs are not offered again.
 TEST(RecordedTraces, ReduceOverheadCompileIsNotToldToUseGraphs) {
   const DiagnosedResult r = analyze_recorded("compiled_cuda_graphs");
-  EXPECT_TRUE(r.facts.at(0).cuda_graphs);
-  EXPECT_EQ(run_kind_name(r.facts.at(0).run_kind), std::string("training"));
+  EXPECT_TRUE(r.ranks.at(0).facts.cuda_graphs);
+  EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("training"));
   EXPECT_FALSE(lever_of(r, "cuda_graphs").applies);
 }
 

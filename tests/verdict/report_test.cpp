@@ -23,7 +23,7 @@ TEST(TextReport, TheVerdictLeadsAndTheTrustWarningsFollowIt) {
     SCOPED_TRACE(file);
     const DiagnosedResult r =
         test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/wild/" + file + ".pt.trace.json.gz"});
-    ASSERT_GE(r.trust.warnings.size(), 2u);
+    ASSERT_GE(r.job.trust.warnings.size(), 2u);
     const std::string text = render_text(r);
     EXPECT_EQ(text.rfind("verdict: ", 0), 0u) << text.substr(0, 200);
     const auto trust = text.find("\ntrust (what limits this analysis):\n");
@@ -60,9 +60,9 @@ TEST(JsonReport, NamesTheStragglersCauseAndEachStepsHostSpan) {
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["rank_comparison"]["straggler"], 1);
   EXPECT_EQ(j["rank_comparison"]["straggler_cause"], "host_side");
-  for (std::size_t k = 0; k < r.partitions.size(); ++k) {
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const auto& steps = j["ranks"][k]["partition"]["steps"];
-    ASSERT_EQ(steps.size(), r.partitions[k].steps.size());
+    ASSERT_EQ(steps.size(), r.ranks[k].partition.steps.size());
     for (const auto& s : steps) {
       EXPECT_LE(s["host_start_ns"].get<ns_t>(), s["host_end_ns"].get<ns_t>());
       EXPECT_LE(s["host_start_ns"].get<ns_t>(), s["start_ns"].get<ns_t>());
@@ -77,7 +77,7 @@ TEST(JsonReport, CarriesPerStepPartitionsAndTheDiagnosis) {
   ASSERT_EQ(j["ranks"].size(), 1u);
   EXPECT_TRUE(j["ranks"][0].contains("ingest"));
   const auto& steps = j["ranks"][0]["partition"]["steps"];
-  ASSERT_EQ(steps.size(), r.partitions[0].steps.size());
+  ASSERT_EQ(steps.size(), r.ranks[0].partition.steps.size());
   for (const auto& s : steps) {
     ns_t sum = 0;
     for (const auto& [k, v] : s["categories_ns"].items()) sum += v.get<ns_t>();

@@ -23,6 +23,13 @@ StepPartition step(std::int64_t n, double compute, Category c = Category::Idle, 
   return s;
 }
 
+// The ranks numbered by their place.
+std::vector<RankPartitionOf> side_by_side(const std::vector<RankPartition>& ranks) {
+  std::vector<RankPartitionOf> out;
+  for (const auto& p : ranks) out.push_back({static_cast<int>(out.size()), &p});
+  return out;
+}
+
 RankPartition rank_of(int rank, std::vector<StepPartition> steps) {
   RankPartition p;
   p.rank = rank;
@@ -103,7 +110,7 @@ TEST(Stability, ASlowModeIsNoListOfSpikes) {
   PipelineOptions o;
   o.ingest.jobs = 1;
   const DiagnosedResult r = analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/param/resnet_kineto.json.gz"}, o).result;
-  const Stability& s = r.stability.at(0);
+  const Stability& s = r.ranks.at(0).stability;
   ASSERT_EQ(s.steps, 29u);
   EXPECT_TRUE(s.bursty);
   EXPECT_LE(4 * s.spikes.size(), s.steps) << s.spikes.size() << " spikes";
@@ -116,7 +123,7 @@ TEST(Stability, JitteredGeneratedRunsHaveFewSpikes) {
   for (const char* scenario : {"healthy", "launch-bound", "input-bound"}) {
     for (int seed : {1, 2, 3}) {
       const auto run = test::analyze_generated(scenario, fmt::format("--steps 30 --jitter 0.10 --seed {}", seed));
-      for (const Stability& st : run.result.stability) {
+      for (const Stability& st : each_rank(run.result, &RankAnalysis::stability)) {
         ASSERT_GE(st.steps, 20u) << scenario;
         EXPECT_LE(st.spikes.size(), 2u) << scenario << " seed " << seed << ": " << st.spikes.size() << " of " << st.steps;
       }
@@ -141,7 +148,7 @@ TEST(Ranks, SlowComputeRankIsTheStraggler) {
       steps.push_back(r == 2 ? step(n, 52) : step(n, 40, Category::GradSyncExposed, 12));
     ranks.push_back(rank_of(r, steps));
   }
-  const RankComparison rc = compare_ranks(ranks);
+  const RankComparison rc = compare_ranks(side_by_side(ranks));
   ASSERT_TRUE(rc.straggler.has_value());
   EXPECT_EQ(*rc.straggler, 2);
   EXPECT_NEAR(rc.straggler_excess, 0.30, 1e-9);
@@ -154,7 +161,7 @@ TEST(Ranks, EqualRanksHaveNoStraggler) {
   std::vector<RankPartition> ranks;
   for (int r = 0; r < 4; ++r)
     ranks.push_back(rank_of(r, {step(0, 40, Category::GradSyncExposed, 12), step(1, 40, Category::GradSyncExposed, 12)}));
-  const RankComparison rc = compare_ranks(ranks);
+  const RankComparison rc = compare_ranks(side_by_side(ranks));
   EXPECT_FALSE(rc.straggler.has_value());
   EXPECT_FALSE(rc.local);
 }
@@ -180,9 +187,9 @@ TEST(Verdict, GroupRuleQuarterOfTheStepOrMoreThanCompute) {
 TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   // Steady steps: 60 ms compute + 40 ms batch wait -> removing the wait gives 100/60 = 1.667x.
   DiagnosedResult r;
-  r.partitions.push_back(rank_of(0, {step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
-                                     step(2, 60, Category::BatchWait, 40)}));
-  r.stability.push_back(compute_stability(r.partitions[0]));
+  r.ranks.emplace_back().partition = rank_of(0, {step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
+                                     step(2, 60, Category::BatchWait, 40)});
+  r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
   ASSERT_TRUE(r.diagnosis.present);
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
@@ -220,11 +227,11 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
   // after the sync; the host waited 15 ms of the GPU's 20. Without the sync the host still
   // spends its 85 ms: the step shrinks by the 15 ms wait, 100/85, not by the 80 ms stall.
   DiagnosedResult r;
-  r.partitions.push_back(rank_of(0, {step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
-                                     step(2, 20, Category::SyncStall, 80)}));
-  r.partitions[0].sync_wait_ns = static_cast<double>(ms(15));
-  r.partitions[0].sync_calls = 2;
-  r.stability.push_back(compute_stability(r.partitions[0]));
+  r.ranks.emplace_back().partition = rank_of(0, {step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
+                                     step(2, 20, Category::SyncStall, 80)});
+  r.ranks[0].partition.sync_wait_ns = static_cast<double>(ms(15));
+  r.ranks[0].partition.sync_calls = 2;
+  r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::SyncStall);
   const Lever& l = lever(r, "remove_item");
@@ -233,7 +240,7 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
   EXPECT_NEAR(l.speedup, 100.0 / 85.0, 1e-9);
 
   // A sync that waits on nothing (the GPU idle through it): its own cost is not removable.
-  r.partitions[0].sync_wait_ns = 0;
+  r.ranks[0].partition.sync_wait_ns = 0;
   r.diagnosis = diagnose(r);
   EXPECT_FALSE(lever(r, "remove_item").applies);
 }
@@ -248,16 +255,15 @@ DiagnosedResult comm_job() {
     return s;
   };
   DiagnosedResult r;
-  r.partitions.push_back(rank_of(0, {with_comm(0), with_comm(1), with_comm(2)}));
-  auto& roles = r.partitions[0].mix.comm_ns_by_role;
+  r.ranks.emplace_back().partition = rank_of(0, {with_comm(0), with_comm(1), with_comm(2)});
+  auto& roles = r.ranks[0].partition.mix.comm_ns_by_role;
   roles[static_cast<std::size_t>(CommRole::Exchange)] = ms(60);
   roles[static_cast<std::size_t>(CommRole::PointToPoint)] = ms(20);
   roles[static_cast<std::size_t>(CommRole::GradientSync)] = ms(20);
-  r.stability.push_back(compute_stability(r.partitions[0]));
-  RankFacts f;  // a PyTorch training job: every lever's knob exists
+  r.ranks[0].stability = compute_stability(r.ranks[0].partition);
+  RankFacts& f = r.ranks[0].facts;  // a PyTorch training job: every lever's knob exists
   f.pytorch = true;
   f.run_kind = RunKind::Training;
-  r.facts.push_back(f);
   return r;
 }
 
@@ -282,7 +288,7 @@ TEST(Levers, ExposedCommunicationSplitsByWhatItIsFor) {
 // Host-side communication (gloo, MPI) runs no kernel: all of it is gradient sync.
 TEST(Levers, CommunicationWithoutKernelsIsGradientSync) {
   DiagnosedResult r = comm_job();
-  r.partitions[0].mix.comm_ns_by_role = {};
+  r.ranks[0].partition.mix.comm_ns_by_role = {};
   r.diagnosis = diagnose(r);
   EXPECT_NEAR(lever(r, "accumulate_allreduce").removable_ns, static_cast<double>(ms(37.5)), 1);
   EXPECT_FALSE(lever(r, "ep_overlap").applies);
@@ -292,7 +298,7 @@ TEST(Levers, CommunicationWithoutKernelsIsGradientSync) {
 // lever, DDP's buckets are not.
 TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
   DiagnosedResult r = comm_job();
-  r.partitions[0].mix.comm_ns_by_role = {};
+  r.ranks[0].partition.mix.comm_ns_by_role = {};
   r.diagnosis = diagnose(r);
   EXPECT_TRUE(lever(r, "ddp_buckets").applies);
   EXPECT_FALSE(lever(r, "fsdp_prefetch").applies);
@@ -300,7 +306,7 @@ TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
   KernelRow k;
   k.name = "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
   d.kernels.rows.push_back(k);
-  r.drilldowns.push_back(d);
+  for (auto& a : r.ranks) a.drilldown = d;
   r.diagnosis = diagnose(r);
   EXPECT_FALSE(lever(r, "ddp_buckets").applies);
   EXPECT_NE(lever(r, "ddp_buckets").basis.find("sharded"), std::string::npos);
@@ -309,8 +315,8 @@ TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
 
 TEST(Levers, CatalogueCoversEveryRequiredLever) {
   DiagnosedResult r;
-  r.partitions.push_back(rank_of(0, {step(0, 60), step(1, 60)}));
-  r.stability.push_back(compute_stability(r.partitions[0]));
+  r.ranks.emplace_back().partition = rank_of(0, {step(0, 60), step(1, 60)});
+  r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
   std::set<std::string> ids;
   for (const auto& l : r.diagnosis.levers) ids.insert(l.id);

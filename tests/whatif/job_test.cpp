@@ -28,7 +28,7 @@ double truth_of_fix(const std::string& options) {
 void expect_straggler_predicted(const std::string& options) {
   SCOPED_TRACE("straggler " + options);
   const test::GeneratedRun run = test::analyze_generated("straggler", options);
-  const whatif::JobWhatIf& job = run.result.job_whatif;
+  const whatif::JobWhatIf& job = run.result.job.whatif;
   ASSERT_TRUE(job.present);
   EXPECT_EQ(job.ranks, static_cast<int>(run.result.ranks.size()));
   EXPECT_GT(job.collectives, 0);
@@ -55,13 +55,13 @@ TEST(JobWhatIf, StragglerFixedOnALargerJobWithASlowerRank) {
 // faster than the straggler, whose transfer is all the accumulation saves.
 TEST(JobWhatIf, WaitsForTheLastRankAreNoCommunicationToCut) {
   const test::GeneratedRun run = test::analyze_generated("straggler");
-  const whatif::JobLever* job = whatif::find_job_lever(run.result.job_whatif, "accumulate_allreduce");
+  const whatif::JobLever* job = whatif::find_job_lever(run.result.job.whatif, "accumulate_allreduce");
   ASSERT_NE(job, nullptr);
   const int slow = run.truth.at("straggler_rank").get<int>();
-  for (std::size_t i = 0; i < run.result.whatif.size(); ++i) {
-    for (const auto& p : run.result.whatif[i].levers) {
-      if (p.id != "accumulate_allreduce" || run.result.ranks[i].rank == slow) continue;
-      EXPECT_LT(job->speedup, p.speedup) << "rank " << run.result.ranks[i].rank;
+  for (std::size_t i = 0; i < run.result.ranks.size(); ++i) {
+    for (const auto& p : run.result.ranks[i].whatif.levers) {
+      if (p.id != "accumulate_allreduce" || run.result.ranks[i].rank() == slow) continue;
+      EXPECT_LT(job->speedup, p.speedup) << "rank " << run.result.ranks[i].rank();
     }
   }
   EXPECT_GE(job->speedup, 1.0);
@@ -71,8 +71,8 @@ TEST(JobWhatIf, WaitsForTheLastRankAreNoCommunicationToCut) {
 // The fixed job has no straggler: nothing to re-time.
 TEST(JobWhatIf, NoStragglerNoStragglerLever) {
   const test::GeneratedRun run = test::analyze_generated("straggler", "--apply fix_straggler");
-  ASSERT_TRUE(run.result.job_whatif.present);
-  EXPECT_EQ(whatif::find_job_lever(run.result.job_whatif, "fix_straggler"), nullptr);
+  ASSERT_TRUE(run.result.job.whatif.present);
+  EXPECT_EQ(whatif::find_job_lever(run.result.job.whatif, "fix_straggler"), nullptr);
 }
 
 // The real 8-rank DLRM step: its all-to-alls and all-reduces joined across the ranks replay the
@@ -83,7 +83,7 @@ TEST(JobWhatIf, RealEightRankJobReplaysItsCollectives) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().string());
   const DiagnosedResult r = test::analyze_files(files);
   ASSERT_EQ(r.ranks.size(), 8u);
-  const whatif::JobWhatIf& job = r.job_whatif;
+  const whatif::JobWhatIf& job = r.job.whatif;
   ASSERT_TRUE(job.present);
   EXPECT_EQ(job.ranks, 8);
   EXPECT_GT(job.recorded_span_ns, 0);
@@ -93,8 +93,8 @@ TEST(JobWhatIf, RealEightRankJobReplaysItsCollectives) {
 // One rank has no one to join; two ranks of 128 cannot say when the last one arrives.
 TEST(JobWhatIf, NotPresentWithoutTheJobsRanks) {
   const std::string f = std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/sampled_world128/";
-  EXPECT_FALSE(test::analyze_files({f + "sampled_rank-0.json.gz"}).job_whatif.present);
-  EXPECT_FALSE(test::analyze_files({f + "sampled_rank-0.json.gz", f + "sampled_rank-1.json.gz"}).job_whatif.present);
+  EXPECT_FALSE(test::analyze_files({f + "sampled_rank-0.json.gz"}).job.whatif.present);
+  EXPECT_FALSE(test::analyze_files({f + "sampled_rank-0.json.gz", f + "sampled_rank-1.json.gz"}).job.whatif.present);
 }
 
 }  // namespace

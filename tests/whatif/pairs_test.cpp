@@ -207,9 +207,9 @@ nlohmann::json setting_of(const GeneratedPair& g) {
 // the mean over ranks, as job_step() reduces them.
 double truth_steady_step_ns(const test::GeneratedRun& run) {
   double sum_of_means = 0;
-  for (std::size_t rank = 0; rank < run.result.partitions.size(); ++rank) {
+  for (std::size_t rank = 0; rank < run.result.ranks.size(); ++rank) {
     std::set<std::int64_t> steady;
-    for (const auto& s : run.result.partitions[rank].steps)
+    for (const auto& s : run.result.ranks[rank].partition.steps)
       if (!s.warmup) steady.insert(s.number);
     double sum = 0;
     int n = 0;
@@ -219,7 +219,7 @@ double truth_steady_step_ns(const test::GeneratedRun& run) {
     EXPECT_GT(n, 0) << "rank " << rank;
     sum_of_means += n ? sum / n : 0;
   }
-  return sum_of_means / static_cast<double>(run.result.partitions.size());
+  return sum_of_means / static_cast<double>(run.result.ranks.size());
 }
 
 TEST(GeneratedPairs, MeasuredSpeedupIsTheGroundTruths) {

@@ -37,14 +37,14 @@ double setting(const Lever& l, const std::string& value) {
 }
 
 double custom_speedup(const DiagnosedResult& r) {
-  EXPECT_TRUE(r.whatif.at(0).custom.has_value());
-  return r.whatif.at(0).custom ? r.whatif.at(0).custom->speedup : -1;
+  EXPECT_TRUE(r.ranks.at(0).whatif.custom.has_value());
+  return r.ranks.at(0).whatif.custom ? r.ranks.at(0).whatif.custom->speedup : -1;
 }
 
 TEST(WhatIf, HostOnlyStepsReplayExactly) {
   const DiagnosedResult r = run(kBefore);
-  ASSERT_EQ(r.whatif.size(), 1u);
-  const auto& w = r.whatif[0];
+  ASSERT_EQ(r.ranks.size(), 1u);
+  const auto& w = r.ranks[0].whatif;
   ASSERT_TRUE(w.present);
   EXPECT_GE(w.steps.size(), 3u);
   EXPECT_LT(w.replay_error_max, 1e-9);
@@ -55,7 +55,7 @@ TEST(WhatIf, HostOnlyStepsReplayExactly) {
 // said 13.2x; two workers halve the loading time, they do not remove it.
 TEST(WhatIf, TwoWorkersPredictTheMeasuredPair) {
   const DiagnosedResult before = run(kBefore), after = run(kAfter);
-  const double measured = before.partitions[0].steady_mean_ns / after.partitions[0].steady_mean_ns;
+  const double measured = before.ranks[0].partition.steady_mean_ns / after.ranks[0].partition.steady_mean_ns;
   const Lever& l = lever(before, "num_workers");
   ASSERT_TRUE(l.applies);
   const double two = setting(l, "2");
@@ -77,7 +77,7 @@ TEST(WhatIf, LoaderWithWorkersReadsItsCountFromItsBursts) {
 
 TEST(WhatIf, BatchWaitZeroRemovesTheLoadersTime) {
   const DiagnosedResult r = run(kBefore, {"batch_wait=0"});
-  const auto& p = r.partitions[0];
+  const auto& p = r.ranks[0].partition;
   const double wait = p.steady_mean_category[static_cast<std::size_t>(Category::BatchWait)];
   const double expected = p.steady_mean_ns / (p.steady_mean_ns - wait);
   EXPECT_NEAR(custom_speedup(r) / expected, 1.0, 0.05) << custom_speedup(r) << " vs " << expected;
@@ -102,7 +102,7 @@ TEST(WhatIf, LaunchGraphFreesALaunchBoundStep) {
 // the kernels alone. torch.compile fuses half the pointwise launches with their dispatch: less.
 TEST(WhatIf, LaunchesHoldTheLaunchBoundStep) {
   const auto r = run(kLaunchBound);
-  const auto& p = r.partitions[0];
+  const auto& p = r.ranks[0].partition;
   const double gpu = p.steady_mean_category[static_cast<std::size_t>(Category::ComputeForward)];
   const Lever& graphs = lever(r, "cuda_graphs");
   const Lever& compile = lever(r, "torch_compile");
@@ -118,16 +118,16 @@ TEST(WhatIf, LaunchesHoldTheLaunchBoundStep) {
 // stays near 0), so the wait itself is what the trust warning reports.
 TEST(WhatIf, WaitsTheGraphCannotExplainAreATrustWarning) {
   const auto r = run(kFixtures + "/tracelens/mi300/sglang_Qwen3-8B_decode.json.gz");
-  ASSERT_FALSE(r.whatif.empty());
-  ASSERT_TRUE(r.whatif[0].present);
-  EXPECT_LT(r.whatif[0].replay_error_max, 0.01);
-  const std::optional<TrustWarning> t = whatif::replay_trust(r.whatif[0], 0);
+  ASSERT_FALSE(r.ranks.empty());
+  ASSERT_TRUE(r.ranks[0].whatif.present);
+  EXPECT_LT(r.ranks[0].whatif.replay_error_max, 0.01);
+  const std::optional<TrustWarning> t = whatif::replay_trust(r.ranks[0].whatif, 0);
   ASSERT_TRUE(t.has_value());
   EXPECT_GT(t->figures.at("unexplained_wait_share"), 0.9);
-  ASSERT_FALSE(r.whatif[0].disagreements.empty());
-  EXPECT_NE(r.whatif[0].disagreements[0].edge.find("resolve_future_token_ids"), std::string::npos);
+  ASSERT_FALSE(r.ranks[0].whatif.disagreements.empty());
+  EXPECT_NE(r.ranks[0].whatif.disagreements[0].edge.find("resolve_future_token_ids"), std::string::npos);
   // The tutorial's launch-bound steps: every kernel explained, no warning.
-  EXPECT_FALSE(whatif::replay_trust(run(kLaunchBound).whatif.at(0), 0).has_value());
+  EXPECT_FALSE(whatif::replay_trust(run(kLaunchBound).ranks.at(0).whatif, 0).has_value());
 }
 
 TEST(WhatIf, SyncsCopiesAndCommChangesNeverSlowTheStep) {
