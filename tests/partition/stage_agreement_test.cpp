@@ -33,10 +33,9 @@ double at(const RankPartition& p, Category c) { return p.steady_mean_category[st
 // The partition's steps are the facts' steps, and its steady-state sync counts the facts' steady
 // device syncs (model syncs: those whose event stage is forward or backward).
 void expect_counts_follow_event_steps(const DiagnosedResult& r) {
-  ASSERT_EQ(r.facts.size(), r.partitions.size());
-  for (std::size_t k = 0; k < r.facts.size(); ++k) {
-    const RankFacts& f = r.facts[k];
-    const RankPartition& p = r.partitions[k];
+  for (const RankAnalysis& a : r.ranks) {
+    const RankFacts& f = a.facts;
+    const RankPartition& p = a.partition;
     ASSERT_EQ(f.event_steps.step_steady.size(), p.steps.size());
     for (std::size_t s = 0; s < p.steps.size(); ++s) EXPECT_EQ(f.event_steps.step_steady[s], !p.steps[s].warmup);
     std::uint64_t syncs = 0, model = 0;
@@ -66,12 +65,12 @@ TEST(EventSteps, LatestStartingWindowHoldsTheEvent) {
   AnalyzeOptions o;
   o.partition.stage_rules.push_back(parse_stage_rule("forward=^cudaStreamSynchronize$"));
   const DiagnosedResult r = test::analyze_json(b.trace(), o);
-  const RankPartition& p = r.partitions.at(0);
+  const RankPartition& p = r.ranks.at(0).partition;
   ASSERT_EQ(p.steps.size(), 4u);
   ASSERT_FALSE(p.host_runs_ahead);
   EXPECT_EQ(p.steps[2].end, us(305));
   EXPECT_TRUE(p.steps[3].warmup);
-  const RankFacts& f = r.facts.at(0);
+  const RankFacts& f = r.ranks.at(0).facts;
   ASSERT_EQ(f.device_syncs.size(), 4u);
   const std::uint32_t last = f.device_syncs.back();
   EXPECT_EQ(f.event_steps.of(last), 3);
