@@ -126,10 +126,11 @@ auto each_rank(const AnalysisResult& r, Field RankAnalysis::*field) {
 // Whether the result holds drill-downs: combine_ranks keeps every rank's or none.
 inline bool has_drilldowns(const AnalysisResult& r) { return !r.ranks.empty() && r.ranks.front().drilldown.has_value(); }
 
-// The drill-down of every rank that has one, in rank order.
+// The drill-down of every rank that has one with the rank's number, in rank order:
+// `for (const auto& [rank, d] : each_drilldown(r))`.
 inline auto each_drilldown(const AnalysisResult& r) {
   return r.ranks | std::views::filter([](const RankAnalysis& a) { return a.drilldown.has_value(); }) |
-         std::views::transform([](const RankAnalysis& a) -> const DrillDown& { return *a.drilldown; });
+         std::views::transform([](const RankAnalysis& a) { return std::pair<int, const DrillDown&>(a.rank(), *a.drilldown); });
 }
 
 struct AnalyzeOptions {

@@ -180,8 +180,8 @@ struct DrillDownOptions {
   bool critical_path = true;  // HTA's critical path of the middle kept step (or the whole trace)
 };
 
+// The rank's number is its RankAnalysis's (ingest.rank), not held here.
 struct DrillDown {
-  int rank = 0;
   std::vector<OperatorView> operators;  // one per DrillDownOptions::groupings entry that has rows
   KernelView kernels;
   QueueLength queue_length;

@@ -402,8 +402,8 @@ EventSteps event_steps(const RankTrace& t, const std::vector<StepSpan>& steps, b
 enum class ThreadRole : std::uint8_t { Main, Autograd, Loader, Other };
 const char* thread_role_name(ThreadRole r);
 
+// The rank's number is its RankAnalysis's (ingest.rank), not held here.
 struct RankFacts {
-  int rank = 0;
   std::vector<NameFact> names;          // indexed by StrId; facts of names events carry
   // Event facts. Per event: its stage (host: inherited from the enclosing ops; GPU: through its
   // launch), after the user's rules once apply_stage_rules ran; the drill-down's tables, the

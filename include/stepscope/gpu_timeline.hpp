@@ -286,8 +286,8 @@ struct MemoryPeaks {
 
 // ---------------------------------------------------------------------------------------------
 
+// The rank's number is its RankAnalysis's (ingest.rank), not held here.
 struct GpuTimeline {
-  int rank = 0;
   bool has_gpu_activity = false;  // any kernel, copy or memset at all
 
   HtaLoad hta_load;

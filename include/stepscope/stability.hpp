@@ -33,8 +33,8 @@ struct Periodicity {
   std::size_t occurrences = 0;
 };
 
+// The rank's number is its RankAnalysis's (ingest.rank), not held here.
 struct Stability {
-  int rank = 0;
   std::size_t steps = 0;        // steady-state steps the figures cover
   double mean_ns = 0, p50_ns = 0, p90_ns = 0, max_ns = 0;
   double cv = 0;                // standard deviation / mean

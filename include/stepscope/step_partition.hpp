@@ -76,8 +76,8 @@ struct ComputeMix {
   ns_t kernel_ns() const;
 };
 
+// The rank's number is its RankAnalysis's (ingest.rank), not held here.
 struct RankPartition {
-  int rank = 0;
   bool gpu = false;                    // partitioned with GPU activity (else host timeline only)
   StepSource source = StepSource::WholeTrace;
   std::string source_detail;           // StepDetection::detail: the annotation, or a whole trace's span

@@ -25,7 +25,7 @@
 namespace stepscope {
 // The report module's serialisers of one rank's tables (src/report/gpu_timeline_json.hpp and
 // drilldown_json.hpp, not public headers): the frames read the same keys as in the full report.
-nlohmann::json to_json(const GpuTimeline& t);
+nlohmann::json to_json(const GpuTimeline& t, int rank);
 nlohmann::json to_json(const DrillDown& d);
 nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types);
 namespace report_json {
@@ -114,7 +114,7 @@ class HtaTrace {
     o.num_kernels = num_kernels;
     py::gil_scoped_release unlocked;
     const GpuTimeline t = analyze_gpu_timeline(r, o);
-    nlohmann::json j = to_json(t);
+    nlohmann::json j = to_json(t, r.rank);
     j["kernel_types"] = kernel_types_to_json(t.hta_kernels.types);
     return dump_report(j);
   }
@@ -216,7 +216,6 @@ class HtaTrace {
     const RankTrace& r = at(rank);
     py::gil_scoped_release unlocked;
     DrillDown d;
-    d.rank = r.rank;
     d.queue_length = hta_queue_length(r, kWholeSeries);
     return dump_report(to_json(d)["queue_length"]);
   }
@@ -225,7 +224,6 @@ class HtaTrace {
     const RankTrace& r = at(rank);
     py::gil_scoped_release unlocked;
     DrillDown d;
-    d.rank = r.rank;
     d.memory_bandwidth = hta_memory_bandwidth(r, kWholeSeries);
     return dump_report(to_json(d)["memory_bandwidth"]);
   }
@@ -235,7 +233,6 @@ class HtaTrace {
     if (min_pattern_len < 1) throw InputError("min_pattern_len must be at least 1");
     py::gil_scoped_release unlocked;
     DrillDown d;
-    d.rank = r.rank;
     d.sequences = hta_kernel_sequences(r, op, min_pattern_len);
     return dump_report(to_json(d)["kernel_sequences"]);
   }
@@ -253,7 +250,6 @@ class HtaTrace {
     o.zero_weight_launch_edges = zero_weight_launch_edges;
     py::gil_scoped_release unlocked;
     DrillDown d;
-    d.rank = r.rank;
     d.critical_path = analyze_critical_path(r, o);
     // The path names its events by index; HTA's breakdown carries their names.
     for (CpPathEdge& e : d.critical_path.path)

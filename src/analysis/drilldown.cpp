@@ -440,7 +440,6 @@ DrillDown analyze_drilldown(const RankTrace& rank, const RankFacts& facts, const
                             const DrillDownOptions& opts, const std::function<CriticalPath()>& critical_path,
                             hta::View&& view_in) {
   DrillDown d;
-  d.rank = rank.rank;
   {
     // The view's readers first: its rows are freed before the call tree and the critical path
     // take their own.

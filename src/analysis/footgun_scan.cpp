@@ -215,7 +215,7 @@ class Scanner {
  public:
   Scanner(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
       : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0), launch_ctx_(t.correlations) {
-    s_.rank = p.rank;
+    s_.rank = t.rank;
     s_.gpu = p.gpu;
     s_.steady_steps = p.steady_steps;
     s_.step_ns = p.steady_mean_ns;

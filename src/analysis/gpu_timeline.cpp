@@ -41,7 +41,6 @@ bool any_gpu_work(const RankTrace& rank) {
 
 void gpu_timeline_hta_figures(const RankTrace& rank, const RankFacts& facts, const GpuTimelineOptions& opts,
                               const hta::View& view, GpuTimeline& out) {
-  out.rank = rank.rank;
   out.has_gpu_activity = any_gpu_work(rank);
   out.hta_load = view.load;
   out.hta_temporal = hta::temporal_breakdown(view);

@@ -959,7 +959,6 @@ void scan_flags(const RankTrace& t, const RankFacts& facts, const SweepFacts& f,
 RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const PartitionOptions& opts,
                              std::vector<Segment>* keep, EventSteps* steps_out = nullptr) {
   RankPartition r;
-  r.rank = t.rank;
   const StepDetection d = detect_steps(t, opts.step_range, facts.main_track, &facts);
   r.source = d.source;
   r.source_detail = d.detail;

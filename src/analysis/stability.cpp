@@ -147,7 +147,6 @@ const char* period_kind_name(PeriodKind k) {
 
 Stability compute_stability(const RankPartition& r) {
   Stability st;
-  st.rank = r.rank;
   const auto steps = steady(r);
   st.steps = steps.size();
   if (steps.empty()) return st;

@@ -40,8 +40,8 @@ class WindowIndex {
 };
 
 const RankPartition* partition_of(const AnalysisResult& r, int rank) {
-  for (const auto& p : each_rank(r, &RankAnalysis::partition))
-    if (p.rank == rank) return &p;
+  for (const RankAnalysis& a : r.ranks)
+    if (a.rank() == rank) return &a.partition;
   return nullptr;
 }
 
@@ -181,7 +181,7 @@ KernelTable kernel_table(const DiagnosedRun& a) {
     const RankPartition* p = partition_of(a.result, t.rank);
     if (!p) continue;
     // The result's facts are in trace order; a result without them gets the rank's facts here.
-    const bool have = i < a.result.ranks.size() && a.result.ranks[i].facts.rank == t.rank;
+    const bool have = i < a.result.ranks.size() && a.result.ranks[i].rank() == t.rank;
     const RankFacts computed = have ? RankFacts{} : compute_facts(t);
     add_scaled(job, rank_table(t, have ? a.result.ranks[i].facts : computed, *p), 1.0 / static_cast<double>(ranks));
   }

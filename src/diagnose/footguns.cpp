@@ -415,13 +415,14 @@ void pageable_copy(const Job& j, std::vector<Finding>& out) {
 void loader_respawn(const AnalysisResult& r, const Job& j, std::vector<Finding>& out) {
   double excess = 0;
   std::vector<std::string> ev;
-  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& s = ra.stability;
     if (s.period.kind != PeriodKind::EpochBoundary || !s.steps) continue;
     excess += static_cast<double>(s.period.mean_excess) * static_cast<double>(s.period.occurrences) /
               static_cast<double>(s.steps);
     ev.push_back(fmt::format("rank {}: batch wait jumps by {} every {} steps ({} times): the first fetch of each epoch "
                              "waits for new workers",
-                             s.rank, ms(static_cast<double>(s.period.mean_excess)), s.period.every, s.period.occurrences));
+                             ra.rank(), ms(static_cast<double>(s.period.mean_excess)), s.period.every, s.period.occurrences));
   }
   if (ev.empty()) return;
   const double gain = excess / static_cast<double>(ev.size());

@@ -96,7 +96,7 @@ constexpr double kMinApplyShare = 0.01;
 // Prefetching applies where parameters are sharded: all-gather or reduce-scatter kernels (FSDP,
 // ZeRO) on some drilled rank.
 bool sharded_job(const AnalysisResult& r) {
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const KernelRow& k : d.kernels.rows) {
       const Collective c = kernel_name_fact(k.name).collective;
       if (c == Collective::AllGather || c == Collective::ReduceScatter) return true;
@@ -770,7 +770,7 @@ void diagnose_detail::add_critical_path_shares(const AnalysisResult& r, std::vec
     const std::vector<CpKind> kinds = path_kinds(l.acts_on);
     double sum = 0;
     int ranks = 0;
-    for (const DrillDown& d : each_drilldown(r))
+    for (const auto& [rank, d] : each_drilldown(r))
       if (path_covers_window(d.critical_path) && !kinds.empty()) sum += path_share(d.critical_path, kinds), ++ranks;
     l.critical_path_share = ranks > 0 ? sum / ranks : -1;
   }

@@ -243,10 +243,10 @@ void add_partition_evidence(Verdict& v, const JobStep& job) {
   v.evidence.push_back(fmt::format("mean steady-state step {}; largest categories: {}", ms(job.step_ns), top));
 }
 
-std::string sync_text(const RankPartition& p) {
+std::string sync_text(const RankPartition& p, int rank) {
   const double per_step = static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
   const double items = static_cast<double>(p.item_calls) / static_cast<double>(p.steady_steps);
-  return fmt::format("rank {}: {:.1f} synchronising calls per step, {:.1f} of them .item(); {}", p.rank, per_step,
+  return fmt::format("rank {}: {:.1f} synchronising calls per step, {:.1f} of them .item(); {}", rank, per_step,
                      items, p.gpu ? "each drains the GPU queue and blocks the host until it is empty"
                                   : "cheap on a CPU-only run, but on a GPU each drains the queue (remove per-step "
                                     ".item()/print)");
@@ -254,15 +254,16 @@ std::string sync_text(const RankPartition& p) {
 
 std::vector<Finding> findings(const AnalysisResult& r) {
   std::vector<Finding> out;
-  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
-    if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back({"host_sync", sync_text(p)});
-    for (const auto& n : p.notes) out.push_back({"steps", fmt::format("rank {}: {}", p.rank, n)});
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& p = ra.partition;
+    if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back({"host_sync", sync_text(p, ra.rank())});
+    for (const auto& n : p.notes) out.push_back({"steps", fmt::format("rank {}: {}", ra.rank(), n)});
     if (p.mix.recompute_seen)
-      out.push_back({"recompute", fmt::format("rank {}: activation checkpointing recomputes forward inside backward", p.rank)});
+      out.push_back({"recompute", fmt::format("rank {}: activation checkpointing recomputes forward inside backward", ra.rank())});
   }
-  for (const auto& s : each_rank(r, &RankAnalysis::stability))
-    if (s.period.kind != PeriodKind::None)
-      out.push_back({"periodic", fmt::format("rank {}: a stall every {} steps ({} grows by {} on average): {}", s.rank,
+  for (const RankAnalysis& ra : r.ranks)
+    if (const Stability& s = ra.stability; s.period.kind != PeriodKind::None)
+      out.push_back({"periodic", fmt::format("rank {}: a stall every {} steps ({} grows by {} on average): {}", ra.rank(),
                                              s.period.every, category_label(s.period.category),
                                              ms(static_cast<double>(s.period.mean_excess)), period_kind_name(s.period.kind))});
   const auto& rc = r.job.rank_comparison;
@@ -284,9 +285,9 @@ std::vector<Finding> findings(const AnalysisResult& r) {
 // Per-step .item() calls are a pathology of their own even when they cost little here: the
 // verdict's evidence names them.
 void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
-  for (const auto& p : each_rank(r, &RankAnalysis::partition))
-    if (p.steady_steps && p.item_calls) {
-      v.evidence.push_back(sync_text(p));
+  for (const RankAnalysis& a : r.ranks)
+    if (const RankPartition& p = a.partition; p.steady_steps && p.item_calls) {
+      v.evidence.push_back(sync_text(p, a.rank()));
       return;
     }
 }

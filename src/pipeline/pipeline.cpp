@@ -45,10 +45,9 @@ std::vector<std::string> merged_warnings(std::vector<SummaryFile>& parts) {
   return out;
 }
 
-// Every copy of the rank number a rank's analysis holds.
+// The rank's number, and its trust warnings, which name it as entries of the job's list.
 void renumber(RankAnalysis& a, int rank) {
-  a.ingest.rank = a.facts.rank = a.partition.rank = a.stability.rank = a.gpu_timeline.rank = a.footgun_scan.rank = rank;
-  if (a.drilldown) a.drilldown->rank = rank;
+  a.ingest.rank = a.footgun_scan.rank = rank;
   for (auto& w : a.facts.trust.warnings) w.rank = rank;
   for (auto& w : a.partition.trust) w.rank = rank;
 }

@@ -97,11 +97,11 @@ Track spikes_track(const RankPartition& p, const Stability& st) {
 }
 
 // The straggler's steps carry its extra compute; the other ranks' exposed grad sync is the wait.
-Track straggler_track(const RankPartition& p, const Runs& runs, const RankComparison& rc) {
+Track straggler_track(const RankPartition& p, int rank, const Runs& runs, const RankComparison& rc) {
   Track t{"finding: straggler", {}};
   if (!rc.straggler) return t;
   const int who = *rc.straggler;
-  if (p.rank == who) {
+  if (rank == who) {
     for (const auto& s : p.steps) {
       if (s.warmup) continue;
       t.slices.push_back({s.start, s.end, fmt::format("straggler: {} +{:.0f}% over the other ranks' median", straggler_excess_of(rc.straggler_cause), rc.straggler_excess * 100),
@@ -171,7 +171,7 @@ std::vector<Track> build_tracks(const Analysis& a, std::size_t rank_index, const
   out.push_back(partition_track(*p, runs));
   out.push_back(diagnosis_track(r.diagnosis, *p));
   out.push_back(spikes_track(*p, a_rank->stability));
-  out.push_back(straggler_track(*p, runs, r.job.rank_comparison));
+  out.push_back(straggler_track(*p, trace.rank, runs, r.job.rank_comparison));
   if (const GpuTimeline* g = &a_rank->gpu_timeline; g->has_gpu_activity) {
     out.push_back(sync_track(trace, *g));
     out.push_back(copies_track(*g));

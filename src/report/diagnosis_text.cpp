@@ -91,7 +91,7 @@ void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed,
     std::size_t warm = static_cast<std::size_t>(
         std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; }));
     const std::string from = terminal_safe(step_source_text(p));
-    out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {}\n", p.rank, p.steps.size(),
+    out += fmt::format("rank {}: {} step{} from {}, {} warm-up excluded; {}\n", r.ranks[i].rank(), p.steps.size(),
                        p.steps.size() == 1 ? "" : "s", from, warm, timeline_text(p, f));
     // The run line once, for the first rank listed, and again where a rank's run kind differs.
     if (f && (i == listed.front() || f->run_kind != r.ranks[listed.front()].facts.run_kind))
@@ -114,12 +114,13 @@ void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::s
   }
 }
 
-void stability_rank(const Stability& s, std::string& out) {
+void stability_rank(const RankAnalysis& a, std::string& out) {
+  const Stability& s = a.stability;
   if (s.steps == 1) {
-    out += fmt::format("stability (rank {}): one step ({}): stability unknown\n", s.rank, ms(s.p50_ns));
+    out += fmt::format("stability (rank {}): one step ({}): stability unknown\n", a.rank(), ms(s.p50_ns));
     return;
   }
-  out += fmt::format("stability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", s.rank,
+  out += fmt::format("stability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", a.rank(),
                      s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
   for (const auto& sp : s.spikes)
     out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, ms(static_cast<double>(sp.duration)),
@@ -129,9 +130,9 @@ void stability_rank(const Stability& s, std::string& out) {
                        period_kind_name(s.period.kind));
 }
 
-std::vector<int> ranks_of(const std::vector<const Stability*>& ranks) {
+std::vector<int> ranks_of(const std::vector<const RankAnalysis*>& ranks) {
   std::vector<int> ids;
-  for (const auto* s : ranks) ids.push_back(s->rank);
+  for (const auto* a : ranks) ids.push_back(a->rank());
   return ids;
 }
 
@@ -139,27 +140,28 @@ std::vector<int> ranks_of(const std::vector<const Stability*>& ranks) {
 // ranks of one steady step, whose stability is unknown (never "stable"), on another.
 void stability_lines(const AnalysisResult& r, std::size_t limit, std::string& out) {
   out += "\n";
-  std::vector<const Stability*> stable, unknown;
+  std::vector<const RankAnalysis*> stable, unknown;
   std::size_t bursty = 0;
-  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
+  for (const RankAnalysis& a : r.ranks) {
+    const Stability& s = a.stability;
     if (!s.steps) continue;
     if (s.bursty || r.ranks.size() == 1) {
-      if (limit == 0 || bursty++ < limit) stability_rank(s, out);
+      if (limit == 0 || bursty++ < limit) stability_rank(a, out);
     } else {
-      (s.steps == 1 ? unknown : stable).push_back(&s);
+      (s.steps == 1 ? unknown : stable).push_back(&a);
     }
   }
   if (limit != 0 && bursty > limit) out += fmt::format("  ... and {} more bursty ranks (--ranks all lists every one)\n", bursty - limit);
-  const auto p50_range = [](const std::vector<const Stability*>& of) {
-    double lo = of.front()->p50_ns, hi = lo;
-    for (const auto* s : of) lo = std::min(lo, s->p50_ns), hi = std::max(hi, s->p50_ns);
+  const auto p50_range = [](const std::vector<const RankAnalysis*>& of) {
+    double lo = of.front()->stability.p50_ns, hi = lo;
+    for (const auto* a : of) lo = std::min(lo, a->stability.p50_ns), hi = std::max(hi, a->stability.p50_ns);
     return lo == hi ? ms(lo) : fmt::format("{} to {}", ms(lo), ms(hi));
   };
   if (!unknown.empty())
     out += fmt::format("stability: unknown on {} (one steady step each: {})\n", rank_list(ranks_of(unknown)), p50_range(unknown));
   if (stable.empty()) return;
   double cv = 0;
-  for (const auto* s : stable) cv = std::max(cv, s->cv);
+  for (const auto* a : stable) cv = std::max(cv, a->stability.cv);
   out += fmt::format("stability: stable on {} — p50 {}, CV at most {:.1f}%\n", rank_list(ranks_of(stable)), p50_range(stable),
                      cv * 100);
 }
@@ -174,7 +176,7 @@ void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed
                  : "\nranks (steady-state means):\n";
   out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}\n", "rank", "step", "compute", "grad sync exp", sampled ? "  quantile" : "");
   for (std::size_t i : listed) {
-    const int rank = r.ranks[i].partition.rank;
+    const int rank = r.ranks[i].rank();
     const auto row = std::find_if(rc.rows.begin(), rc.rows.end(), [&](const RankRow& x) { return x.rank == rank; });
     if (row == rc.rows.end()) continue;
     const std::string where = sampled ? fmt::format("  p{:<6.0f}", 100 * step_quantile(r, i)) : "";
@@ -287,8 +289,9 @@ void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
   if (!shown) out += "  none: the trace shows no time a catalogued lever acts on\n";
 }
 
-void step_table(const RankPartition& p, std::string& out) {
-  out += fmt::format("\nsteps of rank {} (ms per category):\n  {:<18}", p.rank, "step");
+void step_table(const RankAnalysis& a, std::string& out) {
+  const RankPartition& p = a.partition;
+  out += fmt::format("\nsteps of rank {} (ms per category):\n  {:<18}", a.rank(), "step");
   for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>8.8}", category_name(static_cast<Category>(c)));
   out += "\n";
   for (const auto& s : p.steps) {
@@ -336,7 +339,7 @@ std::string render_diagnosis_text(const DiagnosedResult& r, const TextOptions& o
   lever_lines(r.diagnosis, opts.verbose, out);
   plan_lines(r.diagnosis.plan, out);
   if (opts.verbose)
-    for (std::size_t i : listed) step_table(r.ranks[i].partition, out);
+    for (std::size_t i : listed) step_table(r.ranks[i], out);
   return out;
 }
 

@@ -31,11 +31,11 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) :
 void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out) {
   out = "rank,name,input_dims,module,calls,host_self_us,host_total_us,gpu_self_us,gpu_total_us,kernels,kernels_per_call,"
         "step_share,gpu_share,on_critical_path\n";
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const OperatorView& v : d.operators) {
       if (v.grouping != g) continue;
       for (const OperatorRow& o : v.rows)
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.rank, field(o.name), field(o.input_dims), field(o.module),
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, field(o.name), field(o.input_dims), field(o.module),
                            o.calls, us(o.host_self), us(o.host_total), us(o.gpu_self), us(o.gpu_total), o.kernels,
                            num(o.kernels_per_call), num(o.step_share), num(o.gpu_share), o.on_critical_path ? 1 : 0);
     }
@@ -44,9 +44,9 @@ void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out
 std::string kernels_csv(const AnalysisResult& r) {
   std::string out = "rank,name,kind,class,engine,dtype,calls,total_us,mean_us,min_us,max_us,share,launching_op,"
                     "achieved_occupancy_pct,registers_per_thread,shared_memory_bytes\n";
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const KernelRow& k : d.kernels.rows)
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", d.rank, field(k.name), kind_name(k.kind),
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, field(k.name), kind_name(k.kind),
                          kernel_class_name(k.cls), engine_name(k.engine), data_type_name(k.dtype), k.calls, us(k.total),
                          num(k.mean / 1000.0), us(k.min), us(k.max), num(k.share), field(k.launching_op),
                          k.achieved_occupancy_pct < 0 ? "" : num(k.achieved_occupancy_pct),
@@ -57,11 +57,11 @@ std::string kernels_csv(const AnalysisResult& r) {
 
 std::string sequences_csv(const AnalysisResult& r) {
   std::string out = "rank,op,count,gpu_time_us,cpu_time_us,pattern\n";
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const KernelSequence& s : d.sequences.sequences) {
       std::string pattern;
       for (const auto& p : s.pattern) pattern += (pattern.empty() ? "" : "|") + p;
-      out += fmt::format("{},{},{},{},{},{}\n", d.rank, field(d.sequences.op), s.count, us(s.gpu_time), us(s.cpu_time), field(pattern));
+      out += fmt::format("{},{},{},{},{},{}\n", rank, field(d.sequences.op), s.count, us(s.gpu_time), us(s.cpu_time), field(pattern));
     }
   return out;
 }
@@ -72,25 +72,25 @@ std::string summary_cells(const SampleStats& s) {
 
 std::string queue_csv(const AnalysisResult& r) {
   std::string out = "rank,stream,count,mean,std,min,p25,median,p75,max,time_at_max_queue_us\n";
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const StreamQueue& q : d.queue_length.streams)
-      out += fmt::format("{},{},{},{}\n", d.rank, q.stream, summary_cells(q.summary), us(q.time_at_max));
+      out += fmt::format("{},{},{},{}\n", rank, q.stream, summary_cells(q.summary), us(q.time_at_max));
   return out;
 }
 
 std::string bandwidth_csv(const AnalysisResult& r) {
   std::string out = "rank,copy_type,count,mean_gbps,std_gbps,min_gbps,p25_gbps,median_gbps,p75_gbps,max_gbps\n";
-  for (const DrillDown& d : each_drilldown(r))
-    for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", d.rank, field(c.name), summary_cells(c.summary));
+  for (const auto& [rank, d] : each_drilldown(r))
+    for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", rank, field(c.name), summary_cells(c.summary));
   return out;
 }
 
 std::string critical_path_csv(const AnalysisResult& r) {
   std::string out = "rank,order,begin_us,end_us,duration_us,kind,bound_by,type,stream,name\n";
-  for (const DrillDown& d : each_drilldown(r)) {
+  for (const auto& [rank, d] : each_drilldown(r)) {
     std::size_t order = 0;
     for (const CpPathEdge& e : d.critical_path.path)
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", d.rank, order++, us(e.begin_ts), us(e.end_ts), us(e.duration),
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", rank, order++, us(e.begin_ts), us(e.end_ts), us(e.duration),
                          cp_kind_name(e.kind), cp_bound_by_name(e.bound_by), cp_edge_type_name(e.type), e.stream, field(e.name));
   }
   return out;
@@ -98,10 +98,10 @@ std::string critical_path_csv(const AnalysisResult& r) {
 
 std::string memory_csv(const AnalysisResult& r) {
   std::string out = "rank,device_type,device_id,ts_us,allocated_bytes,reserved_bytes\n";
-  for (const DrillDown& d : each_drilldown(r))
+  for (const auto& [rank, d] : each_drilldown(r))
     for (const DeviceMemoryTimeline& m : d.memory.devices)
       for (const MemorySample& s : m.samples)
-        out += fmt::format("{},{},{},{},{},{}\n", d.rank, m.device_type, m.device_id, us(s.ts), s.allocated, s.reserved);
+        out += fmt::format("{},{},{},{},{},{}\n", rank, m.device_type, m.device_id, us(s.ts), s.allocated, s.reserved);
   return out;
 }
 

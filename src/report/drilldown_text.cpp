@@ -124,8 +124,8 @@ void render_memory(const MemoryTimeline& m, std::string& out) {
 
 }  // namespace
 
-std::string drilldown_text(const DrillDown& d, const TextOptions& o) {
-  std::string out = fmt::format("drill-down (rank {}):\n", d.rank);
+std::string drilldown_text(const DrillDown& d, int rank, const TextOptions& o) {
+  std::string out = fmt::format("drill-down (rank {}):\n", rank);
   if (!d.operators.empty()) render_operators(d.operators.front(), o, out);
   if (!d.kernels.rows.empty()) render_kernels(d.kernels, o, out);
   render_critical_path(d.critical_path, out);

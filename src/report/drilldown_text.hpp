@@ -9,6 +9,6 @@
 
 namespace stepscope {
 
-std::string drilldown_text(const DrillDown& d, const TextOptions& opts);
+std::string drilldown_text(const DrillDown& d, int rank, const TextOptions& opts);
 
 }  // namespace stepscope

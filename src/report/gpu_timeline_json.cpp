@@ -296,8 +296,8 @@ nlohmann::json kernel_types_to_json(const std::vector<HtaKernelTypeTime>& types)
   return out;
 }
 
-nlohmann::json to_json(const GpuTimeline& t) {
-  return {{"rank", t.rank},
+nlohmann::json to_json(const GpuTimeline& t, int rank) {
+  return {{"rank", rank},
           {"has_gpu_activity", t.has_gpu_activity},
           {"hta", hta_json(t)},
           {"steps", steps_json(t.steps)},

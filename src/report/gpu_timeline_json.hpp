@@ -12,7 +12,7 @@
 
 namespace stepscope {
 
-nlohmann::json to_json(const GpuTimeline& t);
+nlohmann::json to_json(const GpuTimeline& t, int rank);
 
 namespace report_json {
 // Trace text made valid UTF-8 (invalid bytes become U+FFFD): nlohmann refuses to dump it otherwise.

@@ -138,8 +138,8 @@ void overhead_lines(const GpuTimeline& t, std::string& s) {
 
 }  // namespace
 
-std::string gpu_timeline_text(const GpuTimeline& t, const TextOptions& o, const RankPartition* p) {
-  std::string s = fmt::format("GPU timeline, rank {}", t.rank);
+std::string gpu_timeline_text(const GpuTimeline& t, int rank, const TextOptions& o, const RankPartition* p) {
+  std::string s = fmt::format("GPU timeline, rank {}", rank);
   if (!t.has_gpu_activity) return s + ": no GPU kernels, copies or memsets in the trace\n";
   s += t.hta_load.last_step_dropped ? " (HTA definitions; last profiler step left out, as HTA does)\n"
                                     : " (HTA definitions)\n";

@@ -10,6 +10,6 @@ namespace stepscope {
 
 // `o`: the width and --wide for kernel names, --top for HTA's top kernels (those it kept).
 // `p`, the rank's partition, gives the per-step figures the evidence shows (steady steps).
-std::string gpu_timeline_text(const GpuTimeline& t, const TextOptions& o = {}, const RankPartition* p = nullptr);
+std::string gpu_timeline_text(const GpuTimeline& t, int rank, const TextOptions& o = {}, const RankPartition* p = nullptr);
 
 }  // namespace stepscope

@@ -229,9 +229,9 @@ void off_scale_mark(std::string& out, double x, double ns, bool warmup) {
 
 }  // namespace
 
-std::string step_partition_svg(const RankPartition& p, const std::string& id, double ymax_ns) {
+std::string step_partition_svg(const RankPartition& p, int rank, const std::string& id, double ymax_ns) {
   constexpr double kHeight = 240;
-  std::string out = svg_open(id, "step-partition", kHeight, fmt::format("step partition of rank {}", p.rank));
+  std::string out = svg_open(id, "step-partition", kHeight, fmt::format("step partition of rank {}", rank));
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   const double ymax = ymax_ns > 0 ? ymax_ns : 1;
   y_axis(out, ymax, kHeight);
@@ -270,9 +270,9 @@ std::string step_partition_svg(const RankPartition& p, const std::string& id, do
   return out + "</svg>";
 }
 
-std::string step_time_svg(const RankPartition& p, const Stability* s, const std::string& id, double ymax_ns) {
+std::string step_time_svg(const RankPartition& p, const Stability* s, int rank, const std::string& id, double ymax_ns) {
   constexpr double kHeight = 200;
-  std::string out = svg_open(id, "step-time", kHeight, fmt::format("step time of rank {}", p.rank));
+  std::string out = svg_open(id, "step-time", kHeight, fmt::format("step time of rank {}", rank));
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   const double ymax = ymax_ns > 0 ? ymax_ns : 1;
   y_axis(out, ymax, kHeight);

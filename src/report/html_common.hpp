@@ -31,11 +31,11 @@ std::string category_legend(const std::vector<bool>& present);
 
 // One bar per step (or per bucket of consecutive steps when there are many), stacked by category.
 // `ymax_ns` fixes the vertical scale so that two runs can share it.
-std::string step_partition_svg(const RankPartition& p, const std::string& id, double ymax_ns);
+std::string step_partition_svg(const RankPartition& p, int rank, const std::string& id, double ymax_ns);
 
 // Step time over steps, the quiet-step p50 as a dashed line, spikes marked in red, warm-up
 // steps hollow.
-std::string step_time_svg(const RankPartition& p, const Stability* s, const std::string& id, double ymax_ns);
+std::string step_time_svg(const RankPartition& p, const Stability* s, int rank, const std::string& id, double ymax_ns);
 
 // Horizontal stacked bars, one row each; every row is scaled to `scale` (0: to its own total).
 struct Segment {

@@ -32,12 +32,6 @@ std::string heading(const SectionOptions& o, int delta, std::string_view text, s
 
 std::string id(const SectionOptions& o, std::string_view name) { return o.id_prefix + std::string(name); }
 
-const Stability* stability_of(const DiagnosedResult& r, int rank) {
-  for (const auto& s : each_rank(r, &RankAnalysis::stability))
-    if (s.rank == rank) return &s;
-  return nullptr;
-}
-
 void verdict_section(const DiagnosedResult& r, const SectionOptions& o, std::string& out) {
   out += heading(o, 0, "Verdict", "verdict");
   if (!r.diagnosis.present) {
@@ -87,12 +81,13 @@ void steps_summary(const DiagnosedResult& r, std::string& out) {
     put(out, "<li>run: {} ({}); device: {}</li><li>input: {}</li>", esc(run_kind_name(f.run_kind)),
         esc(f.run_kind_evidence), esc(device_line(f)), esc(describe_inventory(f.inventory)));
   }
-  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& p = ra.partition;
     auto warm = std::count_if(p.steps.begin(), p.steps.end(), [](const auto& s) { return s.warmup; });
     const std::string from = step_source_text(p);
-    put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", p.rank, p.steps.size(),
+    put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", ra.rank(), p.steps.size(),
         p.steps.size() == 1 ? "" : "s", esc(from), warm, p.gpu ? "GPU" : "host (CPU-only)", esc(p.main_thread));
-    for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", p.rank, esc(n));
+    for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", ra.rank(), esc(n));
   }
   out += "</ul>\n";
 }
@@ -159,13 +154,14 @@ void steps_section(const DiagnosedResult& r, const SectionOptions& o, std::strin
              "and CSV reports hold every rank.</p>\n", listed.size(), r.ranks.size());
   for (std::size_t k : listed) {
     const RankPartition& p = r.ranks[k].partition;
-    if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == listed.front() ? " open" : "", p.rank);
-    else out += heading(o, 1, fmt::format("Per-step partition (rank {})", p.rank));
-    out += step_partition_svg(p, id(o, fmt::format("step-partition-r{}", p.rank)), ymax) + "\n";
+    const int rank = r.ranks[k].rank();
+    if (fold) put(out, "<details{}><summary>rank {}</summary>\n", k == listed.front() ? " open" : "", rank);
+    else out += heading(o, 1, fmt::format("Per-step partition (rank {})", rank));
+    out += step_partition_svg(p, rank, id(o, fmt::format("step-partition-r{}", rank)), ymax) + "\n";
     out += "<p class=\"muted\">Step time over steps: dashed line p50, red dots spikes, hollow dots warm-up steps.</p>\n";
-    const Stability* s = stability_of(r, p.rank);
-    out += step_time_svg(p, s, id(o, fmt::format("step-time-r{}", p.rank)), ymax) + "\n";
-    if (s) stability_text(*s, out);
+    const Stability& s = r.ranks[k].stability;
+    out += step_time_svg(p, &s, rank, id(o, fmt::format("step-time-r{}", rank)), ymax) + "\n";
+    stability_text(s, out);
     if (fold) out += "</details>\n";
   }
 }
@@ -189,10 +185,11 @@ Heatmap heatmap_columns(const std::vector<int>& cols) {
 
 Heatmap rank_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) {
   Heatmap h = heatmap_columns(cols);
-  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
-    h.row_labels.push_back(fmt::format("rank {}", p.rank));
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& p = ra.partition;
+    h.row_labels.push_back(fmt::format("rank {}", ra.rank()));
     h.values.push_back(heatmap_row(p, cols));
-    h.highlight_row.push_back(r.job.rank_comparison.straggler && *r.job.rank_comparison.straggler == p.rank);
+    h.highlight_row.push_back(r.job.rank_comparison.straggler && *r.job.rank_comparison.straggler == ra.rank());
   }
   return h;
 }
@@ -203,9 +200,10 @@ Heatmap grouped_heatmap(const DiagnosedResult& r, const std::vector<int>& cols) 
   Heatmap h = heatmap_columns(cols);
   const std::optional<int> straggler = r.job.rank_comparison.straggler;
   std::vector<const RankPartition*> order;
-  for (const auto& p : each_rank(r, &RankAnalysis::partition)) {
-    if (straggler && *straggler == p.rank) {
-      h.row_labels.push_back(fmt::format("rank {} (straggler)", p.rank));
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& p = ra.partition;
+    if (straggler && *straggler == ra.rank()) {
+      h.row_labels.push_back(fmt::format("rank {} (straggler)", ra.rank()));
       h.values.push_back(heatmap_row(p, cols));
       h.highlight_row.push_back(true);
     } else if (p.steady_steps) {
@@ -270,18 +268,19 @@ void gpu_idle_chart(const DiagnosedResult& r, const SectionOptions& o, std::stri
   out += "<table class=\"gpu-idle\"><tr><th>rank</th><th class=\"num\">compute</th><th class=\"num\">non-compute</th>"
          "<th class=\"num\">idle</th><th class=\"num\">idle: host wait</th><th class=\"num\">idle: kernel wait</th>"
          "<th class=\"num\">idle: other</th></tr>";
-  for (const auto& g : each_rank(r, &RankAnalysis::gpu_timeline)) {
+  for (const RankAnalysis& ra : r.ranks) {
+    const auto& g = ra.gpu_timeline;
     if (!g.has_gpu_activity) continue;
     const auto& t = g.hta_temporal;
     const auto& idle = g.hta_idle.total;
-    BarRow busy{fmt::format("rank {} time", g.rank), {}};
+    BarRow busy{fmt::format("rank {} time", ra.rank()), {}};
     if (t.available) {
       busy.segments = {{static_cast<double>(t.compute), "#2e7d32", fmt::format("compute {} ({:.1f}%)", ms(static_cast<double>(t.compute)), 100.0 * t.compute_share)},
                        {static_cast<double>(t.non_compute), "#8e24aa", fmt::format("non-compute {} ({:.1f}%)", ms(static_cast<double>(t.non_compute)), 100.0 * t.non_compute_share)},
                        {static_cast<double>(t.idle), "#9e9e9e", fmt::format("idle {} ({:.1f}%)", ms(static_cast<double>(t.idle)), 100.0 * t.idle_share)}};
       rows.push_back(busy);
     }
-    BarRow why{fmt::format("rank {} idle", g.rank), {}};
+    BarRow why{fmt::format("rank {} idle", ra.rank()), {}};
     const char* colors[kIdleCategoryCount] = {"#d32f2f", "#fbc02d", "#bdbdbd"};
     for (int c = 0; c < kIdleCategoryCount; ++c)
       why.segments.push_back({static_cast<double>(idle[static_cast<std::size_t>(c)]), colors[c],
@@ -290,7 +289,7 @@ void gpu_idle_chart(const DiagnosedResult& r, const SectionOptions& o, std::stri
     rows.push_back(why);
     put(out, "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
              "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        g.rank, t.available ? fmt::format("{:.1f}%", 100.0 * t.compute_share) : "n/a", t.available ? fmt::format("{:.1f}%", 100.0 * t.non_compute_share) : "n/a",
+        ra.rank(), t.available ? fmt::format("{:.1f}%", 100.0 * t.compute_share) : "n/a", t.available ? fmt::format("{:.1f}%", 100.0 * t.non_compute_share) : "n/a",
         t.available ? fmt::format("{:.1f}%", 100.0 * t.idle_share) : "n/a", ms(static_cast<double>(idle[0])), ms(static_cast<double>(idle[1])),
         ms(static_cast<double>(idle[2])));
   }
@@ -330,10 +329,10 @@ void kernel_classes_chart(const DiagnosedResult& r, const SectionOptions& o, std
   out += bar_list_svg(rows, id(o, "kernel-classes")) + "\n";
 }
 
-void top_kernels_table(const GpuTimeline& g, std::string& out) {
+void top_kernels_table(const GpuTimeline& g, int rank, std::string& out) {
   out += fmt::format("<details><summary>Top kernels of rank {} (HTA kernel breakdown: HTA's definitions{}; counts can differ "
                      "from the kernels table's, which counts every GPU record of the trace)</summary>\n",
-                     g.rank, g.hta_load.last_step_dropped ? ", the last profiler step left out" : "");
+                     rank, g.hta_load.last_step_dropped ? ", the last profiler step left out" : "");
   out += "<table class=\"kernels\"><tr><th>kernel</th><th>type</th><th>class</th><th class=\"num\">total</th>"
          "<th class=\"num\">launches</th><th class=\"num\">mean</th></tr>";
   for (const auto& k : g.hta_kernels.top)
@@ -343,11 +342,11 @@ void top_kernels_table(const GpuTimeline& g, std::string& out) {
   out += "</table></details>\n";
 }
 
-void syncs_copies_table(const GpuTimeline& g, const RankPartition* p, std::string& out) {
+void syncs_copies_table(const GpuTimeline& g, const RankPartition* p, int rank, std::string& out) {
   const auto& s = g.syncs;
   put(out, "<p>rank {}: synchronising calls: {}, host blocked {}, GPU idle after them {}; {} copies ({} pageable) "
            "taking {}; {} kernels per step (mean), {} of kernels shorter than {}.</p>\n",
-      g.rank, esc(sync_calls_text(s, p)), ms(static_cast<double>(s.host_blocked)),
+      rank, esc(sync_calls_text(s, p)), ms(static_cast<double>(s.host_blocked)),
       ms(static_cast<double>(s.gpu_idle_after)), g.copies.count, g.copies.pageable_count, ms(static_cast<double>(g.copies.time)),
       std::isfinite(g.launch_overhead.mean_kernels_per_step) ? fmt::format("{:.0f}", g.launch_overhead.mean_kernels_per_step) : "n/a",
       pct(g.launch_overhead.short_kernel_share), ms(static_cast<double>(g.launch_overhead.short_kernel)));
@@ -376,7 +375,7 @@ void gpu_summary_table(const DiagnosedResult& r, const SectionOptions& o, std::s
   for (std::size_t i : listed_ranks(r, kListedRanks)) {
     if (i >= r.ranks.size() || !r.ranks[i].gpu_timeline.has_gpu_activity) continue;
     const auto figures = gpu_summary(r.ranks[i].gpu_timeline);
-    put(out, "<tr><td>{}</td>", r.ranks[i].gpu_timeline.rank);
+    put(out, "<tr><td>{}</td>", r.ranks[i].rank());
     for (const auto& l : labels) {
       const auto f = std::find_if(figures.begin(), figures.end(), [&](const GpuSummaryFigure& x) { return x.label == l; });
       if (f == figures.end()) out += "<td class=\"num\">n/a</td>";
@@ -397,8 +396,8 @@ void gpu_section(const DiagnosedResult& r, const SectionOptions& o, std::string&
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
     const GpuTimeline& g = r.ranks[i].gpu_timeline;
     if (!g.has_gpu_activity) continue;
-    syncs_copies_table(g, i < r.ranks.size() ? &r.ranks[i].partition : nullptr, out);
-    top_kernels_table(g, out);
+    syncs_copies_table(g, &r.ranks[i].partition, r.ranks[i].rank(), out);
+    top_kernels_table(g, r.ranks[i].rank(), out);
   }
 }
 

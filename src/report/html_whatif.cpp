@@ -58,12 +58,12 @@ void plan_bars(const LeverPlan& p, std::string& out) {
 // The rank whose plan the page shows: the straggler's where there is one, else the first with a
 // plan (as the diagnosis picks it); only where that plan is the page's whole plan.
 const whatif::RankWhatIf* timeline_rank(const DiagnosedResult& r) {
-  const auto straggler = r.rank_comparison.straggler;
+  const auto straggler = r.job.rank_comparison.straggler;
   const whatif::RankWhatIf* pick = nullptr;
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size(); ++i) {
-    const whatif::RankWhatIf& w = r.whatif[i];
+  for (const RankAnalysis& a : r.ranks) {
+    const whatif::RankWhatIf& w = a.whatif;
     if (!w.present || w.plan.empty()) continue;
-    if (straggler && r.ranks[i].rank == *straggler) {
+    if (straggler && a.rank() == *straggler) {
       pick = &w;
       break;
     }

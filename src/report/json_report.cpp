@@ -147,7 +147,7 @@ nlohmann::json rank_json(const AnalysisResult& r, std::size_t i, bool drilled) {
   nlohmann::json rank = {{"rank", a.rank()}, {"ingest", ingest_json(a.ingest)}};
   rank["partition"] = report_detail::partition_json(a.partition);
   rank["stability"] = report_detail::stability_json(a.stability);
-  rank["gpu_timeline"] = to_json(a.gpu_timeline);
+  rank["gpu_timeline"] = to_json(a.gpu_timeline, a.rank());
   rank["cuda_summary"] = to_json(a.cuda_summary);
   rank["facts"] = facts_json(a.facts);
   if (a.drilldown && drilled) rank["drilldown"] = to_json(*a.drilldown);

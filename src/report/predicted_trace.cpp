@@ -82,11 +82,11 @@ void write_side(Writer& w, const whatif::RankWhatIf& rw, std::int64_t pid, bool 
 std::string predicted_trace_json(const DiagnosedResult& r) {
   Writer w;
   w.out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  for (std::size_t i = 0; i < r.whatif.size() && i < r.ranks.size(); ++i) {
-    const whatif::RankWhatIf& rw = r.whatif[i];
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const whatif::RankWhatIf& rw = r.ranks[i].whatif;
     if (!rw.timeline.present) continue;
     const std::int64_t pid = kFirstPid + 2 * static_cast<std::int64_t>(i);
-    const int rank = r.ranks[i].rank;
+    const int rank = r.ranks[i].rank();
     w.meta("process_name", pid, 0, fmt::format("recorded: rank {}", rank));
     w.sort_index(pid, 2 * static_cast<std::int64_t>(i));
     write_side(w, rw, pid, false);

@@ -32,7 +32,7 @@ std::vector<std::size_t> listed_ranks(const AnalysisResult& r, std::size_t limit
   }
   const std::optional<int> straggler = r.job.rank_comparison.straggler;
   for (std::size_t i = 0; straggler && i < n; ++i)
-    if (r.ranks[i].partition.rank == *straggler) out.push_back(i);
+    if (r.ranks[i].rank() == *straggler) out.push_back(i);
   const std::vector<std::size_t> order = by_step(r);
   const std::size_t points = limit - out.size();
   for (std::size_t k = 0; k < points; ++k) {

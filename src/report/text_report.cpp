@@ -143,7 +143,7 @@ void render_gpu_timelines(const AnalysisResult& r, const TextOptions& opts, cons
     if (i >= r.ranks.size()) break;
     const GpuTimeline& g = r.ranks[i].gpu_timeline;
     if (!g.has_gpu_activity || (shown && !opts.verbose)) continue;
-    out += "\n" + gpu_timeline_text(g, opts, i < r.ranks.size() ? &r.ranks[i].partition : nullptr);
+    out += "\n" + gpu_timeline_text(g, r.ranks[i].rank(), opts, &r.ranks[i].partition);
     shown = true;
   }
 }
@@ -179,7 +179,7 @@ void render_drilldowns(const AnalysisResult& r, const TextOptions& opts, const s
                        std::string& out) {
   for (std::size_t k = 0; k < listed.size() && has_drilldowns(r) && listed[k] < r.ranks.size(); ++k) {
     if (k > 0 && !opts.verbose) break;
-    out += "\n" + drilldown_text(*r.ranks[listed[k]].drilldown, opts);
+    out += "\n" + drilldown_text(*r.ranks[listed[k]].drilldown, r.ranks[listed[k]].rank(), opts);
   }
 }
 void render_cuda_summaries(const AnalysisResult& r, const TextOptions& opts, const std::vector<std::size_t>& listed,

@@ -260,7 +260,6 @@ namespace {
 // partition's mix keeps what comm_roles sum to).
 template <typename Facts, typename Visit>
 void visit_summary_facts(Facts& f, Visit&& visit) {
-  visit("rank", f.rank);
   visit("track_role", f.track_role);
   visit("main_track", f.main_track);
   visit("device_syncs", f.device_syncs);
@@ -280,7 +279,7 @@ void visit_summary_facts(Facts& f, Visit&& visit) {
   visit("trust", f.trust);
   visit("inventory", f.inventory);
 }
-static_assert(field_count<RankFacts>() == 19 + 8, "RankFacts has a field that visit_summary_facts does not list");
+static_assert(field_count<RankFacts>() == 18 + 8, "RankFacts has a field that visit_summary_facts does not list");
 
 }  // namespace
 
@@ -298,13 +297,13 @@ STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_start, ho
 STEPSCOPE_SUMMARY_FIELDS(ComputeMix, class_ns, kernels, softmax_ns, gemm_ns_by_dtype, fp32_simt_gemm_ns,
                          fp32_simt_conv_ns, comm_ns_by_kind, comm_ns_by_role, compiled_ns, compiled_eltwise_norm_ns, recompute_seen,
                          fused_optimizer_seen)
-STEPSCOPE_SUMMARY_FIELDS(RankPartition, rank, gpu, source, source_detail, main_thread, steps, steady_steps,
+STEPSCOPE_SUMMARY_FIELDS(RankPartition, gpu, source, source_detail, main_thread, steps, steady_steps,
                          steady_mean_ns, steady_mean_category, mix, sync_calls, item_calls, model_syncs,
                          sync_refill_ns, sync_wait_ns, profiler_overhead_ns, host_runs_ahead, startup_skipped_ns,
                          notes, trust)
 STEPSCOPE_SUMMARY_FIELDS(Spike, step, duration, excess, grew, grew_by)
 STEPSCOPE_SUMMARY_FIELDS(Periodicity, kind, every, category, mean_excess, occurrences)
-STEPSCOPE_SUMMARY_FIELDS(Stability, rank, steps, mean_ns, p50_ns, p90_ns, max_ns, cv, quiet_ns, spikes, period,
+STEPSCOPE_SUMMARY_FIELDS(Stability, steps, mean_ns, p50_ns, p90_ns, max_ns, cv, quiet_ns, spikes, period,
                          bursty)
 
 // gpu_timeline.hpp
@@ -342,7 +341,7 @@ STEPSCOPE_SUMMARY_FIELDS(Occupancy, available, coverage, achieved_occupancy_pct,
 STEPSCOPE_SUMMARY_FIELDS(DeviceMemoryPeak, device_type, device_id, samples, peak_allocated, peak_allocated_ts,
                          peak_allocated_step, peak_reserved, peak_reserved_ts, peak_reserved_step)
 STEPSCOPE_SUMMARY_FIELDS(MemoryPeaks, available, devices)
-STEPSCOPE_SUMMARY_FIELDS(GpuTimeline, rank, has_gpu_activity, hta_load, hta_temporal, hta_idle, hta_overlap,
+STEPSCOPE_SUMMARY_FIELDS(GpuTimeline, has_gpu_activity, hta_load, hta_temporal, hta_idle, hta_overlap,
                          hta_kernels, hta_launches, steps, classes, syncs, copies, launch_overhead, occupancy, memory)
 
 // cuda_summary.hpp
@@ -374,7 +373,7 @@ STEPSCOPE_SUMMARY_FIELDS(StepMemoryPeak, step, peak_allocated, ts, op)
 STEPSCOPE_SUMMARY_FIELDS(DeviceMemoryTimeline, device_type, device_id, samples, peak_allocated, peak_reserved,
                          peak_ts, peak_op, steps)
 STEPSCOPE_SUMMARY_FIELDS(MemoryTimeline, available, devices)
-STEPSCOPE_SUMMARY_FIELDS(DrillDown, rank, operators, kernels, queue_length, memory_bandwidth, sequences, memory,
+STEPSCOPE_SUMMARY_FIELDS(DrillDown, operators, kernels, queue_length, memory_bandwidth, sequences, memory,
                          critical_path)
 
 namespace footgun {
@@ -416,8 +415,30 @@ STEPSCOPE_SUMMARY_FIELDS(RankWhatIf, present, nodes, edges, steps, replay_error_
 
 }  // namespace whatif
 
-STEPSCOPE_SUMMARY_FIELDS(RankAnalysis, ingest, facts, partition, stability, gpu_timeline, cuda_summary, drilldown,
-                         footgun_scan, collectives, whatif)
+static_assert(field_count<RankAnalysis>() == 10, "RankAnalysis has a field that the summary does not list");
+
+// Each analysis's object names the rank, as the files of this schema have always done, though
+// the struct holds the number once (ingest.rank); a reader takes it from the ingest alone.
+void to_json(nlohmann::json& j, const RankAnalysis& a) {
+  j = {{"ingest", a.ingest}, {"facts", a.facts}, {"partition", a.partition}, {"stability", a.stability},
+       {"gpu_timeline", a.gpu_timeline}, {"cuda_summary", a.cuda_summary}, {"drilldown", a.drilldown},
+       {"footgun_scan", a.footgun_scan}, {"collectives", a.collectives}, {"whatif", a.whatif}};
+  for (const char* key : {"facts", "partition", "stability", "gpu_timeline"}) j[key]["rank"] = a.rank();
+  if (a.drilldown) j["drilldown"]["rank"] = a.rank();
+}
+
+void from_json(const nlohmann::json& j, RankAnalysis& a) {
+  j.at("ingest").get_to(a.ingest);
+  j.at("facts").get_to(a.facts);
+  j.at("partition").get_to(a.partition);
+  j.at("stability").get_to(a.stability);
+  j.at("gpu_timeline").get_to(a.gpu_timeline);
+  j.at("cuda_summary").get_to(a.cuda_summary);
+  j.at("drilldown").get_to(a.drilldown);
+  j.at("footgun_scan").get_to(a.footgun_scan);
+  j.at("collectives").get_to(a.collectives);
+  j.at("whatif").get_to(a.whatif);
+}
 
 namespace {
 

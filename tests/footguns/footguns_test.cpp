@@ -121,9 +121,9 @@ TEST_P(Scenario, PartitionMatchesGroundTruth) {
   double worst = 0;
   for (const auto& st : r.truth["steps"]) {
     const StepPartition* step = nullptr;
-    for (const auto& p : each_rank(r.result, &RankAnalysis::partition))
-      if (p.rank == st["rank"].get<int>())
-        for (const auto& s : p.steps)
+    for (const RankAnalysis& a : r.result.ranks)
+      if (a.rank() == st["rank"].get<int>())
+        for (const auto& s : a.partition.steps)
           if (s.name == st["name"].get<std::string>()) step = &s;
     ASSERT_NE(step, nullptr) << st["name"];
     const double window = st["duration_ns"].get<double>();

@@ -524,14 +524,14 @@ TEST(HtaRound, TiesToEvenLikeNumpy) {
 TEST(GpuTimelineReport, JsonAndText) {
   TraceBuilder b = host_and_sync_gaps();
   GpuTimeline t = analyze_gpu_timeline(b.trace());
-  nlohmann::json j = to_json(t);
+  nlohmann::json j = to_json(t, 0);
   const auto& tb = j["hta"]["temporal_breakdown"];
   EXPECT_EQ(tb["kernel_time_ns"].get<std::int64_t>(), 205'000);
   EXPECT_DOUBLE_EQ(tb["idle_time_share"].get<double>(), 165.0 / 205.0);
   EXPECT_DOUBLE_EQ(hta_percent(tb["idle_time_share"].get<double>(), 2), 80.49);  // 80.4878...
   EXPECT_TRUE(j["hta"]["comm_comp_overlap"]["comp_comm_overlap_share"].is_null());
   EXPECT_EQ(j["sync_points"]["count"].get<int>(), 1);
-  std::string text = gpu_timeline_text(t);
+  std::string text = gpu_timeline_text(t, 0);
   EXPECT_NE(text.find("idle 80.49%"), std::string::npos) << text;
   EXPECT_NE(text.find("sync points  1 calls"), std::string::npos) << text;
 }
@@ -544,7 +544,7 @@ TEST(GpuTimelineReport, InvalidUtf8NamesStillDump) {
   b.launch(std::string("bad\xE2\x82kernel\x80"), 0, 5, 10, 10, 7, 1);
   GpuTimeline t = analyze_gpu_timeline(b.trace());
   std::string dumped;
-  ASSERT_NO_THROW(dumped = to_json(t).dump());
+  ASSERT_NO_THROW(dumped = to_json(t, 0).dump());
   EXPECT_NE(dumped.find("bad\xEF\xBF\xBD\xEF\xBF\xBD" "kernel\xEF\xBF\xBD"), std::string::npos) << dumped;
 }
 

@@ -129,7 +129,7 @@ TEST(HtmlReport, GpuTracePageLoadsCleanAndDrawsTheAnalysis) {
   // The plan's predicted timeline beside the recorded one: a block per replayed step on each side.
   ASSERT_FALSE(a.result.diagnosis.plan.entries.empty());
   expect_drawn(r, "whatif-timeline");
-  EXPECT_EQ((*chart(r, "whatif-timeline"))["rects"].get<std::size_t>(), 2 * a.result.whatif.at(0).steps.size());
+  EXPECT_EQ((*chart(r, "whatif-timeline"))["rects"].get<std::size_t>(), 2 * a.result.ranks.at(0).whatif.steps.size());
   // One rect per (step, category) with time, as the partition holds them.
   const RankPartition& p = a.result.ranks[0].partition;
   EXPECT_EQ((*chart(r, "step-partition-r0"))["rects"].get<std::size_t>(), nonzero_cells(p));
@@ -173,9 +173,9 @@ TEST(HtmlReport, SeveralRanksGetAHeatmapWithTheStragglerMarked) {
   const json& h = *chart(r, "rank-heatmap");
   EXPECT_EQ(h["cells"].get<std::size_t>(), 4 * cols);
   EXPECT_EQ(h["highlighted"].get<std::size_t>(), cols);  // the straggler's row
-  for (const auto& p : each_rank(a.result, &RankAnalysis::partition)) {
-    ASSERT_NE(chart(r, fmt::format("step-partition-r{}", p.rank)), nullptr);
-    EXPECT_EQ((*chart(r, fmt::format("step-partition-r{}", p.rank)))["rects"].get<std::size_t>(), nonzero_cells(p));
+  for (const RankAnalysis& ra : a.result.ranks) {
+    ASSERT_NE(chart(r, fmt::format("step-partition-r{}", ra.rank())), nullptr);
+    EXPECT_EQ((*chart(r, fmt::format("step-partition-r{}", ra.rank())))["rects"].get<std::size_t>(), nonzero_cells(ra.partition));
   }
 }
 

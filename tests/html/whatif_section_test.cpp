@@ -50,7 +50,7 @@ TEST(HtmlWhatIf, ThePlansTimelineBesideTheRecordedOne) {
   po.keep_trace = false;
   const DiagnosedResult r =
       analyze_paths({std::string(STEPSCOPE_FIXTURES_DIR) + "/cpu/a_dataloader_w0_slow_transform.pt.trace.json.gz"}, po).result;
-  const whatif::RankWhatIf& w = r.whatif.at(0);
+  const whatif::RankWhatIf& w = r.ranks.at(0).whatif;
   ASSERT_TRUE(w.timeline.present);
   const std::string s = section_of(render_html(r));
   const auto from = s.find("id=\"whatif-timeline\"");

@@ -32,9 +32,9 @@ ScenarioRun run_scenario(const std::string& scenario, const std::string& extra =
 }
 
 const StepPartition* find_step(const DiagnosedResult& r, int rank, const std::string& name) {
-  for (const auto& p : each_rank(r, &RankAnalysis::partition))
-    if (p.rank == rank)
-      for (const auto& s : p.steps)
+  for (const RankAnalysis& a : r.ranks)
+    if (a.rank() == rank)
+      for (const auto& s : a.partition.steps)
         if (s.name == name) return &s;
   return nullptr;
 }

@@ -32,8 +32,7 @@ DiagnosedResult hundred_ranks() {
   std::vector<RankAnalysis> ranks;
   for (int k = 0; k < kRanks; ++k) {
     RankAnalysis a = job.ranks[static_cast<std::size_t>(k) % job.ranks.size()];
-    a.ingest.rank = a.facts.rank = a.partition.rank = a.stability.rank = a.gpu_timeline.rank = k;
-    if (a.drilldown) a.drilldown->rank = k;
+    a.ingest.rank = k;
     a.partition.steady_steps = std::max<std::size_t>(a.partition.steady_steps, 1);
     a.partition.steady_mean_ns = job.ranks[0].partition.steady_mean_ns * (1 + 0.001 * k);
     ranks.push_back(std::move(a));

@@ -148,7 +148,7 @@ TEST(InputClaims, AMergedJobFileSplitsIntoItsRanks) {
   for (std::size_t i = 0; i < apart.ranks.size(); ++i) {
     const auto& a = apart.ranks[i].partition;
     const auto& b = together.ranks[i].partition;
-    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(together.ranks[i].rank(), apart.ranks[i].rank());
     EXPECT_EQ(b.steady_steps, a.steady_steps);
     EXPECT_DOUBLE_EQ(b.steady_mean_ns, a.steady_mean_ns);
     double sum = 0;

@@ -30,9 +30,8 @@ std::vector<RankPartitionOf> side_by_side(const std::vector<RankPartition>& rank
   return out;
 }
 
-RankPartition rank_of(int rank, std::vector<StepPartition> steps) {
+RankPartition rank_of(std::vector<StepPartition> steps) {
   RankPartition p;
-  p.rank = rank;
   p.gpu = true;
   p.source = StepSource::ProfilerStep;
   p.steps = std::move(steps);
@@ -53,7 +52,7 @@ RankPartition rank_of(int rank, std::vector<StepPartition> steps) {
 
 TEST(Stability, PercentilesAndCvOfAStableRun) {
   // Steady steps 40, 41, 42, 43 ms (step 0 is warm-up).
-  RankPartition p = rank_of(0, {step(0, 90), step(1, 40), step(2, 41), step(3, 42), step(4, 43)});
+  RankPartition p = rank_of({step(0, 90), step(1, 40), step(2, 41), step(3, 42), step(4, 43)});
   const Stability s = compute_stability(p);
   EXPECT_EQ(s.steps, 4u);
   EXPECT_DOUBLE_EQ(s.p50_ns, static_cast<double>(ms(41)));  // nearest rank: 2nd of 4
@@ -69,7 +68,7 @@ TEST(Stability, PercentilesAndCvOfAStableRun) {
 TEST(Stability, SpikeEveryFourthStepNamesTheCategoryThatGrew) {
   std::vector<StepPartition> steps{step(0, 40)};
   for (int n = 1; n <= 12; ++n) steps.push_back(n % 4 == 0 ? step(n, 40, Category::BatchWait, 30) : step(n, 40));
-  const Stability s = compute_stability(rank_of(0, steps));
+  const Stability s = compute_stability(rank_of(steps));
   ASSERT_EQ(s.spikes.size(), 3u);  // steps 4, 8, 12
   EXPECT_EQ(s.spikes[0].step, 4);
   EXPECT_EQ(s.spikes[0].grew, Category::BatchWait);
@@ -84,21 +83,21 @@ TEST(Stability, SpikeEveryFourthStepNamesTheCategoryThatGrew) {
 TEST(Stability, SpreadOutStepsAreNoSpikesAndAtMostAMinoritySpikes) {
   std::vector<StepPartition> spread{step(0, 400)};
   for (int n = 1; n <= 29; ++n) spread.push_back(step(n, 160 + (n * 37 % 29) * 2.5));  // 160..230 ms
-  const Stability even = compute_stability(rank_of(0, spread));
+  const Stability even = compute_stability(rank_of(spread));
   EXPECT_TRUE(even.spikes.empty()) << even.spikes.size() << " spikes";
   // Durations drawn every way round: never more than a quarter of the steps spike.
   for (int levels : {2, 3, 5}) {
     for (int steps : {4, 7, 29}) {
       std::vector<StepPartition> mixed{step(0, 400)};
       for (int n = 1; n <= steps; ++n) mixed.push_back(step(n, 100.0 * (1 + (n * 7 % levels))));
-      const Stability st = compute_stability(rank_of(0, mixed));
+      const Stability st = compute_stability(rank_of(mixed));
       EXPECT_LE(4 * st.spikes.size(), st.steps) << levels << " levels, " << steps << " steps";
     }
   }
   // One outlier among steady steps is still a spike, with its excess over the quiet step.
   std::vector<StepPartition> one{step(0, 400)};
   for (int n = 1; n <= 12; ++n) one.push_back(n == 7 ? step(n, 40, Category::SideWork, 30) : step(n, 40 + (n % 3)));
-  const Stability s = compute_stability(rank_of(0, one));
+  const Stability s = compute_stability(rank_of(one));
   ASSERT_EQ(s.spikes.size(), 1u);
   EXPECT_EQ(s.spikes[0].step, 7);
   EXPECT_EQ(s.spikes[0].grew, Category::SideWork);
@@ -134,7 +133,7 @@ TEST(Stability, JitteredGeneratedRunsHaveFewSpikes) {
 TEST(Stability, LongRecurringWaitIsAnEpochBoundary) {
   std::vector<StepPartition> steps{step(0, 40)};
   for (int n = 1; n <= 15; ++n) steps.push_back(n % 5 == 0 ? step(n, 40, Category::BatchWait, 400) : step(n, 40));
-  const Stability s = compute_stability(rank_of(0, steps));
+  const Stability s = compute_stability(rank_of(steps));
   EXPECT_EQ(s.period.every, 5);
   EXPECT_EQ(s.period.kind, PeriodKind::EpochBoundary);
 }
@@ -146,7 +145,7 @@ TEST(Ranks, SlowComputeRankIsTheStraggler) {
     std::vector<StepPartition> steps;
     for (int n = 0; n < 4; ++n)
       steps.push_back(r == 2 ? step(n, 52) : step(n, 40, Category::GradSyncExposed, 12));
-    ranks.push_back(rank_of(r, steps));
+    ranks.push_back(rank_of(steps));
   }
   const RankComparison rc = compare_ranks(side_by_side(ranks));
   ASSERT_TRUE(rc.straggler.has_value());
@@ -160,7 +159,7 @@ TEST(Ranks, SlowComputeRankIsTheStraggler) {
 TEST(Ranks, EqualRanksHaveNoStraggler) {
   std::vector<RankPartition> ranks;
   for (int r = 0; r < 4; ++r)
-    ranks.push_back(rank_of(r, {step(0, 40, Category::GradSyncExposed, 12), step(1, 40, Category::GradSyncExposed, 12)}));
+    ranks.push_back(rank_of({step(0, 40, Category::GradSyncExposed, 12), step(1, 40, Category::GradSyncExposed, 12)}));
   const RankComparison rc = compare_ranks(side_by_side(ranks));
   EXPECT_FALSE(rc.straggler.has_value());
   EXPECT_FALSE(rc.local);
@@ -187,7 +186,7 @@ TEST(Verdict, GroupRuleQuarterOfTheStepOrMoreThanCompute) {
 TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   // Steady steps: 60 ms compute + 40 ms batch wait -> removing the wait gives 100/60 = 1.667x.
   DiagnosedResult r;
-  r.ranks.emplace_back().partition = rank_of(0, {step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
+  r.ranks.emplace_back().partition = rank_of({step(0, 60, Category::BatchWait, 40), step(1, 60, Category::BatchWait, 40),
                                      step(2, 60, Category::BatchWait, 40)});
   r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
@@ -227,7 +226,7 @@ TEST(Levers, RemovingSyncsSavesTheWaitNotTheHostsOwnWork) {
   // after the sync; the host waited 15 ms of the GPU's 20. Without the sync the host still
   // spends its 85 ms: the step shrinks by the 15 ms wait, 100/85, not by the 80 ms stall.
   DiagnosedResult r;
-  r.ranks.emplace_back().partition = rank_of(0, {step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
+  r.ranks.emplace_back().partition = rank_of({step(0, 20, Category::SyncStall, 80), step(1, 20, Category::SyncStall, 80),
                                      step(2, 20, Category::SyncStall, 80)});
   r.ranks[0].partition.sync_wait_ns = static_cast<double>(ms(15));
   r.ranks[0].partition.sync_calls = 2;
@@ -255,7 +254,7 @@ DiagnosedResult comm_job() {
     return s;
   };
   DiagnosedResult r;
-  r.ranks.emplace_back().partition = rank_of(0, {with_comm(0), with_comm(1), with_comm(2)});
+  r.ranks.emplace_back().partition = rank_of({with_comm(0), with_comm(1), with_comm(2)});
   auto& roles = r.ranks[0].partition.mix.comm_ns_by_role;
   roles[static_cast<std::size_t>(CommRole::Exchange)] = ms(60);
   roles[static_cast<std::size_t>(CommRole::PointToPoint)] = ms(20);
@@ -315,7 +314,7 @@ TEST(Levers, ShardedJobsGetFsdpPrefetchNotDdpBuckets) {
 
 TEST(Levers, CatalogueCoversEveryRequiredLever) {
   DiagnosedResult r;
-  r.ranks.emplace_back().partition = rank_of(0, {step(0, 60), step(1, 60)});
+  r.ranks.emplace_back().partition = rank_of({step(0, 60), step(1, 60)});
   r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
   std::set<std::string> ids;

@@ -48,7 +48,7 @@ double span_ns(const std::vector<const json*>& steps) {
 
 TEST(PredictedTrace, ThePlansStepsReadBackAtThePlansPredictedStep) {
   const DiagnosedResult r = whatif_paths({kBefore}, {{}, 0, 0, true});
-  const whatif::RankWhatIf& w = r.whatif.at(0);
+  const whatif::RankWhatIf& w = r.ranks.at(0).whatif;
   ASSERT_TRUE(w.timeline.present);
   ASSERT_FALSE(w.plan.empty());
   ASSERT_EQ(r.diagnosis.plan.entries.size(), w.plan.size());
@@ -87,10 +87,10 @@ TEST(PredictedTrace, ThePlansStepsReadBackAtThePlansPredictedStep) {
 
 TEST(PredictedTrace, NoEventsKeptUnlessAsked) {
   const DiagnosedResult r = whatif_paths({kBefore}, {});
-  ASSERT_TRUE(r.whatif.at(0).timeline.present);
-  EXPECT_TRUE(r.whatif.at(0).timeline.events.empty());
-  EXPECT_FALSE(r.whatif.at(0).timeline.predicted.host.empty());
-  EXPECT_LE(r.whatif.at(0).timeline.predicted.host.size(), whatif::kTimelineSpans);
+  ASSERT_TRUE(r.ranks.at(0).whatif.timeline.present);
+  EXPECT_TRUE(r.ranks.at(0).whatif.timeline.events.empty());
+  EXPECT_FALSE(r.ranks.at(0).whatif.timeline.predicted.host.empty());
+  EXPECT_LE(r.ranks.at(0).whatif.timeline.predicted.host.size(), whatif::kTimelineSpans);
 }
 
 }  // namespace
