@@ -17,6 +17,7 @@
 #include "stepscope/diff.hpp"
 #include "stepscope/option_spec.hpp"
 #include "stepscope/pipeline.hpp"
+#include "stepscope/whatif_run.hpp"
 
 namespace stepscope {
 
@@ -29,10 +30,14 @@ struct AnalysisSettings {
   int bootstrap = 2000;             // diff: resamples of the speedup interval
   std::uint64_t seed = 1;           // diff: the bootstrap's seed
   double kernel_threshold = 0.05;   // diff: relative change beyond which a kernel is faster or slower
+  std::vector<std::string> changes;  // whatif: the --set changes
+  std::int64_t steps = 0;           // whatif: the run's length in steps, to price the plan (0: not priced)
+  double gpu_hour_cost = 0;         // whatif: USD per GPU-hour (0: hours only)
 };
 
 using SettingsField =
-    std::variant<int AnalysisSettings::*, std::uint64_t AnalysisSettings::*, double AnalysisSettings::*,
+    std::variant<int AnalysisSettings::*, std::int64_t AnalysisSettings::*, std::uint64_t AnalysisSettings::*,
+                 double AnalysisSettings::*,
                  std::string AnalysisSettings::*, std::vector<std::string> AnalysisSettings::*>;
 
 struct AnalysisOption {
@@ -40,8 +45,8 @@ struct AnalysisOption {
   SettingsField field;  // where the value goes
 };
 
-// The analysis options of "analyze", "diff" or "whatif", in the order --help lists them; none
-// for another command.
+// The analysis options of "analyze", "diff", "whatif" or "history", in the order --help lists
+// them; none for another command.
 std::span<const AnalysisOption> analysis_options(std::string_view command);
 
 // Refuses a value outside its option's check, in the words both front ends print:
@@ -54,5 +59,7 @@ PipelineOptions pipeline_options(std::string_view command, const AnalysisSetting
 
 // diff's own options: the bootstrap, its seed and the kernel threshold.
 DiffOptions diff_options(const AnalysisSettings& s);
+// whatif's own: the changes and the run to price.
+WhatIfRunOptions whatif_options(const AnalysisSettings& s);
 
 }  // namespace stepscope

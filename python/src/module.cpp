@@ -71,13 +71,12 @@ std::string analyze_json(const std::vector<std::string>& paths, const std::share
 }
 
 // `stepscope whatif --json`: the replay against the recording, the changes' prediction, the plan.
-std::string whatif_json(const std::vector<std::string>& paths, const std::vector<std::string>& changes, int jobs,
-                        std::int64_t steps, double gpu_hour_cost, const std::shared_ptr<CancelToken>& cancel) {
-  AnalysisSettings s;
-  s.jobs = jobs;
+std::string whatif_json(const std::vector<std::string>& paths, const std::shared_ptr<CancelToken>& cancel,
+                        const py::kwargs& options) {
+  const AnalysisSettings s = settings_from("whatif", options);
   const PipelineOptions po = pipeline_options("whatif", s, cancel);
   py::gil_scoped_release unlocked;
-  return dump_report(whatif_to_json(whatif_paths(paths, {changes, steps, gpu_hour_cost}, po)));
+  return dump_report(whatif_to_json(whatif_paths(paths, whatif_options(s), po)));
 }
 
 std::string merge_json(const std::vector<std::string>& summaries) {
@@ -107,6 +106,9 @@ std::string diff_json(const std::vector<std::string>& base, const std::vector<st
 
 // `stepscope history --json`: with a log directory, its new runs are analysed into the history first.
 std::string history_json(const std::string& logdir, const std::string& store_path, const std::string& job, int jobs) {
+  AnalysisSettings s;
+  s.jobs = jobs;
+  check_settings(s, analysis_options("history"));
   py::gil_scoped_release unlocked;
   Store store(store_path.empty() ? default_store_path(logdir) : store_path);
   if (!logdir.empty()) {
@@ -202,8 +204,9 @@ PYBIND11_MODULE(_stepscope, m) {
   m.def("options", &options_of, py::arg("command"),
         "The options of a command (analyze, diff, whatif, plan memory, ...), as the CLI and the Python functions "
         "take them: name, python, flag, type, unit, value_name, default, check, low, high, required, help.");
-  m.def("whatif_json", &whatif_json, py::arg("paths"), py::kw_only(), py::arg("changes"), py::arg("jobs") = 0,
-        py::arg("steps") = 0, py::arg("gpu_hour_cost") = 0.0, py::arg("cancel") = std::shared_ptr<CancelToken>{});
+  m.def("whatif_json", &whatif_json, py::arg("paths"), py::kw_only(), py::arg("cancel") = std::shared_ptr<CancelToken>{},
+        "Replay the traces' steps with changes applied; the JSON report as `whatif --json` writes it. The other "
+        "keyword arguments are the options of `options(\"whatif\")`.");
   m.def("merge_json", &merge_json, py::arg("summaries"),
         "Merge the rank summaries `analyze --summary` wrote; the JSON report as `merge --json` writes it.");
   m.def("diff_json", &diff_json, py::arg("base"), py::arg("test"), py::kw_only(),

@@ -49,12 +49,14 @@ def matched(cli_names, py_names):
 
 
 def py_options(func):
+    """The options among a function's parameters: its keyword-only ones and those with a default."""
     sig = inspect.signature(func)
     return {n: p.default for n, p in sig.parameters.items()
-            if p.kind == p.KEYWORD_ONLY and n not in PY_ALIASES}
+            if (p.kind == p.KEYWORD_ONLY or p.default is not p.empty) and n not in PY_ALIASES}
 
 
-ANALYSIS_COMMANDS = [("analyze", stepscope.analyze), ("diff", stepscope.diff), ("whatif", stepscope.whatif)]
+ANALYSIS_COMMANDS = [("analyze", stepscope.analyze), ("diff", stepscope.diff), ("whatif", stepscope.whatif),
+                     ("history", stepscope.history)]
 
 
 def schema_default(value):
@@ -73,11 +75,13 @@ def test_analysis_options_are_the_schema_on_both_sides(cli, command, func):
     cli_opts = cli_options(cli, command)
     py = py_options(func)
     for o in schema:
-        assert o["python"] in cli_opts, o["name"]
-        if o["flag"]:
-            assert re.search(rf"^\s+{o['flag']},--{o['name']}\b", usage, re.M), o["name"]
+        line = re.search(rf"^\s+(?:(-\w),)?--{o['name']}\b(.*)$", usage, re.M)
+        assert line, o["name"]
+        assert (line.group(1) or "") == o["flag"], o["name"]
         if o["value_name"]:
-            assert re.search(rf"--{o['name']} {re.escape(o['value_name'])}\b", usage), o["name"]
+            assert line.group(2).startswith(f" {o['value_name']}"), o["name"]
+        if o["default"]:
+            assert re.search(rf"={re.escape(o['default'])}(\s|$)", line.group(2)), o["name"]
         assert o["python"] in py, o["python"]
         assert schema_default(py[o["python"]]) == o["default"] or (o["default"] == "" and py[o["python"]] in (0, "")), \
             o["python"]
@@ -135,7 +139,8 @@ def test_plan_options_are_the_schema_on_both_sides(cli, calc):
         if o["value_name"]:
             assert line.group(1).startswith(f" {o['value_name']}"), o["name"]
         if o["type"] != "flag":
-            assert re.match(rf" \S*{'=' + re.escape(o['default']) if o['default'] else ''}( |$)", line.group(1)), o["name"]
+            shown = re.search(r"=(\S+)", line.group(1)[len(o["value_name"]) + 1 if o["value_name"] else 0:])
+            assert (shown.group(1) if shown else "") == o["default"], o["name"]
         assert ("REQUIRED" in line.group(1)) == o["required"], o["name"]
         assert py[o["python"]].default == python_default(o), o["python"]
     assert len(cli_opts) == len(schema)
@@ -153,7 +158,7 @@ BAD_VALUE = {"non-negative": lambda o: -1, "positive": lambda o: 0, "0-1": lambd
 
 
 def checked_options():
-    for command in ["analyze", "diff", "whatif"] + [f"plan {c}" for c in stepscope_plan.CALCULATORS]:
+    for command in [c for c, _ in ANALYSIS_COMMANDS] + [f"plan {c}" for c in stepscope_plan.CALCULATORS]:
         for o in stepscope._stepscope.options(command):
             if o["check"]:
                 yield command, o, BAD_VALUE[o["check"]](o)
@@ -165,7 +170,7 @@ CHECKED = list(checked_options())
 
 
 @pytest.mark.parametrize("command,option,value", CHECKED, ids=[f"{c}-{o['name']}-{v}" for c, o, v in CHECKED])
-def test_a_bad_value_is_refused_alike(cli, fixtures, command, option, value):
+def test_a_bad_value_is_refused_alike(cli, fixtures, tmp_path, command, option, value):
     """The CLI refuses it with one line and exit 2, Python with stepscope.Error (a ValueError) and
     the same message."""
     argv = [f"--{option['name']}", str(value)]
@@ -182,6 +187,9 @@ def test_a_bad_value_is_refused_alike(cli, fixtures, command, option, value):
         if command == "plan roofline":
             kwargs = {"layer": True}
         call = lambda: getattr(stepscope_plan, calc)(**kwargs, **{option["python"]: value})  # noqa: E731
+    elif command == "history":
+        rc, _, err = run_cli(cli, command, "-q", str(tmp_path), *argv)
+        call = lambda: stepscope.history(str(tmp_path), **{option["python"]: value})  # noqa: E731
     else:
         trace = str(fixtures / "cpu" / "a_dataloader_w0_slow_transform.pt.trace.json.gz")
         sides = [trace, trace] if command == "diff" else [trace]

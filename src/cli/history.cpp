@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "stepscope/error.hpp"
@@ -24,13 +25,13 @@ struct HistoryArgs {
   std::string json_out;
   bool fail_if_regressed = false;
   bool quiet = false;
-  int jobs = 0;
+  AnalysisSettings settings;  // --jobs (stepscope/command_options.hpp)
 };
 
 void index_logdir(Store& store, const HistoryArgs& a) {
   ProgressBar bar("indexing", !a.quiet);
   IndexOptions opts;
-  opts.jobs = a.jobs;
+  opts.jobs = a.settings.jobs;
   opts.progress = [&bar](const IndexProgress& p) {
     bar.phase(fmt::format("analysing run {}/{}", p.done + (p.done < p.total ? 1 : 0), p.total));
     bar.update(p.bytes_done, p.bytes_total);
@@ -44,6 +45,7 @@ void index_logdir(Store& store, const HistoryArgs& a) {
 
 int run_history(const HistoryArgs& a) {
   if (a.logdir.empty() && a.store.empty()) throw InputError("history: give a LOGDIR, or --store PATH");
+  check_settings(a.settings, analysis_options("history"));
   check_outputs({}, {{"--json", a.json_out}});
   Store store(a.store.empty() ? default_store_path(a.logdir) : a.store);
   if (!a.logdir.empty()) index_logdir(store, a);
@@ -74,8 +76,7 @@ const RegisterCommand reg{{"history", [](CLI::App& app) -> std::function<int()> 
   cmd->add_option("--json", args->json_out, "Also write the history as JSON to FILE ('-' for stdout)")->type_name("FILE");
   cmd->add_flag("--fail-if-regressed", args->fail_if_regressed,
                 "Exit with status 3 when a job's newest run is slower than the run before it beyond noise");
-  cmd->add_option("-j,--jobs", args->jobs, "Threads for reading and for analysing ranks (default: number of cores)")
-      ->check(kNonNegative);
+  add_analysis_options(*cmd, "history", args->settings);
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar");
   return [args] { return run_history(*args); };
 }}};

@@ -13,12 +13,9 @@ namespace {
 
 struct WhatIfArgs {
   std::vector<std::string> paths;
-  std::vector<std::string> sets;
   std::string json_out;
   std::string annotate_out;
-  AnalysisSettings settings;  // --jobs (stepscope/command_options.hpp)
-  std::int64_t steps = 0;
-  double gpu_hour_cost = 0;
+  AnalysisSettings settings;  // --jobs, --set, --steps, --gpu-hour-cost (stepscope/command_options.hpp)
 };
 
 int run_whatif(const WhatIfArgs& a) {
@@ -26,8 +23,9 @@ int run_whatif(const WhatIfArgs& a) {
     throw InputError("--annotate -: the predicted trace is a file, not standard output");
   check_outputs(a.paths, {{"--json", a.json_out}, {"--annotate", a.annotate_out}});
   const PipelineOptions po = pipeline_options("whatif", a.settings);
-  const DiagnosedResult r =
-      whatif_paths(a.paths, {a.sets, a.steps, a.gpu_hour_cost, !a.annotate_out.empty()}, po);
+  WhatIfRunOptions w = whatif_options(a.settings);
+  w.timeline_events = !a.annotate_out.empty();
+  const DiagnosedResult r = whatif_paths(a.paths, w, po);
   if (!a.json_out.empty()) write_json(a.json_out, whatif_to_json(r));
   if (!a.annotate_out.empty()) write_output(a.annotate_out, predicted_trace_json(r), "predicted trace");
   if (!goes_to_stdout(a.json_out)) write_stdout(fit_to_width(render_whatif_text(r), report_columns()));
@@ -51,18 +49,11 @@ const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
       "  stepscope whatif trace.json.gz --set batch_wait=0 --steps 10000 --gpu-hour-cost 2.5 --json -\n"
       "  stepscope whatif trace.json.gz --annotate predicted.json   # open in ui.perfetto.dev");
   cmd->add_option("TRACE", args->paths, "Trace files or directories of per-rank traces")->required()->type_name("PATH");
-  cmd->add_option("--set", args->sets, "A change to replay (see below); repeatable")->type_name("CHANGE");
   cmd->add_option("--json", args->json_out, "Also write the JSON report to FILE ('-' for stdout)")->type_name("FILE");
   cmd->add_option("--annotate", args->annotate_out,
                   "Also write the plan's predicted steps as a trace for Perfetto: each rank's replayed events as "
                   "recorded and, beside them, as the plan predicts them; FILE.gz is written gzipped")
       ->type_name("FILE");
-  cmd->add_option("--steps", args->steps, "Price the plan for a run of N steps (GPU-hours before and after)")
-      ->type_name("N")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--gpu-hour-cost", args->gpu_hour_cost, "With --steps: USD per GPU-hour, for the run's cost")
-      ->type_name("USD")
-      ->check(kNonNegative);
   add_analysis_options(*cmd, "whatif", args->settings);
   return [args] { return run_whatif(*args); };
 }}};

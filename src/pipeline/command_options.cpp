@@ -49,7 +49,20 @@ const std::array kDiff{
                    &S::kernel_threshold},
 };
 
-const std::array kWhatIf{jobs_option()};
+const std::array kWhatIf{
+    jobs_option(),
+    AnalysisOption{text_list("set", "A change to replay (see below); repeatable").python_name("changes").shown_as("CHANGE"),
+                   &S::changes},
+    AnalysisOption{count("steps", "Price the plan for a run of N steps (GPU-hours before and after)")
+                       .shown_as("N").in_units("steps").checked(OptionCheck::NonNegative),
+                   &S::steps},
+    AnalysisOption{real("gpu-hour-cost", "With --steps: USD per GPU-hour, for the run's cost")
+                       .shown_as("USD").in_units("USD").checked(OptionCheck::NonNegative),
+                   &S::gpu_hour_cost},
+};
+
+// The runs a history analyses.
+const std::array kHistory{jobs_option()};
 
 }  // namespace
 
@@ -57,6 +70,7 @@ std::span<const AnalysisOption> analysis_options(std::string_view command) {
   if (command == "analyze") return kAnalyze;
   if (command == "diff") return kDiff;
   if (command == "whatif") return kWhatIf;
+  if (command == "history") return kHistory;
   return {};
 }
 
@@ -84,6 +98,14 @@ PipelineOptions pipeline_options(std::string_view command, const AnalysisSetting
 
 DiffOptions diff_options(const AnalysisSettings& s) {
   return {.bootstrap_samples = s.bootstrap, .seed = s.seed, .kernel_threshold = s.kernel_threshold};
+}
+
+WhatIfRunOptions whatif_options(const AnalysisSettings& s) {
+  WhatIfRunOptions w;
+  w.changes = s.changes;
+  w.steps = s.steps;
+  w.gpu_hour_cost = s.gpu_hour_cost;
+  return w;
 }
 
 }  // namespace stepscope
