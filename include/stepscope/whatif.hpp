@@ -83,11 +83,11 @@ struct TimeSpan {
   ns_t start = 0, end = 0;
 };
 
-// The replayed steps on one side of the comparison: their windows, and when the replayed host
-// threads and the GPU were busy, merged to a drawing's resolution (gaps under a 150th of the span
-// closed, at most kTimelineSpans a lane).
+// The replayed steps on one side of the comparison: their windows, when the host waited (the
+// data loader's waits and the syncs that waited for the GPU) and when the GPU was busy, merged to a
+// drawing's resolution (gaps under a 150th of the span closed, at most kTimelineSpans a lane).
 struct TimelineView {
-  std::vector<TimeSpan> steps, host, gpu;
+  std::vector<TimeSpan> steps, host_waits, gpu;
 };
 
 // A replayed event as recorded and as the plan predicts it (`stepscope whatif --annotate`).

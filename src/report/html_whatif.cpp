@@ -88,7 +88,7 @@ TimeScale scale_of(const whatif::PlanTimeline& t) {
 }
 
 // One side of the timeline: its steps as blocks (two shades, so that neighbours part), then the
-// host's and the GPU's busy time as one path each.
+// host's waits (loader, syncs) and the GPU's busy time as one path each.
 void timeline_rows(const whatif::TimelineView& v, const std::vector<whatif::StepReplay>& numbers, const TimeScale& sc,
                    int row, std::string_view side, std::array<std::string_view, 2> fills, std::string& out) {
   constexpr int kRow = 16;
@@ -113,7 +113,7 @@ void timeline_rows(const whatif::TimelineView& v, const std::vector<whatif::Step
                      std::max(0.5, sc.x(s.end) - sc.x(s.start)), std::max(0.5, sc.x(s.end) - sc.x(s.start)));
     out += "\"/>\n";
   };
-  lane(row + 1, v.host, "  host threads");
+  lane(row + 1, v.host_waits, "  host waits");
   lane(row + 2, v.gpu, "  GPU");
 }
 

@@ -407,7 +407,7 @@ STEPSCOPE_SUMMARY_FIELDS(Disagreement, edge, count, total_ns)
 STEPSCOPE_SUMMARY_FIELDS(Prediction, id, modelled, speedup, uncertainty, by_setting, held, basis)
 STEPSCOPE_SUMMARY_FIELDS(PlanStep, id, speedup)
 STEPSCOPE_SUMMARY_FIELDS(TimeSpan, start, end)
-STEPSCOPE_SUMMARY_FIELDS(TimelineView, steps, host, gpu)
+STEPSCOPE_SUMMARY_FIELDS(TimelineView, steps, host_waits, gpu)
 STEPSCOPE_SUMMARY_FIELDS(TimelineEvent, name, lane, gpu, recorded_ts, recorded_dur, predicted_ts, predicted_dur)
 STEPSCOPE_SUMMARY_FIELDS(PlanTimeline, present, levers, recorded, predicted, events)
 STEPSCOPE_SUMMARY_FIELDS(RankWhatIf, present, nodes, edges, steps, replay_error_mean, replay_error_max, disagreements,

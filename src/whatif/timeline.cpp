@@ -10,7 +10,7 @@ namespace {
 // A gap shorter than this share of the steps' span is closed when the busy time is drawn.
 constexpr double kMergeShare = 1.0 / 150;
 
-// Busy stretches merged: gaps under `min_gap` closed, and where that leaves more than
+// Busy (or waiting) stretches merged: gaps under `min_gap` closed, and where that leaves more than
 // kTimelineSpans stretches, the gap doubled until it does not. Example: [0,10) [11,20) [60,70)
 // with min_gap 2 -> [0,20) [60,70).
 std::vector<TimeSpan> merge_busy(std::vector<TimeSpan> spans, ns_t min_gap) {
@@ -38,7 +38,8 @@ Sides busy_spans(const Graph& g, const Replayed& r) {
   Sides s;
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
     const Atom& a = g.atoms[i];
-    if (a.kind == AtomKind::Marker) continue;
+    // What the levers take away shows as waits: the host's own work between ops is not drawn.
+    if (a.kind != AtomKind::Loader && !(a.kind == AtomKind::Sync && a.waited)) continue;
     s.recorded_host.push_back({a.ts, a.ts + a.dur});
     if (r.atom_start[i] != kUnreplayed) s.predicted_host.push_back({r.atom_start[i], r.atom_end[i]});
   }
@@ -83,9 +84,9 @@ PlanTimeline plan_timeline(const Graph& g, const RankTrace& t, const Plan& plan,
     out.predicted.steps.push_back({plan.replayed.step_start[k], plan.replayed.step_start[k] + plan.replayed.step_ns[k]});
   Sides s = busy_spans(g, plan.replayed);
   const auto gap = static_cast<ns_t>(kMergeShare * static_cast<double>(span_of(out.recorded.steps)));
-  out.recorded.host = merge_busy(std::move(s.recorded_host), gap);
+  out.recorded.host_waits = merge_busy(std::move(s.recorded_host), gap);
   out.recorded.gpu = merge_busy(std::move(s.recorded_gpu), gap);
-  out.predicted.host = merge_busy(std::move(s.predicted_host), gap);
+  out.predicted.host_waits = merge_busy(std::move(s.predicted_host), gap);
   out.predicted.gpu = merge_busy(std::move(s.predicted_gpu), gap);
   if (with_events) add_events(g, t, plan.replayed, out.events);
   return out;

@@ -57,9 +57,9 @@ TEST(HtmlWhatIf, ThePlansTimelineBesideTheRecordedOne) {
   ASSERT_NE(from, std::string::npos);
   const std::string svg = s.substr(from, s.find("</svg>", from) - from);
   EXPECT_EQ(count(svg, "<rect "), 2 * w.steps.size());
-  // A row for the host threads and one for the GPU where it ran, recorded and predicted.
-  EXPECT_EQ(count(svg, "<path "), 2 * (!w.timeline.recorded.host.empty() + !w.timeline.recorded.gpu.empty()));
-  EXPECT_FALSE(w.timeline.recorded.host.empty());
+  // A row for the host's waits and one for the GPU where they happened, recorded and predicted.
+  EXPECT_EQ(count(svg, "<path "), 2 * (!w.timeline.recorded.host_waits.empty() + !w.timeline.recorded.gpu.empty()));
+  EXPECT_FALSE(w.timeline.recorded.host_waits.empty());  // the loader's waits
   // The recorded steps fill the axis (150 to 750); the predicted ones end at 1 / speedup of it.
   const whatif::TimeSpan& last = w.timeline.predicted.steps.back();
   const whatif::TimeSpan& first = w.timeline.recorded.steps.front();

@@ -271,8 +271,8 @@ TEST(RankSummaryRefuses, NestingNoSummaryHas) {
 }
 
 TEST(RankSummaryRefuses, AnotherSchema) {
-  const json doc = {{"schema", "stepscope.summary/10"}, {"warnings", json::array()}, {"ranks", json::array()}};
-  expect_refused(cbor(doc), std::string("schema stepscope.summary/10, this stepscope reads ") + kSummarySchema);
+  const json doc = {{"schema", "stepscope.summary/11"}, {"warnings", json::array()}, {"ranks", json::array()}};
+  expect_refused(cbor(doc), std::string("schema stepscope.summary/11, this stepscope reads ") + kSummarySchema);
   expect_refused(cbor(json{{"schema", "two\nlines"}}), "schema two lines");
 }
 

@@ -89,8 +89,8 @@ TEST(PredictedTrace, NoEventsKeptUnlessAsked) {
   const DiagnosedResult r = whatif_paths({kBefore}, {});
   ASSERT_TRUE(r.ranks.at(0).whatif.timeline.present);
   EXPECT_TRUE(r.ranks.at(0).whatif.timeline.events.empty());
-  EXPECT_FALSE(r.ranks.at(0).whatif.timeline.predicted.host.empty());
-  EXPECT_LE(r.ranks.at(0).whatif.timeline.predicted.host.size(), whatif::kTimelineSpans);
+  EXPECT_FALSE(r.ranks.at(0).whatif.timeline.predicted.host_waits.empty());
+  EXPECT_LE(r.ranks.at(0).whatif.timeline.predicted.host_waits.size(), whatif::kTimelineSpans);
 }
 
 }  // namespace
