@@ -135,9 +135,13 @@ enum NameFlag : std::uint64_t {
   kNameTensorParallel = std::uint64_t{1} << 37,  // Megatron's tensor/sequence-parallel mappings (..ParallelRegion..)
   kNameDeviceApi = std::uint64_t{1} << 38,      // a name only a GPU job calls: CUDA/HIP runtime, cuDNN, cuBLAS, MIOpen, NCCL
   kNameOneTimeSetup = std::uint64_t{1} << 39,   // context creation, device queries, library handles, module loading
+  kNameModuleRange = std::uint64_t{1} << 40,    // a module's range as with_modules records it (kModuleRangePrefix)
   kNameLaunchApi = std::uint64_t{1} << 29,      // a runtime/driver call with "Launch" in its name (kernels, graphs, host functions)
   kNameBlockingCall = std::uint64_t{1} << 30,   // *Synchronize calls and copies but *Async ones: the GPU timeline's sync points
 };
+// The prefix PyTorch's profiler gives a module's range ("nn.Module: Linear_0" under with_modules);
+// what follows it is the module's name, as the drill-down's module grouping shows it.
+inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";
 
 struct NameFact {
   // GPU side (meaningful for kernels, copies, memsets).

@@ -19,17 +19,6 @@ namespace stepscope::cp {
 
 namespace {
 
-// trace_counters.py:18-95 and trace_symbol_table.py get_runtime_launch_events_query: the
-// launch calls whose GPU partner enters the queue.
-bool is_launch_name(std::string_view n) {
-  for (std::string_view l : {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                             "cudaMemcpyAsync", "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel",
-                             "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-                             "runFunction - job_prep_and_submit_for_execution"})
-    if (n == l) return true;
-  return false;
-}
-
 // CPGraph.BLOCKING_SYNC_CALLS (critical_path_analysis.py:166): the call-stack edge into their
 // end node weighs 0. For cudaMemcpyAsync, a runtime-lock call, that is only an edge from a child's
 // end: its span edge comes from the lock chain (full weight), the call stack leaves it out.
@@ -52,7 +41,7 @@ bool is_host_sync_name(std::string_view n) {
 
 std::uint16_t name_flags(std::string_view n) {
   std::uint16_t f = 0;
-  if (is_launch_name(n)) f |= kLaunchName;
+  if (hta::is_queue_launch(n)) f |= kLaunchName;
   if (is_blocking_name(n)) f |= kBlockingName;
   if (is_host_sync_name(n)) f |= kHostSyncName;
   if (n == "Event Sync") f |= kEventSyncName;

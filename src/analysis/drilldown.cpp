@@ -35,13 +35,11 @@ std::uint32_t op_ancestor(const RankTrace& rank, const std::vector<std::uint32_t
   return kNoParent;
 }
 
-constexpr std::string_view kModulePrefix = "nn.Module: ";
-
 // The name of the innermost "nn.Module: X" range around event i (recorded with with_modules /
 // with_stack), or kNoStr.
-StrId module_range_of(const RankTrace& rank, const CallTree& tree, std::uint32_t i) {
+StrId module_range_of(const RankTrace& rank, const RankFacts& facts, const CallTree& tree, std::uint32_t i) {
   for (std::uint32_t p = tree.parent[i]; p != kNoParent; p = tree.parent[p])
-    if (rank.name_of(p).starts_with(kModulePrefix)) return rank.events.name[p];
+    if (facts.of_event(rank, p).has(kNameModuleRange)) return rank.events.name[p];
   return kNoStr;
 }
 
@@ -77,7 +75,7 @@ std::pair<StrId, StrId> group_key(const RankTrace& rank, std::uint32_t i, Operat
 std::string group_detail(const RankTrace& rank, StrId second, OperatorGrouping g) {
   if (second == kNoStr) return "";
   const std::string_view text = rank.str(second);
-  return std::string(g == OperatorGrouping::Module ? text.substr(kModulePrefix.size()) : text);
+  return std::string(g == OperatorGrouping::Module ? text.substr(kModuleRangePrefix.size()) : text);
 }
 
 StageHint main_stage(const std::array<ns_t, kStageHintCount + 1>& time) {
@@ -159,8 +157,8 @@ void OperatorTables::enter(std::uint32_t i) {
   const auto here = static_cast<std::int32_t>(stack_.size());
   // The module above a call, from the stack of its ancestors rather than a climb up the tree
   // per op (which grows with the square of the nesting depth).
-  const StrId enclosing = stack_.empty() ? module_range_of(rank_, tree_, i) : stack_.back().module_inside;
-  const StrId inside = rank_.name_of(i).starts_with(kModulePrefix) ? ev.name[i] : enclosing;
+  const StrId enclosing = stack_.empty() ? module_range_of(rank_, facts_, tree_, i) : stack_.back().module_inside;
+  const StrId inside = facts_.of(ev.name[i]).has(kNameModuleRange) ? ev.name[i] : enclosing;
   stack_.push_back({i, {}, ev.kind[i] == Kind::CpuOp ? here : op, enclosing, inside});
 }
 

@@ -15,17 +15,6 @@
 namespace stepscope {
 namespace {
 
-// trace_symbol_table.py get_runtime_launch_events_mask: the calls that enqueue work on a stream.
-// cudaMemcpy/cudaMemset (synchronous), hipModuleLaunchKernel and cudaGraphLaunch are not in it.
-bool is_queue_launch(std::string_view n) {
-  static constexpr std::string_view kNames[] = {
-      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",   "cuLaunchKernelEx",
-      "cudaMemcpyAsync",  "cudaMemsetAsync",     "hipLaunchKernel",  "hipExtModuleLaunchKernel",
-      "hipMemcpyAsync",   "hipMemsetAsync",      "hipMemcpyWithStream",
-      "runFunction - job_prep_and_submit_for_execution"};
-  return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
-}
-
 // One stream's +1 and -1 rows as view row numbers: its launch calls (one entry a GPU record of the
 // call on the stream) and its GPU records, each list in HTA's concatenation order (launches
 // first, then GPU records, each in row order) until sort() puts it in ts order, stably.
@@ -59,7 +48,7 @@ std::uint32_t stream_place(const std::vector<std::int64_t>& streams, std::int64_
 //   starts at 20 µs: stream 7's launches [10, 12], records [14, 20]
 std::vector<StreamChanges> stream_changes(const RankTrace& rank, const hta::View& v, const std::vector<std::int64_t>& streams) {
   auto is_launch = [&](const hta::Row& row) {
-    return !row.gpu() && row.correlated() && is_queue_launch(rank.str(row.name(rank.events)));
+    return !row.gpu() && row.correlated() && hta::is_queue_launch(rank.str(row.name(rank.events)));
   };
   // Launch calls per correlation id. HTA joins every launch of an id with every GPU record of it;
   // an id shared by thousands of launches (a malformed or merged trace, id 0) would make that

@@ -38,6 +38,19 @@ bool is_idle_category(std::string_view cat) {
          cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
 }
 
+}  // namespace
+
+bool is_queue_launch(std::string_view n) {
+  static constexpr std::string_view kNames[] = {
+      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",   "cuLaunchKernelEx",
+      "cudaMemcpyAsync",  "cudaMemsetAsync",     "hipLaunchKernel",  "hipExtModuleLaunchKernel",
+      "hipMemcpyAsync",   "hipMemsetAsync",      "hipMemcpyWithStream",
+      "runFunction - job_prep_and_submit_for_execution"};
+  return std::find(std::begin(kNames), std::end(kNames), n) != std::end(kNames);
+}
+
+namespace {
+
 // The launch calls HTA's launch statistics count (see hta_launch.cpp): HTA's literal list, not the
 // facts layer's launch flags.
 std::uint8_t launch_flags(std::string_view n) {

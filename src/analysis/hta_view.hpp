@@ -10,6 +10,7 @@
 #include <utility>
 #include <string>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "stepscope/gpu_timeline.hpp"
@@ -128,6 +129,11 @@ View build_view(const RankTrace& rank, const GpuTimelineOptions& opts);
 // Frees the merged intervals, which only the GPU timeline's figures read, for the readers after
 // it (queue length, bandwidth, kernel sequences) that keep the rows.
 void drop_merged_intervals(View& v);
+
+// trace_symbol_table.py get_runtime_launch_events_mask (and trace_counters.py:18-95): the calls
+// that enqueue work on a stream, HTA's literal list. cudaMemcpy/cudaMemset (synchronous),
+// hipModuleLaunchKernel and cudaGraphLaunch are not in it.
+bool is_queue_launch(std::string_view name);
 
 // The pieces of HTA's loader that build_view applies row by row, for analyses that need rows
 // build_view leaves out (plain host ops). round_like_hta gives HTA's times of an event whose

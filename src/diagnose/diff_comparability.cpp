@@ -68,11 +68,10 @@ std::map<std::string, std::string> first_op_shapes(const DiagnosedRun& a) {
   return out;
 }
 
-bool any_event(const DiagnosedRun& a, Kind kind, std::string_view name = {}) {
-  for (const auto& t : a.trace.ranks)
-    for (std::size_t i = 0; i < t.events.size(); ++i)
-      if (t.events.kind[i] == kind && (name.empty() || t.name_of(i) == name)) return true;
-  return false;
+// Whether any rank's input holds activity `x`, as the facts layer's inventory counted it.
+bool any_activity(const DiagnosedRun& a, Activity x) {
+  return std::any_of(a.result.facts.begin(), a.result.facts.end(),
+                     [x](const RankFacts& f) { return f.inventory.has(x); });
 }
 
 bool any_recorded_dims(const DiagnosedRun& a) {
@@ -134,10 +133,9 @@ void compare_setting(bool base_on, bool test_on, const char* what, const char* c
 void compare_profiler(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
   compare_setting(any_recorded_dims(b), any_recorded_dims(t), "record_shapes",
                   "it adds host overhead to every op", out);
-  compare_setting(any_event(b, Kind::PythonFunction), any_event(t, Kind::PythonFunction), "with_stack",
+  compare_setting(any_activity(b, Activity::PythonFrames), any_activity(t, Activity::PythonFrames), "with_stack",
                   "Python stack tracing slows the host", out);
-  // "[memory]" is the fixed name Kineto gives its allocator records (a format constant, no rule).
-  compare_setting(any_event(b, Kind::CpuInstant, "[memory]"), any_event(t, Kind::CpuInstant, "[memory]"),
+  compare_setting(any_activity(b, Activity::MemoryEvents), any_activity(t, Activity::MemoryEvents),
                   "profile_memory", "allocation tracking slows the host", out);
   const RankTrace *bt = first_rank(b), *tt = first_rank(t);
   if (bt && tt && bt->schema_version != tt->schema_version)

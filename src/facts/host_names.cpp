@@ -194,6 +194,7 @@ void set_host_flags(NameFact& f, std::string_view n) {
   set(is_forward_only_op(n), kNameForwardOnlyOp);
   set(is_device_api(n, l), kNameDeviceApi);
   set(is_one_time_setup(n), kNameOneTimeSetup);
+  set(starts(n, kModuleRangePrefix), kNameModuleRange);
   set(n == "nccl:coalesced" || n == "rccl:coalesced", kNameCoalescedComm);
   // Megatron's tensor- and sequence-parallel mappings: autograd functions _CopyToModelParallelRegion,
   // _ReduceScatterToSequenceParallelRegion (their backward nodes append "Backward"), the helpers
