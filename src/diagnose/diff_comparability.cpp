@@ -70,8 +70,7 @@ std::map<std::string, std::string> first_op_shapes(const DiagnosedRun& a) {
 
 // Whether any rank's input holds activity `x`, as the facts layer's inventory counted it.
 bool any_activity(const DiagnosedRun& a, Activity x) {
-  return std::any_of(a.result.facts.begin(), a.result.facts.end(),
-                     [x](const RankFacts& f) { return f.inventory.has(x); });
+  return std::ranges::any_of(a.result.ranks, [x](const RankAnalysis& r) { return r.facts.inventory.has(x); });
 }
 
 bool any_recorded_dims(const DiagnosedRun& a) {

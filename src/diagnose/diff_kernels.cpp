@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "diagnose/diff_internal.hpp"
+#include "stepscope/partition.hpp"
 
 namespace stepscope::diff_detail {
 namespace {
@@ -20,24 +21,6 @@ constexpr const char* kSyncCalls = "sync calls";
 constexpr const char* kItemCalls = "item() calls";
 constexpr const char* kCountOrder[] = {kKernelLaunches, kH2DCopies,  kH2DMegabytes, kD2HCopies, kD2HMegabytes,
                                        kPageableCopies, kMemsets,    kHostOps,      kSyncCalls, kItemCalls};
-
-// Finds the steady window holding `ts` (windows sorted by start; overlapping windows, which a host
-// running ahead of the GPU produces, give the time to the later one).
-class WindowIndex {
- public:
-  explicit WindowIndex(const RankPartition& p) {
-    for (const StepPartition* s : steady_windows(p)) windows_.push_back({s->start, s->end});
-    std::sort(windows_.begin(), windows_.end());
-  }
-  bool contains(ns_t ts) const {
-    auto it = std::upper_bound(windows_.begin(), windows_.end(), std::pair<ns_t, ns_t>{ts, INT64_MAX});
-    return it != windows_.begin() && ts < std::prev(it)->second;
-  }
-  std::size_t size() const { return windows_.size(); }
-
- private:
-  std::vector<std::pair<ns_t, ns_t>> windows_;
-};
 
 const RankPartition* partition_of(const AnalysisResult& r, int rank) {
   for (const RankAnalysis& a : r.ranks)
@@ -78,10 +61,14 @@ void tally_event(const RankTrace& t, const RankFacts& facts, std::size_t i, Kern
 
 KernelTable rank_table(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
   KernelTable out;
-  const WindowIndex windows(p);
+  // The facts' step phase; facts computed here for a result without them take it from the
+  // partition's windows.
+  const bool have = !facts.event_steps.step.empty();
+  const EventSteps computed = have ? EventSteps{} : event_steps(t, step_spans(p), p.host_runs_ahead);
+  const EventSteps& in = have ? facts.event_steps : computed;
   for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (windows.contains(t.events.ts[i])) tally_event(t, facts, i, out);
-  const double steps = static_cast<double>(std::max<std::size_t>(windows.size(), 1));
+    if (in.steady(i)) tally_event(t, facts, i, out);
+  const double steps = static_cast<double>(std::max<std::size_t>(steady_windows(p).size(), 1));
   for (auto& [name, k] : out.kernels) {
     k.ns /= steps;
     k.count /= steps;
