@@ -28,7 +28,7 @@
 
 #include "stepscope/analysis.hpp"
 #include "stepscope/clock_alignment.hpp"
-#include "stepscope/footgun_scan.hpp"
+#include "stepscope/footgun_detector.hpp"
 #include "stepscope/ingest.hpp"
 
 namespace {
@@ -244,7 +244,7 @@ int stages(const std::string& path) {
   best("  operators by name", [&] { (void)stepscope::operator_rows(t, facts, stepscope::OperatorGrouping::Name); });
   best("  queue length", [&] { (void)stepscope::hta_queue_length(t); });
   best("  kernel sequences", [&] { (void)stepscope::hta_kernel_sequences(t, ""); });
-  total += best("footgun scan", [&] { (void)stepscope::footgun::scan_rank(t, facts, part); });
+  total += best("footgun scan", [&] { (void)stepscope::footgun::scan_footguns(t, facts, part); });
   total += best("collective_marks", [&] { (void)stepscope::collective_marks(t, facts, part, 0); });
   // The step graph, its replay, every lever's replay and the plan (docs/whatif.md).
   total += best("whatif::model_rank", [&] { (void)stepscope::whatif::model_rank(t, facts, part); });

@@ -11,7 +11,7 @@
 #include "stepscope/cuda_summary.hpp"
 #include "stepscope/drilldown.hpp"
 #include "stepscope/facts.hpp"
-#include "stepscope/footgun_scan.hpp"
+#include "stepscope/footgun_detector.hpp"
 #include "stepscope/partition.hpp"
 #include "stepscope/ranks.hpp"
 #include "stepscope/stability.hpp"
@@ -85,7 +85,7 @@ struct RankAnalysis {
   // time. Absent when AnalyzeOptions::with_drilldown is false, and in a combined result on every
   // rank unless every rank has one.
   std::optional<DrillDown> drilldown;
-  footgun::RankScan footgun_scan;  // what the footgun detectors read of the rank's events
+  footgun::RankFootguns footgun_scan;  // each footgun detector's evidence of the rank's events
   // What the clock alignment across ranks reads of this rank: combine_ranks reads it, then empties
   // it (no report reads it; a job of many ranks would hold every collective twice).
   CollectiveMarks collectives;

@@ -14,15 +14,8 @@
 
 namespace stepscope {
 
-// Ids of the detectors, in the order they run (also the `id` of their findings).
-inline constexpr const char* kFootgunIds[] = {
-    "fp32_no_tf32",       "fp32_no_amp",        "cudnn_autotune",     "nchw_layout",     "anomaly_mode",
-    "activation_recompute", "compile_recompile", "compile_fallback", "unfused_attention", "unfused_optimizer",
-    "zero_grad_memset",   "host_sync_logging",  "pageable_copy",   "allocator_churn", "loader_respawn",
-    "ddp_no_overlap"};
-
-// Reads each rank's footgun scan (AnalysisResult::footgun_scans; none, no finding); `job` is the
-// result's steady-state step.
+// Judges each rank's footgun evidence (AnalysisResult::footgun_scans; none, no finding) with every
+// registered detector; `job` is the result's steady-state step.
 std::vector<Finding> detect_footguns(const AnalysisResult& r, const JobStep& job);
 
 }  // namespace stepscope

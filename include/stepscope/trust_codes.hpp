@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "stepscope/registry.hpp"
+
 namespace stepscope {
 
 enum class TrustSeverity : std::uint8_t { Info, Limits, Blocks };
@@ -36,11 +38,7 @@ const char* trust_severity_name(TrustSeverity s);  // "info", "limits", "blocks"
   X(ProfilerOverhead, "profiler_overhead", Limits, "the profiler's own host cost is 20%+ of the step")          \
   X(ReplayError, "replay_error", Limits, "the step graph's replay is off the measured steps")
 
-enum class TrustCode : std::uint8_t {
-#define STEPSCOPE_TRUST_ID(id, name, severity, when) id,
-  STEPSCOPE_TRUST_CODES(STEPSCOPE_TRUST_ID)
-#undef STEPSCOPE_TRUST_ID
-};
+STEPSCOPE_REGISTRY_ENUM(TrustCode, STEPSCOPE_TRUST_CODES);
 
 struct TrustCodeInfo {
   TrustCode code;
@@ -55,14 +53,11 @@ inline constexpr TrustCodeInfo kTrustCodes[] = {
 #undef STEPSCOPE_TRUST_ROW
 };
 
-constexpr const TrustCodeInfo& trust_code_info(TrustCode c) { return kTrustCodes[static_cast<std::size_t>(c)]; }
+constexpr const TrustCodeInfo& trust_code_info(TrustCode c) { return registry_row(kTrustCodes, c); }
 constexpr std::string_view trust_code_name(TrustCode c) { return trust_code_info(c).name; }
-
 // The code a stable string names: "cold_start" -> ColdStart; an unregistered string -> nullopt.
 constexpr std::optional<TrustCode> find_trust_code(std::string_view name) {
-  for (const auto& row : kTrustCodes)
-    if (row.name == name) return row.code;
-  return std::nullopt;
+  return registry_find<&TrustCodeInfo::code>(kTrustCodes, name);
 }
 
 }  // namespace stepscope

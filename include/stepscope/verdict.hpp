@@ -3,9 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "stepscope/footgun_ids.hpp"
+#include "stepscope/lever_ids.hpp"
 
 namespace stepscope {
 
@@ -44,7 +49,7 @@ struct Verdict {
 };
 
 struct Lever {
-  std::string id;              // "num_workers"
+  LeverId id = LeverId::NumWorkers;
   std::string title;           // what it changes
   std::string knob;            // the PyTorch knob
   std::string targets;         // the categories it shrinks
@@ -80,7 +85,7 @@ struct Lever {
 
 // The plan: compatible levers applied together in one replay, the one that pays most first.
 struct LeverPlanEntry {
-  std::string id;
+  LeverId id = LeverId::NumWorkers;
   std::string title;
   double step_ns = 0;  // the predicted mean step with this lever and those before it
   double speedup = 1;  // over the recorded step
@@ -96,20 +101,49 @@ struct LeverPlan {
   double gpu_hours_before = 0, gpu_hours_after = 0;
 };
 
+// What a general finding is about; footgun findings name their footgun (stepscope/footgun_ids.hpp).
+// X(id, stable string: the finding's `id` in JSON)
+#define STEPSCOPE_FINDING_KINDS(X)                                                                      \
+  X(HostSync, "host_sync")   /* synchronising calls per step, none of them .item() */               \
+  X(Steps, "steps")          /* how the steps were found */                                         \
+  X(Recompute, "recompute")  /* activation checkpointing seen */                                    \
+  X(Periodic, "periodic")    /* a stall every N steps */                                            \
+  X(Straggler, "straggler")  /* the rank the others wait for */                                     \
+  X(Arrival, "arrival")      /* the rank that reaches collectives last on aligned clocks */         \
+  X(Footgun, "footgun")      /* a footgun detector's finding: its id is the footgun's */
+
+enum class FindingKind : std::uint8_t {
+#define STEPSCOPE_FINDING_KIND_ID(id, name) id,
+  STEPSCOPE_FINDING_KINDS(STEPSCOPE_FINDING_KIND_ID)
+#undef STEPSCOPE_FINDING_KIND_ID
+};
+std::string_view finding_kind_name(FindingKind k);
+
 struct Finding {
   Finding() = default;
-  Finding(std::string id_, std::string text_) : id(std::move(id_)), text(std::move(text_)) {}
-  std::string id;
-  std::string text;
+  Finding(FindingKind kind_, std::string text_, std::optional<int> rank_ = std::nullopt)
+      : kind(kind_), rank(rank_), text(std::move(text_)) {}
+  FindingKind kind = FindingKind::Steps;
+  std::optional<FootgunId> footgun;   // footgun findings (kind Footgun): which one
+  std::optional<int> rank;            // the rank the finding is about, where it is about one
+  std::string text;                   // the sentence; finding_text() puts the rank before it
   // Footgun findings (stepscope/footguns.hpp, docs/footguns.md) also say where to look and what
   // fixing it can gain; other findings leave these empty.
-  bool footgun = false;
   std::vector<std::string> evidence;  // event names, counts and times a user can find in the trace
-  std::string lever;                  // id of the lever that fixes it ("" when none)
+  std::optional<LeverId> lever;       // the lever that fixes it
   double gain_ns = 0;                 // removable per mean steady-state step, at most
   double step_ns = 0;                 // the step the gain applies to
   double speedup = 1;                 // Amdahl bound: step / (step - gain)
+  bool is_footgun() const { return footgun.has_value(); }
 };
+
+// The finding's stable id: its footgun's name, else its kind's ("straggler").
+std::string_view finding_id(const Finding& f);
+// The finding as one sentence: "rank 3: ..." where it is about a rank ("rank 3 reaches ..." for
+// an arrival).
+std::string finding_text(const Finding& f);
+// A footgun finding of `id`, with the lever the registry gives it.
+Finding footgun_finding(FootgunId id, std::string text, std::optional<int> rank = std::nullopt);
 
 struct Diagnosis {
   bool present = false;

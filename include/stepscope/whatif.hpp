@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "stepscope/facts.hpp"
+#include "stepscope/lever_ids.hpp"
 #include "stepscope/step_partition.hpp"
 #include "stepscope/trace.hpp"
 
@@ -62,7 +63,7 @@ struct Disagreement {
 
 // What one change does to the rank's steady steps.
 struct Prediction {
-  std::string id;            // lever id ("num_workers"), or "whatif" for the user's changes
+  std::optional<LeverId> id;  // the lever; none for the user's changes (`whatif --set`)
   bool modelled = false;     // replayed through the graph (else no time of the rank is its to change)
   double speedup = 1;        // replayed steady span before / after the change
   double uncertainty = 0;    // the change's own relative uncertainty (a fraction of the gain)
@@ -74,7 +75,7 @@ struct Prediction {
 // A plan: compatible levers applied together in one replay, best first; `speedup` of entry k is
 // that of the first k+1 levers together.
 struct PlanStep {
-  std::string id;
+  LeverId id = LeverId::NumWorkers;
   double speedup = 1;
 };
 

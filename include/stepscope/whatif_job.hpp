@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/lever_ids.hpp"
+
 #include "stepscope/clock_alignment.hpp"
 #include "stepscope/ranks.hpp"
 
@@ -25,7 +27,7 @@ namespace stepscope::whatif {
 
 // A lever the job replay predicts: the replayed span of the steady collectives before over after.
 struct JobLever {
-  std::string id;           // "fix_straggler", "accumulate_allreduce"
+  LeverId id = LeverId::FixStraggler;  // FixStraggler, AccumulateAllreduce
   double speedup = 1;
   double uncertainty = 0;   // the change's own relative uncertainty (a fraction of the gain)
   std::string basis;
@@ -47,6 +49,6 @@ struct JobWhatIf {
 JobWhatIf model_job(std::span<const RankMarks> ranks, const RankComparison& rc);
 
 // The job lever of `id`, or nullptr.
-const JobLever* find_job_lever(const JobWhatIf& j, const std::string& id);
+const JobLever* find_job_lever(const JobWhatIf& j, LeverId id);
 
 }  // namespace stepscope::whatif

@@ -1,27 +1,25 @@
-#include "stepscope/footgun_scan.hpp"
+// The footgun detectors' walk over a rank's events (stepscope/footgun_detector.hpp): which host
+// region launched each GPU activity (zero_grad, optimizer step, a backward node, a convolution
+// op, recomputation under activation checkpointing), each event shown to the detectors that ask
+// for it. It is part of each rank's analysis, so that the judgements read only the analysis
+// result: a rank's summary carries the evidence, and a merge of summaries finds the same footguns
+// as the direct run.
+#include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
 
+#include "stepscope/analysis.hpp"
 #include "stepscope/facts.hpp"
+#include "stepscope/footgun_detector.hpp"
 #include "stepscope/id_map.hpp"
 
 namespace stepscope::footgun {
 namespace {
 
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// What a host event sits inside, inherited from its enclosing events on the same thread.
-struct Context {
-  bool zero_grad = false;
-  bool optimizer = false;
-  bool backward = false;
-  bool checkpoint = false;          // under an activation-checkpointing marker
-  std::int64_t conv_op = -1;        // outermost aten convolution op
-};
 
 // Each launch call's context, by the correlation slot of its id: the four flags in a byte per
 // slot, and the convolution op only for the launches inside one, numbered among them by a
@@ -91,54 +89,6 @@ std::int64_t any_step(const RankPartition& p, ns_t ts) {
   return ts < it->end ? static_cast<std::int64_t>(it - s.begin()) : -1;
 }
 
-// The same two for a host event's time: by host span once the windows are GPU-side.
-std::int64_t steady_host_step(const RankPartition& p, ns_t ts) {
-  if (!p.host_runs_ahead) return steady_step(p, ts);
-  const std::int64_t k = host_span_step(p.steps, ts);
-  return k >= 0 && !p.steps[static_cast<std::size_t>(k)].warmup ? k : -1;
-}
-
-std::int64_t any_host_step(const RankPartition& p, ns_t ts) {
-  return p.host_runs_ahead ? host_span_step(p.steps, ts) : any_step(p, ts);
-}
-
-void add(ByName& m, std::string_view name, ns_t dur) {
-  auto& e = m[std::string(name)];
-  ++e.count;
-  e.time += dur;
-}
-
-// Everything the scan asks of a name, computed once per distinct name (traces repeat a few
-// thousand names millions of times).
-enum ScanFlag : std::uint32_t {
-  kZeroGrad = 1u << 0,
-  kOptimizerStage = 1u << 1,
-  kBackwardStage = 1u << 2,
-  kRecompute = 1u << 3,
-  kConvOp = 1u << 4,
-  kSynchronize = 1u << 5,
-  kFind = 1u << 6,
-  kCompiledRegion = 1u << 7,
-  kCompile = 1u << 8,
-  kLoader = 1u << 9,
-  kOptimizerStep = 1u << 10,
-  kFusedName = 1u << 11,
-  kAnomalyOp = 1u << 12,
-  kItem = 1u << 13,
-  kIsnan = 1u << 14,
-  kBmm = 1u << 15,
-  kSoftmax = 1u << 16,
-  kLayout = 1u << 17,
-  kFill = 1u << 18,
-  kFp32 = 1u << 19,
-  kFusedKernel = 1u << 20,
-  kNanCheck = 1u << 21,
-  kDeviceAlloc = 1u << 22,
-  kForwardOnly = 1u << 23,
-  kClassShift = 24,  // bits 24..28: KernelClass
-  kKnown = 1u << 31,
-};
-
 // The facts layer's answers in the scan's own bits (the scan keeps one word per name).
 std::uint32_t name_flags(const NameFact& n) {
   std::uint32_t f = kKnown;
@@ -173,8 +123,6 @@ std::uint32_t name_flags(const NameFact& n) {
   return f;
 }
 
-KernelClass class_of(std::uint32_t f) { return static_cast<KernelClass>((f >> kClassShift) & 0x1f); }
-
 Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
   Context c = parent;
   if (f & kZeroGrad) c.zero_grad = true;
@@ -183,6 +131,13 @@ Context child(const Context& parent, std::uint32_t f, std::uint32_t i) {
   if ((f & kRecompute) || ((f & kForwardOnly) && parent.backward)) c.checkpoint = true;
   if (c.conv_op < 0 && (f & kConvOp)) c.conv_op = i;
   return c;
+}
+
+// The context bits an Interest names: which detectors a host op or a GPU activity is shown to
+// for where it runs, whatever its name.
+std::uint8_t context_bits(const Context& c) {
+  return static_cast<std::uint8_t>((c.zero_grad ? kInZeroGrad : 0) | (c.optimizer ? kInOptimizer : 0) |
+                                   (c.backward ? kInBackward : 0) | (c.conv_op >= 0 ? kInConvolution : 0));
 }
 
 // The start of the first GPU work (kernel, copy or memset) at or after a time, on any stream,
@@ -211,338 +166,272 @@ class NextGpuWork {
   std::vector<std::size_t> at_;
 };
 
-class Scanner {
+// Which detectors (a bit each) an event is shown to, by its name (per distinct name, once), its
+// context and its kind.
+class Dispatch {
  public:
-  Scanner(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
-      : t_(t), facts_(facts), p_(p), flags_(t.strings.size(), 0), launch_ctx_(t.correlations) {
-    s_.rank = t.rank;
-    s_.gpu = p.gpu;
-    s_.steady_steps = p.steady_steps;
-    s_.step_ns = p.steady_mean_ns;
+  explicit Dispatch(const std::vector<Detector>& table) {
+    for (std::size_t d = 0; d < table.size(); ++d) {
+      const Interest& in = table[d].interest;
+      const std::uint32_t bit = 1u << d;
+      for (std::uint8_t c = 0; c < kContexts; ++c) {
+        if (c & in.host_context) host_ctx_[c] |= bit;
+        if (c & in.gpu_context) gpu_ctx_[c] |= bit;
+      }
+      if (in.copies) copies_ |= bit;
+      interests_.push_back(in);
+    }
   }
 
-  RankScan run() {
-    for (const auto& track : t_.host_tracks) host_track(track);
+  std::uint32_t host_by_name(std::uint32_t flags) const { return by(flags, [](const Interest& in, std::uint32_t f) { return (f & in.host_flags) != 0; }); }
+  std::uint32_t gpu_by_name(std::uint32_t flags) const {
+    return by(flags, [](const Interest& in, std::uint32_t f) {
+      return (f & in.gpu_flags) != 0 || (in.gpu_classes & (1u << static_cast<unsigned>(class_of(f)))) != 0;
+    });
+  }
+  std::uint32_t host_ctx(std::uint8_t c) const { return host_ctx_[c]; }
+  std::uint32_t gpu_ctx(std::uint8_t c) const { return gpu_ctx_[c]; }
+  std::uint32_t copies() const { return copies_; }
+
+ private:
+  static constexpr std::uint8_t kContexts = 16;
+  template <class F>
+  std::uint32_t by(std::uint32_t flags, F wants) const {
+    std::uint32_t out = 0;
+    for (std::size_t d = 0; d < interests_.size(); ++d)
+      if (wants(interests_[d], flags)) out |= 1u << d;
+    return out;
+  }
+  std::vector<Interest> interests_;
+  std::array<std::uint32_t, kContexts> host_ctx_{}, gpu_ctx_{};
+  std::uint32_t copies_ = 0;
+};
+
+// Calls `f(d)` for each detector bit set in `mask`, lowest first.
+template <class F>
+void each_bit(std::uint32_t mask, F f) {
+  while (mask) {
+    f(static_cast<std::size_t>(std::countr_zero(mask)));
+    mask &= mask - 1;
+  }
+}
+
+class Walk {
+ public:
+  Walk(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
+      : scan_(t, facts, p), table_(detectors()), dispatch_(table_), names_(t.strings.size()),
+        launch_ctx_(t.correlations) {
+    out_.rank = t.rank;
+    out_.gpu = p.gpu;
+    out_.steady_steps = static_cast<std::int64_t>(p.steady_steps);
+    out_.step_ns = p.steady_mean_ns;
+    out_.make_evidence();
+  }
+
+  RankFootguns run() {
+    for (const auto& track : scan_.t.host_tracks) host_track(track);
     launch_ctx_.seal();
-    finish_compile();
-    for (const auto& track : t_.gpu_tracks) gpu_track(track);
-    finish_reads();
-    finish_ddp();
-    for (auto op : syncing_convs_)
-      if (auto it = conv_index_.find(op); it != conv_index_.end()) s_.convs[it->second].synchronises = true;
-    finish_tuning_calls();
-    return std::move(s_);
+    std::sort(scan_.loader_starts.begin(), scan_.loader_starts.end());
+    for (const auto& track : scan_.t.gpu_tracks) gpu_track(track);
+    for (auto& e : out_.evidence) e->finish(scan_);
+    return std::move(out_);
   }
 
  private:
+  // A distinct name's flags and the detectors that ask for it, on the host and on the GPU.
+  struct NameMasks {
+    std::uint32_t flags = 0, host = 0, gpu = 0;
+  };
+
+  const NameMasks& masks(std::uint32_t event) {
+    NameMasks& m = names_[scan_.t.events.name[event]];
+    if (!(m.flags & kKnown)) {
+      m.flags = name_flags(scan_.facts.of(scan_.t.events.name[event]));
+      m.host = dispatch_.host_by_name(m.flags);
+      m.gpu = dispatch_.gpu_by_name(m.flags);
+    }
+    return m;
+  }
+
   void host_track(const Track& track) {
     struct Open {
       ns_t end;
       Context ctx;
     };
     std::vector<Open> stack;
+    const RankTrace& t = scan_.t;
     for (auto i : track.events) {
-      const ns_t ts = t_.events.ts[i];
+      const ns_t ts = t.events.ts[i];
       while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
-      const std::uint32_t f = flags(i);
+      const NameMasks& m = masks(i);
       const Context parent = stack.empty() ? Context{} : stack.back().ctx;
-      const Context ctx = child(parent, f, i);
-      host_event(i, f, parent, ctx);
-      if (t_.events.dur[i] > 0) stack.push_back({t_.events.end(i), ctx});
-    }
-  }
-
-  void host_event(std::uint32_t i, std::uint32_t f, const Context& parent, const Context& ctx) {
-    const Kind k = t_.events.kind[i];
-    const ns_t ts = t_.events.ts[i], dur = t_.events.dur[i];
-    if (k == Kind::Runtime || k == Kind::Driver) {
-      // Only the call a GPU record's correlation names as its launch is ever looked up.
-      const std::int64_t corr = t_.events.correlation[i];
-      if (corr != kNone && t_.correlations.launch(corr) == i) launch_ctx_.set(corr, ctx);
-      if (ctx.conv_op >= 0 && (f & kSynchronize)) syncing_convs_.push_back(ctx.conv_op);
-    }
-    if (f & kFind) add_if_steady(s_.autotune_calls, t_.name_of(i), ts, dur);
-    if (f & kDeviceAlloc) device_alloc(t_.name_of(i), ts, dur);
-    if (f & kCompiledRegion) {
-      const auto step = any_host_step(p_, ts);
-      if (step >= 0) compiled_.push_back(step);
-    }
-    if (f & kCompile) compile_events_.push_back(i);
-    if (f & kLoader) loader_starts_.push_back(ts);
-    if (k != Kind::CpuOp && k != Kind::UserAnnotation) return;
-    const std::int64_t step = steady_host_step(p_, ts);
-    if (step < 0) return;
-    const std::string_view n = t_.name_of(i);
-    if (f & kOptimizerStep) s_.opt_host_time += dur;
-    if (ctx.zero_grad && !parent.zero_grad) s_.zero_grad_host_time += dur;
-    if (ctx.optimizer) {
-      if (f & kFusedName) s_.opt_fused = true;
-      if (k == Kind::CpuOp) add(s_.opt_ops, n, dur);
-    }
-    if (f & kBmm) add(s_.score_ops, n, dur);
-    if ((f & kItem) && !ctx.backward) {
-      ++s_.items;
-      s_.item_host_time += dur;
-      item_ends_.emplace_back(ts + dur, dur);
-    }
-    if (ctx.backward && (f & kAnomalyOp) && !ctx.optimizer) {
-      add(s_.anomaly_ops, n, dur);
-      if (f & kItem) {
-        ++s_.anomaly_items;
-        s_.anomaly_item_time += dur;
-        anomaly_item_ends_.emplace_back(ts + dur, dur);
+      const Context ctx = child(parent, m.flags, i);
+      const Kind k = t.events.kind[i];
+      if (k == Kind::Runtime || k == Kind::Driver) {
+        // Only the call a GPU record's correlation names as its launch is ever looked up.
+        const std::int64_t corr = t.events.correlation[i];
+        if (corr != kNone && t.correlations.launch(corr) == i) launch_ctx_.set(corr, ctx);
       }
-      if (f & kIsnan) ++s_.anomaly_isnan;
-    }
-  }
-
-  void device_alloc(std::string_view n, ns_t ts, ns_t dur) {
-    const std::int64_t step = steady_host_step(p_, ts);
-    if (step < 0) return;
-    add(s_.device_allocs, n, dur);
-    if (alloc_steps_.insert(step).second) ++s_.device_alloc_steps;
-  }
-
-  void add_if_steady(ByName& m, std::string_view n, ns_t ts, ns_t dur) {
-    if (steady_host_step(p_, ts) >= 0) add(m, n, dur);
-  }
-
-  // Compilation after the steady state began: steps marked "compilation" (or holding compile
-  // events) that come after a steady step.
-  void finish_compile() {
-    std::sort(compiled_.begin(), compiled_.end());
-    compiled_.erase(std::unique(compiled_.begin(), compiled_.end()), compiled_.end());
-    s_.compiled_steps = static_cast<std::int64_t>(compiled_.size());
-    fallback();
-    std::int64_t first_steady = -1;
-    for (std::size_t k = 0; k < p_.steps.size(); ++k)
-      if (!p_.steps[k].warmup) {
-        first_steady = static_cast<std::int64_t>(k);
-        break;
+      if (m.flags & kLoader) scan_.loader_starts.push_back(ts);
+      std::uint32_t to = m.host;
+      if (k == Kind::CpuOp || k == Kind::UserAnnotation) to |= dispatch_.host_ctx(context_bits(ctx));
+      if (to) {
+        const HostEvent e{i, m.flags, k, ts, t.events.dur[i], parent, ctx, scan_};
+        each_bit(to, [&](std::size_t d) { out_.evidence[d]->host(e); });
       }
-    if (first_steady < 0) return;
-    std::vector<bool> late(p_.steps.size(), false);
-    ns_t covered_until = 0;  // outermost compile events only
-    std::sort(compile_events_.begin(), compile_events_.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return t_.events.ts[a] < t_.events.ts[b]; });
-    for (auto i : compile_events_) {
-      const ns_t ts = t_.events.ts[i];
-      const std::int64_t step = any_host_step(p_, ts);
-      if (step <= first_steady || ts < covered_until) continue;
-      covered_until = t_.events.end(i);
-      late[static_cast<std::size_t>(step)] = true;
-      add(s_.late_compile, t_.name_of(i), t_.events.dur[i]);
-      s_.late_compile_time += t_.events.dur[i];
+      if (t.events.dur[i] > 0) stack.push_back({t.events.end(i), ctx});
     }
-    s_.late_compile_steps = std::count(late.begin(), late.end(), true);
-  }
-
-  // Compiled steady steps first, then eager steady steps only: the compiled code was given up.
-  void fallback() {
-    if (compiled_.empty()) return;
-    const std::int64_t last_compiled = compiled_.back();
-    double compiled = 0, eager = 0;
-    for (std::size_t k = 0; k < p_.steps.size(); ++k) {
-      const auto& st = p_.steps[k];
-      if (st.warmup) continue;
-      const bool has = std::binary_search(compiled_.begin(), compiled_.end(), static_cast<std::int64_t>(k));
-      if (has) {
-        ++s_.fallback_compiled;
-        compiled += static_cast<double>(st.duration());
-      } else if (static_cast<std::int64_t>(k) > last_compiled) {
-        if (s_.first_eager_step < 0) s_.first_eager_step = st.number;
-        ++s_.fallback_eager;
-        eager += static_cast<double>(st.duration());
-      } else {
-        s_.fallback_compiled = s_.fallback_eager = 0;  // uncompiled steps between compiled ones
-        return;
-      }
-    }
-    if (s_.fallback_compiled) s_.compiled_mean_ns = compiled / static_cast<double>(s_.fallback_compiled);
-    if (s_.fallback_eager) s_.eager_mean_ns = eager / static_cast<double>(s_.fallback_eager);
-  }
-
-  std::optional<Context> launch_of(std::uint32_t g) const {
-    const std::int64_t corr = t_.events.correlation[g];
-    if (corr == kNone) return std::nullopt;
-    return launch_ctx_.find(corr);
-  }
-
-  ns_t launch_ts(std::uint32_t g) const {
-    const std::uint32_t call = t_.correlations.launch(t_.events.correlation[g]);
-    return call == CorrelationIndex::kNoEvent ? t_.events.ts[g] : t_.events.ts[call];
   }
 
   void gpu_track(const Track& track) {
+    const RankTrace& t = scan_.t;
     for (auto g : track.events) {
-      const Kind k = t_.events.kind[g];
+      const Kind k = t.events.kind[g];
       if (k != Kind::Kernel && k != Kind::Memset && k != Kind::Memcpy) continue;
-      const std::int64_t step = steady_step(p_, t_.events.ts[g]);
+      const std::int64_t step = steady_step(scan_.p, t.events.ts[g]);
       if (step < 0) continue;
-      const std::string_view n = t_.name_of(g);
-      const ns_t dur = t_.events.dur[g];
-      const std::optional<Context> ctx = launch_of(g);
-      if (k == Kind::Kernel && !s_.mtia && starts(t_.str(t_.events.category[g]), "mtia")) s_.mtia = true;
-      if (k == Kind::Memcpy) {
-        if (t_.events.copy_kind[g] == CopyKind::HtoD && t_.events.host_mem[g] == HostMem::Pageable) {
-          ++s_.pageable_h2d;
-          s_.pageable_h2d_time += dur;
-          if (auto b = t_.bytes_of(g); b > 0) s_.pageable_h2d_bytes += b;
-        }
-        continue;
-      }
-      const std::uint32_t f = flags(g);
-      const KernelClass cls = class_of(f);
-      if (ctx && ctx->zero_grad && (k == Kind::Memset || (f & kFill)))
-        add(s_.zero_grad_gpu, k == Kind::Memset ? std::string_view("Memset (Device)") : n, dur);
-      if (k == Kind::Memset) continue;
-      if (cls == KernelClass::Communication) {
-        communication(g, step, dur);
-        continue;
-      }
-      if (!is_compute_class(cls)) continue;
-      s_.compute_kernel_time += dur;
-      if (cls == KernelClass::Gemm && (f & kFp32)) s_.gemm_simt_time += dur, add(s_.simt_gemms, n, dur);
-      if (cls == KernelClass::GemmTensorCore) s_.gemm_tc_time += dur;
-      if (cls == KernelClass::Attention) ++s_.attention_kernels;
-      if (f & kSoftmax) add(s_.softmax_kernels, n, dur);
-      if (cls == KernelClass::Convolution) convolution(g, n, dur, step, ctx ? &*ctx : nullptr);
-      if ((cls == KernelClass::Convolution || (f & kLayout)) && half_type(g)) ++s_.half_conv_or_layout;
-      if (f & kLayout) {
-        if (ctx && ctx->conv_op >= 0) add(s_.layout_kernels, n, dur);
-        else ++s_.layout_outside_conv;
-      }
-      if (ctx && ctx->optimizer) {
-        ++s_.opt_kernels;
-        s_.opt_kernel_time += dur;
-        if (f & (kFusedName | kFusedKernel)) s_.opt_fused = true;
-      }
-      if (ctx && ctx->backward && ctx->checkpoint) {
-        ++s_.recompute_kernels;
-        s_.recompute_time += dur;
-      }
-      if (ctx && ctx->backward && !ctx->optimizer && (f & kNanCheck)) s_.anomaly_kernel_time += dur;
+      if (k == Kind::Kernel && !out_.mtia && starts(t.str(t.events.category[g]), "mtia")) out_.mtia = true;
+      const NameMasks& m = masks(g);
+      const std::int64_t corr = t.events.correlation[g];
+      const std::optional<Context> ctx = corr == kNone ? std::nullopt : launch_ctx_.find(corr);
+      std::uint32_t to = k == Kind::Memcpy ? dispatch_.copies() : m.gpu;
+      if (ctx) to |= dispatch_.gpu_ctx(context_bits(*ctx));
+      if (!to) continue;
+      const GpuEvent e{g, m.flags, class_of(m.flags), k, step, t.events.dur[g], ctx ? &*ctx : nullptr, scan_};
+      each_bit(to, [&](std::size_t d) { out_.evidence[d]->gpu(e); });
     }
   }
 
-  // What a scalar read costs: while the host blocks, the GPU drains its queue; afterwards it idles
-  // until the host queues work again. Without the read the host would have done that later work
-  // while the GPU drained, so a read costs min(host blocked, GPU idle after it).
-  void finish_reads() {
-    if (anomaly_item_ends_.empty() && item_ends_.empty()) return;
-    // Idle spent waiting for the next batch is the loader's, not the read's.
-    std::sort(loader_starts_.begin(), loader_starts_.end());
-    s_.anomaly_gpu_idle += read_costs(anomaly_item_ends_);
-    s_.item_gpu_idle += read_costs(item_ends_);
-  }
-
-  // The summed cost of `reads` (end, host blocked), which it sorts: asked in time order, the
-  // next GPU work after each read is found by cursors that only move forward.
-  ns_t read_costs(std::vector<std::pair<ns_t, ns_t>>& reads) const {
-    std::sort(reads.begin(), reads.end());
-    NextGpuWork next(t_);
-    ns_t sum = 0;
-    for (const auto& [end, blocked] : reads) {
-      const std::optional<ns_t> work = next.at_or_after(end);
-      if (!work) continue;
-      ns_t until = *work;
-      auto l = std::lower_bound(loader_starts_.begin(), loader_starts_.end(), end);
-      if (l != loader_starts_.end()) until = std::min(until, *l);
-      sum += std::min(blocked, until - end);
-    }
-    return sum;
-  }
-
-  void convolution(std::uint32_t, std::string_view n, ns_t dur, std::int64_t step, const Context* ctx) {
-    ++s_.conv_kernels;
-    s_.conv_time += dur;
-    add(s_.conv_names, n, dur);
-    if (!ctx || ctx->conv_op < 0) return;
-    auto [it, fresh] = conv_index_.try_emplace(ctx->conv_op, s_.convs.size());
-    if (fresh) s_.convs.push_back({step, false, {}, 0, 0, 0, 0});
-    ConvCall& c = s_.convs[it->second];
-    ++c.conv_kernels;
-    c.conv_time += dur;
-    c.last_conv_time = dur;
-    if (std::find(c.kernels.begin(), c.kernels.end(), n) == c.kernels.end()) c.kernels.emplace_back(n);
-  }
-
-  // A convolution call that times algorithms holds the GPU idle while cuDNN builds and compares
-  // its candidates on the host: that idle time is most of what re-tuning costs a step.
-  void finish_tuning_calls() {
-    std::vector<std::size_t> tuning;
-    std::vector<std::pair<ns_t, ns_t>> spans;
-    for (const auto& [op, k] : conv_index_)
-      if (s_.convs[k].tunes()) {
-        tuning.push_back(k);
-        spans.emplace_back(t_.events.ts[static_cast<std::size_t>(op)], t_.events.end(static_cast<std::size_t>(op)));
-      }
-    if (spans.empty()) return;
-    const std::vector<ns_t> busy = gpu_busy_within(t_, spans);
-    for (std::size_t i = 0; i < tuning.size(); ++i)
-      s_.convs[tuning[i]].op_gpu_idle = spans[i].second - spans[i].first - busy[i];
-  }
-
-  void communication(std::uint32_t g, std::int64_t step, ns_t dur) {
-    if (facts_.of_event(t_, g).collective != Collective::AllReduce) return;
-    ++s_.allreduces;
-    s_.allreduce_time += dur;
-    auto& first = first_allreduce_launch_[step];
-    const ns_t ts = launch_ts(g);
-    first = first == 0 ? ts : std::min(first, ts);
-  }
-
-  // Backward's end per step: the last backward node on any host thread.
-  void finish_ddp() {
-    if (first_allreduce_launch_.empty()) return;
-    std::map<std::int64_t, ns_t> backward_end;
-    for (const auto& track : t_.host_tracks)
-      for (auto i : track.events) {
-        if (!(flags(i) & kBackwardStage)) continue;
-        const std::int64_t step = steady_host_step(p_, t_.events.ts[i]);
-        if (step < 0) continue;
-        auto& e = backward_end[step];
-        e = std::max(e, t_.events.end(i));
-      }
-    for (const auto& [step, first] : first_allreduce_launch_) {
-      ++s_.allreduce_steps;
-      auto it = backward_end.find(step);
-      if (it != backward_end.end() && first >= it->second) ++s_.allreduce_after_backward_steps;
-    }
-  }
-
-  // Layout kernels carry their element type in template arguments (__half, BFloat16).
-  bool half_type(std::uint32_t g) const {
-    const DataType d = facts_.of_event(t_, g).dtype;
-    return d == DataType::Fp16 || d == DataType::Bf16;
-  }
-
-  std::uint32_t flags(std::uint32_t event) {
-    const StrId id = t_.events.name[event];
-    if (!(flags_[id] & kKnown)) flags_[id] = name_flags(facts_.of(id));
-    return flags_[id];
-  }
-
-  const RankTrace& t_;
-  const RankFacts& facts_;
-  const RankPartition& p_;
-  std::vector<std::uint32_t> flags_;
-  RankScan s_;
+  Scan scan_;
+  const std::vector<Detector>& table_;
+  Dispatch dispatch_;
+  std::vector<NameMasks> names_;
   LaunchContexts launch_ctx_;  // by correlation: the context of its launch call
-  std::unordered_map<std::int64_t, std::size_t> conv_index_;
-  std::vector<std::int64_t> compiled_;
-  std::vector<std::uint32_t> compile_events_;
-  std::map<std::int64_t, ns_t> first_allreduce_launch_;
-  std::vector<std::pair<ns_t, ns_t>> anomaly_item_ends_, item_ends_;  // (end, duration)
-  std::vector<ns_t> loader_starts_;
-  std::vector<std::int64_t> syncing_convs_;
-  std::set<std::int64_t> alloc_steps_;  // steady steps with a device allocator call
+  RankFootguns out_;
 };
 
 }  // namespace
 
-RankScan scan_rank(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
-  return Scanner(t, facts, p).run();
+void add(ByName& m, std::string_view name, ns_t dur) {
+  auto& e = m[std::string(name)];
+  ++e.count;
+  e.time += dur;
+}
+
+NameTime total(const ByName& m) {
+  NameTime t;
+  for (const auto& [n, v] : m) t.count += v.count, t.time += v.time;
+  return t;
+}
+
+std::int64_t HostEvent::steady_step() const {
+  if (!step_) step_ = scan.steady_host_step(ts);
+  return *step_;
+}
+
+std::string_view HostEvent::name() const { return scan.t.name_of(i); }
+std::string_view GpuEvent::name() const { return scan.t.name_of(g); }
+
+std::int64_t Scan::steady_host_step(ns_t ts) const {
+  if (!p.host_runs_ahead) return steady_step(p, ts);
+  const std::int64_t k = host_span_step(p.steps, ts);
+  return k >= 0 && !p.steps[static_cast<std::size_t>(k)].warmup ? k : -1;
+}
+
+std::int64_t Scan::any_host_step(ns_t ts) const { return p.host_runs_ahead ? host_span_step(p.steps, ts) : any_step(p, ts); }
+
+ns_t Scan::launch_ts(std::uint32_t g) const {
+  const std::uint32_t call = t.correlations.launch(t.events.correlation[g]);
+  return call == CorrelationIndex::kNoEvent ? t.events.ts[g] : t.events.ts[call];
+}
+
+// What a scalar read costs: while the host blocks, the GPU drains its queue; afterwards it idles
+// until the host queues work again. Without the read the host would have done that later work
+// while the GPU drained, so a read costs min(host blocked, GPU idle after it). Idle spent waiting
+// for the next batch is the loader's, not the read's. Asked in time order, the next GPU work
+// after each read is found by cursors that only move forward.
+ns_t Scan::read_costs(std::vector<std::pair<ns_t, ns_t>>& reads) const {
+  std::sort(reads.begin(), reads.end());
+  NextGpuWork next(t);
+  ns_t sum = 0;
+  for (const auto& [end, blocked] : reads) {
+    const std::optional<ns_t> work = next.at_or_after(end);
+    if (!work) continue;
+    ns_t until = *work;
+    auto l = std::lower_bound(loader_starts.begin(), loader_starts.end(), end);
+    if (l != loader_starts.end()) until = std::min(until, *l);
+    sum += std::min(blocked, until - end);
+  }
+  return sum;
+}
+
+RankFootguns::RankFootguns(const RankFootguns& o)
+    : rank(o.rank), gpu(o.gpu), mtia(o.mtia), steady_steps(o.steady_steps), step_ns(o.step_ns) {
+  for (const auto& e : o.evidence) evidence.push_back(e->clone());
+}
+
+RankFootguns& RankFootguns::operator=(const RankFootguns& o) {
+  if (this != &o) *this = RankFootguns(o);
+  return *this;
+}
+
+void RankFootguns::make_evidence() {
+  evidence.clear();
+  for (const Detector& d : detectors()) evidence.push_back(d.make());
+}
+
+RankFootguns scan_footguns(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
+  return Walk(t, facts, p).run();
+}
+
+std::string ms(double ns) {
+  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
+  return fmt::format("{:.1f} us", ns / 1e3);
+}
+
+std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
+
+std::string shorten(const std::string& name, std::size_t max) {
+  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
+}
+
+bool Judge::worth(double gain) const { return gain >= kMinShare * step(); }
+
+bool Judge::found(FootgunId id) const {
+  return std::any_of(before->begin(), before->end(), [id](const FootgunJudgement& j) { return j.id == id; });
+}
+
+std::string Judge::top_names(const ByName& m, std::size_t n) const {
+  std::vector<std::pair<std::string, NameTime>> v(m.begin(), m.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.time > b.second.time; });
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < n; ++i)
+    out += fmt::format("{}'{}' ({:.1f} per step, {} per step)", i ? "; " : "", shorten(v[i].first),
+                       per_step(static_cast<double>(v[i].second.count)),
+                       ms(per_step(static_cast<double>(v[i].second.time))));
+  if (v.size() > n) out += fmt::format("; and {} more", v.size() - n);
+  return out;
+}
+
+std::vector<FootgunJudgement> judge_footguns(const AnalysisResult& r, const FootgunJob& job) {
+  std::vector<FootgunJudgement> out;
+  if (job.step_ns <= 0) return out;
+  Judge j{r, job, {}, 0, 0, &out};
+  for (const RankAnalysis& rank : r.ranks) {
+    if (!rank.partition.steady_steps) continue;
+    j.ranks.push_back(&rank.footgun_scan);
+    j.steady += static_cast<double>(rank.partition.steady_steps);
+  }
+  if (j.ranks.empty()) return out;
+  const std::vector<Detector>& table = detectors();
+  for (j.detector = 0; j.detector < table.size(); ++j.detector) {
+    if (table[j.detector].gpu_only && !job.gpu) continue;
+    for (const RankFootguns* rank : j.ranks)
+      if (rank->evidence.size() != table.size()) return out;
+    if (auto found = table[j.detector].judge(j)) out.push_back(std::move(*found));
+  }
+  return out;
 }
 
 }  // namespace stepscope::footgun

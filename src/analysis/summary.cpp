@@ -173,7 +173,7 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
 // What reads the partition: the what-if replay, the footgun scan and the collectives' marks.
 void analyze_partitioned(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   a.whatif = whatif::model_rank(rank, a.facts, a.partition, opts.whatif);
-  if (a.partition.steady_steps) a.footgun_scan = footgun::scan_rank(rank, a.facts, a.partition);
+  if (a.partition.steady_steps) a.footgun_scan = footgun::scan_footguns(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 

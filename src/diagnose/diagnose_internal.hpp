@@ -23,8 +23,9 @@ double rank_mean(const AnalysisResult& r, F per_step) {
   return n ? total / static_cast<double>(n) : 0;
 }
 
-std::string ms(double ns);
-std::string pct(double share);
+// "12.34 ms", "12.3%": the detectors' spelling, which the verdict and levers share.
+using footgun::ms;
+using footgun::pct;
 
 // Shares of the ranks' communication kernel time by what it is for (CommRole order); all
 // GradientSync where no communication kernel ran (gloo and MPI move the data on the host).

@@ -24,13 +24,13 @@ struct JobPrediction {
   std::vector<std::pair<std::string, double>> by_setting;  // the ranks' mean speedup per setting
 };
 
-const whatif::Prediction* find_prediction(const whatif::RankWhatIf& w, const std::string& id) {
+const whatif::Prediction* find_prediction(const whatif::RankWhatIf& w, LeverId id) {
   for (const auto& p : w.levers)
     if (p.id == id) return &p;
   return nullptr;
 }
 
-JobPrediction job_prediction(const AnalysisResult& r, const std::string& id) {
+JobPrediction job_prediction(const AnalysisResult& r, LeverId id) {
   JobPrediction j;
   std::size_t ranks = 0;
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
@@ -99,7 +99,7 @@ void predict_from_job(const AnalysisResult& r, Lever& l, const whatif::JobLever&
 // a job joined at its collectives the step after the change is the slowest rank's: a rank that
 // waited for another counts its wait as communication to hide, which the job does not get back.
 bool job_gated(const AnalysisResult& r, const Lever& l) {
-  return r.job.whatif.present && (l.id == "ddp_buckets" || l.id == "fsdp_prefetch");
+  return r.job.whatif.present && (l.id == LeverId::DdpBuckets || l.id == LeverId::FsdpPrefetch);
 }
 
 void predict(const AnalysisResult& r, Lever& l, double error) {

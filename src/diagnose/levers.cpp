@@ -189,7 +189,7 @@ double periodic_excess(const AnalysisResult& r, PeriodKind kind) {
 }
 
 struct Entry {
-  const char* id;
+  LeverId id;
   const char* title;
   const char* knob;
   const char* risk;
@@ -202,22 +202,30 @@ constexpr const char* kNumericsLink =
 
 // The bound whose time a lever shrinks: the headline's bound and the first lever must agree, or
 // the report says why another comes first.
-Bound lever_bound(std::string_view id) {
-  static const std::pair<std::string_view, Bound> kBounds[] = {
-      {"num_workers", Bound::InputPipeline}, {"preprocess_cache", Bound::InputPipeline},
-      {"persistent_workers", Bound::InputPipeline}, {"prefetch_factor", Bound::InputPipeline},
-      {"pin_memory", Bound::Copy},           {"d2h_readback", Bound::Copy}, {"copy_stream", Bound::Copy},
-      {"remove_item", Bound::SyncStall},
-      {"sync_once_per_step", Bound::SyncStall}, {"micro_batch", Bound::HostLaunch},
-      {"cuda_graphs", Bound::HostLaunch},    {"keep_allocator_cache", Bound::HostLaunch},
-      {"ddp_buckets", Bound::Communication},
-      {"accumulate_allreduce", Bound::Communication}, {"fsdp_prefetch", Bound::Communication},
-      {"ep_overlap", Bound::Communication},  {"pipeline_schedule", Bound::Communication},
-      {"tp_overlap", Bound::Communication},  {"async_checkpoint", Bound::SideWork},
-      {"fix_straggler", Bound::Straggler}};
-  for (const auto& [k, b] : kBounds)
-    if (k == id) return b;
-  return Bound::GpuCompute;
+Bound lever_bound(LeverId id) {
+  switch (id) {
+    case LeverId::NumWorkers:
+    case LeverId::PreprocessCache:
+    case LeverId::PersistentWorkers:
+    case LeverId::PrefetchFactor: return Bound::InputPipeline;
+    case LeverId::PinMemory:
+    case LeverId::D2hReadback:
+    case LeverId::CopyStream: return Bound::Copy;
+    case LeverId::RemoveItem:
+    case LeverId::SyncOncePerStep: return Bound::SyncStall;
+    case LeverId::MicroBatch:
+    case LeverId::CudaGraphs:
+    case LeverId::KeepAllocatorCache: return Bound::HostLaunch;
+    case LeverId::DdpBuckets:
+    case LeverId::AccumulateAllreduce:
+    case LeverId::FsdpPrefetch:
+    case LeverId::EpOverlap:
+    case LeverId::PipelineSchedule:
+    case LeverId::TpOverlap: return Bound::Communication;
+    case LeverId::AsyncCheckpoint: return Bound::SideWork;
+    case LeverId::FixStraggler: return Bound::Straggler;
+    default: return Bound::GpuCompute;
+  }
 }
 
 // Certainty of a lever's gain: a change that can alter the numbers must be validated and may be
@@ -262,19 +270,20 @@ void require(Lever& l, Capability c, const std::string& needs, const Devices& d)
 // its own API for the fix: these levers keep applying with the CUDA knob; every other lever's
 // knob is PyTorch's and does not exist for it.
 struct CudaKnob {
-  std::string_view id, knob;
+  LeverId id;
+  std::string_view knob;
 };
 constexpr CudaKnob kCudaKnobs[] = {
-    {"remove_item", "no cudaDeviceSynchronize or blocking cudaMemcpy inside the loop: cudaMemcpyAsync on a stream, "
+    {LeverId::RemoveItem, "no cudaDeviceSynchronize or blocking cudaMemcpy inside the loop: cudaMemcpyAsync on a stream, "
                     "synchronise once per iteration or less"},
-    {"sync_once_per_step", "one cudaStreamSynchronize per iteration, not one after every kernel"},
-    {"pin_memory", "page-locked host buffers (cudaMallocHost or cudaHostRegister) and cudaMemcpyAsync on a stream"},
-    {"cuda_graphs", "capture the iteration once (cudaStreamBeginCapture) and replay it with cudaGraphLaunch"},
-    {"fix_straggler", ""},
+    {LeverId::SyncOncePerStep, "one cudaStreamSynchronize per iteration, not one after every kernel"},
+    {LeverId::PinMemory, "page-locked host buffers (cudaMallocHost or cudaHostRegister) and cudaMemcpyAsync on a stream"},
+    {LeverId::CudaGraphs, "capture the iteration once (cudaStreamBeginCapture) and replay it with cudaGraphLaunch"},
+    {LeverId::FixStraggler, ""},
 };
 
 // The CUDA knob of a lever for a program without PyTorch; nullopt when it has none.
-std::optional<std::string_view> cuda_knob(const std::string& id) {
+std::optional<std::string_view> cuda_knob(LeverId id) {
   for (const auto& k : kCudaKnobs)
     if (id == k.id) return k.knob;
   return std::nullopt;
@@ -291,7 +300,7 @@ void fit_to_program(Lever& l, bool pytorch) {
   l.basis = "the trace holds no PyTorch ops: this PyTorch knob does not exist for the program; " + l.basis;
 }
 
-bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) {
+bool one_of(LeverId id, std::initializer_list<LeverId> ids) {
   for (auto i : ids)
     if (id == i) return true;
   return false;
@@ -300,27 +309,26 @@ bool one_of(const std::string& id, std::initializer_list<std::string_view> ids) 
 // Why a lever does not exist for this kind of run, or "" when it does. Training levers (gradient
 // accumulation, optimizer, DDP/FSDP, checkpoints) need a training loop; a single pass cannot
 // repay a compile or a graph capture; a timing harness's syncs and launches are what it measures.
-std::string kind_excludes(const std::string& id, RunKind kind, bool graphs, double syncs) {
-  const bool training_only = one_of(id, {"micro_batch", "fused_optimizer", "ddp_buckets", "accumulate_allreduce",
-                                         "fsdp_prefetch", "no_activation_checkpointing", "async_checkpoint"});
-  if (id == "cuda_graphs" && graphs) return "the run already replays CUDA graphs";
+std::string kind_excludes(LeverId id, RunKind kind, bool graphs, double syncs) {
+  const bool training_only = one_of(id, {LeverId::MicroBatch, LeverId::FusedOptimizer, LeverId::DdpBuckets, LeverId::AccumulateAllreduce, LeverId::FsdpPrefetch, LeverId::NoActivationCheckpointing, LeverId::AsyncCheckpoint});
+  if (id == LeverId::CudaGraphs && graphs) return "the run already replays CUDA graphs";
   // ep_overlap, tp_overlap and pipeline_schedule suit inference too (serving overlaps and pipelines as well).
   switch (kind) {
     case RunKind::Training: return "";
     case RunKind::Inference:
       if (training_only) return "a training lever: this run has no backward or optimizer";
-      if (one_of(id, {"remove_item", "sync_once_per_step"}))
+      if (one_of(id, {LeverId::RemoveItem, LeverId::SyncOncePerStep}))
         return "an inference engine reads each iteration's output back: that sync is the result, not overhead";
       return "";
     case RunKind::OneShot:
       if (training_only) return "a training lever: this run has no backward or optimizer";
-      if (one_of(id, {"cuda_graphs", "torch_compile"}))
+      if (one_of(id, {LeverId::CudaGraphs, LeverId::TorchCompile}))
         return "a single pass: capturing or compiling costs more than the one pass it would speed up";
-      if (id == "remove_item" && syncs <= 1)
+      if (id == LeverId::RemoveItem && syncs <= 1)
         return "a single pass: its one sync waits for the pass's result, and there is no next step to run ahead into";
       return "";
     case RunKind::Benchmark:
-      if (one_of(id, {"tf32", "amp_bf16", "amp_fp16", "channels_last", "sdpa"})) return "";
+      if (one_of(id, {LeverId::Tf32, LeverId::AmpBf16, LeverId::AmpFp16, LeverId::ChannelsLast, LeverId::Sdpa})) return "";
       return "a timing harness: its syncs, launches and batch are what it measures, not overhead to remove";
     case RunKind::Unknown: return "";
   }
@@ -351,14 +359,14 @@ void add_compile_lever(std::vector<Lever>& out, const JobStep& j, const Mix& m, 
       "compile time on the first steps; varying shapes recompile and past the cache limit fall back to eager "
       "(pad/bucket shapes or dynamic=True)";
   if (m.compiled <= 0) {
-    out.push_back(make({"torch_compile", "torch.compile the model", "model = torch.compile(model)", risk, kNumericsLink,
+    out.push_back(make({LeverId::TorchCompile, "torch.compile the model", "model = torch.compile(model)", risk, kNumericsLink,
                         "exclude compile warm-up steps when comparing"},
                        "elementwise/norm kernels + launch overhead",
                        gpu ? cmp * m.share(m.eltwise_norm) + cat(j, Category::LaunchOverhead) : 0, kFusionCut,
                        "fused pointwise chains and fewer launches", step));
     return;
   }
-  out.push_back(make({"torch_compile", "compile what runs outside the compiled regions",
+  out.push_back(make({LeverId::TorchCompile, "compile what runs outside the compiled regions",
                       "torch.compile the loss and the optimizer step too; find graph breaks with TORCH_LOGS=graph_breaks",
                       risk, kNumericsLink, "exclude compile warm-up steps when comparing"},
                      "elementwise/norm kernels outside the compiled regions",
@@ -411,25 +419,25 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   const double epoch_stall = periodic_excess(r, PeriodKind::EpochBoundary);
   const double fetch_wait = std::max(0.0, wait - epoch_stall);
   const char* fetch_targets = epoch_stall > 0 ? "batch wait outside epoch starts" : "batch wait";
-  add({"num_workers", "raise DataLoader num_workers", "DataLoader(num_workers=N)",
+  add({LeverId::NumWorkers, "raise DataLoader num_workers", "DataLoader(num_workers=N)",
        "each worker holds a copy of the dataset object: too many exhaust host RAM or oversubscribe cores", "", ""},
       fetch_targets, fetch_wait, kHideAll, "background workers can hide all of the batch wait");
-  add({"preprocess_cache", "pre-process or cache the data once", "offline tokenisation/decoding, a cached dataset (WebDataset, Arrow)",
+  add({LeverId::PreprocessCache, "pre-process or cache the data once", "offline tokenisation/decoding, a cached dataset (WebDataset, Arrow)",
        "disk space and a pipeline to keep in sync with the raw data; a cached augmentation is no longer random", "",
        "changes what each epoch sees when augmentations are cached"},
       fetch_targets, fetch_wait, kHideAll, "work moved out of the loop no longer stalls it");
-  add({"persistent_workers", "keep loader workers alive across epochs", "DataLoader(persistent_workers=True)",
+  add({LeverId::PersistentWorkers, "keep loader workers alive across epochs", "DataLoader(persistent_workers=True)",
        "workers keep their memory between epochs", "", ""},
       "epoch-start batch wait", epoch_stall, kHideAll,
       "the respawn stall at each epoch start disappears");
-  add({"prefetch_factor", "deepen the loader's prefetch queue", "DataLoader(prefetch_factor=4)",
+  add({LeverId::PrefetchFactor, "deepen the loader's prefetch queue", "DataLoader(prefetch_factor=4)",
        "more batches resident in host memory; no help if workers are slower on average than the step", "", ""},
       "periodic batch wait", periodic_excess(r, PeriodKind::LoaderWorkers), kHideAll,
       "a deeper queue absorbs the recurring loader stall");
-  add({"pin_memory", "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
+  add({LeverId::PinMemory, "pinned memory and non-blocking copies", "DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
        "pinned pages cannot be swapped: large pinned pools pressure host RAM", "", ""},
       "H2D copy", gpu ? cat(j, Category::H2DCopy) : 0, kAsyncCopyHides, "the copy overlaps compute on a copy stream");
-  add({"copy_stream", "copies on a side stream", "a torch.cuda.Stream for the copies, .to(device, non_blocking=True) "
+  add({LeverId::CopyStream, "copies on a side stream", "a torch.cuda.Stream for the copies, .to(device, non_blocking=True) "
        "inside `with torch.cuda.stream(s)`, and torch.cuda.current_stream().wait_stream(s) before the tensors are used",
        "the copied tensors must not be freed or reused before the compute stream has waited for them "
        "(tensor.record_stream)", "", ""},
@@ -437,48 +445,48 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "input copies run beside the kernels instead of between them");
   // Device-to-host copies are the job reading results back (metrics, predictions, a tensor's
   // .cpu()): pinning the loader does nothing for them.
-  add({"d2h_readback", "read less back from the device, and not in the step's way",
+  add({LeverId::D2hReadback, "read less back from the device, and not in the step's way",
        "reduce on the device before reading back (metrics, argmax, a sample) and read every N steps; what must "
        "come back: .to('cpu', non_blocking=True) into a pinned buffer, synchronised once",
        "coarser logging; pinned buffers pressure host RAM", "", ""},
       "D2H copy", gpu ? cat(j, Category::D2HCopy) : 0, kAsyncCopyHides,
       "the copy leaves the step or overlaps compute on a copy stream");
-  add({"remove_item", "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
+  add({LeverId::RemoveItem, "remove per-step host syncs (.item(), print, .cpu(), synchronize)",
        "log every N steps; keep metrics on the device; no blocking copy or synchronize inside the step",
        "less frequent loss logging", "", ""},
       "the host's wait in device syncs", gpu ? sync_removable(r, step, gpu_busy) : 0, kHideAll,
       "without the sync the host runs ahead: its own work overlaps the GPU's, down to the longer of the two");
-  add({"micro_batch", "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
+  add({LeverId::MicroBatch, "larger micro-batch (keep the global batch with gradient accumulation)", "batch_size, accumulation steps",
        "more activation memory; optimisation behaviour changes with the batch", "",
        "a different batch size is a different experiment: pin it across compared runs"},
       "launch overhead + host compute", gpu ? host : 0, kMicroBatchAmortize,
       "per-step host and launch costs are paid once for twice the samples");
   const double fp32_math = gpu ? cmp * m.share(m.fp32_gemm_simt + m.fp32_conv) : 0;
-  add({"amp_bf16", "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
+  add({LeverId::AmpBf16, "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
        "numerical edge cases in reductions and losses", kNumericsLink, ""},
       "fp32 SIMT GEMM + convolution kernels", dev.bf16 == Capability::No ? 0 : fp32_math, kLowPrecisionCut,
       "16-bit tensor-core math replaces fp32 kernels");
   require(out.back(), dev.bf16, "bf16 tensor cores (compute capability 8.0 or newer, or AMD CDNA)", dev);
   // Before Ampere the tensor cores take fp16 only: autocast to fp16, with a GradScaler against
   // gradient underflow.
-  add({"amp_fp16", "mixed precision (fp16 autocast with a GradScaler)",
+  add({LeverId::AmpFp16, "mixed precision (fp16 autocast with a GradScaler)",
        "torch.autocast('cuda', dtype=torch.float16) + torch.cuda.amp.GradScaler()",
        "fp16's narrow range: gradients underflow without the scaler; overflow in large activations", kNumericsLink, ""},
       "fp32 SIMT GEMM + convolution kernels",
       dev.bf16 == Capability::No && dev.tensor_cores == Capability::Yes ? fp32_math : 0, kLowPrecisionCut,
       "fp16 tensor-core math replaces fp32 kernels");
   // cuDNN has its own switch: set_float32_matmul_precision does not reach convolutions.
-  add({"tf32", "allow TF32 matmuls",
+  add({LeverId::Tf32, "allow TF32 matmuls",
        "torch.set_float32_matmul_precision('high'); torch.backends.cudnn.allow_tf32 = True for convolutions",
        "10-bit mantissa products in fp32 matmuls", kNumericsLink, ""},
       "fp32 SIMT GEMM kernels", gpu && dev.tf32 != Capability::No ? cmp * m.share(m.fp32_gemm_simt) : 0, kTf32Cut,
       "fp32 GEMMs move to tensor cores");
   require(out.back(), dev.tf32, "TF32 tensor cores (compute capability 8.0 or newer)", dev);
-  add({"channels_last", "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
+  add({LeverId::ChannelsLast, "channels_last memory format (conv nets)", "model.to(memory_format=torch.channels_last)",
        "no benefit for transformers; some custom ops expect NCHW", "", ""},
       "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");
   add_compile_lever(out, j, m, cmp, gpu, step);
-  add({"cuda_graphs", "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
+  add({LeverId::CudaGraphs, "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
        "static shapes and addresses required; extra memory for graph pools", "", ""},
       "launch overhead + host compute", gpu ? host : 0, kGraphsCut, "the step's launches replay without the host");
   if (const double in_model = model_syncs_per_step(r), all = syncs_per_step(r);
@@ -492,18 +500,18 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   // host 580 us over its kernels with 210 us of profiler cost is launch-bound either way.
   if (const double overhead = profiler_overhead(r); overhead > 0)
     for (auto& l : out)
-      if (l.applies && one_of(l.id, {"cuda_graphs", "micro_batch"}) && 2 * overhead >= l.target_ns) {
+      if (l.applies && one_of(l.id, {LeverId::CudaGraphs, LeverId::MicroBatch}) && 2 * overhead >= l.target_ns) {
 
         l.applies = false;
         l.basis = fmt::format("host time is inflated by the profiler itself (about {} per step): re-record with "
                               "fewer profiler options before acting on it; {}",
                               ms(overhead), l.basis);
       }
-  add({"fused_optimizer", "fused optimizer step", "torch.optim.AdamW(..., fused=True)",
+  add({LeverId::FusedOptimizer, "fused optimizer step", "torch.optim.AdamW(..., fused=True)",
        "only for supported optimizers and dtypes", "rounding of the update can differ slightly", ""},
       "optimizer compute", gpu && !m.fused_optimizer ? cat(j, Category::ComputeOptimizer) : 0, kFusedOptimizerCut,
       "one kernel per step instead of several per parameter");
-  add({"sdpa", "fused attention (SDPA / FlashAttention)", "F.scaled_dot_product_attention with bf16/fp16 inputs",
+  add({LeverId::Sdpa, "fused attention (SDPA / FlashAttention)", "F.scaled_dot_product_attention with bf16/fp16 inputs",
        "silently falls back to the math kernel when constraints are not met: force the backend to verify",
        kNumericsLink, ""},
       "softmax kernels of unfused attention", gpu && m.attention == 0 ? cmp * m.share(m.softmax) : 0, kHideAll,
@@ -514,7 +522,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
   const auto role = comm_role_shares(r);
   auto comm_for = [&](CommRole c) { return comm * role[static_cast<std::size_t>(c)]; };
   const double grad_comm = comm_for(CommRole::GradientSync);
-  add({"ep_overlap", "overlap the all-to-all exchange with compute",
+  add({LeverId::EpOverlap, "overlap the all-to-all exchange with compute",
        "MoE: two-micro-batch overlap or the EP library's async dispatch/combine (DeepEP: return a recv hook; "
        "Megatron: --overlap-moe-expert-parallel-comm); sharded embeddings: TorchRec's TrainPipelineSparseDist, which "
        "runs the next batch's input all-to-all under this batch's compute",
@@ -522,14 +530,14 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "exposed all-to-all exchange", comm_for(CommRole::Exchange), kOverlapHides,
       "the exchange runs under the other batch's compute");
   cap_at_overlap(out.back(), cmp, step, "compute");
-  add({"pipeline_schedule", "shrink the pipeline bubble: more micro-batches, interleaved stages",
+  add({LeverId::PipelineSchedule, "shrink the pipeline bubble: more micro-batches, interleaved stages",
        "more micro-batches per global batch (Megatron --global-batch-size / --micro-batch-size), an interleaved 1F1B "
        "schedule (--num-layers-per-virtual-pipeline-stage; torch.distributed.pipelining ScheduleInterleaved1F1B), "
        "and stages of equal compute",
        "smaller micro-batches use the GPU less well; interleaving sends more point-to-point traffic", "", ""},
       "exposed pipeline send/recv", comm_for(CommRole::PointToPoint), kBubbleCut,
       "the bubble, (stages - 1) / micro-batches of the step, halves with twice the micro-batches");
-  add({"tp_overlap", "overlap tensor-parallel collectives with compute",
+  add({LeverId::TpOverlap, "overlap tensor-parallel collectives with compute",
        "Megatron-Core / Transformer Engine: --tp-comm-overlap with --sequence-parallel; keep the tensor-parallel group "
        "inside one NVLink domain",
        "needs Transformer Engine's communication buffers (more memory); cross-node tensor parallelism stays slow", "",
@@ -537,7 +545,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "exposed tensor/model-parallel collectives", comm_for(CommRole::Activation), kOverlapHides,
       "the layer's collective runs under the neighbouring GEMM");
   cap_at_overlap(out.back(), cmp, step, "compute");
-  add({"ddp_buckets", "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
+  add({LeverId::DdpBuckets, "DDP bucket size and overlap", "DistributedDataParallel(bucket_cap_mb=..., gradient_as_bucket_view=True)",
        "cluster-specific tuning; too small buckets add launch overhead", "", ""},
       "exposed gradient sync", grad_comm, kOverlapHides, "all-reduce overlapped with backward");
   cap_at_overlap(out.back(), cat(j, Category::ComputeBackward), step, "backward compute");
@@ -548,11 +556,11 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
                        "gradient reduction DDP's buckets do not drive: FSDP prefetch acts on this time; " +
                        out.back().basis;
   }
-  add({"accumulate_allreduce", "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
+  add({LeverId::AccumulateAllreduce, "gradient accumulation to cut all-reduces", "model.no_sync() on all but the last micro-batch",
        "longer optimiser feedback loop", "",
        "the effective batch grows: learning-rate schedules tuned per step no longer compare"},
       "exposed gradient sync", grad_comm, 1.0 - 1.0 / kAccumulationSteps, "one all-reduce every 4 micro-batches");
-  add({"fsdp_prefetch", "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
+  add({LeverId::FsdpPrefetch, "FSDP forward/backward prefetch", "FSDP(backward_prefetch=BACKWARD_PRE, forward_prefetch=True)",
        "more memory in flight (limit_all_gathers)", "", ""},
       "exposed gradient sync and parameter all-gather", grad_comm + comm_for(CommRole::ParamGather), kPrefetchHides,
       "the next layer's all-gather runs under current compute");
@@ -562,15 +570,15 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
     out.back().basis = "no all-gather or reduce-scatter kernel on any rank: the parameters are not sharded (no FSDP "
                        "or ZeRO), so there is nothing to prefetch; " + out.back().basis;
   }
-  add({"async_checkpoint", "asynchronous or less frequent checkpointing", "torch.distributed.checkpoint.async_save, or save every more steps",
+  add({LeverId::AsyncCheckpoint, "asynchronous or less frequent checkpointing", "torch.distributed.checkpoint.async_save, or save every more steps",
        "more work lost on a crash between saves; async saves hold a copy in memory", "", ""},
       "side work", side, kHideAll, "the save leaves the training loop");
-  add({"fix_straggler", "fix the straggler (data skew, slow hardware, placement)",
+  add({LeverId::FixStraggler, "fix the straggler (data skew, slow hardware, placement)",
        "balance samples per rank; check the slow rank's GPU clocks, thermals and PCIe/NVLink",
        "needs access to the node; may mean replacing hardware", "", ""},
       "straggler wait", r.job.rank_comparison.straggler ? r.job.rank_comparison.balanced_saving_ns : 0, 1.0,
       "every rank finishes with the median compute");
-  add({"no_activation_checkpointing", "disable activation checkpointing when memory allows",
+  add({LeverId::NoActivationCheckpointing, "disable activation checkpointing when memory allows",
        "drop torch.utils.checkpoint / gradient_checkpointing_enable()", "more activation memory: may OOM", "", ""},
       "recomputed forward", m.recompute ? cmp : 0, kRecomputeShare, "recompute costs about a fifth of compute");
 
@@ -626,52 +634,52 @@ namespace {
 
 // Levers only a footgun finding brings (the catalogue has no time to act on without it).
 struct FootgunLever {
-  const char* id;
+  LeverId id;
   const char* title;
   const char* knob;
   const char* risk;
-  const char* supersedes = "";  // a catalogue lever acting on the same time, named less precisely
+  std::optional<LeverId> supersedes;  // a catalogue lever acting on the same time, named less precisely
   // Catalogue levers whose time includes the finding's: they act on what is left once it is fixed.
-  std::array<const char*, 2> narrows{};
+  std::array<std::optional<LeverId>, 2> narrows{};
 };
 constexpr FootgunLever kFootgunLevers[] = {
-    {"fixed_shapes", "keep input shapes fixed (pad or bucket them)",
+    {LeverId::FixedShapes, "keep input shapes fixed (pad or bucket them)",
      "pad/bucket batches; torch.compile(dynamic=True) or mark_dynamic; cudnn.benchmark=False if shapes must vary",
-     "padding wastes some compute on the padded positions"},
-    {"no_debug_apis", "turn off debugging APIs in training runs",
+     "padding wastes some compute on the padded positions", std::nullopt, {}},
+    {LeverId::NoDebugApis, "turn off debugging APIs in training runs",
      "torch.autograd.set_detect_anomaly(False); no gradcheck or detect_anomaly() in the loop",
-     "NaNs are no longer traced back to the op that made them"},
-    {"zero_grad_set_to_none", "zero_grad(set_to_none=True)", "optimizer.zero_grad(set_to_none=True)",
-     "code that reads .grad before backward must handle None"},
-    {"sync_once_per_step", "synchronise once per step, not after every kernel",
+     "NaNs are no longer traced back to the op that made them", std::nullopt, {}},
+    {LeverId::ZeroGradSetToNone, "zero_grad(set_to_none=True)", "optimizer.zero_grad(set_to_none=True)",
+     "code that reads .grad before backward must handle None", std::nullopt, {}},
+    {LeverId::SyncOncePerStep, "synchronise once per step, not after every kernel",
      "drop the synchronise call after each launch; sync (or record a CUDA event) only where results are read",
      "errors surface at the next sync instead of at their kernel; timing code must use CUDA events",
-     "remove_item"},
-    {"keep_allocator_cache", "let the caching allocator keep its memory",
+     LeverId::RemoveItem},
+    {LeverId::KeepAllocatorCache, "let the caching allocator keep its memory",
      "no torch.cuda.empty_cache() inside the loop and PYTORCH_NO_CUDA_MEMORY_CACHING unset; if the cache was "
      "emptied against fragmentation, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
      "the process keeps its peak reservation: other processes on the GPU see less free memory",
-     "", {"cuda_graphs", "micro_batch"}},
+     std::nullopt, {LeverId::CudaGraphs, LeverId::MicroBatch}},
 };
 
 // Later findings that point at a retired lever leave it retired: its time is already counted.
 void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f,
-                       std::set<std::string>& retired) {
-  if (*e.supersedes == '\0') return;
-  retired.insert(e.supersedes);
-  auto old = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == e.supersedes; });
+                       std::set<LeverId>& retired) {
+  if (!e.supersedes) return;
+  retired.insert(*e.supersedes);
+  auto old = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == *e.supersedes; });
   if (old == levers.end()) return;
   old->applies = false;
-  old->basis = fmt::format("the {} finding's lever acts on the same time", f.id);
+  old->basis = fmt::format("the {} finding's lever acts on the same time", finding_id(f));
 }
 
 // A catalogue lever whose time holds the finding's acts only on the rest once the finding's own
 // fix is in: a one-line fix comes before a restructuring that would also have removed its time.
 // Example: CUDA graphs on 3.2 ms of host time with 2.3 ms of it allocator calls -> 0.9 ms.
 void narrow(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f) {
-  for (const char* id : e.narrows) {
-    if (id == nullptr) continue;
-    auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == id; });
+  for (const std::optional<LeverId>& id : e.narrows) {
+    if (!id) continue;
+    auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == *id; });
     if (it == levers.end() || !it->applies || it->target_ns <= 0) continue;
     const double fraction = it->removable_ns / it->target_ns;
     it->target_ns = std::max(0.0, it->target_ns - f.gain_ns);
@@ -680,20 +688,20 @@ void narrow(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f)
     it->applies = it->removable_ns >= kMinApplyShare * it->step_ns && it->removable_ns > 0;
     it->basis = fmt::format("{}; of that, {} per step is the {} finding's, which its own lever removes: up to {} "
                             "is left to this one",
-                            it->basis, ms(f.gain_ns), f.id, ms(it->removable_ns));
+                            it->basis, ms(f.gain_ns), finding_id(f), ms(it->removable_ns));
   }
 }
 
 }  // namespace
 
 void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound) {
-  std::set<std::string> retired;
+  std::set<LeverId> retired;
   for (const auto& f : findings) {
-    if (!f.footgun || f.lever.empty() || retired.count(f.lever)) continue;
-    auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == f.lever; });
+    if (!f.footgun || !f.lever || retired.count(*f.lever)) continue;
+    auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == *f.lever; });
     if (it == levers.end()) {
       for (const auto& e : kFootgunLevers)
-        if (f.lever == e.id) {
+        if (*f.lever == e.id) {
           retire_superseded(levers, e, f, retired);
           narrow(levers, e, f);
           Lever l;
@@ -713,8 +721,8 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
     it->step_ns = f.step_ns;
     it->removable_ns = std::clamp(removable, 0.0, f.step_ns * 0.999);
     it->speedup = f.step_ns > 0 ? f.step_ns / (f.step_ns - it->removable_ns) : 1;
-    it->targets = "footgun: " + f.id;
-    it->basis = fmt::format("measured from the trace by the {} finding; removes up to {} per step", f.id,
+    it->targets = fmt::format("footgun: {}", finding_id(f));
+    it->basis = fmt::format("measured from the trace by the {} finding; removes up to {} per step", finding_id(f),
                             ms(it->removable_ns));
     it->applies = it->removable_ns > 0;
   }

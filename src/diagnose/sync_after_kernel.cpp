@@ -29,12 +29,13 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
                          job.category[static_cast<std::size_t>(Category::LaunchOverhead)];
     const double gain = std::min(waits, 0.999 * job.step_ns);
     const double speedup = job.step_ns > gain ? job.step_ns / (job.step_ns - gain) : 1;
-    Finding f("sync_after_every_kernel",
-              fmt::format("rank {}: {} after every kernel: the host waits for each kernel to finish before it "
-                          "launches the next, so the GPU idles through every launch; queue the work and "
-                          "synchronise once per step; fixing it gains up to {} per step ({:.2f}x)",
-                          r.ranks[i].rank(), s.sync_after_launch, ms(gain), speedup));
-    f.footgun = true;
+    Finding f = footgun_finding(FootgunId::SyncAfterEveryKernel,
+                                fmt::format("{} after every kernel: the host waits for each kernel to finish before "
+                                            "it launches the next, so the GPU idles through every launch; queue the "
+                                            "work and synchronise once per step; fixing it gains up to {} per step "
+                                            "({:.2f}x)",
+                                            s.sync_after_launch, ms(gain), speedup),
+                                r.ranks[i].rank());
     f.evidence = {
         fmt::format("{} of {} kernel launches are followed by {} before the next launch", s.launches_then_sync,
                     s.kernel_launches, s.sync_after_launch),
@@ -42,7 +43,6 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
                     span > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(span) : 0.0),
         fmt::format("sync stall + launch overhead: {} of the {} mean step", ms(waits), ms(job.step_ns)),
         "gain: the time the GPU waits for the host to return from the sync and launch again"};
-    f.lever = "sync_once_per_step";
     f.step_ns = job.step_ns;
     f.gain_ns = gain;
     f.speedup = speedup;

@@ -243,42 +243,49 @@ void add_partition_evidence(Verdict& v, const JobStep& job) {
   v.evidence.push_back(fmt::format("mean steady-state step {}; largest categories: {}", ms(job.step_ns), top));
 }
 
-std::string sync_text(const RankPartition& p, int rank) {
+Finding sync_finding(const RankPartition& p, int rank) {
   const double per_step = static_cast<double>(p.sync_calls) / static_cast<double>(p.steady_steps);
   const double items = static_cast<double>(p.item_calls) / static_cast<double>(p.steady_steps);
-  return fmt::format("rank {}: {:.1f} synchronising calls per step, {:.1f} of them .item(); {}", rank, per_step,
-                     items, p.gpu ? "each drains the GPU queue and blocks the host until it is empty"
-                                  : "cheap on a CPU-only run, but on a GPU each drains the queue (remove per-step "
-                                    ".item()/print)");
+  return {FindingKind::HostSync,
+          fmt::format("{:.1f} synchronising calls per step, {:.1f} of them .item(); {}", per_step, items,
+                      p.gpu ? "each drains the GPU queue and blocks the host until it is empty"
+                            : "cheap on a CPU-only run, but on a GPU each drains the queue (remove per-step "
+                              ".item()/print)"),
+          rank};
 }
 
 std::vector<Finding> findings(const AnalysisResult& r) {
   std::vector<Finding> out;
   for (const RankAnalysis& ra : r.ranks) {
     const auto& p = ra.partition;
-    if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back({"host_sync", sync_text(p, ra.rank())});
-    for (const auto& n : p.notes) out.push_back({"steps", fmt::format("rank {}: {}", ra.rank(), n)});
+    if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back(sync_finding(p, ra.rank()));
+    for (const auto& n : p.notes) out.push_back({FindingKind::Steps, n, ra.rank()});
     if (p.mix.recompute_seen)
-      out.push_back({"recompute", fmt::format("rank {}: activation checkpointing recomputes forward inside backward", ra.rank())});
+      out.push_back({FindingKind::Recompute, "activation checkpointing recomputes forward inside backward", ra.rank()});
   }
   for (const RankAnalysis& ra : r.ranks)
     if (const Stability& s = ra.stability; s.period.kind != PeriodKind::None)
-      out.push_back({"periodic", fmt::format("rank {}: a stall every {} steps ({} grows by {} on average): {}", ra.rank(),
-                                             s.period.every, category_label(s.period.category),
-                                             ms(static_cast<double>(s.period.mean_excess)), period_kind_name(s.period.kind))});
+      out.push_back({FindingKind::Periodic,
+                     fmt::format("a stall every {} steps ({} grows by {} on average): {}", s.period.every,
+                                 category_label(s.period.category), ms(static_cast<double>(s.period.mean_excess)),
+                                 period_kind_name(s.period.kind)),
+                     ra.rank()});
   const auto& rc = r.job.rank_comparison;
   if (rc.straggler)
-    out.push_back({"straggler", fmt::format("rank {}: {}; they wait {} per step in collectives", *rc.straggler,
-                                            straggler_excess_text(rc), ms(rc.median_wait_ns))});
+    out.push_back({FindingKind::Straggler,
+                   fmt::format("{}; they wait {} per step in collectives", straggler_excess_text(rc),
+                               ms(rc.median_wait_ns)),
+                   *rc.straggler});
   // On aligned clocks the rank that reaches collectives last is the one the others wait for,
   // whatever its compute time says.
   const ClockAlignment& c = rc.clocks;
   if (c.last_rank && c.collectives >= kMinArrivalCollectives)
-    out.push_back({"arrival", fmt::format("rank {} reaches {} of {} matched collectives last; the first rank to arrive waits "
-                                          "{} on average (p90 {}), clock residual {}", *c.last_rank, pct(c.last_share),
-                                          c.collectives, ms(c.arrival_skew_mean_ns),
-                                          ms(static_cast<double>(c.arrival_skew_p90_ns)),
-                                          ms(static_cast<double>(c.residual_p50_ns)))});
+    out.push_back({FindingKind::Arrival,
+                   fmt::format("reaches {} of {} matched collectives last; the first rank to arrive waits {} on "
+                               "average (p90 {}), clock residual {}",
+                               pct(c.last_share), c.collectives, ms(c.arrival_skew_mean_ns),
+                               ms(static_cast<double>(c.arrival_skew_p90_ns)), ms(static_cast<double>(c.residual_p50_ns))),
+                   *c.last_rank});
   return out;
 }
 
@@ -287,7 +294,7 @@ std::vector<Finding> findings(const AnalysisResult& r) {
 void add_sync_evidence(const AnalysisResult& r, Verdict& v) {
   for (const RankAnalysis& a : r.ranks)
     if (const RankPartition& p = a.partition; p.steady_steps && p.item_calls) {
-      v.evidence.push_back(sync_text(p, a.rank()));
+      v.evidence.push_back(finding_text(sync_finding(p, a.rank())));
       return;
     }
 }
@@ -384,14 +391,6 @@ Groups group_times(const std::array<double, kCategoryCount>& c) {
   set(Bound::Unattributed, at(Category::Idle));
   return g;
 }
-
-std::string ms(double ns) {
-  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  return fmt::format("{:.1f} us", ns / 1e3);
-}
-
-std::string pct(double share) { return fmt::format("{:.1f}%", share * 100); }
 
 }  // namespace diagnose_detail
 
@@ -533,7 +532,8 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
     if (every_kernel) footguns.insert(footguns.begin(), every_kernel->finding);
     if (!footguns.empty()) {
       std::string names;
-      for (const auto& f : footguns) names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", f.id, f.speedup);
+      for (const auto& f : footguns)
+        names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", finding_id(f), f.speedup);
       v.evidence.push_back("footguns in this trace: " + names);
     }
     apply_footgun_levers(d.levers, footguns, v.bound);
@@ -546,7 +546,7 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
   v.headline = headline(v, d.levers);
   if (every_kernel) {
     v.headline += every_kernel->headline;
-    v.evidence.insert(v.evidence.begin(), every_kernel->finding.text);
+    v.evidence.insert(v.evidence.begin(), finding_text(every_kernel->finding));
   }
 }
 

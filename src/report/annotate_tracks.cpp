@@ -153,7 +153,7 @@ Track diagnosis_track(const Diagnosis& d, const RankPartition& p) {
   const auto [a, b] = steady_span(p);
   t.slices.push_back({a, b, "verdict: " + std::string(bound_label(d.verdict.bound, d.verdict.gpu)),
                       {{"headline", d.verdict.headline}, {"evidence", d.verdict.evidence}}});
-  for (const auto& f : d.findings) t.slices.push_back({a, b, f.id, {{"text", f.text}}});
+  for (const auto& f : d.findings) t.slices.push_back({a, b, std::string(finding_id(f)), {{"text", finding_text(f)}}});
   return t;
 }
 

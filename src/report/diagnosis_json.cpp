@@ -39,7 +39,7 @@ nlohmann::json by_setting_json(const std::vector<std::pair<std::string, double>>
 }
 
 nlohmann::json lever_json(const Lever& l) {
-  return {{"id", l.id}, {"title", l.title}, {"knob", l.knob}, {"targets", l.targets},
+  return {{"id", lever_name(l.id)}, {"title", l.title}, {"knob", l.knob}, {"targets", l.targets},
           {"target_ns", l.target_ns}, {"removable_ns", l.removable_ns}, {"step_ns", l.step_ns},
           {"speedup_bound", l.speedup}, {"basis", l.basis}, {"risk", l.risk}, {"numerics_warning", l.numerics},
           {"comparability_warning", l.comparability}, {"applies", l.applies},
@@ -78,7 +78,7 @@ nlohmann::json ranks_json(const RankComparison& rc) {
 nlohmann::json plan_json(const LeverPlan& p) {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& e : p.entries)
-    entries.push_back({{"id", e.id}, {"title", e.title}, {"predicted_step_ns", e.step_ns}, {"predicted_speedup", e.speedup}});
+    entries.push_back({{"id", lever_name(e.id)}, {"title", e.title}, {"predicted_step_ns", e.step_ns}, {"predicted_speedup", e.speedup}});
   nlohmann::json j = {{"levers", entries}, {"step_ns", p.step_ns}, {"gpus", p.gpus}};
   if (p.run_steps > 0)
     j["run"] = {{"steps", p.run_steps},
@@ -176,11 +176,11 @@ void add_diagnosis_json(const DiagnosedResult& r, nlohmann::json& j) {
   j["verdict"] = verdict_json(r.diagnosis.verdict);
   auto& findings = j["findings"] = nlohmann::json::array();
   for (const auto& f : r.diagnosis.findings) {
-    nlohmann::json fj = {{"id", f.id}, {"text", f.text}};
+    nlohmann::json fj = {{"id", finding_id(f)}, {"text", finding_text(f)}};
     if (f.footgun) {
       fj["footgun"] = true;
       fj["evidence"] = f.evidence;
-      fj["lever"] = f.lever;
+      fj["lever"] = f.lever ? lever_name(*f.lever) : std::string_view();
       fj["gain_ns"] = f.gain_ns;
       fj["step_ns"] = f.step_ns;
       fj["speedup"] = f.speedup;
@@ -200,12 +200,12 @@ nlohmann::json whatif_json(const whatif::RankWhatIf& w) {
   for (const auto& d : w.disagreements) edges.push_back({{"edge", d.edge}, {"count", d.count}, {"total_ns", d.total_ns}});
   nlohmann::json levers = nlohmann::json::array();
   auto prediction = [](const whatif::Prediction& p) {
-    return nlohmann::json{{"id", p.id},       {"speedup", p.speedup}, {"uncertainty", p.uncertainty},
+    return nlohmann::json{{"id", p.id ? lever_name(*p.id) : std::string_view("whatif")},       {"speedup", p.speedup}, {"uncertainty", p.uncertainty},
                           {"held", p.held},   {"basis", p.basis},     {"by_setting", by_setting_json(p.by_setting)}};
   };
   for (const auto& p : w.levers) levers.push_back(prediction(p));
   nlohmann::json plan = nlohmann::json::array();
-  for (const auto& e : w.plan) plan.push_back({{"id", e.id}, {"speedup", e.speedup}});
+  for (const auto& e : w.plan) plan.push_back({{"id", lever_name(e.id)}, {"speedup", e.speedup}});
   return {{"replay_error", {{"mean", w.replay_error_mean}, {"max", w.replay_error_max}}},
           {"graph", {{"nodes", w.nodes}, {"edges", w.edges}}},
           {"steps", steps},

@@ -215,13 +215,13 @@ void evidence_lines(const Diagnosis& d, std::string& out) {
   out += "\nevidence:\n";
   for (const auto& e : d.verdict.evidence) out += fmt::format("  - {}\n", terminal_safe(e));
   for (const auto& f : d.findings)
-    if (!f.footgun) out += fmt::format("  - {}\n", terminal_safe(f.text));
+    if (!f.footgun) out += fmt::format("  - {}\n", terminal_safe(finding_text(f)));
   bool any = false;
   for (const auto& f : d.findings) {
     if (!f.footgun) continue;
     if (!any) out += "\nfootguns (each with what to look for in the trace):\n";
     any = true;
-    out += fmt::format("  - [{}] {}\n", f.id, terminal_safe(f.text));
+    out += fmt::format("  - [{}] {}\n", finding_id(f), terminal_safe(finding_text(f)));
     for (const auto& e : f.evidence) out += fmt::format("      {}\n", terminal_safe(e));
   }
 }

@@ -408,11 +408,11 @@ void evidence_section(const DiagnosedResult& r, const SectionOptions& o, std::st
   out += "<ul class=\"evidence\">";
   for (const auto& e : d.verdict.evidence) put(out, "<li>{}</li>", esc(e));
   for (const auto& f : d.findings) {
-    put(out, "<li class=\"finding\" data-id=\"{}\">{}", esc(f.id), esc(f.text));
+    put(out, "<li class=\"finding\" data-id=\"{}\">{}", esc(std::string(finding_id(f))), esc(finding_text(f)));
     // Footgun findings also say where to look and what fixing them can gain.
     if (f.footgun && f.gain_ns > 0)
       put(out, " <b>up to {:.2f}x</b> (step {} &rarr; {}){}", f.speedup, ms(f.step_ns), ms(f.step_ns - f.gain_ns),
-          f.lever.empty() ? "" : fmt::format(", lever <code>{}</code>", esc(f.lever)));
+          !f.lever ? "" : fmt::format(", lever <code>{}</code>", esc(std::string(lever_name(*f.lever)))));
     if (!f.evidence.empty()) {
       out += "<ul class=\"muted\">";
       for (const auto& e : f.evidence) put(out, "<li class=\"name\">{}</li>", esc(e));

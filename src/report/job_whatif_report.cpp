@@ -9,7 +9,7 @@ nlohmann::json job_whatif_json(const whatif::JobWhatIf& j) {
   if (!j.present) return nullptr;
   nlohmann::json levers = nlohmann::json::array();
   for (const auto& l : j.levers)
-    levers.push_back({{"id", l.id}, {"speedup", l.speedup}, {"uncertainty", l.uncertainty}, {"basis", l.basis}});
+    levers.push_back({{"id", lever_name(l.id)}, {"speedup", l.speedup}, {"uncertainty", l.uncertainty}, {"basis", l.basis}});
   return {{"ranks", j.ranks},
           {"collectives", j.collectives},
           {"recorded_span_ns", j.recorded_span_ns},

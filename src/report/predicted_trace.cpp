@@ -53,7 +53,7 @@ struct Writer {
 
 std::string plan_label(const whatif::RankWhatIf& w) {
   std::string s;
-  for (const whatif::PlanStep& p : w.plan) s += (s.empty() ? "" : " + ") + p.id;
+  for (const whatif::PlanStep& p : w.plan) s += fmt::format("{}{}", s.empty() ? "" : " + ", lever_name(p.id));
   return fmt::format("{}, {:.2f}x", s, w.plan.back().speedup);
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <type_traits>
@@ -292,6 +293,15 @@ void from_json(const nlohmann::json& j, RankFacts& f) {
   visit_summary_facts(f, [&j](const char* key, auto& v) { j.at(key).get_to(v); });
 }
 
+// lever_ids.hpp: a lever by its stable string, so that a summary names it as the JSON does.
+void to_json(nlohmann::json& j, const LeverId& l) { j = lever_name(l); }
+
+void from_json(const nlohmann::json& j, LeverId& l) {
+  const std::optional<LeverId> found = find_lever(j.get<std::string>());
+  if (!found) throw nlohmann::json::other_error::create(501, "an unknown lever id", &j);
+  l = *found;
+}
+
 // partition.hpp, stability.hpp
 STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_start, host_end, warmup, warmup_reason, ns)
 STEPSCOPE_SUMMARY_FIELDS(ComputeMix, class_ns, kernels, softmax_ns, gemm_ns_by_dtype, fp32_simt_gemm_ns,
@@ -378,20 +388,87 @@ STEPSCOPE_SUMMARY_FIELDS(DrillDown, operators, kernels, queue_length, memory_ban
 
 namespace footgun {
 
-// footgun_scan.hpp
+// footgun_detector.hpp: each detector's evidence under its name, field by field through the
+// detector's own fields(), so that the summary holds whatever the registered detectors gather.
 STEPSCOPE_SUMMARY_FIELDS(NameTime, count, time)
-STEPSCOPE_SUMMARY_FIELDS(ConvCall, step, synchronises, kernels, conv_kernels, conv_time, last_conv_time, op_gpu_idle)
-STEPSCOPE_SUMMARY_FIELDS(RankScan, rank, gpu, mtia, steady_steps, step_ns, compute_kernel_time, gemm_simt_time,
-                         gemm_tc_time, simt_gemms, convs, conv_kernels, conv_time, conv_names, half_conv_or_layout,
-                         layout_kernels, layout_outside_conv, autotune_calls, softmax_kernels, attention_kernels,
-                         score_ops, opt_kernels, opt_kernel_time, opt_host_time, opt_fused, opt_ops, zero_grad_gpu,
-                         zero_grad_host_time, items, item_gpu_idle, item_host_time, anomaly_ops, anomaly_item_time,
-                         anomaly_items, anomaly_isnan, anomaly_kernel_time, anomaly_gpu_idle, recompute_kernels,
-                         recompute_time, recompute_markers, allreduce_steps, allreduce_after_backward_steps,
-                         allreduces, allreduce_time, late_compile, late_compile_steps, late_compile_time,
-                         compiled_steps, fallback_compiled, fallback_eager, compiled_mean_ns, eager_mean_ns,
-                         first_eager_step, pageable_h2d, pageable_h2d_time, pageable_h2d_bytes, device_allocs,
-                         device_alloc_steps)
+
+namespace {
+
+// Writes an evidence's fields into an object.
+class FieldWriter final : public EvidenceFields {
+ public:
+  explicit FieldWriter(nlohmann::json& j) : j_(j) { j_ = nlohmann::json::object(); }
+  void field(std::string_view name, std::int64_t& v) override { j_[std::string(name)] = v; }
+  void field(std::string_view name, double& v) override { j_[std::string(name)] = v; }
+  void field(std::string_view name, bool& v) override { j_[std::string(name)] = v; }
+  void field(std::string_view name, ByName& v) override { j_[std::string(name)] = v; }
+  void field(std::string_view name, std::vector<std::string>& v) override { j_[std::string(name)] = v; }
+  void records(std::string_view name, std::size_t& count,
+               const std::function<void(std::size_t, EvidenceFields&)>& each) override {
+    nlohmann::json& list = j_[std::string(name)] = nlohmann::json::array();
+    for (std::size_t i = 0; i < count; ++i) {
+      FieldWriter row(list.emplace_back());
+      each(i, row);
+    }
+  }
+
+ private:
+  nlohmann::json& j_;
+};
+
+// Reads them back; a missing field or one of another type is an error naming it.
+class FieldReader final : public EvidenceFields {
+ public:
+  explicit FieldReader(const nlohmann::json& j) : j_(j) {}
+  void field(std::string_view name, std::int64_t& v) override { at(name).get_to(v); }
+  void field(std::string_view name, double& v) override { at(name).get_to(v); }
+  void field(std::string_view name, bool& v) override { at(name).get_to(v); }
+  void field(std::string_view name, ByName& v) override { at(name).get_to(v); }
+  void field(std::string_view name, std::vector<std::string>& v) override { at(name).get_to(v); }
+  void records(std::string_view name, std::size_t& count,
+               const std::function<void(std::size_t, EvidenceFields&)>& each) override {
+    const nlohmann::json& list = at(name);
+    if (!list.is_array()) throw nlohmann::json::type_error::create(302, "an array is expected", &list);
+    count = list.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      FieldReader row(list[i]);
+      each(i, row);
+    }
+  }
+
+ private:
+  const nlohmann::json& at(std::string_view name) const { return j_.at(std::string(name)); }
+  const nlohmann::json& j_;
+};
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const RankFootguns& r) {
+  j = {{"rank", r.rank}, {"gpu", r.gpu}, {"mtia", r.mtia}, {"steady_steps", r.steady_steps}, {"step_ns", r.step_ns}};
+  nlohmann::json& evidence = j["evidence"] = nlohmann::json::object();
+  const std::vector<Detector>& table = detectors();
+  // A rank assembled without a scan writes each detector's empty evidence.
+  for (std::size_t d = 0; d < table.size(); ++d) {
+    FieldWriter w(evidence[std::string(table[d].name)]);
+    if (d < r.evidence.size()) r.evidence[d]->fields(w);
+    else table[d].make()->fields(w);
+  }
+}
+
+void from_json(const nlohmann::json& j, RankFootguns& r) {
+  j.at("rank").get_to(r.rank);
+  j.at("gpu").get_to(r.gpu);
+  j.at("mtia").get_to(r.mtia);
+  j.at("steady_steps").get_to(r.steady_steps);
+  j.at("step_ns").get_to(r.step_ns);
+  r.make_evidence();
+  const std::vector<Detector>& table = detectors();
+  const nlohmann::json& evidence = j.at("evidence");
+  for (std::size_t d = 0; d < table.size(); ++d) {
+    FieldReader reader(evidence.at(std::string(table[d].name)));
+    r.evidence[d]->fields(reader);
+  }
+}
 
 }  // namespace footgun
 

@@ -110,7 +110,6 @@ Change parse_change(std::string_view text) {
 
 Prediction custom_prediction(const Context& c, const std::vector<Change>& changes) {
   Prediction p;
-  p.id = "whatif";
   p.modelled = true;
   Scenario s = c.base;
   for (const Change& ch : changes) {

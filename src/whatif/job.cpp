@@ -147,7 +147,7 @@ void add_levers(const JobGraph& g, std::span<const RankMarks> ranks, const RankC
       JobScenario s = base_job_scenario(g);
       // Its work re-timed to the median rank's: the excess the rank comparison measured goes.
       s.work_factor[slot] = 1.0 / (1.0 + std::max(0.0, rc.straggler_excess));
-      out.levers.push_back({"fix_straggler", speedup_of(g, base, s), 0.2,
+      out.levers.push_back({LeverId::FixStraggler, speedup_of(g, base, s), 0.2,
                             fmt::format("rank {}'s work between collectives re-timed to the median rank's ({:.1f}% "
                                         "less), the ranks joined at their collectives and replayed",
                                         *rc.straggler, 100 * rc.straggler_excess / (1 + rc.straggler_excess))});
@@ -158,7 +158,7 @@ void add_levers(const JobGraph& g, std::span<const RankMarks> ranks, const RankC
   for (std::size_t k = 0; k < g.joined.size(); ++k)
     if (g.joined[k].role == CommRole::GradientSync) fewer.transfer_factor[k] = 1 / kAccumulation, grads = true;
   if (grads)
-    out.levers.push_back({"accumulate_allreduce", speedup_of(g, base, fewer), 0.3,
+    out.levers.push_back({LeverId::AccumulateAllreduce, speedup_of(g, base, fewer), 0.3,
                           "gradient collectives' transfer a quarter; the waits for the last rank stay as the ranks' "
                           "work makes them"});
 }
@@ -182,7 +182,7 @@ JobWhatIf model_job(std::span<const RankMarks> ranks, const RankComparison& rc) 
   return out;
 }
 
-const JobLever* find_job_lever(const JobWhatIf& j, const std::string& id) {
+const JobLever* find_job_lever(const JobWhatIf& j, LeverId id) {
   for (const JobLever& l : j.levers)
     if (l.id == id) return &l;
   return nullptr;

@@ -37,7 +37,7 @@ constexpr double kAsyncSaveShare = 0.02;
 constexpr double kMinGain = 0.01;
 
 struct Model {
-  std::string id;
+  LeverId id;
   std::string group;      // levers of one group are alternatives: a plan takes one
   double uncertainty = 0.2;
   std::function<void(Scenario&)> apply;
@@ -90,10 +90,10 @@ void add_worker_settings(const Graph& g, Model& w) {
 void add_loader_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   if (count_atoms(g, AtomKind::Loader) == 0) return;
-  Model w{"num_workers", "loader", 0.15, nullptr, "", false, {}};
+  Model w{LeverId::NumWorkers, "loader", 0.15, nullptr, "", false, {}};
   add_worker_settings(g, w);
   out.push_back(std::move(w));
-  out.push_back({"preprocess_cache", "loader", 0.5,
+  out.push_back({LeverId::PreprocessCache, "loader", 0.5,
                  [&g](Scenario& s) {
                    for (std::size_t i = 0; i < g.atoms.size(); ++i)
                      if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = std::min(s.atom_dur[i], kCachedFetch);
@@ -107,7 +107,7 @@ void add_loader_models(const Context& c, std::vector<Model>& out) {
   // Without an epoch start in the steps the replay has nothing to change: the lever keeps its bound.
   const std::vector<std::size_t> restarts = epoch_restarts(g);
   if (!restarts.empty())
-    out.push_back({"persistent_workers", "respawn", 0.3,
+    out.push_back({LeverId::PersistentWorkers, "respawn", 0.3,
                  [&g, median, restarts](Scenario& s) {
                    for (std::size_t i : restarts) {
                      s.atom_dur[i] = std::min(s.atom_dur[i], median);
@@ -126,7 +126,7 @@ void add_loader_models(const Context& c, std::vector<Model>& out) {
   std::size_t waited = 0;
   for (ns_t v : waits) waited += v > kWorkerHandoff;
   const bool behind = 2 * waited >= waits.size() || burst_workers(g) > 0;
-  out.push_back({"prefetch_factor", "prefetch", 0.3,
+  out.push_back({LeverId::PrefetchFactor, "prefetch", 0.3,
                  [&g, behind](Scenario& s) {
                    if (behind) return;
                    for (std::size_t i = 0; i < g.atoms.size(); ++i)
@@ -153,7 +153,7 @@ void add_copy_models(const Context& c, std::vector<Model>& out) {
   // A copy from pageable memory is synchronous whatever its stream: only pinned ones can move.
   auto pinned_beside_compute = [beside_compute](const Op& o) { return beside_compute(o) && o.mem == HostMem::Pinned; };
   // The lever is pinned memory and non-blocking copies: both halves, each where it is missing.
-  out.push_back({"pin_memory", "copy", 0.2,
+  out.push_back({LeverId::PinMemory, "copy", 0.2,
                  [&g, bw, beside_compute](Scenario& s) {
                    pin_copies(g, s, bw);
                    copies_to_side_stream(g, s, beside_compute);
@@ -162,13 +162,13 @@ void add_copy_models(const Context& c, std::vector<Model>& out) {
                              "for them, and off the compute streams",
                              bw),
                  none_pageable && count_ops(g, beside_compute) == 0, {}});
-  out.push_back({"copy_stream", "copy-stream", 0.25,
+  out.push_back({LeverId::CopyStream, "copy-stream", 0.25,
                  [&g, pinned_beside_compute](Scenario& s) { copies_to_side_stream(g, s, pinned_beside_compute); },
                  "pinned copies move off the compute streams and overlap the kernels queued before them; the kernel "
                  "after an input copy waits for it",
                  count_ops(g, pinned_beside_compute) == 0, {}});
   auto d2h = [](const Op& o) { return o.kind == OpKind::Copy && o.copy == CopyKind::DtoH; };
-  out.push_back({"d2h_readback", "readback", 0.3,
+  out.push_back({LeverId::D2hReadback, "readback", 0.3,
                  [&g, d2h](Scenario& s) {
                    copies_to_side_stream(g, s, d2h);
                    for (std::size_t i = 0; i < g.atoms.size(); ++i)
@@ -191,19 +191,19 @@ void add_precision_models(const Context& c, std::vector<Model>& out) {
   const bool bf16 = c.facts.device.bf16() != Capability::No;
   const double r16 = matmul_ratio(c.facts, bf16 ? plan::Dtype::bf16 : plan::Dtype::fp16);
   const std::string held_words = fp32 == 0 ? "; the matmuls already run in 16 bits" : "";
-  out.push_back({bf16 ? "amp_bf16" : "amp_fp16", "precision", 0.35, autocast(r16),
+  out.push_back({bf16 ? LeverId::AmpBf16 : LeverId::AmpFp16, "precision", 0.35, autocast(r16),
                  fmt::format("fp32 GEMM/convolution kernels at the device's 16-bit peak ratio, held to {:.1f}x, plus casts{}",
                              r16, held_words),
                  fp32 == 0, {}});
   if (c.facts.device.tf32() == Capability::Yes) {
     const double r32 = matmul_ratio(c.facts, plan::Dtype::tf32);
-    out.push_back({"tf32", "precision", 0.35, autocast(r32),
+    out.push_back({LeverId::Tf32, "precision", 0.35, autocast(r32),
                    fmt::format("fp32 GEMM/convolution kernels at the device's TF32 peak ratio, held to {:.1f}x", r32),
                    fp32 == 0, {}});
   }
   auto conv = [](const Op& o) { return o.kind == OpKind::Compute && o.cls == KernelClass::Convolution; };
   if (count_ops(g, conv) > 0)
-    out.push_back({"channels_last", "layout", 0.5, [&g, conv](Scenario& s) { scale_ops(g, s, conv, kChannelsLastCut); },
+    out.push_back({LeverId::ChannelsLast, "layout", 0.5, [&g, conv](Scenario& s) { scale_ops(g, s, conv, kChannelsLastCut); },
                    "convolutions a fifth faster in NHWC", false, {}});
 }
 
@@ -211,14 +211,14 @@ void add_launch_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   if (count_atoms(g, AtomKind::Launch) == 0) return;
   const bool captured = c.facts.cuda_graphs && c.facts.graph_launches >= c.facts.launch_calls / 2;
-  out.push_back({"cuda_graphs", "graphs", 0.3, [&c](Scenario& s) { capture_graphs(c.g, c.facts, c.trace, s); },
+  out.push_back({LeverId::CudaGraphs, "graphs", 0.3, [&c](Scenario& s) { capture_graphs(c.g, c.facts, c.trace, s); },
                  "each run of launches between syncs becomes one graph launch: the host work between them and the "
                  "launch calls go, the kernels run back to back",
                  captured, {}});
   auto eltwise = [](const Op& o) {
     return o.kind == OpKind::Compute && (o.cls == KernelClass::Elementwise || o.cls == KernelClass::ReductionNorm);
   };
-  out.push_back({"torch_compile", "compile", 0.5,
+  out.push_back({LeverId::TorchCompile, "compile", 0.5,
                  [&g, eltwise](Scenario& s) {
                    scale_ops(g, s, eltwise, kFusionCut);
                    fuse_launches(g, s, eltwise);
@@ -229,7 +229,7 @@ void add_launch_models(const Context& c, std::vector<Model>& out) {
   auto optimizer = [&c](const Op& o) {
     return o.kind == OpKind::Compute && o.event < c.facts.event_stage.size() && c.facts.event_stage[o.event] == StageHint::Optimizer;
   };
-  out.push_back({"fused_optimizer", "optimizer", 0.4,
+  out.push_back({LeverId::FusedOptimizer, "optimizer", 0.4,
                  [&g, optimizer](Scenario& s) {
                    scale_ops(g, s, optimizer, kFusedOptimizerCut);
                    for (std::size_t i = 0; i < g.ops.size(); ++i)
@@ -242,7 +242,7 @@ void add_sync_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   const bool any = std::any_of(g.atoms.begin(), g.atoms.end(), [](const Atom& a) { return a.kind == AtomKind::Sync && a.waited && !a.queue_wait; });
   if (!any) return;
-  out.push_back({"remove_item", "sync", 0.25,
+  out.push_back({LeverId::RemoveItem, "sync", 0.25,
                  [&g](Scenario& s) {
                    release_syncs(g, s, KeepLast::WhereSeveral);
                    drop_reads(g, s);
@@ -251,7 +251,7 @@ void add_sync_models(const Context& c, std::vector<Model>& out) {
                  "step with several keeps its last (the loss read once a step)",
 
                  false, {}});
-  out.push_back({"sync_once_per_step", "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, KeepLast::Always); },
+  out.push_back({LeverId::SyncOncePerStep, "sync", 0.25, [&g](Scenario& s) { release_syncs(g, s, KeepLast::Always); },
                  "one sync per step, at its end", false, {}});
 }
 
@@ -262,14 +262,14 @@ void add_comm_models(const Context& c, std::vector<Model>& out) {
   const RankFacts& f = c.facts;
   auto grads = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::GradientSync; };
   auto gathers = [&f](const Op& o) { return o.kind == OpKind::Comm && f.comm_role(o.event) == CommRole::ParamGather; };
-  out.push_back({"ddp_buckets", "comm", 0.5, [&c, grads](Scenario& s) { overlap_comm_as_ready(c.g, c.facts, s, grads); },
+  out.push_back({LeverId::DdpBuckets, "comm", 0.5, [&c, grads](Scenario& s) { overlap_comm_as_ready(c.g, c.facts, s, grads); },
                  "each gradient all-reduce issued as its bucket's gradients are computed (the j-th of n after "
                  "(j+1)/n of the backward) and run under the rest of the backward",
                  false, {}});
-  out.push_back({"accumulate_allreduce", "comm-accumulate", 0.3,
+  out.push_back({LeverId::AccumulateAllreduce, "comm-accumulate", 0.3,
                  [&g, grads](Scenario& s) { scale_ops(g, s, grads, 1.0 / kAccumulation); },
                  "one gradient all-reduce every 4 micro-batches", false, {}});
-  out.push_back({"fsdp_prefetch", "comm", 0.5,
+  out.push_back({LeverId::FsdpPrefetch, "comm", 0.5,
                  [&c, gathers](Scenario& s) { overlap_comm(c.g, c.facts, s, gathers); },
                  "parameter all-gathers issued ahead, under the compute before them", count_ops(g, gathers) == 0, {}});
 }
@@ -277,7 +277,7 @@ void add_comm_models(const Context& c, std::vector<Model>& out) {
 void add_side_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   if (count_atoms(g, AtomKind::Side) == 0) return;
-  out.push_back({"async_checkpoint", "side", 0.3,
+  out.push_back({LeverId::AsyncCheckpoint, "side", 0.3,
                  [&g](Scenario& s) {
                    for (std::size_t i = 0; i < g.atoms.size(); ++i)
                      if (g.atoms[i].kind == AtomKind::Side)
@@ -335,7 +335,7 @@ Prediction predict(const Context& c, const Model& m) {
   return p;
 }
 
-const Model* find_model(const std::vector<Model>& models, const std::string& id) {
+const Model* find_model(const std::vector<Model>& models, LeverId id) {
   for (const Model& m : models)
     if (m.id == id) return &m;
   return nullptr;
@@ -363,7 +363,7 @@ Plan make_plan(const Context& c, const std::vector<Prediction>& levers) {
   // still gains, one per group of alternatives: one replay per candidate.
   std::vector<std::pair<const Prediction*, const Model*>> order;
   for (const Prediction& p : levers)
-    if (const Model* m = find_model(models, p.id); m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
+    if (const Model* m = p.id ? find_model(models, *p.id) : nullptr; m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first->speedup > b.first->speedup; });
   Plan plan;
   plan.applied = c.base;

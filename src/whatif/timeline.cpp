@@ -78,7 +78,7 @@ PlanTimeline plan_timeline(const Graph& g, const RankTrace& t, const Plan& plan,
   PlanTimeline out;
   if (plan.steps.empty()) return out;
   out.present = true;
-  for (const PlanStep& s : plan.steps) out.levers.push_back(s.id);
+  for (const PlanStep& s : plan.steps) out.levers.emplace_back(lever_name(s.id));
   out.recorded.steps = recorded_step_windows(g);
   for (std::size_t k = 0; k < plan.replayed.step_ns.size(); ++k)
     out.predicted.steps.push_back({plan.replayed.step_start[k], plan.replayed.step_start[k] + plan.replayed.step_ns[k]});

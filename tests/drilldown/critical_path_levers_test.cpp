@@ -10,7 +10,7 @@ namespace stepscope {
 namespace {
 
 const Lever* lever(const DiagnosedResult& r, const std::string& id) {
-  auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(), [&](const Lever& l) { return l.id == id; });
+  auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(), [&](const Lever& l) { return lever_name(l.id) == id; });
   return it == r.diagnosis.levers.end() ? nullptr : &*it;
 }
 
@@ -26,8 +26,8 @@ TEST(CriticalPathLevers, ShareOfThePathComesFromTheKindsTheLeverActsOn) {
   const double comm = static_cast<double>(d.critical_path.by_kind[static_cast<int>(CpKind::Communication)].duration) /
                       static_cast<double>(d.critical_path.length);
   for (const Lever& l : a.result.diagnosis.levers) {
-    if (l.acts_on == Bound::HostLaunch) EXPECT_DOUBLE_EQ(l.critical_path_share, host) << l.id;
-    if (l.acts_on == Bound::Communication) EXPECT_DOUBLE_EQ(l.critical_path_share, comm) << l.id;
+    if (l.acts_on == Bound::HostLaunch) EXPECT_DOUBLE_EQ(l.critical_path_share, host) << lever_name(l.id);
+    if (l.acts_on == Bound::Communication) EXPECT_DOUBLE_EQ(l.critical_path_share, comm) << lever_name(l.id);
   }
   const Lever* graphs = lever(a.result, "cuda_graphs");
   ASSERT_NE(graphs, nullptr);
@@ -43,7 +43,7 @@ TEST(CriticalPathLevers, NoPathMeansNoShare) {
   const auto p = std::filesystem::path(STEPSCOPE_FIXTURES_DIR) / "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
   const Analysis a = analyze_paths({p.string()});
   EXPECT_FALSE(a.result.ranks.at(0).drilldown.value().critical_path.success);
-  for (const Lever& l : a.result.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << l.id;
+  for (const Lever& l : a.result.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << lever_name(l.id);
 }
 
 }  // namespace

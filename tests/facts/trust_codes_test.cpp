@@ -3,12 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 
+#include "doc_tables.hpp"
 #include "partition/support.hpp"
 #include "stepscope/trust_codes.hpp"
 
@@ -24,17 +22,9 @@ std::set<std::string> registry() {
 // The codes in the first column of docs/facts.md's trust table ("| code | severity | when |"); a
 // row may name several ("`one_step`, `few_steps`").
 std::set<std::string> documented() {
-  std::ifstream in(std::string(STEPSCOPE_SOURCE_DIR) + "/docs/facts.md");
-  std::string line;
-  while (std::getline(in, line) && line.rfind("| code | severity | when |", 0) != 0) {
-  }
-  std::getline(in, line);  // |---|---|---|
   std::set<std::string> out;
-  const std::regex code("`([a-z_]+)`");
-  while (std::getline(in, line) && line.rfind("| ", 0) == 0) {
-    const std::string first = line.substr(2, line.find(" |", 2) - 2);
-    for (std::sregex_iterator it(first.begin(), first.end(), code), end; it != end; ++it) out.insert((*it)[1]);
-  }
+  for (const auto& row : test::doc_table("facts.md", "| code | severity | when |"))
+    if (!row.empty()) out.merge(test::codes_in(row[0]));
   return out;
 }
 

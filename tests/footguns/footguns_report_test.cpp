@@ -23,7 +23,7 @@ TEST(FootgunReports, TextAndJsonCarryEvidenceLeverAndGain) {
   const DiagnosedResult r = conv_nchw();
   const Finding* f = nullptr;
   for (const auto& x : r.diagnosis.findings)
-    if (x.footgun && x.id == "nchw_layout") f = &x;
+    if (x.footgun == FootgunId::NchwLayout) f = &x;
   ASSERT_NE(f, nullptr);
 
   const std::string text = render_text(r);
@@ -51,7 +51,7 @@ TEST(FootgunReports, TextAndJsonCarryEvidenceLeverAndGain) {
 
   // The lever ranking uses the measured gain.
   for (const auto& l : r.diagnosis.levers) {
-    if (l.id == "channels_last") {
+    if (l.id == LeverId::ChannelsLast) {
       EXPECT_DOUBLE_EQ(l.removable_ns, f->gain_ns);
     }
   }

@@ -30,13 +30,13 @@ const ScenarioRun& run(const std::string& scenario, std::string extra = "") {
 std::set<std::string> fired(const DiagnosedResult& r) {
   std::set<std::string> ids;
   for (const auto& f : r.diagnosis.findings)
-    if (f.footgun) ids.insert(f.id);
+    if (f.footgun) ids.insert(std::string(finding_id(f)));
   return ids;
 }
 
 const Finding* finding(const DiagnosedResult& r, const std::string& id) {
   for (const auto& f : r.diagnosis.findings)
-    if (f.footgun && f.id == id) return &f;
+    if (f.footgun && finding_id(f) == id) return &f;
   return nullptr;
 }
 
@@ -101,15 +101,15 @@ TEST_P(Scenario, OnlyThePlantedFootgunFires) {
   EXPECT_EQ(fired(r.result), want);
   for (const auto& f : r.result.diagnosis.findings) {
     if (!f.footgun) continue;
-    EXPECT_GE(f.evidence.size(), 2u) << f.id;
-    EXPECT_GT(f.gain_ns, 0) << f.id;
-    EXPECT_GT(f.speedup, 1.0) << f.id;
-    EXPECT_NEAR(f.speedup, f.step_ns / (f.step_ns - f.gain_ns), 1e-9) << f.id;
+    EXPECT_GE(f.evidence.size(), 2u) << finding_id(f);
+    EXPECT_GT(f.gain_ns, 0) << finding_id(f);
+    EXPECT_GT(f.speedup, 1.0) << finding_id(f);
+    EXPECT_NEAR(f.speedup, f.step_ns / (f.step_ns - f.gain_ns), 1e-9) << finding_id(f);
     // Its lever is ranked with the measured gain.
     bool lever = false;
     for (const auto& l : r.result.diagnosis.levers)
       if (l.id == f.lever && l.applies && l.removable_ns >= f.gain_ns * 0.999) lever = true;
-    EXPECT_TRUE(lever) << f.id << " -> " << f.lever;
+    EXPECT_TRUE(lever) << finding_id(f) << " -> " << (f.lever ? lever_name(*f.lever) : "none");
   }
 }
 
@@ -358,8 +358,8 @@ TEST_P(RealTrace, FiresOnlyWhereTheSignatureIs) {
   EXPECT_EQ(fired(r), e.ids);
   for (const auto& f : r.diagnosis.findings)
     if (f.footgun) {
-      EXPECT_GE(f.evidence.size(), 2u) << f.id;
-      EXPECT_GT(f.gain_ns, 0) << f.id;
+      EXPECT_GE(f.evidence.size(), 2u) << finding_id(f);
+      EXPECT_GT(f.gain_ns, 0) << finding_id(f);
     }
 }
 

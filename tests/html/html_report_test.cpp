@@ -284,10 +284,10 @@ TEST(HtmlReport, FootgunFindingsShowTheirEvidenceAndGain) {
   for (const auto& f : a.result.diagnosis.findings) {
     if (!f.footgun) continue;
     ++footguns;
-    EXPECT_NE(text.find(f.text), std::string::npos) << f.id;
-    for (const auto& e : f.evidence) EXPECT_NE(text.find(e), std::string::npos) << f.id << ": " << e;
+    EXPECT_NE(text.find(finding_text(f)), std::string::npos) << finding_id(f);
+    for (const auto& e : f.evidence) EXPECT_NE(text.find(e), std::string::npos) << finding_id(f) << ": " << e;
     if (f.gain_ns > 0) {
-      EXPECT_NE(text.find(fmt::format("up to {:.2f}x", f.speedup)), std::string::npos) << f.id;
+      EXPECT_NE(text.find(fmt::format("up to {:.2f}x", f.speedup)), std::string::npos) << finding_id(f);
     }
   }
   EXPECT_GT(footguns, 0u);

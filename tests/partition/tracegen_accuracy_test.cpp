@@ -158,8 +158,8 @@ TEST(ComputeKind, Fp32GemmsMakePrecisionLeversApply) {
   ASSERT_FALSE(run.dir.empty());
   bool tf32 = false, amp = false;
   for (const auto& l : run.result.diagnosis.levers) {
-    tf32 = tf32 || (l.id == "tf32" && l.applies && l.speedup > 1.1);
-    amp = amp || (l.id == "amp_bf16" && l.applies && l.speedup > 1.1);
+    tf32 = tf32 || (l.id == LeverId::Tf32 && l.applies && l.speedup > 1.1);
+    amp = amp || (l.id == LeverId::AmpBf16 && l.applies && l.speedup > 1.1);
   }
   EXPECT_TRUE(tf32);
   EXPECT_TRUE(amp);
@@ -173,8 +173,8 @@ TEST(ComputeKind, LowPrecisionConvolutionsLeaveNoPrecisionLever) {
   ASSERT_GT(run.result.ranks[0].partition.mix.class_ns[static_cast<std::size_t>(KernelClass::Convolution)], 0);
   EXPECT_EQ(run.result.ranks[0].partition.mix.fp32_simt_conv_ns, 0);
   for (const auto& l : run.result.diagnosis.levers) {
-    if (l.id == "amp_bf16" || l.id == "tf32") {
-      EXPECT_FALSE(l.applies) << l.id << " " << l.speedup;
+    if (l.id == LeverId::AmpBf16 || l.id == LeverId::Tf32) {
+      EXPECT_FALSE(l.applies) << lever_name(l.id) << " " << l.speedup;
     }
   }
   std::filesystem::remove_all(run.dir);

@@ -20,7 +20,7 @@ bool evidence_mentions(const Diagnosis& d, const std::string& word) {
 
 const Lever& lever(const Diagnosis& d, const std::string& id) {
   for (const auto& l : d.levers)
-    if (l.id == id) return l;
+    if (lever_name(l.id) == id) return l;
   throw std::runtime_error("no lever " + id);
 }
 
@@ -29,7 +29,7 @@ TEST(CpuFixtures, DataLoaderWithoutWorkersIsInputBound) {
   EXPECT_EQ(r.diagnosis.verdict.bound, Bound::InputPipeline);
   // Ground truth: __next__ holds 36-37 ms of each 38-41 ms step (~92%).
   EXPECT_GT(r.diagnosis.verdict.share, 0.85);
-  EXPECT_EQ(r.diagnosis.levers.front().id, "num_workers");
+  EXPECT_EQ(lever_name(r.diagnosis.levers.front().id), "num_workers");
   EXPECT_FALSE(r.ranks[0].partition.gpu);
 }
 
@@ -78,7 +78,7 @@ TEST(CpuFixtures, CheckpointEveryThirdStepIsPeriodicSideWork) {
   EXPECT_EQ(s.period.occurrences, 2u);
   EXPECT_EQ(s.period.every, 3);
   EXPECT_EQ(s.period.kind, PeriodKind::Checkpoint);
-  EXPECT_EQ(r.diagnosis.levers.front().id, "async_checkpoint");
+  EXPECT_EQ(lever_name(r.diagnosis.levers.front().id), "async_checkpoint");
   EXPECT_NE(r.diagnosis.verdict.scope.find("every 3 steps"), std::string::npos) << r.diagnosis.verdict.scope;
 }
 

@@ -172,7 +172,7 @@ class RealTrace : public ::testing::TestWithParam<Pinned> {};
 
 std::string first_lever(const DiagnosedResult& r) {
   for (const auto& l : r.diagnosis.levers)
-    if (l.applies) return l.id;
+    if (l.applies) return std::string(lever_name(l.id));
   return "";
 }
 

@@ -29,14 +29,14 @@ const Lever* first_lever(const DiagnosedResult& r) {
 
 bool has_finding(const DiagnosedResult& r, const std::string& id) {
   return std::any_of(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
-                     [&](const Finding& f) { return f.id == id; });
+                     [&](const Finding& f) { return finding_id(f) == id; });
 }
 
 void expect_verdict_and_first_lever(const DiagnosedResult& r, const std::string& verdict, const std::string& lever) {
   EXPECT_EQ(verdict_id(r), verdict) << r.diagnosis.verdict.headline;
   const Lever* first = first_lever(r);
   ASSERT_NE(first, nullptr);
-  EXPECT_EQ(first->id, lever);
+  EXPECT_EQ(lever_name(first->id), lever);
 }
 
 double step_share(const DiagnosedResult& r, Category c) {
@@ -56,7 +56,7 @@ TEST(RecordedTraces, SlowDataLoaderTransformIsInputBound) {
   EXPECT_GT(step_share(r, Category::BatchWait), 0.8);
   // The loader's sleep is no edge of HTA's path, which then sums to a few ms of the 58 ms step:
   // no lever is given a share of a path that misses most of its step.
-  for (const auto& l : r.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << l.id;
+  for (const auto& l : r.diagnosis.levers) EXPECT_EQ(l.critical_path_share, -1) << lever_name(l.id);
   EXPECT_EQ(run_kind_name(r.ranks.at(0).facts.run_kind), std::string("training"));
 }
 
@@ -91,7 +91,7 @@ TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
   const DiagnosedResult r = analyze_recorded("bf16_gpu_bound");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   for (const auto& l : r.diagnosis.levers)
-    if (l.id == "amp_bf16" || l.id == "amp_fp16" || l.id == "tf32") EXPECT_FALSE(l.applies) << l.id;
+    if (l.id == LeverId::AmpBf16 || l.id == LeverId::AmpFp16 || l.id == LeverId::Tf32) EXPECT_FALSE(l.applies) << lever_name(l.id);
   EXPECT_FALSE(has_finding(r, "fp32_no_tf32"));
   // cuBLAS's nvjet kernels name no element type: it comes from the launching aten::addmm/mm,
   // whose inputs autocast made BFloat16.
@@ -132,7 +132,7 @@ TEST(RecordedTraces, ReadThenOpFreeHostWorkIsSyncBound) {
   EXPECT_DOUBLE_EQ(syncs_per_step(r), 1.0);
   EXPECT_GT(step_share(r, Category::SyncStall), 0.4);
   const auto f = std::find_if(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
-                              [](const Finding& x) { return x.id == "host_sync_logging"; });
+                              [](const Finding& x) { return finding_id(x) == "host_sync_logging"; });
   ASSERT_NE(f, r.diagnosis.findings.end());
   EXPECT_GT(f->gain_ns, 0);
   EXPECT_LT(f->gain_ns, 0.15 * f->step_ns);
@@ -151,7 +151,7 @@ TEST(RecordedTraces, CheckpointEverySecondStepIsSideWorkWithItsCopies) {
 
 const Lever& lever_of(const DiagnosedResult& r, const std::string& id) {
   const auto it = std::find_if(r.diagnosis.levers.begin(), r.diagnosis.levers.end(),
-                               [&](const Lever& l) { return l.id == id; });
+                               [&](const Lever& l) { return lever_name(l.id) == id; });
   EXPECT_NE(it, r.diagnosis.levers.end()) << id;
   return *it;
 }
@@ -253,7 +253,7 @@ TEST(RecordedTraces, EmptyingTheCacheEveryStepIsAllocatorChurn) {
   const DiagnosedResult r = analyze_recorded("empty_cache_each_step");
   expect_verdict_and_first_lever(r, "host/launch-bound", "keep_allocator_cache");
   const auto f = std::find_if(r.diagnosis.findings.begin(), r.diagnosis.findings.end(),
-                              [](const Finding& x) { return x.id == "allocator_churn"; });
+                              [](const Finding& x) { return finding_id(x) == "allocator_churn"; });
   ASSERT_NE(f, r.diagnosis.findings.end());
   EXPECT_GT(f->gain_ns, 0.25 * f->step_ns);  // ~2.3 ms of a ~6.5 ms step
   const Lever& graphs = lever_of(r, "cuda_graphs");
@@ -319,7 +319,7 @@ TEST(RecordedTraces, ColdFirstStepIsLeftOutOfTheSteadyState) {
 
 const Finding* finding_of(const DiagnosedResult& r, const std::string& id) {
   for (const auto& f : r.diagnosis.findings)
-    if (f.id == id) return &f;
+    if (finding_id(f) == id) return &f;
   return nullptr;
 }
 
@@ -331,13 +331,13 @@ TEST(RecordedTraces, ChangingImageSizesRetuneCudnnEveryTime) {
   const Finding* f = finding_of(r, "cudnn_autotune");
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->gain_ns, 0.5 * f->step_ns);  // two ~450 ms tuning steps beside a ~5 ms one
-  EXPECT_EQ(first_lever(r)->id, "fixed_shapes");
+  EXPECT_EQ(first_lever(r)->id, LeverId::FixedShapes);
 }
 
 TEST(RecordedTraces, LargerBatchRecompilesTheCompiledModel) {
   const DiagnosedResult r = analyze_recorded("compile_recompile");
   EXPECT_NE(finding_of(r, "compile_recompile"), nullptr);
-  EXPECT_EQ(first_lever(r)->id, "fixed_shapes");
+  EXPECT_EQ(first_lever(r)->id, LeverId::FixedShapes);
 }
 
 // zero_grad(set_to_none=False) through PyTorch 2.x's foreach path is one kernel for all
@@ -375,7 +375,7 @@ TEST(RecordedTraces, NonReentrantCheckpointingIsFoundByItsRecomputedOps) {
   const Finding* f = finding_of(r, "activation_recompute");
   ASSERT_NE(f, nullptr);
   EXPECT_GT(f->gain_ns, 0.05 * f->step_ns);
-  EXPECT_EQ(first_lever(r)->id, "no_activation_checkpointing");
+  EXPECT_EQ(first_lever(r)->id, LeverId::NoActivationCheckpointing);
 }
 
 TEST(RecordedTraces, Fp16WithAGradScalerIsGpuBoundWithNoPrecisionLever) {

@@ -195,29 +195,29 @@ TEST(Levers, GainIsTheAmdahlBoundOfTheTracesOwnNumbers) {
   EXPECT_NEAR(r.diagnosis.verdict.share, 0.40, 1e-9);
   EXPECT_EQ(r.diagnosis.verdict.runner_up, Bound::GpuCompute);
   const Lever& top = r.diagnosis.levers.front();
-  EXPECT_EQ(top.id, "num_workers");
+  EXPECT_EQ(lever_name(top.id), "num_workers");
   EXPECT_NEAR(top.speedup, 100.0 / 60.0, 1e-9);
   EXPECT_NEAR(top.removable_ns, static_cast<double>(ms(40)), 1);
   // Levers on time this trace does not have do not apply.
   for (const auto& l : r.diagnosis.levers) {
-    if (l.id == "ddp_buckets" || l.id == "remove_item") {
-      EXPECT_FALSE(l.applies) << l.id;
+    if (l.id == LeverId::DdpBuckets || l.id == LeverId::RemoveItem) {
+      EXPECT_FALSE(l.applies) << lever_name(l.id);
     }
   }
   // Levers that can change numerics or comparability say so.
   for (const auto& l : r.diagnosis.levers) {
-    if (l.id == "amp_bf16" || l.id == "tf32" || l.id == "torch_compile") {
-      EXPECT_FALSE(l.numerics.empty()) << l.id;
+    if (l.id == LeverId::AmpBf16 || l.id == LeverId::Tf32 || l.id == LeverId::TorchCompile) {
+      EXPECT_FALSE(l.numerics.empty()) << lever_name(l.id);
     }
-    if (l.id == "micro_batch" || l.id == "accumulate_allreduce") {
-      EXPECT_FALSE(l.comparability.empty()) << l.id;
+    if (l.id == LeverId::MicroBatch || l.id == LeverId::AccumulateAllreduce) {
+      EXPECT_FALSE(l.comparability.empty()) << lever_name(l.id);
     }
   }
 }
 
 const Lever& lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
-    if (l.id == id) return l;
+    if (lever_name(l.id) == id) return l;
   throw std::runtime_error("no lever " + id);
 }
 
@@ -274,7 +274,7 @@ TEST(Levers, ExposedCommunicationSplitsByWhatItIsFor) {
       << r.diagnosis.verdict.headline;
   // Exchange: 80% of its 30 ms, under the 50 ms of compute.
   EXPECT_NEAR(lever(r, "ep_overlap").removable_ns, static_cast<double>(ms(24)), 1);
-  EXPECT_EQ(r.diagnosis.levers.front().id, "ep_overlap");
+  EXPECT_EQ(lever_name(r.diagnosis.levers.front().id), "ep_overlap");
   EXPECT_TRUE(lever(r, "pipeline_schedule").applies);
   // The bubble: half of the 10 ms of pipeline send/recv.
   EXPECT_NEAR(lever(r, "pipeline_schedule").removable_ns, static_cast<double>(ms(5)), 1);
@@ -318,7 +318,7 @@ TEST(Levers, CatalogueCoversEveryRequiredLever) {
   r.ranks[0].stability = compute_stability(r.ranks[0].partition);
   r.diagnosis = diagnose(r);
   std::set<std::string> ids;
-  for (const auto& l : r.diagnosis.levers) ids.insert(l.id);
+  for (const auto& l : r.diagnosis.levers) ids.insert(std::string(lever_name(l.id)));
   for (const char* id : {"num_workers", "persistent_workers", "pin_memory", "d2h_readback", "prefetch_factor", "preprocess_cache",
                          "remove_item", "micro_batch", "amp_bf16", "tf32", "channels_last", "torch_compile",
                          "cuda_graphs", "fused_optimizer", "sdpa", "ddp_buckets", "accumulate_allreduce",

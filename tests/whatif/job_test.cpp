@@ -12,7 +12,7 @@ namespace {
 
 const Lever* find_lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
-    if (l.id == id) return &l;
+    if (lever_name(l.id) == id) return &l;
   return nullptr;
 }
 
@@ -55,12 +55,12 @@ TEST(JobWhatIf, StragglerFixedOnALargerJobWithASlowerRank) {
 // faster than the straggler, whose transfer is all the accumulation saves.
 TEST(JobWhatIf, WaitsForTheLastRankAreNoCommunicationToCut) {
   const test::GeneratedRun run = test::analyze_generated("straggler");
-  const whatif::JobLever* job = whatif::find_job_lever(run.result.job.whatif, "accumulate_allreduce");
+  const whatif::JobLever* job = whatif::find_job_lever(run.result.job.whatif, LeverId::AccumulateAllreduce);
   ASSERT_NE(job, nullptr);
   const int slow = run.truth.at("straggler_rank").get<int>();
   for (std::size_t i = 0; i < run.result.ranks.size(); ++i) {
     for (const auto& p : run.result.ranks[i].whatif.levers) {
-      if (p.id != "accumulate_allreduce" || run.result.ranks[i].rank() == slow) continue;
+      if (p.id != LeverId::AccumulateAllreduce || run.result.ranks[i].rank() == slow) continue;
       EXPECT_LT(job->speedup, p.speedup) << "rank " << run.result.ranks[i].rank();
     }
   }
@@ -72,7 +72,7 @@ TEST(JobWhatIf, WaitsForTheLastRankAreNoCommunicationToCut) {
 TEST(JobWhatIf, NoStragglerNoStragglerLever) {
   const test::GeneratedRun run = test::analyze_generated("straggler", "--apply fix_straggler");
   ASSERT_TRUE(run.result.job.whatif.present);
-  EXPECT_EQ(whatif::find_job_lever(run.result.job.whatif, "fix_straggler"), nullptr);
+  EXPECT_EQ(whatif::find_job_lever(run.result.job.whatif, LeverId::FixStraggler), nullptr);
 }
 
 // The real 8-rank DLRM step: its all-to-alls and all-reduces joined across the ranks replay the

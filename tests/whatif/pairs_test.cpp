@@ -21,7 +21,7 @@ const std::string kPairsDir = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/r
 
 const Lever* find_lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
-    if (l.id == id) return &l;
+    if (lever_name(l.id) == id) return &l;
   return nullptr;
 }
 

@@ -58,7 +58,7 @@ TEST(PredictedTrace, ThePlansStepsReadBackAtThePlansPredictedStep) {
   const Process& recorded = ps.begin()->second;
   const Process& predicted = std::next(ps.begin())->second;
   EXPECT_EQ(recorded.name, "recorded: rank 0");
-  EXPECT_EQ(predicted.name.rfind("predicted: rank 0 (" + w.plan.front().id, 0), 0u) << predicted.name;
+  EXPECT_EQ(predicted.name.rfind("predicted: rank 0 (" + std::string(lever_name(w.plan.front().id)), 0), 0u) << predicted.name;
   ASSERT_EQ(recorded.steps.size(), w.steps.size());
   ASSERT_EQ(predicted.steps.size(), w.steps.size());
   // The recorded side is the recording: each step as long as its measured window.

@@ -26,7 +26,7 @@ DiagnosedResult run(const std::string& path, const std::vector<std::string>& set
 
 const Lever& lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
-    if (l.id == id) return l;
+    if (lever_name(l.id) == id) return l;
   throw std::runtime_error("no lever " + id);
 }
 

@@ -1,0 +1,81 @@
+// Levers, footguns and finding kinds are registries: ids and stable strings one to one, and the
+// docs list exactly what the registries hold (docs/levers.md, docs/footguns.md).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "doc_tables.hpp"
+#include "stepscope/verdict.hpp"
+
+namespace stepscope {
+namespace {
+
+TEST(Registries, LeverIdsAndStringsAreOneToOne) {
+  std::set<std::string_view> names;
+  for (std::size_t k = 0; k < std::size(kLevers); ++k) {
+    EXPECT_EQ(static_cast<std::size_t>(kLevers[k].id), k);  // lever_info indexes by id
+    EXPECT_TRUE(names.insert(kLevers[k].name).second) << kLevers[k].name;
+    EXPECT_FALSE(kLevers[k].what.empty());
+    EXPECT_EQ(find_lever(kLevers[k].name), kLevers[k].id);
+  }
+  EXPECT_EQ(find_lever("num workers"), std::nullopt);
+}
+
+TEST(Registries, FootgunIdsAndStringsAreOneToOne) {
+  std::set<std::string_view> names;
+  for (std::size_t k = 0; k < std::size(kFootguns); ++k) {
+    EXPECT_EQ(static_cast<std::size_t>(kFootguns[k].id), k);
+    EXPECT_TRUE(names.insert(kFootguns[k].name).second) << kFootguns[k].name;
+    EXPECT_FALSE(kFootguns[k].what.empty());
+    EXPECT_EQ(find_footgun(kFootguns[k].name), kFootguns[k].id);
+  }
+}
+
+// docs/levers.md's table: each lever once, with the registry's words for what it changes.
+TEST(Registries, LeverDocsListExactlyTheRegistry) {
+  const auto rows = test::doc_table("levers.md", "| lever | what it changes |");
+  ASSERT_EQ(rows.size(), std::size(kLevers));
+  for (const auto& row : rows) {
+    ASSERT_GE(row.size(), 2u);
+    const std::set<std::string> codes = test::codes_in(row[0]);
+    ASSERT_EQ(codes.size(), 1u) << row[0];
+    const std::optional<LeverId> id = find_lever(*codes.begin());
+    ASSERT_TRUE(id) << row[0] << " is not registered";
+    EXPECT_EQ(row[1], lever_info(*id).what) << row[0];
+  }
+}
+
+// docs/footguns.md's detector table: each footgun once, with the lever the registry gives it
+// first in its lever column.
+TEST(Registries, FootgunDocsListExactlyTheRegistry) {
+  std::set<std::string> documented;
+  for (const auto& row : test::doc_table("footguns.md", "| id | signature in the trace | gain | lever |")) {
+    ASSERT_GE(row.size(), 4u);
+    const std::set<std::string> codes = test::codes_in(row[0]);
+    ASSERT_EQ(codes.size(), 1u) << row[0];
+    const std::optional<FootgunId> id = find_footgun(*codes.begin());
+    ASSERT_TRUE(id) << row[0] << " is not registered";
+    EXPECT_TRUE(documented.insert(*codes.begin()).second) << row[0];
+    const std::string lever(lever_name(footgun_info(*id).lever));
+    EXPECT_EQ(row[3].rfind("`" + lever + "`", 0), 0u) << row[0] << ": the registry's lever is " << lever;
+  }
+  EXPECT_EQ(documented.size(), std::size(kFootguns));
+}
+
+// A finding renders its id and sentence from its typed fields: the footgun's name, the rank
+// before the sentence.
+TEST(Registries, FindingsRenderTheirTypedFields) {
+  const Finding straggler(FindingKind::Straggler, "3.1 ms slower per step", 5);
+  EXPECT_EQ(finding_id(straggler), "straggler");
+  EXPECT_EQ(finding_text(straggler), "rank 5: 3.1 ms slower per step");
+  const Finding arrival(FindingKind::Arrival, "reaches 90% of collectives last", 2);
+  EXPECT_EQ(finding_text(arrival), "rank 2 reaches 90% of collectives last");
+  const Finding f = footgun_finding(FootgunId::PageableCopy, "pageable copies");
+  EXPECT_EQ(finding_id(f), "pageable_copy");
+  EXPECT_EQ(f.lever, LeverId::PinMemory);
+  EXPECT_EQ(finding_text(f), "pageable copies");
+}
+
+}  // namespace
+}  // namespace stepscope
