@@ -128,8 +128,8 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   }
   // Held to the Amdahl bound of the lever's whole target, which a finding may have narrowed (CUDA
   // graphs act on the host time left once the allocator churn is fixed); where the replay predicts
-  // more, the basis says so. Example: respawned workers also slow the steps after the respawn
-  // (3.56x replayed) where the respawn finding counts the stall alone (2.54x).
+  // more, the basis says so. Example: respawned workers (3.56x replayed) are held to the respawn
+  // finding's 3.45x, the stalls and the slower steps in their wake.
   const double bound = std::max(amdahl_limit(l), l.speedup);
   if (j.step / j.predicted > bound * (1 + kMinPredictedGain))
     l.prediction_basis += fmt::format("; the replay predicts {:.2f}x, held to the {:.2f}x bound of what the lever "

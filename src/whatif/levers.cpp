@@ -16,6 +16,9 @@ namespace {
 constexpr ns_t kCachedFetch = 50'000;
 // Handing a batch from a worker process to the main one (unpickling, queue): per batch.
 constexpr ns_t kWorkerHandoff = 100'000;
+// A fetch of a batch a worker had ready takes up to this (its hand-off, unpickled: 0.1-1 ms in
+// the recorded loaders); a longer one waited for the worker.
+constexpr ns_t kReadyBatchFetch = 1'000'000;
 // An epoch's first fetch counts as a respawn stall when it is this many times the median wait.
 constexpr double kRespawnFactor = 5;
 // Without the shapes' bytes, a matmul in a narrower type is held to this speedup over fp32:
@@ -87,6 +90,29 @@ void add_worker_settings(const Graph& g, Model& w) {
                   "less the step's own time";
 }
 
+// Whether the loader's workers are slower than the loop on average, rather than late now and
+// then: most fetches wait (the queue is empty most of the time), or the waits outlast the loop's
+// own work between them. Workers behind deliver a batch every `load / workers`, and the loop
+// waits that less its own time; a pool that kept up on average would have refilled its queue
+// while the loop worked, so a wait longer than that work is the pool's pace, not a stall a
+// deeper queue holds. Example: two workers, 32 ms a batch, a 1.3 ms step: 29 ms waits every
+// second step against 2.6 ms of work -> behind; a 60 ms wait every fourth 47 ms step (188 ms of
+// work) -> an occasional stall. An epoch's respawn waits are the respawn's, counted in neither.
+bool workers_behind(const Graph& g, const std::vector<std::uint8_t>& epoch_start) {
+  std::size_t fetches = 0, waited = 0;
+  ns_t wait = 0, work = 0, last_end = -1;
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    if (a.kind != AtomKind::Loader) continue;
+    if (!epoch_start[i]) {
+      ++fetches, waited += a.dur > kReadyBatchFetch;
+      if (last_end >= 0) wait += a.dur, work += a.ts - last_end;
+    }
+    last_end = a.ts + a.dur;
+  }
+  return 2 * waited >= fetches || wait >= work;
+}
+
 void add_loader_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   if (count_atoms(g, AtomKind::Loader) == 0) return;
@@ -121,16 +147,17 @@ void add_loader_models(const Context& c, std::vector<Model>& out) {
                  "waits fall to the median wait, and the steps' host work to the quietest quarter's (fresh workers "
                  "starting up share the loop's cores)",
                  false, {}});
-  // A deeper queue absorbs waits that come now and then; when most fetches wait, the workers are
-  // slower than the step on average and a deeper queue only holds more of nothing.
-  std::size_t waited = 0;
-  for (ns_t v : waits) waited += v > kWorkerHandoff;
-  const bool behind = 2 * waited >= waits.size() || burst_workers(g) > 0;
+  // A deeper queue absorbs waits that come now and then; workers slower than the step on average
+  // leave it empty, and it only holds more of nothing.
+  // Absorbed, a wait becomes a fetch of a ready batch: the median fetch (most are ready).
+  const std::vector<std::uint8_t> epoch_start = epoch_start_waits(g);
+  const bool behind = workers_behind(g, epoch_start);
   out.push_back({LeverId::PrefetchFactor, "prefetch", 0.3,
-                 [&g, behind](Scenario& s) {
+                 [&g, behind, epoch_start, median](Scenario& s) {
                    if (behind) return;
                    for (std::size_t i = 0; i < g.atoms.size(); ++i)
-                     if (g.atoms[i].kind == AtomKind::Loader) s.atom_dur[i] = std::min(s.atom_dur[i], kWorkerHandoff);
+                     if (g.atoms[i].kind == AtomKind::Loader && !epoch_start[i] && s.atom_dur[i] > kReadyBatchFetch)
+                       s.atom_dur[i] = std::min(s.atom_dur[i], median);
                  },
                  behind ? "most fetches wait: the workers are slower than the step on average, a deeper queue holds nothing"
                         : "the occasional waits are absorbed by the batches queued ahead",

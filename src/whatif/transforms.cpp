@@ -60,6 +60,16 @@ std::vector<std::size_t> epoch_restarts(const Graph& g) {
   return out;
 }
 
+std::vector<std::uint8_t> epoch_start_waits(const Graph& g) {
+  std::vector<std::uint8_t> out(g.atoms.size(), 0);
+  for (std::size_t i : epoch_restarts(g)) {
+    out[i] = 1;
+    if (const std::int32_t p = g.atoms[i].pred; p >= 0 && g.atoms[static_cast<std::size_t>(p)].kind == AtomKind::Loader)
+      out[static_cast<std::size_t>(p)] = 1;
+  }
+  return out;
+}
+
 void loader_workers(const Graph& g, Scenario& s, double workers) {
   s.workers = workers;
   // Each batch's loading: the recorded wait in a single-process loader. A multiprocess loader
@@ -68,11 +78,7 @@ void loader_workers(const Graph& g, Scenario& s, double workers) {
   // Example: waits 31, 0, 31, 0 ms with 1.3 ms steps -> a batch every 16.5 ms; x2 -> 8.25 ms.
   // An epoch's respawn is not divided: its waits (the call that ran out and the fresh workers'
   // first) stay as recorded and out of the interval.
-  for (std::size_t i : epoch_restarts(g)) {
-    s.undivided[i] = 1;
-    if (const std::int32_t p = g.atoms[i].pred; p >= 0 && g.atoms[static_cast<std::size_t>(p)].kind == AtomKind::Loader)
-      s.undivided[static_cast<std::size_t>(p)] = 1;
-  }
+  s.undivided = epoch_start_waits(g);
   if (!g.multiprocess_loader) return;
   ns_t last = -1, sum = 0, n = 0;
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {

@@ -32,6 +32,11 @@ void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>
 // iterator ran out and a new one started its workers), with the host time between them.
 std::vector<std::size_t> epoch_restarts(const Graph& g);
 
+// Per atom: a wait of an epoch's start, the restart and the loader call before it (the iterator
+// that ran out). No queue carries over an epoch: the next one's batches are asked for only once
+// its iterator starts, so neither more workers nor a deeper queue shortens these waits.
+std::vector<std::uint8_t> epoch_start_waits(const Graph& g);
+
 // Loader waits divided among `workers` worker processes (a multiprocess loader: `workers` times
 // as many as it has).
 void loader_workers(const Graph& g, Scenario& s, double workers);

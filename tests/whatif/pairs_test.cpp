@@ -171,7 +171,7 @@ struct GeneratedPair {
 constexpr GeneratedPair kGenerated[] = {
     {"input-bound", "", "num_workers=8", true},
     {"cpu-input-bound", "", "num_workers=4", true},
-    {"loader-stall", "--steps 9", "prefetch_factor", true, false},
+    {"loader-stall", "--steps 9", "prefetch_factor", true},
     {"epoch-stall", "--steps 11", "persistent_workers", true},
     {"pageable-copy", "", "pin_memory", false},
     {"sync-stall", "", "remove_item", false},
