@@ -139,12 +139,9 @@ struct HostEvent {
   const Context& parent;
   const Context& ctx;
   const Scan& scan;
-  // Steady-state step holding the event by its host time, or -1; computed once when asked.
+  // The event's steady-state step (the facts' event steps), or -1.
   std::int64_t steady_step() const;
   std::string_view name() const;
-
- private:
-  mutable std::optional<std::int64_t> step_;
 };
 
 // One steady-state GPU activity (kernel, memset or memcpy), with its launch's context.
@@ -153,25 +150,28 @@ struct GpuEvent {
   std::uint32_t flags;
   KernelClass cls;
   Kind kind;
-  std::int64_t step;        // steady step index
+  std::int64_t step;        // steady step index (the facts' event steps: where the host runs ahead, its launch's)
   ns_t dur;
   const Context* ctx;       // nullptr: no launch call found
   const Scan& scan;
   std::string_view name() const;
 };
 
-// What the walk knows beside the events: the rank's trace, facts and partition, and the costs
-// several detectors price the same way.
+// What the walk knows beside the events: the rank's trace, facts and partition, each event's
+// step, and the costs several detectors price the same way.
 class Scan {
  public:
-  Scan(const RankTrace& t_, const RankFacts& facts_, const RankPartition& p_) : t(t_), facts(facts_), p(p_) {}
+  Scan(const RankTrace& t_, const RankFacts& facts_, const RankPartition& p_, const EventSteps& steps_)
+      : t(t_), facts(facts_), p(p_), steps(steps_) {}
   const RankTrace& t;
   const RankFacts& facts;
   const RankPartition& p;
+  const EventSteps& steps;  // the facts' event steps: every event's step and steady flag
   std::vector<ns_t> loader_starts;  // sorted once the host walk is over
 
-  std::int64_t steady_host_step(ns_t ts) const;  // by host span once the windows are GPU-side
-  std::int64_t any_host_step(ns_t ts) const;
+  // Event i's step, any (warm-up included) or steady only; -1 for none.
+  std::int64_t any_step(std::uint32_t i) const { return steps.of(i); }
+  std::int64_t steady_step(std::uint32_t i) const { return steps.steady(i) ? steps.of(i) : -1; }
   ns_t launch_ts(std::uint32_t g) const;  // its launch call's start, else its own
   // What scalar reads cost, summed over `reads` (end, host blocked), which it sorts: per read, the
   // shorter of the host's wait and the GPU idle after it until the next GPU work or loader fetch.

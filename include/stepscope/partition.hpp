@@ -41,6 +41,10 @@ RankPartition partition_rank_into(const RankTrace& t, RankFacts& facts, const Pa
 
 // The partition's windows as the facts' step phase reads them (event_steps).
 std::vector<StepSpan> step_spans(const RankPartition& p);
+// The facts' event steps where partition_rank_into filled them, else those of `p`'s windows,
+// computed into `computed` (a caller holding a partition_rank result and facts without steps).
+const EventSteps& event_steps_of(const RankTrace& t, const RankFacts& facts, const RankPartition& p,
+                                 EventSteps& computed);
 
 // The step whose host span [host_start, host_end) holds host time `ts`, or -1. When the host
 // runs ahead, windows are measured on the GPU side and a step's host events lie before its

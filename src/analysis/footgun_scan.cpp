@@ -15,6 +15,7 @@
 #include "stepscope/facts.hpp"
 #include "stepscope/footgun_detector.hpp"
 #include "stepscope/id_map.hpp"
+#include "stepscope/partition.hpp"
 
 namespace stepscope::footgun {
 namespace {
@@ -67,27 +68,6 @@ class LaunchContexts {
   RankBitmap has_conv_;             // the slots whose launch sits inside a convolution op
   std::vector<std::uint32_t> convs_;  // their ops, in slot order; event indexes are 32-bit
 };
-
-// Steady-state step holding `ts`, or -1 (warm-up steps and time outside steps excluded).
-std::int64_t steady_step(const RankPartition& p, ns_t ts) {
-  const auto& s = p.steps;
-  auto it = std::upper_bound(s.begin(), s.end(), ts, [](ns_t v, const StepPartition& x) { return v < x.start; });
-  // Windows extended by GPU tails can overlap: look back a little for one that holds ts.
-  for (int back = 0; back < 3 && it != s.begin(); ++back) {
-    --it;
-    if (ts >= it->start && ts < it->end) return it->warmup ? -1 : static_cast<std::int64_t>(it - s.begin());
-  }
-  return -1;
-}
-
-// Any step (warm-up included) holding `ts`.
-std::int64_t any_step(const RankPartition& p, ns_t ts) {
-  const auto& s = p.steps;
-  auto it = std::upper_bound(s.begin(), s.end(), ts, [](ns_t v, const StepPartition& x) { return v < x.start; });
-  if (it == s.begin()) return -1;
-  --it;
-  return ts < it->end ? static_cast<std::int64_t>(it - s.begin()) : -1;
-}
 
 // The facts layer's answers in the scan's own bits (the scan keeps one word per name).
 std::uint32_t name_flags(const NameFact& n) {
@@ -219,7 +199,7 @@ void each_bit(std::uint32_t mask, F f) {
 class Walk {
  public:
   Walk(const RankTrace& t, const RankFacts& facts, const RankPartition& p)
-      : scan_(t, facts, p), table_(detectors()), dispatch_(table_), names_(t.strings.size()),
+      : scan_(t, facts, p, event_steps_of(t, facts, p, computed_steps_)), table_(detectors()), dispatch_(table_), names_(t.strings.size()),
         launch_ctx_(t.correlations) {
     out_.rank = t.rank;
     out_.gpu = p.gpu;
@@ -288,7 +268,7 @@ class Walk {
     for (auto g : track.events) {
       const Kind k = t.events.kind[g];
       if (k != Kind::Kernel && k != Kind::Memset && k != Kind::Memcpy) continue;
-      const std::int64_t step = steady_step(scan_.p, t.events.ts[g]);
+      const std::int64_t step = scan_.steady_step(g);
       if (step < 0) continue;
       if (k == Kind::Kernel && !out_.mtia && starts(t.str(t.events.category[g]), "mtia")) out_.mtia = true;
       const NameMasks& m = masks(g);
@@ -302,6 +282,7 @@ class Walk {
     }
   }
 
+  EventSteps computed_steps_;  // only for facts without the step phase (event_steps_of)
   Scan scan_;
   const std::vector<Detector>& table_;
   Dispatch dispatch_;
@@ -324,21 +305,10 @@ NameTime total(const ByName& m) {
   return t;
 }
 
-std::int64_t HostEvent::steady_step() const {
-  if (!step_) step_ = scan.steady_host_step(ts);
-  return *step_;
-}
+std::int64_t HostEvent::steady_step() const { return scan.steady_step(i); }
 
 std::string_view HostEvent::name() const { return scan.t.name_of(i); }
 std::string_view GpuEvent::name() const { return scan.t.name_of(g); }
-
-std::int64_t Scan::steady_host_step(ns_t ts) const {
-  if (!p.host_runs_ahead) return steady_step(p, ts);
-  const std::int64_t k = host_span_step(p.steps, ts);
-  return k >= 0 && !p.steps[static_cast<std::size_t>(k)].warmup ? k : -1;
-}
-
-std::int64_t Scan::any_host_step(ns_t ts) const { return p.host_runs_ahead ? host_span_step(p.steps, ts) : any_step(p, ts); }
 
 ns_t Scan::launch_ts(std::uint32_t g) const {
   const std::uint32_t call = t.correlations.launch(t.events.correlation[g]);

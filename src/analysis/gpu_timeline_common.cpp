@@ -25,6 +25,9 @@ std::vector<StepWindow> profiler_steps(const RankTrace& rank, const RankFacts& f
   return steps;
 }
 
+// Not the facts' event steps: the GPU timeline's figures (and the drill-down's memory series,
+// which read the same windows) are per ProfilerStep#N range on the host, as HTA counts them: no
+// GPU tail, no --step-range, no warm-up. They are computed without the partition.
 int step_index(const std::vector<StepWindow>& steps, ns_t ts) {
   auto it = std::upper_bound(steps.begin(), steps.end(), ts,
                              [](ns_t t, const StepWindow& s) { return t < s.start; });

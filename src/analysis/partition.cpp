@@ -1071,6 +1071,13 @@ std::vector<StepSpan> step_spans(const RankPartition& p) {
   return out;
 }
 
+const EventSteps& event_steps_of(const RankTrace& t, const RankFacts& facts, const RankPartition& p,
+                                 EventSteps& computed) {
+  if (!facts.event_steps.step.empty()) return facts.event_steps;
+  computed = event_steps(t, step_spans(p), p.host_runs_ahead);
+  return computed;
+}
+
 std::vector<std::vector<CategoryRun>> partition_runs(const RankTrace& t, const std::vector<StepPartition>& steps,
                                                      const PartitionOptions& opts) {
   std::vector<Segment> segs;

@@ -61,11 +61,9 @@ void tally_event(const RankTrace& t, const RankFacts& facts, std::size_t i, Kern
 
 KernelTable rank_table(const RankTrace& t, const RankFacts& facts, const RankPartition& p) {
   KernelTable out;
-  // The facts' step phase; facts computed here for a result without them take it from the
-  // partition's windows.
-  const bool have = !facts.event_steps.step.empty();
-  const EventSteps computed = have ? EventSteps{} : event_steps(t, step_spans(p), p.host_runs_ahead);
-  const EventSteps& in = have ? facts.event_steps : computed;
+  // Facts computed here for a result without the step phase take it from the partition's windows.
+  EventSteps computed;
+  const EventSteps& in = event_steps_of(t, facts, p, computed);
   for (std::size_t i = 0; i < t.events.size(); ++i)
     if (in.steady(i)) tally_event(t, facts, i, out);
   const double steps = static_cast<double>(std::max<std::size_t>(steady_windows(p).size(), 1));

@@ -103,6 +103,9 @@ std::vector<Candidate> thread_atoms(const RankTrace& t, const RankFacts& facts, 
   return out;
 }
 
+// Not the facts' event steps: the replay numbers its atoms among the replayed steps only, by the
+// host span (where the step graph lives), the step markers included, which are no event; the
+// facts place an event in its window, which runs to the end of its GPU work.
 std::int32_t step_of(const std::vector<StepPartition>& steps, std::size_t first, std::size_t last, ns_t ts) {
   for (std::size_t i = first; i < last; ++i)
     if (ts >= steps[i].host_start && ts < steps[i].host_end) return static_cast<std::int32_t>(i - first);

@@ -15,7 +15,7 @@ struct CompileFallback : EvidenceOf<CompileFallback> {
   std::int64_t first_eager_step = -1;  // ProfilerStep number (or index) of the first eager step
 
   void host(const HostEvent& e) override {
-    if (const std::int64_t step = e.scan.any_host_step(e.ts); step >= 0) compiled_.push_back(step);
+    if (const std::int64_t step = e.scan.any_step(e.i); step >= 0) compiled_.push_back(step);
   }
   void finish(const Scan& s) override {
     std::sort(compiled_.begin(), compiled_.end());

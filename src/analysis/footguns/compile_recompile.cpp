@@ -29,7 +29,7 @@ struct CompileRecompile : EvidenceOf<CompileRecompile> {
     std::sort(events_.begin(), events_.end(), [&](std::uint32_t a, std::uint32_t b) { return ev.ts[a] < ev.ts[b]; });
     for (auto i : events_) {
       const ns_t ts = ev.ts[i];
-      const std::int64_t step = s.any_host_step(ts);
+      const std::int64_t step = s.any_step(i);
       if (step <= first_steady || ts < covered_until) continue;
       covered_until = ev.end(i);
       late[static_cast<std::size_t>(step)] = true;
