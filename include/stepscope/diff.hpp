@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stepscope/diagnose.hpp"
+#include "stepscope/warning_ids.hpp"
 
 namespace stepscope {
 
@@ -64,7 +65,7 @@ struct DiffResult {
   std::vector<KernelChange> kernel_classes;  // descending |delta time|
   std::vector<KernelChange> kernels;         // descending |delta time|, Unchanged left out
   std::vector<CountChange> counts;
-  std::vector<std::string> comparability;    // warnings: GPU, world size, shapes, steps, profiler
+  std::vector<Warning> comparability;  // GPU, world size, shapes, steps, profiler (stepscope/warning_ids.hpp)
 };
 
 struct DiffOptions {

@@ -80,21 +80,21 @@ bool any_recorded_dims(const DiagnosedRun& a) {
   return false;
 }
 
-void compare_hardware(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
+void compare_hardware(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<Warning>& out) {
   const auto bg = gpu_models(b.result), tg = gpu_models(t.result);
-  if (bg != tg) out.push_back(fmt::format("GPU models differ: base {}, test {}", join(bg), join(tg)));
+  if (bg != tg) out.push_back({WarningId::GpuModelsDiffer, fmt::format("GPU models differ: base {}, test {}", join(bg), join(tg))});
   if (has_gpu_activity(b.result) != has_gpu_activity(t.result))
-    out.push_back(fmt::format("GPU activity recorded on the {} side only: one run was profiled without CUDA "
+    out.push_back({WarningId::GpuActivityOneSide, fmt::format("GPU activity recorded on the {} side only: one run was profiled without CUDA "
                               "activities or ran on the CPU",
-                              has_gpu_activity(b.result) ? "base" : "test"));
+                              has_gpu_activity(b.result) ? "base" : "test")});
   const int bw = world_size(b.result), tw = world_size(t.result);
-  if (bw != tw) out.push_back(fmt::format("world size differs: base {}, test {} ranks", bw, tw));
+  if (bw != tw) out.push_back({WarningId::WorldSizeDiffers, fmt::format("world size differs: base {}, test {} ranks", bw, tw)});
   if (b.result.ranks.size() != t.result.ranks.size())
-    out.push_back(fmt::format("traces of {} ranks against {}: job means average different sets of ranks",
-                              b.result.ranks.size(), t.result.ranks.size()));
+    out.push_back({WarningId::RankCountDiffers, fmt::format("traces of {} ranks against {}: job means average different sets of ranks",
+                              b.result.ranks.size(), t.result.ranks.size())});
 }
 
-void compare_shapes(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
+void compare_shapes(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<Warning>& out) {
   const auto bs = first_op_shapes(b), ts = first_op_shapes(t);
   std::vector<std::string> differ;
   for (const auto& [name, dims] : bs) {
@@ -103,33 +103,33 @@ void compare_shapes(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<st
       differ.push_back(fmt::format("{} {} -> {}", name, dims, it->second));
   }
   if (!differ.empty())
-    out.push_back("input shapes of the first ops differ (batch or sequence length changed?): " + join(differ) +
-                  "; an ablation must pin the batch, or compare time per sample instead");
+    out.push_back({WarningId::InputShapesDiffer, "input shapes of the first ops differ (batch or sequence length changed?): " + join(differ) +
+                  "; an ablation must pin the batch, or compare time per sample instead"});
 }
 
-void compare_steps(const AnalysisResult& b, const AnalysisResult& t, std::vector<std::string>& out) {
+void compare_steps(const AnalysisResult& b, const AnalysisResult& t, std::vector<Warning>& out) {
   const std::size_t bn = job_step_samples(b).size(), tn = job_step_samples(t).size();
   if (bn < kMinStepsForInterval || tn < kMinStepsForInterval)
-    out.push_back(fmt::format("only {} and {} steady steps: too few to separate a change from noise; profile "
+    out.push_back({WarningId::TooFewStepsToCompare, fmt::format("only {} and {} steady steps: too few to separate a change from noise; profile "
                               "at least {} active steps per run",
-                              bn, tn, 2 * kMinStepsForInterval));
+                              bn, tn, 2 * kMinStepsForInterval)});
   else if (bn != tn)
-    out.push_back(fmt::format("steady steps differ: base {}, test {}; the means compare, the noise estimates "
+    out.push_back({WarningId::StepCountsDiffer, fmt::format("steady steps differ: base {}, test {}; the means compare, the noise estimates "
                               "are not equally tight",
-                              bn, tn));
+                              bn, tn)});
   if (!b.ranks.empty() && !t.ranks.empty() && b.ranks[0].partition.source != t.ranks[0].partition.source)
-    out.push_back(fmt::format("steps are delimited differently: base by {}, test by {}",
-                              step_source_name(b.ranks[0].partition.source), step_source_name(t.ranks[0].partition.source)));
+    out.push_back({WarningId::StepSourcesDiffer, fmt::format("steps are delimited differently: base by {}, test by {}",
+                              step_source_name(b.ranks[0].partition.source), step_source_name(t.ranks[0].partition.source))});
 }
 
 void compare_setting(bool base_on, bool test_on, const char* what, const char* cost,
-                     std::vector<std::string>& out) {
+                     std::vector<Warning>& out) {
   if (base_on == test_on) return;
-  out.push_back(fmt::format("profiler setting differs: {} on the {} side only ({})", what, base_on ? "base" : "test",
-                            cost));
+  out.push_back({WarningId::ProfilerSettingDiffers, fmt::format("profiler setting differs: {} on the {} side only ({})", what, base_on ? "base" : "test",
+                            cost)});
 }
 
-void compare_profiler(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<std::string>& out) {
+void compare_profiler(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<Warning>& out) {
   compare_setting(any_recorded_dims(b), any_recorded_dims(t), "record_shapes",
                   "it adds host overhead to every op", out);
   compare_setting(any_activity(b, Activity::PythonFrames), any_activity(t, Activity::PythonFrames), "with_stack",
@@ -138,14 +138,14 @@ void compare_profiler(const DiagnosedRun& b, const DiagnosedRun& t, std::vector<
                   "profile_memory", "allocation tracking slows the host", out);
   const RankTrace *bt = first_rank(b), *tt = first_rank(t);
   if (bt && tt && bt->schema_version != tt->schema_version)
-    out.push_back(fmt::format("trace schema versions differ ({} and {}): recorded by different profiler versions",
-                              bt->schema_version, tt->schema_version));
+    out.push_back({WarningId::SchemaVersionsDiffer, fmt::format("trace schema versions differ ({} and {}): recorded by different profiler versions",
+                              bt->schema_version, tt->schema_version)});
 }
 
 }  // namespace
 
-std::vector<std::string> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test) {
-  std::vector<std::string> out;
+std::vector<Warning> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test) {
+  std::vector<Warning> out;
   compare_hardware(base, test, out);
   compare_shapes(base, test, out);
   compare_steps(base.result, test.result, out);

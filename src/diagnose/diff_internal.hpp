@@ -43,6 +43,6 @@ std::vector<KernelChange> kernel_changes(const KernelTable& base, const KernelTa
 std::vector<KernelChange> class_changes(const KernelTable& base, const KernelTable& test, double threshold);
 std::vector<CountChange> count_changes(const KernelTable& base, const KernelTable& test);
 
-std::vector<std::string> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test);
+std::vector<Warning> comparability_warnings(const DiagnosedRun& base, const DiagnosedRun& test);
 
 }  // namespace stepscope::diff_detail

@@ -732,16 +732,17 @@ SnapshotAnalysis analyze_snapshot(const Snapshot& s) {
   for (const auto& seg : s.segments)
     if (seg.device >= 0 && seg.device < 1024 && !devices.count(static_cast<int>(seg.device))) devices[static_cast<int>(seg.device)] = nullptr;
   for (const auto& [device, trace] : devices) out.devices.push_back(DeviceAnalyzer(s, trace, device).run());
-  if (out.devices.empty()) out.warnings.push_back("the snapshot holds no segment and no trace entry: nothing was recorded");
+  if (out.devices.empty()) out.warnings.push_back({WarningId::SnapshotEmpty, "the snapshot holds no segment and no trace entry: nothing was recorded"});
   if (std::all_of(s.devices.begin(), s.devices.end(), [](const DeviceTrace& t) { return t.entries.empty(); }) && !out.devices.empty())
-    out.warnings.push_back(
-        "no allocation history (record with torch.cuda.memory._record_memory_history()): only the dump's blocks, classed by "
-        "their stacks");
+    out.warnings.push_back({WarningId::SnapshotNoHistory,
+                            "no allocation history (record with torch.cuda.memory._record_memory_history()): only the "
+                            "dump's blocks, classed by their stacks"});
   for (const auto& d : out.devices) {
     if (d.steps == 0 && d.entries > 0)
-      out.warnings.push_back(fmt::format("device {}: no backward in the recording: steps are not visible, and forward "
-                                         "allocations alive at its end count as activations",
-                                         d.device));
+      out.warnings.push_back({WarningId::SnapshotNoBackward,
+                              fmt::format("device {}: no backward in the recording: steps are not visible, and forward "
+                                          "allocations alive at its end count as activations",
+                                          d.device)});
     if (!out.headline.empty()) out.headline += "; ";
     out.headline += d.headline;
   }

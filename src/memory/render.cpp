@@ -290,7 +290,7 @@ void html_planned(const PlannedVsObserved& p, std::string& out) {
 
 std::string render_text(const SnapshotAnalysis& a) {
   std::string out = fmt::format("memory snapshot {}\n", safe(a.path));
-  for (const auto& w : a.warnings) out += fmt::format("warning: {}\n", safe(w));
+  for (const auto& w : a.warnings) out += fmt::format("warning: {}\n", safe(w.text));
   for (const auto& d : a.devices) text_device(d, out);
   if (a.planned) text_planned(*a.planned, out);
   return out;
@@ -301,7 +301,7 @@ nlohmann::json to_json(const SnapshotAnalysis& a) {
   j["schema"] = a.schema;
   j["path"] = a.path;
   j["headline"] = a.headline;
-  j["warnings"] = a.warnings;
+  j["warnings"] = warning_texts(a.warnings);
   j["allocator_settings"] = {{"expandable_segments", a.expandable_segments}, {"PYTORCH_CUDA_ALLOC_CONF", a.alloc_conf}};
   auto& devices = j["devices"] = nlohmann::json::array();
   for (const auto& d : a.devices) devices.push_back(device_json(d));
@@ -312,7 +312,7 @@ nlohmann::json to_json(const SnapshotAnalysis& a) {
 std::string render_html_section(const SnapshotAnalysis& a) {
   std::string out = "<section class=\"memory\">\n<h2>Memory snapshot</h2>\n";
   out += "<p class=\"muted name\">" + esc(a.path) + "</p>\n";
-  for (const auto& w : a.warnings) out += "<p class=\"warn\">" + esc(w) + "</p>\n";
+  for (const auto& w : a.warnings) out += "<p class=\"warn\">" + esc(w.text) + "</p>\n";
   for (const auto& d : a.devices) html_device(d, out);
   if (a.planned) html_planned(*a.planned, out);
   out += "</section>\n";

@@ -62,7 +62,7 @@ nlohmann::json diff_to_json(const DiffResult& d) {
   j["kernel_classes"] = kernels_json(d.kernel_classes);
   j["kernels"] = kernels_json(d.kernels);
   j["counts_per_step"] = counts_json(d.counts);
-  j["comparability"] = d.comparability;
+  j["comparability"] = warning_texts(d.comparability);
   j["base"] = to_json(d.base);
   j["test"] = to_json(d.test);
   return j;

@@ -97,7 +97,7 @@ void comparability_lines(const DiffResult& d, std::string& out) {
     return;
   }
   out += "\ncomparability:\n";
-  for (const auto& w : d.comparability) out += "  ! " + terminal_safe(w) + "\n";
+  for (const auto& w : d.comparability) out += "  ! " + terminal_safe(w.text) + "\n";
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ std::string render_diff_html(const DiffResult& d) {
          esc(d.headline.empty() ? "no headline" : d.headline) + "</p>\n";
   if (!d.comparability.empty()) {
     out += "<h2 id=\"comparability\">Comparability</h2>\n<ul class=\"warn\">";
-    for (const auto& w : d.comparability) out += "<li>" + esc(w) + "</li>";
+    for (const auto& w : d.comparability) out += "<li>" + esc(w.text) + "</li>";
     out += "</ul>\n";
   }
   step_section(d, out);

@@ -95,7 +95,7 @@ TEST(DiffGenerated, InputBoundFixedByWorkers) {
   EXPECT_STREQ(bound_id(d.base_bound), "input-bound");
   EXPECT_STREQ(bound_id(d.test_bound), "gpu-bound");
   EXPECT_NE(d.headline.find("moved from input pipeline to GPU compute"), std::string::npos) << d.headline;
-  EXPECT_TRUE(d.comparability.empty()) << d.comparability.front();
+  EXPECT_TRUE(d.comparability.empty()) << d.comparability.front().text;
 }
 
 TEST(DiffGenerated, SyncEachStepRemoved) {
@@ -167,21 +167,22 @@ TEST(DiffGenerated, ReseededRunIsWithinNoise) {
   EXPECT_FALSE(p.diff.bottleneck_moved);
 }
 
-bool warns(const DiffResult& d, const std::string& what) {
+// The comparability warning `id`, with `what` in its words.
+bool warns(const DiffResult& d, WarningId id, const std::string& what = "") {
   return std::any_of(d.comparability.begin(), d.comparability.end(),
-                     [&](const auto& w) { return w.find(what) != std::string::npos; });
+                     [&](const Warning& w) { return w.id == id && w.text.find(what) != std::string::npos; });
 }
 
 TEST(DiffComparability, GpuModelWorldSizeAndFewSteps) {
   auto gpu = diff_pair("gpu", "healthy", "--steps 6 --ranks 1", "healthy", "--steps 6 --ranks 1 --gpu-name 'NVIDIA H100 80GB HBM3'");
-  EXPECT_TRUE(warns(gpu.diff, "GPU models differ")) << gpu.diff.comparability.size();
-  EXPECT_FALSE(warns(gpu.diff, "world size"));
+  EXPECT_TRUE(warns(gpu.diff, WarningId::GpuModelsDiffer, "GPU models differ")) << gpu.diff.comparability.size();
+  EXPECT_FALSE(warns(gpu.diff, WarningId::WorldSizeDiffers));
 
   auto world = diff_pair("world", "healthy", "--steps 6 --ranks 2", "healthy", "--steps 6 --ranks 4");
-  EXPECT_TRUE(warns(world.diff, "world size differs: base 2, test 4"));
+  EXPECT_TRUE(warns(world.diff, WarningId::WorldSizeDiffers, "world size differs: base 2, test 4"));
 
   auto few = diff_pair("few", "healthy", "--steps 3 --ranks 1", "input-bound", "--steps 3");
-  EXPECT_TRUE(warns(few.diff, "too few to separate"));
+  EXPECT_TRUE(warns(few.diff, WarningId::TooFewStepsToCompare, "too few to separate"));
   EXPECT_FALSE(few.diff.step.significant);
   EXPECT_NE(few.diff.headline.find("too few steps"), std::string::npos) << few.diff.headline;
 }
@@ -247,7 +248,7 @@ namespace {
 TEST(DiffFixture, HtaTraceDiffPair) {
   const fs::path dir = fs::path(STEPSCOPE_FIXTURES_DIR) / "hta" / "trace_diff";
   const DiffResult d = diff_runs(run_of(dir / "control"), run_of(dir / "test"));
-  EXPECT_TRUE(warns(d, "GPU models differ"));
+  EXPECT_TRUE(warns(d, WarningId::GpuModelsDiffer, "GPU models differ"));
   EXPECT_TRUE(d.step.significant);
   EXPECT_LT(d.step.speedup_hi, 1.0);
   const auto tc = std::find_if(d.kernel_classes.begin(), d.kernel_classes.end(),

@@ -92,7 +92,8 @@ TEST(MemoryFixtures, ForwardOnlySnapshot) {
   // Without a backward, steps are not visible, and the report says so.
   EXPECT_EQ(d.steps, 0);
   ASSERT_FALSE(a.warnings.empty());
-  EXPECT_NE(a.warnings[0].find("no backward"), std::string::npos);
+  EXPECT_EQ(a.warnings[0].id, WarningId::SnapshotNoBackward);
+  EXPECT_NE(a.warnings[0].text.find("no backward"), std::string::npos);
   EXPECT_EQ(d.peak.allocated_bytes, replayed_peak(s));
   EXPECT_EQ(d.peak.phase, Phase::forward);
 }

@@ -7,6 +7,7 @@
 
 #include "doc_tables.hpp"
 #include "stepscope/verdict.hpp"
+#include "stepscope/warning_ids.hpp"
 
 namespace stepscope {
 namespace {
@@ -61,6 +62,34 @@ TEST(Registries, FootgunDocsListExactlyTheRegistry) {
     EXPECT_EQ(row[3].rfind("`" + lever + "`", 0), 0u) << row[0] << ": the registry's lever is " << lever;
   }
   EXPECT_EQ(documented.size(), std::size(kFootguns));
+}
+
+TEST(Registries, WarningIdsAndStringsAreOneToOne) {
+  std::set<std::string_view> names;
+  for (std::size_t k = 0; k < std::size(kWarnings); ++k) {
+    EXPECT_EQ(static_cast<std::size_t>(kWarnings[k].id), k);  // warning_info indexes by id
+    EXPECT_TRUE(names.insert(kWarnings[k].name).second) << kWarnings[k].name;
+    EXPECT_FALSE(kWarnings[k].when.empty());
+    EXPECT_EQ(find_warning(kWarnings[k].name), kWarnings[k].id);
+  }
+  EXPECT_EQ(find_warning("gpu models differ"), std::nullopt);
+}
+
+// docs/warnings.md's table: each warning once, with the registry's severity and words.
+TEST(Registries, WarningDocsListExactlyTheRegistry) {
+  const auto rows = test::doc_table("warnings.md", "| warning | severity | when |");
+  ASSERT_EQ(rows.size(), std::size(kWarnings));
+  std::set<std::string> documented;
+  for (const auto& row : rows) {
+    ASSERT_GE(row.size(), 3u);
+    const std::set<std::string> codes = test::codes_in(row[0]);
+    ASSERT_EQ(codes.size(), 1u) << row[0];
+    const std::optional<WarningId> id = find_warning(*codes.begin());
+    ASSERT_TRUE(id) << row[0] << " is not registered";
+    EXPECT_TRUE(documented.insert(*codes.begin()).second) << row[0];
+    EXPECT_EQ(row[1], warning_severity_name(warning_info(*id).severity)) << row[0];
+    EXPECT_EQ(row[2], warning_info(*id).when) << row[0];
+  }
 }
 
 // A finding renders its id and sentence from its typed fields: the footgun's name, the rank

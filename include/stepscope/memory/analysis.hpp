@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepscope/memory/snapshot.hpp"
+#include "stepscope/warning_ids.hpp"
 
 namespace stepscope::memory {
 
@@ -142,7 +143,7 @@ struct SnapshotAnalysis {
   std::string schema = kMemorySchemaVersion;
   std::string path;
   std::vector<DeviceMemory> devices;
-  std::vector<std::string> warnings;
+  std::vector<Warning> warnings;  // stepscope/warning_ids.hpp
   std::string alloc_conf;
   bool expandable_segments = false;
   std::string headline;
