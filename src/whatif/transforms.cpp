@@ -159,17 +159,77 @@ void release_syncs(const Graph& g, Scenario& s, KeepLast keep) {
 
 }
 
-void drop_reads(const Graph& g, Scenario& s) {
-  const ns_t dispatch = dispatch_time(g);
+namespace {
+
+bool scalar_read(const Graph& g, const Atom& a) {
+  if (a.kind != AtomKind::Sync || a.target < 0) return false;
+  const Op& o = g.ops[static_cast<std::size_t>(a.target)];
+  return o.copy == CopyKind::DtoH && o.bytes >= 0 && o.bytes <= kScalarRead;
+}
+
+// One op's dispatch where the program reads a value after every op: the median host time before
+// a launch that follows no sync (after a sync, that time holds the code that used the value).
+ns_t dispatch_between_ops(const Graph& g) {
+  std::vector<ns_t> gaps;
+  for (const Atom& a : g.atoms)
+    if (a.kind == AtomKind::Launch && (a.pred < 0 || g.atoms[static_cast<std::size_t>(a.pred)].kind != AtomKind::Sync))
+      gaps.push_back(a.gap);
+  return median_of(std::move(gaps));
+}
+
+// Per atom, the host op that follows it (the next whose last-ended predecessor it is); -1: none.
+std::vector<std::int32_t> next_atoms(const Graph& g) {
+  std::vector<std::int32_t> next(g.atoms.size(), -1);
+  for (std::size_t j = 0; j < g.atoms.size(); ++j)
+    if (const std::int32_t p = g.atoms[j].pred; p >= 0 && next[static_cast<std::size_t>(p)] < 0)
+      next[static_cast<std::size_t>(p)] = static_cast<std::int32_t>(j);
+  return next;
+}
+
+// The reads that go: those released, and those that found the GPU done (they waited for nothing,
+// but their calls and the code that used the value still cost host time), but a step's last read
+// (the loss read once a step).
+std::vector<std::uint8_t> reads_going(const Graph& g, const Scenario& s) {
+  std::vector<std::int32_t> last(g.steps.size(), -1);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i)
+    if (scalar_read(g, g.atoms[i]) && !g.atoms[i].queue_wait && g.atoms[i].step >= 0)
+      last[static_cast<std::size_t>(g.atoms[i].step)] = static_cast<std::int32_t>(i);
+  std::vector<std::uint8_t> going(g.atoms.size(), 0);
   for (std::size_t i = 0; i < g.atoms.size(); ++i) {
     const Atom& a = g.atoms[i];
-    if (!s.release[i] || a.target < 0) continue;
+    if (!scalar_read(g, a) || a.queue_wait) continue;
+    const bool last_of_step = a.step >= 0 && last[static_cast<std::size_t>(a.step)] == static_cast<std::int32_t>(i);
+    going[i] = s.release[i] || (!a.waited && !last_of_step);
+  }
+  return going;
+}
+
+}  // namespace
+
+void drop_reads(const Graph& g, Scenario& s) {
+  const ns_t dispatch = dispatch_time(g);
+  const std::vector<std::uint8_t> going = reads_going(g, s);
+  std::vector<int> reads(g.steps.size(), 0);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i)
+    if (going[i] && g.atoms[i].step >= 0) ++reads[static_cast<std::size_t>(g.atoms[i].step)];
+  const std::vector<std::int32_t> next = next_atoms(g);
+  const ns_t op_dispatch = dispatch_between_ops(g);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i) {
+    const Atom& a = g.atoms[i];
+    if (!going[i]) continue;
     const auto t = static_cast<std::size_t>(a.target);
     const Op& o = g.ops[t];
-    if (o.copy != CopyKind::DtoH || o.bytes < 0 || o.bytes > kScalarRead) continue;
+    s.release[i] = 1;
     s.op_dur[t] = 0;
     s.atom_dur[i] = 0;
     s.atom_gap[i] = 0;
+    // A step that reads several scalars reads them as checks (a value printed or compared after
+    // each op): the Python that used the value goes with its read, down to the next op's own
+    // dispatch. A step's one read is the loss, whose logging stays, reading the value later.
+    if (a.step >= 0 && reads[static_cast<std::size_t>(a.step)] > 1 && next[i] >= 0) {
+      const auto after = static_cast<std::size_t>(next[i]);
+      s.atom_gap[after] = std::min(s.atom_gap[after], op_dispatch);
+    }
     if (o.launch < 0 || static_cast<std::size_t>(o.launch) == i) continue;
     // The read's own op goes too: its copy call and the framework's dispatch before it.
     const auto call = static_cast<std::size_t>(o.launch);

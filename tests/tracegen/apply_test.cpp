@@ -32,13 +32,16 @@ TEST(TracegenApply, SpeedupIsThePresetsMeanStepOverTheChangedOnes) {
   const auto& applied = changed["applied"];
   EXPECT_EQ(applied["lever"], "async_checkpoint");
   EXPECT_EQ(applied["setting"], "");
-  EXPECT_EQ(applied["changes"], nlohmann::json({"ckpt_every: 4 -> 0"}));
+  EXPECT_EQ(applied["changes"], nlohmann::json({"ckpt_us: 150000.0 -> 0.0"}));
   EXPECT_DOUBLE_EQ(applied["base_mean_step_ns"].get<double>(), mean_step_ns(base));
   EXPECT_DOUBLE_EQ(applied["mean_step_ns"].get<double>(), mean_step_ns(changed));
   EXPECT_DOUBLE_EQ(applied["expected_speedup"].get<double>(), mean_step_ns(base) / mean_step_ns(changed));
   EXPECT_GT(applied["expected_speedup"].get<double>(), 1.0);
-  EXPECT_EQ(changed["parameters"]["ckpt_every"], 0);
-  EXPECT_EQ(mean_category_ns(changed, "side_work"), 0);
+  // An asynchronous save: the copies to host memory stay in the loop, the serialisation leaves it.
+  EXPECT_EQ(changed["parameters"]["ckpt_every"], 4);
+  EXPECT_EQ(changed["parameters"]["ckpt_us"], 0);
+  EXPECT_GT(mean_category_ns(changed, "side_work"), 0);
+  EXPECT_LT(mean_category_ns(changed, "side_work"), mean_category_ns(base, "side_work") / 2);
 }
 
 // One worker loads a 70 ms batch while the rest of the step (~48 ms) runs: the wait is the
