@@ -21,11 +21,10 @@ constexpr ns_t kWorkerHandoff = 100'000;
 constexpr ns_t kReadyBatchFetch = 1'000'000;
 // An epoch's first fetch counts as a respawn stall when it is this many times the median wait.
 constexpr double kRespawnFactor = 5;
-// Without the shapes' bytes, a matmul in a narrower type is held to this speedup over fp32:
-// many of a step's GEMMs are small enough to be bound by memory or launch, not by the peak.
-constexpr double kMatmulCap = 3;
-// Autocast inserts casts before the matmuls it runs in 16 bits: a few percent of their old time.
-constexpr double kCastShare = 0.03;
+// A device not in the GPU table has no peaks to scale by: its fp32 matmuls are held to this
+// speedup, plus casts of a few percent of their old time.
+constexpr double kUnknownDeviceMatmulCut = 3;
+constexpr double kUnknownDeviceCastShare = 0.03;
 // A fused optimizer runs one kernel per parameter group, not a few per parameter.
 constexpr double kFusedOptimizerCut = 0.3;
 // torch.compile fuses pointwise chains: about half of elementwise/norm time.
@@ -58,14 +57,15 @@ std::size_t count_atoms(const Graph& g, AtomKind k) {
   return static_cast<std::size_t>(std::count_if(g.atoms.begin(), g.atoms.end(), [&](const Atom& a) { return a.kind == k; }));
 }
 
-// The device's peak ratio of a narrower type over fp32 SIMT math, held to kMatmulCap.
-// Example: an A100 (19.5 fp32, 312 bf16 TFLOP/s) -> 16x at peak, 3x held.
-double matmul_ratio(const RankFacts& f, plan::Dtype to) {
+// The rates a precision lever moves fp32 matmuls to, from the GPU table; empty where the device is
+// not in it. Example: an H200 to bf16 -> 67 TFLOP/s fp32, 989.4 bf16, 4800 GB/s, 2-byte operands.
+std::optional<MatmulTarget> matmul_target(const RankFacts& f, plan::Dtype to) {
   const plan::GpuSpec* spec = f.device.present ? plan::match_device_name(f.device.name) : nullptr;
-  double ratio = kMatmulCap;
-  if (spec && spec->fp32_tflops > 0)
-    if (auto p = spec->peak_tflops(to)) ratio = *p / spec->fp32_tflops;
-  return std::clamp(ratio, 1.0, kMatmulCap);
+  if (!spec || spec->fp32_tflops <= 0 || spec->memory_bw_gbs <= 0) return std::nullopt;
+  const std::optional<double> peak = spec->peak_tflops(to);
+  if (!peak || *peak <= 0) return std::nullopt;
+  const bool tf32 = to == plan::Dtype::tf32;
+  return MatmulTarget{spec->fp32_tflops, *peak, spec->memory_bw_gbs, tf32 ? 4.0 : 2.0, !tf32};
 }
 
 // Loader worker settings: 2, 4 and 8 workers for a single-process loader; for one with workers,
@@ -205,27 +205,41 @@ void add_copy_models(const Context& c, std::vector<Model>& out) {
                  "device-to-host copies leave the step's way: on a side stream, read without waiting", count_ops(g, d2h) == 0, {}});
 }
 
+// The scenario change of a precision lever: fp32 matmuls at the target's roofline, or on a device
+// the GPU table lacks, held to kUnknownDeviceMatmulCut.
+std::function<void(Scenario&)> narrow(const Context& c, std::optional<MatmulTarget> target) {
+  if (target) return [&c, m = *target](Scenario& s) { narrow_matmuls(c.g, c.facts, c.trace, s, m); };
+  return [&g = c.g](Scenario& s) {
+    for (std::size_t i = 0; i < g.ops.size(); ++i)
+      if (fp32_matmul(g.ops[i]))
+        s.op_dur[i] = static_cast<ns_t>(static_cast<double>(s.op_dur[i]) * (1.0 / kUnknownDeviceMatmulCut + kUnknownDeviceCastShare));
+  };
+}
+
+std::string narrow_basis(const char* what, const std::optional<MatmulTarget>& m, std::size_t shaped, std::size_t fp32) {
+  if (!m)
+    return fmt::format("fp32 GEMM/convolution kernels {}: the device is not in the GPU table, so held to {:.0f}x", what,
+                       kUnknownDeviceMatmulCut);
+  return fmt::format("fp32 GEMM/convolution kernels {} ({:.0f} against {:.0f} TFLOP/s, {:.0f} GB/s): each the longer of its "
+                     "work and its bytes, {} of {} from the recorded shapes{}",
+                     what, m->tflops, m->fp32_tflops, m->bandwidth_gbs, shaped, fp32, m->casts ? ", plus autocast's casts" : "");
+}
+
 void add_precision_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   const std::size_t fp32 = count_ops(g, fp32_matmul), half = count_ops(g, half_matmul);
   if (fp32 + half == 0) return;
-  auto autocast = [&g](double ratio) {
-    return [&g, ratio](Scenario& s) {
-      for (std::size_t i = 0; i < g.ops.size(); ++i)
-        if (fp32_matmul(g.ops[i])) s.op_dur[i] = static_cast<ns_t>(static_cast<double>(s.op_dur[i]) * (1.0 / ratio + kCastShare));
-    };
-  };
+  std::size_t shaped = 0;
+  for (const Op& o : g.ops) shaped += fp32_matmul(o) && recorded_gemm_work(c.facts, c.trace, o).has_value();
   const bool bf16 = c.facts.device.bf16() != Capability::No;
-  const double r16 = matmul_ratio(c.facts, bf16 ? plan::Dtype::bf16 : plan::Dtype::fp16);
+  const std::optional<MatmulTarget> t16 = matmul_target(c.facts, bf16 ? plan::Dtype::bf16 : plan::Dtype::fp16);
   const std::string held_words = fp32 == 0 ? "; the matmuls already run in 16 bits" : "";
-  out.push_back({bf16 ? LeverId::AmpBf16 : LeverId::AmpFp16, "precision", 0.35, autocast(r16),
-                 fmt::format("fp32 GEMM/convolution kernels at the device's 16-bit peak ratio, held to {:.1f}x, plus casts{}",
-                             r16, held_words),
+  out.push_back({bf16 ? LeverId::AmpBf16 : LeverId::AmpFp16, "precision", 0.35, narrow(c, t16),
+                 narrow_basis(bf16 ? "at bf16 tensor-core rate" : "at fp16 tensor-core rate", t16, shaped, fp32) + held_words,
                  fp32 == 0, {}});
   if (c.facts.device.tf32() == Capability::Yes) {
-    const double r32 = matmul_ratio(c.facts, plan::Dtype::tf32);
-    out.push_back({LeverId::Tf32, "precision", 0.35, autocast(r32),
-                   fmt::format("fp32 GEMM/convolution kernels at the device's TF32 peak ratio, held to {:.1f}x", r32),
+    const std::optional<MatmulTarget> t32 = matmul_target(c.facts, plan::Dtype::tf32);
+    out.push_back({LeverId::Tf32, "precision", 0.35, narrow(c, t32), narrow_basis("at TF32 tensor-core rate", t32, shaped, fp32),
                    fp32 == 0, {}});
   }
   auto conv = [](const Op& o) { return o.kind == OpKind::Compute && o.cls == KernelClass::Convolution; };

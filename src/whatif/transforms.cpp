@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "whatif/transforms.hpp"
 
@@ -10,8 +11,11 @@ namespace {
 
 // One CUDA graph launch: the host call and the device's first kernel, ~10 us (cudaGraphLaunch).
 constexpr ns_t kGraphLaunch = 10'000;
-// Kernels of a replayed graph follow each other within about a microsecond.
-constexpr ns_t kGraphKernelGap = 1'000;
+// A replayed graph starts each kernel node this long after the previous one ended: 0.26 us median,
+// 0.30 us mean between the 1.3 us kernels of the recorded H200 step captured whole
+// (cuda_graph_step; 0.29 us median under torch.compile's reduce-overhead); NVIDIA's "Getting
+// Started with CUDA Graphs" measured 3.4 us a node for 2.9 us kernels on a V100 (CUDA 10).
+constexpr ns_t kGraphNodeGapHopper = 300, kGraphNodeGapOlder = 500;
 // A run of fewer launches than this between syncs is not worth a graph.
 constexpr std::size_t kMinCapture = 2;
 // Pinned host-to-device bandwidth by PCIe generation, GB/s: about 80% of the link (gen3 x16
@@ -250,6 +254,43 @@ bool ends_capture(const Atom& a, const NameFact& f) {
 
 }  // namespace
 
+namespace {
+
+// Capturing Adam's step needs capturable=True: the step count stays on the device, and PyTorch's
+// single-tensor update (torch/optim/adam.py, _single_tensor_adam's capturable branch) computes the
+// bias corrections there, per parameter: the step's increment, 1 - beta ** step twice (a fill, a
+// pow, a subtraction each), the step size's reciprocal and negation, the second correction's square
+// root, and the products and quotients of the denominator: 14 scalar kernels beside the 8 of the
+// update itself (the recorded H200 pair: 1,621 kernels a captured step against 723 launched).
+constexpr int kCapturableAdamScalarKernels = 14;
+
+bool adam_step(std::string_view n) { return n == "Optimizer.step#Adam.step" || n == "Optimizer.step#AdamW.step"; }
+
+// The kernel that ends one parameter's update in a single-tensor Adam(W) step (its addcdiv_), not a
+// multi-tensor (foreach, fused) one, whose kernels cover many parameters.
+bool single_tensor_adam_update(const RankFacts& f, const RankTrace& t, const Op& o) {
+  if (o.event >= f.event_stage.size() || f.event_stage[o.event] != StageHint::Optimizer) return false;
+  const std::string_view name = t.name_of(o.event);
+  if (name.find("addcdiv") == std::string_view::npos || name.find("multi_tensor") != std::string_view::npos) return false;
+  const std::int64_t corr = o.event < t.events.correlation.size() ? t.events.correlation[o.event] : kNone;
+  for (std::uint32_t e = corr == kNone ? CorrelationIndex::kNoEvent : t.correlations.launch(corr); e < f.event_parent.size();) {
+    e = f.event_parent[e];
+    if (e != kNoParent && adam_step(t.name_of(e))) return true;
+  }
+  return false;
+}
+
+// The median kernel of the optimizer stage: what a scalar kernel of the capturable step takes.
+ns_t median_optimizer_kernel(const Graph& g, const RankFacts& f) {
+  std::vector<ns_t> d;
+  for (const Op& o : g.ops)
+    if (o.kind == OpKind::Compute && o.event < f.event_stage.size() && f.event_stage[o.event] == StageHint::Optimizer)
+      d.push_back(o.dur);
+  return median_of(std::move(d));
+}
+
+}  // namespace
+
 void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s) {
   std::vector<std::vector<std::size_t>> launched(g.atoms.size());
   for (std::size_t i = 0; i < g.ops.size(); ++i)
@@ -260,6 +301,8 @@ void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scen
   // GPU. The host work before the region's first op stays (the loop's own code).
   // Example: 16 launches 30-60 us apart (a 750 us step, 130 us of kernels) -> one 10 us launch,
   // the kernels back to back: the step is the host work outside the region plus 140 us.
+  const ns_t node_gap = f.device.cc_major >= 9 || f.device.vendor == GpuVendor::Amd ? kGraphNodeGapHopper : kGraphNodeGapOlder;
+  const ns_t capturable_extra = kCapturableAdamScalarKernels * (median_optimizer_kernel(g, f) + node_gap);
   auto capture = [&](const std::vector<std::size_t>& run) {
     std::size_t launches = 0;
     for (std::size_t a : run) launches += !launched[a].empty();
@@ -271,7 +314,8 @@ void capture_graphs(const Graph& g, const RankFacts& f, const RankTrace& t, Scen
       for (std::size_t o : launched[a]) {
         s.op_launch[o] = static_cast<std::int32_t>(head);
         s.op_delay[o] = g.launch_delay_p50;
-        s.op_gap[o] = std::min(s.op_gap[o], kGraphKernelGap);
+        s.op_gap[o] = node_gap;
+        if (single_tensor_adam_update(f, t, g.ops[o])) s.op_dur[o] += capturable_extra;
       }
   };
   // The batch's copy in and the results' copy out stay outside the graph, as the loop does them.
@@ -447,6 +491,113 @@ bool half_matmul(const Op& o) {
   return o.kind == OpKind::Compute &&
          (o.cls == KernelClass::GemmTensorCore || o.cls == KernelClass::Convolution || o.cls == KernelClass::Attention) &&
          is_16bit_or_narrower(o.dtype);
+}
+
+namespace {
+
+// Large GEMMs attain about this share of their unit's dense peak, fp32 SIMT and 16-bit tensor
+// cores alike (cuBLAS on the recorded H200: 51 of 67 TFLOP/s in fp32, 872 of 989 in bf16).
+constexpr double kAttained = 0.8;
+// The shortest tensor-core GEMM kernel: the recorded H200's smallest bf16 GEMMs take 2.98 us.
+constexpr ns_t kMinMatmulKernel = 3'000;
+// A cast reads each fp32 element (4 bytes) and writes it in 16 bits (2).
+constexpr double kCastBytes = 6;
+
+// "[[8192, 8192], [], [8, 2]]" -> {{8192, 8192}, {}, {8, 2}}; empty when the text is no list of lists.
+std::vector<std::vector<std::int64_t>> parse_dims(std::string_view text) {
+  std::vector<std::vector<std::int64_t>> out;
+  int depth = 0;
+  std::int64_t v = 0;
+  bool digits = false;
+  for (char ch : text) {
+    if (ch >= '0' && ch <= '9') {
+      v = v * 10 + (ch - '0'), digits = true;
+      continue;
+    }
+    if (digits && depth == 2) out.back().push_back(v);
+    v = 0, digits = false;
+    if (ch == '[' && ++depth == 2) out.emplace_back();
+    if (ch == ']') --depth;
+  }
+  return out;
+}
+
+bool gemm_op_name(std::string_view n) {
+  return n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" || n == "aten::baddbmm" || n == "aten::_addmm_activation";
+}
+
+}  // namespace
+
+std::optional<MatmulWork> gemm_work(std::string_view input_dims) {
+  // The last two operands of rank 2 or more: addmm's and baddbmm's bias comes first.
+  std::vector<std::vector<std::int64_t>> dims = parse_dims(input_dims);
+  std::erase_if(dims, [](const auto& d) { return d.size() < 2; });
+  if (dims.size() < 2) return std::nullopt;
+  const auto& a = dims[dims.size() - 2];
+  const auto& b = dims.back();
+  const double m = static_cast<double>(a[a.size() - 2]), k = static_cast<double>(a.back());
+  const double n = static_cast<double>(b.back());
+  if (b[b.size() - 2] != a.back() || m <= 0 || k <= 0 || n <= 0) return std::nullopt;
+  double batch = 1;
+  for (std::size_t i = 0; i + 2 < a.size(); ++i) batch *= static_cast<double>(std::max<std::int64_t>(a[i], 1));
+  return MatmulWork{2 * batch * m * k * n, batch * (m * k + k * n), batch * m * n};
+}
+
+namespace {
+
+// The GEMM op (aten::mm, addmm, ...) that launched a kernel, or kNoParent. By correlation, not by
+// the op's launch atom: the backward's launches on the autograd thread may hang from another atom.
+std::uint32_t gemm_op_of(const RankFacts& f, const RankTrace& t, const Op& o) {
+  const std::int64_t corr = o.event < t.events.correlation.size() ? t.events.correlation[o.event] : kNone;
+  for (std::uint32_t e = corr == kNone ? CorrelationIndex::kNoEvent : t.correlations.launch(corr); e < f.event_parent.size();) {
+    e = f.event_parent[e];
+    if (e != kNoParent && gemm_op_name(t.name_of(e))) return e;
+  }
+  return kNoParent;
+}
+
+std::optional<MatmulWork> work_of(const RankTrace& t, std::uint32_t op) {
+  const std::optional<EventExtra> x = op == kNoParent ? std::nullopt : t.extra_of(op);
+  return x && x->input_dims != kNoStr ? gemm_work(t.str(x->input_dims)) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MatmulWork> recorded_gemm_work(const RankFacts& f, const RankTrace& t, const Op& o) {
+  return work_of(t, gemm_op_of(f, t, o));
+}
+
+void narrow_matmuls(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s, const MatmulTarget& m) {
+  // An op's work is shared among its matmul kernels (a split-K GEMM and its reduction) by their
+  // recorded time.
+  std::vector<std::uint32_t> op_of(g.ops.size(), kNoParent);
+  std::vector<std::optional<MatmulWork>> work(g.ops.size());
+  std::map<std::uint32_t, ns_t> op_total;
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    if (fp32_matmul(g.ops[i])) {
+      op_of[i] = gemm_op_of(f, t, g.ops[i]);
+      work[i] = work_of(t, op_of[i]);
+      if (work[i]) op_total[op_of[i]] += std::max<ns_t>(g.ops[i].dur, 1);
+    }
+  const double flops_per_ns = m.tflops * 1e3 * kAttained;  // TFLOP/s = 1e3 FLOP/ns; GB/s = bytes/ns
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& o = g.ops[i];
+    if (!fp32_matmul(o)) continue;
+    MatmulWork w;
+    if (work[i]) {
+      const double share = static_cast<double>(std::max<ns_t>(o.dur, 1)) / static_cast<double>(op_total[op_of[i]]);
+      w = {work[i]->flops * share, work[i]->operand_elements * share, work[i]->output_elements * share};
+    } else {
+      w.flops = static_cast<double>(o.dur) * m.fp32_tflops * 1e3 * kAttained;
+      const double n = std::cbrt(w.flops / 2);
+      w.operand_elements = 2 * n * n, w.output_elements = n * n;
+    }
+    const double compute = w.flops / flops_per_ns;
+    const double memory = (w.operand_elements + w.output_elements) * m.element_bytes / m.bandwidth_gbs;
+    const double casts = m.casts ? w.operand_elements * kCastBytes / m.bandwidth_gbs : 0;
+    const double narrowed = std::max({compute, memory, static_cast<double>(kMinMatmulKernel)}) + casts;
+    s.op_dur[i] = std::min(s.op_dur[i], static_cast<ns_t>(std::llround(narrowed)));
+  }
 }
 
 }  // namespace stepscope::whatif

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "stepscope/facts.hpp"
 #include "whatif/graph.hpp"
@@ -96,6 +97,35 @@ double pinned_bandwidth_gbs(const Graph& g, const RankFacts& f, const RankTrace&
 
 bool fp32_matmul(const Op& o);
 bool half_matmul(const Op& o);
+
+// The rates an fp32 matmul moves to under a precision lever, from the GPU table.
+struct MatmulTarget {
+  double fp32_tflops = 0;     // the SIMT fp32 peak the recorded kernels ran at
+  double tflops = 0;          // the new type's dense tensor-core peak
+  double bandwidth_gbs = 0;   // device memory
+  double element_bytes = 2;   // of the new type's operands
+  bool casts = true;          // autocast casts the fp32 inputs first; TF32 reads them as they are
+};
+
+// A GEMM's work from its op's recorded "Input Dims" (aten::mm [[M, K], [K, N]], addmm, bmm,
+// baddbmm): 2 x batch x M x K x N FLOPs, the operands' and the output's elements.
+// Example: "[[8192, 8192], [8192, 8192]]" -> 1.1e12 FLOPs, 134M operand and 67M output elements.
+struct MatmulWork {
+  double flops = 0, operand_elements = 0, output_elements = 0;
+};
+std::optional<MatmulWork> gemm_work(std::string_view input_dims);
+
+// The recorded shapes of the GEMM op that launched a kernel, where the trace has them.
+std::optional<MatmulWork> recorded_gemm_work(const RankFacts& f, const RankTrace& t, const Op& o);
+
+// fp32 GEMM/convolution kernels at the new type's rate, as a roofline: the longer of the work at
+// the tensor cores' attained peak and the operands' and output's bytes at the memory's bandwidth,
+// at least the shortest tensor-core GEMM kernel, plus autocast's input casts; never slower than
+// recorded. The work is the recorded shapes' where the op has them; without, the kernel's time at
+// the fp32 attained peak, its bytes those of the most compact GEMM doing that work (an n x n x n
+// one: the least traffic, so the memory bound is never overstated).
+// Example (H200, 8192^3): 21.4 ms fp32 -> 1.39 ms of work + 0.17 ms of casts.
+void narrow_matmuls(const Graph& g, const RankFacts& f, const RankTrace& t, Scenario& s, const MatmulTarget& m);
 
 std::vector<Prediction> lever_predictions(const Context& c);
 

@@ -1,5 +1,5 @@
-// Before/after pairs: the same program before and after one change, real (recorded on the CPU,
-// tests/data/recorded/pairs/pairs.json) and generated (stepscope-tracegen --apply). Each pair's
+// Before/after pairs: the same program before and after one change, real (recorded on the CPU and
+// on an H200, tests/data/recorded/pairs/pairs.json) and generated (stepscope-tracegen --apply). Each pair's
 // speedup is the mean steady step before over after, as the verdict measures it; the lever that
 // names the change must be offered on the before trace, and must be gone after it where the change
 // removed its cause.
@@ -17,7 +17,18 @@
 namespace stepscope {
 namespace {
 
-const std::string kPairsDir = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/pairs";
+const std::string kRecordedDir = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded";
+const std::string kPairsDir = kRecordedDir + "/pairs";
+
+// A pair's paths are relative to the pairs' folder, or to the root it names: the shared fixtures,
+// or the recorded GPU traces (one folder up).
+std::string root_of(const nlohmann::json& pair) {
+  const std::string root = pair.value("root", "");
+  if (root == "fixtures") return STEPSCOPE_FIXTURES_DIR;
+  if (root == "recorded") return kRecordedDir;
+  EXPECT_EQ(root, "") << "unknown root of pair " << pair.at("name");
+  return kPairsDir;
+}
 
 const Lever* find_lever(const DiagnosedResult& r, const std::string& id) {
   for (const auto& l : r.diagnosis.levers)
@@ -47,7 +58,7 @@ std::vector<RecordedPair> recorded_pairs() {
   const nlohmann::json manifest = test::read_json(kPairsDir + "/pairs.json");
   std::vector<RecordedPair> out;
   for (const auto& p : manifest.at("pairs")) {
-    const std::string root = p.value("root", "") == "fixtures" ? std::string(STEPSCOPE_FIXTURES_DIR) : kPairsDir;
+    const std::string root = root_of(p);
     out.push_back({p, root + "/" + p.at("before").get<std::string>(), root + "/" + p.at("after").get<std::string>()});
   }
   return out;
@@ -177,8 +188,8 @@ constexpr GeneratedPair kGenerated[] = {
     {"pageable-copy", "", "pin_memory", false},
     {"sync-stall", "", "remove_item", false},
     {"readback-loop", "", "remove_item", false, false},
-    {"no-tensor-cores", "", "amp_bf16", true, false},
-    {"v100-fp32", "", "amp_fp16", true, false},
+    {"no-tensor-cores", "", "amp_bf16", true},
+    {"v100-fp32", "", "amp_fp16", true},
 
     {"conv-nchw-amp", "", "channels_last", false},
     {"cudnn-autotune", "", "fixed_shapes", true},

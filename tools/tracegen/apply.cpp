@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "ground_truth.hpp"
+#include "gpus.hpp"
 #include "tracegen.hpp"
 
 namespace stepscope::tracegen {
@@ -20,9 +22,6 @@ namespace {
 constexpr double kReadyFetchUs = 120;
 // Pinned host-to-device bandwidth (Params' default h2d_gbps, an A100 on PCIe 4).
 constexpr double kPinnedGbps = 22;
-// fp32 SIMT GEMMs against 16-bit tensor-core ones: no-tensor-cores' 1400 us GEMM against the
-// default bf16 job's 420 us.
-constexpr double kTensorCoreGemmCut = 1400.0 / 420.0;
 
 // What the scenario as preset takes per step, read back from its own ground truth.
 struct BaseRun {
@@ -41,10 +40,20 @@ bool fp16_only_gpu(const Params& p) {
   return p.gpu_name.find("V100") != std::string::npos || p.gpu_name.find("T4") != std::string::npos;
 }
 
+// The GEMMs move from fp32 SIMT units to 16-bit tensor cores: their time by the device's peak
+// ratio (an A100: 19.5 -> 312 TFLOP/s, 16x; a V100: 15.7 -> 125, 8x), as large GEMMs attain about
+// the same share of either peak (the recorded H200 pair: 17x per 8192^3 GEMM against 14.8x at
+// peak), plus autocast's casts of the two fp32 inputs (read 4 bytes and write 2 an element, at
+// the memory's bandwidth). The presets record no shapes: a GEMM is taken as n x n x n, n from its
+// work at 80% of the fp32 peak. Example: an A100's 1400 us GEMM -> 87.5 us + 29 us of casts.
 void to_tensor_cores(Params& p) {
+  const GpuModel& g = gpu_model(p.gpu_name);
+  const double flops = p.gemm_us * 1e-6 * g.fp32_tflops * 1e12 * 0.8;
+  const double n = std::cbrt(flops / 2);
+  const double casts_us = 2 * n * n * 6 / (g.memory_gbs * 1e9) * 1e6;
   p.tensor_cores = true;
   p.fp32_aten = false;
-  p.gemm_us /= kTensorCoreGemmCut;
+  p.gemm_us = p.gemm_us / (g.tc16_tflops / g.fp32_tflops) + casts_us;
 }
 
 // N workers load batches side by side: one is ready every load/N, and the rest of the step (what

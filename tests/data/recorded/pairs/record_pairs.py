@@ -227,7 +227,7 @@ def measure(binary, manifest_path):
     here = os.path.dirname(os.path.abspath(manifest_path))
     fixtures = os.environ.get("STEPSCOPE_FIXTURES_DIR", os.path.join(here, "../../../../../shared/fixtures"))
     for pair in manifest["pairs"]:
-        root = fixtures if pair.get("root") == "fixtures" else here
+        root = {"fixtures": fixtures, "recorded": os.path.dirname(here)}.get(pair.get("root"), here)
         step = {side: mean_steady_step_ns(binary, os.path.join(root, pair[side])) for side in ("before", "after")}
         work = pair.get("samples_per_step", {"before": 1, "after": 1})
         pair["mean_step_ns"] = step
