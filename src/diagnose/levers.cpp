@@ -202,30 +202,19 @@ constexpr const char* kNumericsLink =
 
 // The bound whose time a lever shrinks: the headline's bound and the first lever must agree, or
 // the report says why another comes first.
+// The registry holds the time each lever acts on (lever_info(id).acts_on).
 Bound lever_bound(LeverId id) {
-  switch (id) {
-    case LeverId::NumWorkers:
-    case LeverId::PreprocessCache:
-    case LeverId::PersistentWorkers:
-    case LeverId::PrefetchFactor: return Bound::InputPipeline;
-    case LeverId::PinMemory:
-    case LeverId::D2hReadback:
-    case LeverId::CopyStream: return Bound::Copy;
-    case LeverId::RemoveItem:
-    case LeverId::SyncOncePerStep: return Bound::SyncStall;
-    case LeverId::MicroBatch:
-    case LeverId::CudaGraphs:
-    case LeverId::KeepAllocatorCache: return Bound::HostLaunch;
-    case LeverId::DdpBuckets:
-    case LeverId::AccumulateAllreduce:
-    case LeverId::FsdpPrefetch:
-    case LeverId::EpOverlap:
-    case LeverId::PipelineSchedule:
-    case LeverId::TpOverlap: return Bound::Communication;
-    case LeverId::AsyncCheckpoint: return Bound::SideWork;
-    case LeverId::FixStraggler: return Bound::Straggler;
-    default: return Bound::GpuCompute;
+  switch (lever_info(id).acts_on) {
+    case LeverTime::BatchWait: return Bound::InputPipeline;
+    case LeverTime::Copies: return Bound::Copy;
+    case LeverTime::SyncStalls: return Bound::SyncStall;
+    case LeverTime::HostLaunch: return Bound::HostLaunch;
+    case LeverTime::GpuCompute: return Bound::GpuCompute;
+    case LeverTime::Communication: return Bound::Communication;
+    case LeverTime::SideWork: return Bound::SideWork;
+    case LeverTime::Straggler: return Bound::Straggler;
   }
+  return Bound::GpuCompute;
 }
 
 // Certainty of a lever's gain: a change that can alter the numbers must be validated and may be
@@ -662,6 +651,25 @@ constexpr FootgunLever kFootgunLevers[] = {
      std::nullopt, {LeverId::CudaGraphs, LeverId::MicroBatch}},
 };
 
+const FootgunLever* footgun_lever_row(LeverId id) {
+  for (const FootgunLever& e : kFootgunLevers)
+    if (e.id == id) return &e;
+  return nullptr;
+}
+
+// A lever only a finding brings: its row's words, else the registry's (no knob or risk named).
+Lever footgun_lever(LeverId id, const FootgunLever* e) {
+  Lever l;
+  l.id = id;
+  l.acts_on = lever_bound(id);
+  l.title = e ? e->title : std::string(lever_info(id).what);
+  if (e) {
+    l.knob = e->knob;
+    l.risk = e->risk;
+  }
+  return l;
+}
+
 // Later findings that point at a retired lever leave it retired: its time is already counted.
 void retire_superseded(std::vector<Lever>& levers, const FootgunLever& e, const Finding& f,
                        std::set<LeverId>& retired) {
@@ -700,20 +708,13 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
     if (!f.footgun || !f.lever || retired.count(*f.lever)) continue;
     auto it = std::find_if(levers.begin(), levers.end(), [&](const Lever& l) { return l.id == *f.lever; });
     if (it == levers.end()) {
-      for (const auto& e : kFootgunLevers)
-        if (*f.lever == e.id) {
-          retire_superseded(levers, e, f, retired);
-          narrow(levers, e, f);
-          Lever l;
-          l.id = e.id;
-          l.acts_on = lever_bound(e.id);
-          l.title = e.title;
-          l.knob = e.knob;
-          l.risk = e.risk;
-          levers.push_back(l);
-          it = levers.end() - 1;
-        }
-      if (it == levers.end()) continue;
+      const FootgunLever* e = footgun_lever_row(*f.lever);
+      if (e) {
+        retire_superseded(levers, *e, f, retired);
+        narrow(levers, *e, f);
+      }
+      levers.push_back(footgun_lever(*f.lever, e));
+      it = levers.end() - 1;
     }
     // Two findings may point at one lever (recompiles and re-tuning both call for fixed shapes).
     const double removable = (it->applies && it->basis.rfind("measured", 0) == 0 ? it->removable_ns : 0) + f.gain_ns;
