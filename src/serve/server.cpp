@@ -1,9 +1,6 @@
-// `stepscope serve`: the HTTP side (cpp-httplib), the background analysis, and the limits that
+// `stepscope serve`: the HTTP side (serve/http.hpp), the background analysis, and the limits that
 // keep a local web app over a log directory from exposing more than that directory.
 #include <fmt/format.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -15,6 +12,7 @@
 #include <regex>
 #include <thread>
 
+#include "serve/http.hpp"
 #include "serve/serve_internal.hpp"
 #include "stepscope/annotate.hpp"
 #include "stepscope/diff.hpp"
@@ -147,23 +145,22 @@ class App {
     return state_;
   }
 
-  void routes(httplib::Server& svr) {
-    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      return guard(req, res) ? httplib::Server::HandlerResponse::Unhandled : httplib::Server::HandlerResponse::Handled;
-    });
-    svr.Get("/", [this](const httplib::Request& req, httplib::Response& res) { runs_page(req, res); });
-    svr.Get("/run", [this](const httplib::Request& req, httplib::Response& res) { run_page(req, res); });
-    svr.Get("/diff", [this](const httplib::Request& req, httplib::Response& res) { diff_page(req, res); });
-    svr.Get("/history", [this](const httplib::Request& req, httplib::Response& res) { history_page(req, res); });
-    svr.Get("/annotated", [this](const httplib::Request& req, httplib::Response& res) { annotated(req, res); });
-    svr.Get("/status", [this](const httplib::Request& req, httplib::Response& res) { status(req, res); });
-    svr.Get(R"(/files/(.*))", [this](const httplib::Request& req, httplib::Response& res) { file(req, res); });
-    svr.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http::Routes routes() {
+    http::Routes r;
+    r.before = [this](const http::Request& req, http::Response& res) { return guard(req, res); };
+    const auto page = [this](void (App::*f)(const http::Request&, http::Response&)) -> http::Handler {
+      return [this, f](const http::Request& req, http::Response& res) { (this->*f)(req, res); };
+    };
+    r.gets = {{"/", page(&App::runs_page)},           {"/run", page(&App::run_page)},
+              {"/diff", page(&App::diff_page)},       {"/history", page(&App::history_page)},
+              {"/annotated", page(&App::annotated)},  {"/status", page(&App::status)},
+              {R"(/files/(.*))", page(&App::file)}};
+    r.error = [this](const http::Request& req, http::Response& res) {
       if (!res.body.empty()) return;  // a handler's own answer, logged there
       if (res.status == 404) log(fmt::format("refused {} {}: no such page", req.remote_addr, printable(req.target)));
       html(res, page_begin("not found", label_) + "<h1>" + std::to_string(res.status) + "</h1>" + page_end());
-    });
-    svr.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    };
+    r.exception = [this](const http::Request& req, http::Response& res, std::exception_ptr ep) {
       std::string what = "internal error";
       try {
         std::rethrow_exception(ep);
@@ -174,15 +171,16 @@ class App {
       log("error on " + printable(req.path) + ": " + printable(what));
       res.status = 500;
       html(res, page_begin("error", label_) + "<h1>error</h1><p>" + html_escape(what) + "</p>" + page_end());
-    });
-    svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    };
+    r.log = [this](const http::Request& req, const http::Response& res) {
       log(fmt::format("{} {} {} {}", req.remote_addr, req.method, printable(req.target), res.status));
-    });
+    };
+    return r;
   }
 
  private:
   // Read-only, from allowed hosts, within the client's rate: false when answered here.
-  bool guard(const httplib::Request& req, httplib::Response& res) {
+  bool guard(const http::Request& req, http::Response& res) {
     security_headers(res, kPageCsp);
     if (req.method != "GET" && req.method != "HEAD") {
       res.status = 405;
@@ -217,7 +215,7 @@ class App {
     return name == "localhost" || name == "127.0.0.1" || name == "::1" || name.rfind("127.", 0) == 0;
   }
 
-  static void security_headers(httplib::Response& res, const std::string& csp) {
+  static void security_headers(http::Response& res, const std::string& csp) {
     // Replaced, not added: two policies would both apply, and the stricter would block the
     // report's own hashed script.
     for (const char* h : {"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options",
@@ -238,23 +236,23 @@ class App {
     return std::regex_search(head, m, kMeta) ? m[1].str() : std::string(kPageCsp);
   }
 
-  static void html(httplib::Response& res, const std::string& body) {
+  static void html(http::Response& res, const std::string& body) {
     res.set_content(body, "text/html; charset=utf-8");
   }
 
-  void not_found(const httplib::Request& req, httplib::Response& res, const std::string& why) {
+  void not_found(const http::Request& req, http::Response& res, const std::string& why) {
     log(fmt::format("refused {} {}: {}", req.remote_addr, printable(req.target), why));
     res.status = 404;
     html(res, page_begin("not found", label_) + "<h1>not found</h1>" + page_end());
   }
 
-  std::optional<StoredRun> run_param(const httplib::Request& req, const char* name) {
+  std::optional<StoredRun> run_param(const http::Request& req, const char* name) {
     const std::string v = req.get_param_value(name);
     if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
     return reader_.get(std::stoll(v));
   }
 
-  void runs_page(const httplib::Request& req, httplib::Response& res) {
+  void runs_page(const http::Request& req, http::Response& res) {
     RunsQuery q;
     if (req.has_param("sort")) q.sort = req.get_param_value("sort");
     q.descending = req.get_param_value("order") != "asc";
@@ -268,7 +266,7 @@ class App {
     html(res, render_runs_page(runs, q, state(), label_));
   }
 
-  void run_page(const httplib::Request& req, httplib::Response& res) {
+  void run_page(const http::Request& req, http::Response& res) {
     const auto run = run_param(req, "id");
     if (!run) return not_found(req, res, "no such run");
     std::string page = cached(run->id);
@@ -301,7 +299,7 @@ class App {
     return analyze_paths(files, po);
   }
 
-  void diff_page(const httplib::Request& req, httplib::Response& res) {
+  void diff_page(const http::Request& req, http::Response& res) {
     const auto base = run_param(req, "base"), test = run_param(req, "test");
     if (!base || !test || !base->ok || !test->ok) return not_found(req, res, "no such pair of analysed runs");
     DiffResult d = diff_runs(reanalyse(*base, true), reanalyse(*test, true));
@@ -312,7 +310,7 @@ class App {
     html(res, page);
   }
 
-  void history_page(const httplib::Request& req, httplib::Response& res) {
+  void history_page(const http::Request& req, http::Response& res) {
     const std::string job = req.get_param_value("job");
     std::vector<JobHistory> jobs;
     for (const auto& h : histories())
@@ -320,7 +318,7 @@ class App {
     html(res, render_history_page(jobs, job, label_));
   }
 
-  void annotated(const httplib::Request& req, httplib::Response& res) {
+  void annotated(const http::Request& req, http::Response& res) {
     const auto run = run_param(req, "id");
     if (!run || !run->ok) return not_found(req, res, "no such analysed run");
     const std::string rank_text = req.get_param_value("rank");
@@ -350,7 +348,7 @@ class App {
     res.set_content(body, "application/json");
   }
 
-  void status(const httplib::Request&, httplib::Response& res) {
+  void status(const http::Request&, http::Response& res) {
     const IndexState s = state();
     const std::size_t runs = reader_.runs().size();
     res.set_content(fmt::format("{{\"scanning\": {}, \"run_done\": {}, \"run_total\": {}, \"bytes_done\": {}, "
@@ -359,9 +357,9 @@ class App {
                     "application/json");
   }
 
-  void file(const httplib::Request& req, httplib::Response& res) {
-    // httplib has decoded the path once; a second layer of encoding ("%252e") is not decoded again.
-    const std::string rel = req.matches[1].str();
+  void file(const http::Request& req, http::Response& res) {
+    // The HTTP library has decoded the path once; a second layer of encoding ("%252e") is not decoded again.
+    const std::string rel = req.matches.at(1);
     const auto path = resolve_under_root(root_, rel);
     if (!path) return not_found(req, res, "outside the log directory or no such file");
     auto size = fs::file_size(*path);
@@ -372,13 +370,13 @@ class App {
     for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
     res.set_header("Content-Disposition", "attachment; filename=\"" + safe + "\"");
     res.set_content_provider(size, "application/octet-stream",
-                             [stream](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                             [stream](std::size_t offset, std::size_t length, const http::Writer& write) {
                                std::string buf(std::min<std::size_t>(length, 1 << 16), '\0');
                                stream->seekg(static_cast<std::streamoff>(offset));
                                stream->read(buf.data(), static_cast<std::streamsize>(buf.size()));
                                const auto got = static_cast<std::size_t>(stream->gcount());
                                if (got == 0) return false;
-                               sink.write(buf.data(), got);
+                               write(buf.data(), got);
                                return true;
                              });
   }
@@ -446,27 +444,12 @@ int serve(const ServeOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  httplib::Server svr;
-  svr.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
-  svr.set_payload_max_length(kMaxPayload);
-  svr.set_read_timeout(5, 0);
-  svr.set_write_timeout(30, 0);
-  app.routes(svr);
-  int listener = -1;
-  svr.set_socket_options([&listener](socket_t sock) {
-    httplib::default_socket_options(sock);
-    // Accepted sockets inherit it: without it a keep-alive client waits out Nagle against its
-    // delayed ACK (~40 ms) on every response, which the library sends in two writes.
-    const int on = 1;
-    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    listener = sock;
-  });
-  const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
+  http::Settings settings;
+  settings.threads = kThreads;
+  settings.max_payload = kMaxPayload;
+  const std::unique_ptr<http::Server> svr = http::make_server(settings, app.routes());
+  const int port = svr->bind(o.host, o.port);
   if (port < 0) throw InputError(fmt::format("serve: cannot listen on {}:{} (in use, or no such address)", o.host, o.port));
-  // The library listens with a backlog of 5: a page that opens many connections at once (or a
-  // burst of clients) would have some of them dropped by the kernel and stall for seconds. Calling
-  // listen() again on the socket raises the backlog.
-  if (listener >= 0) ::listen(listener, SOMAXCONN);
   const std::string shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   app.log(fmt::format("serving {} at http://{}:{}/ (Ctrl-C stops)", o.logdir, shown, port));
 
@@ -475,9 +458,9 @@ int serve(const ServeOptions& o) {
     int sig = 0;
     sigwait(&signals, &sig);
     app.stop();
-    svr.stop();
+    svr->stop();
   });
-  svr.listen_after_bind();
+  svr->listen();
   app.stop();
   // The waiter may still wait for a signal when the server stopped on its own: send it one.
   pthread_kill(waiter.native_handle(), SIGTERM);

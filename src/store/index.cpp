@@ -1,4 +1,5 @@
 // Finding the runs of a log directory and analysing the ones the history does not hold yet.
+#include <dlfcn.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <regex>
 
 #include "stepscope/diagnose.hpp"
@@ -20,6 +22,68 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::size_t kHashBlock = 1 << 20;
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += kDigits[p[i] >> 4];
+    out += kDigits[p[i] & 15];
+  }
+  return out;
+}
+
+// OpenSSL's SHA-256, from a libcrypto loaded on the first hash: linked, it was mapped and relocated
+// by every command (1.4 MiB resident before main) for the run history alone.
+class Sha256 {
+ public:
+  Sha256() : ctx_(lib().ctx_new()) {
+    if (!ctx_ || lib().init(ctx_, lib().sha256(), nullptr) != 1) throw InputError("SHA-256: libcrypto failed to start a digest");
+  }
+  ~Sha256() { lib().ctx_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, std::size_t n) { lib().update(ctx_, data, n); }
+  std::string hex_digest() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    lib().final(ctx_, md, &n);
+    return hex(md, n);
+  }
+
+ private:
+  struct Fns {
+    EVP_MD_CTX* (*ctx_new)();
+    void (*ctx_free)(EVP_MD_CTX*);
+    const EVP_MD* (*sha256)();
+    int (*init)(EVP_MD_CTX*, const EVP_MD*, ENGINE*);
+    int (*update)(EVP_MD_CTX*, const void*, std::size_t);
+    int (*final)(EVP_MD_CTX*, unsigned char*, unsigned int*);
+  };
+  static const Fns& lib() {
+    static const Fns fns = load();
+    return fns;
+  }
+  static Fns load() {
+    void* h = ::dlopen(STEPSCOPE_LIBCRYPTO, RTLD_NOW | RTLD_LOCAL);  // kept for the process's life
+    if (!h) throw InputError(std::string("the run history hashes files with OpenSSL's libcrypto: ") + ::dlerror());
+    auto sym = [h](const char* name) {
+      void* p = ::dlsym(h, name);
+      if (!p) throw InputError(std::string(STEPSCOPE_LIBCRYPTO) + " has no " + name);
+      return p;
+    };
+    Fns f{};
+    f.ctx_new = reinterpret_cast<decltype(f.ctx_new)>(sym("EVP_MD_CTX_new"));
+    f.ctx_free = reinterpret_cast<decltype(f.ctx_free)>(sym("EVP_MD_CTX_free"));
+    f.sha256 = reinterpret_cast<decltype(f.sha256)>(sym("EVP_sha256"));
+    f.init = reinterpret_cast<decltype(f.init)>(sym("EVP_DigestInit_ex"));
+    f.update = reinterpret_cast<decltype(f.update)>(sym("EVP_DigestUpdate"));
+    f.final = reinterpret_cast<decltype(f.final)>(sym("EVP_DigestFinal_ex"));
+    return f;
+  }
+  EVP_MD_CTX* ctx_;
+};
 
 bool is_trace_name(const std::string& name) {
   auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
@@ -105,22 +169,11 @@ void walk(const fs::path& dir, const fs::path& root, std::vector<RunInputs>& out
   for (const auto& d : subdirs) walk(d, root, out, depth + 1);
 }
 
-std::string hex(const unsigned char* p, std::size_t n) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += kDigits[p[i] >> 4];
-    out += kDigits[p[i] & 15];
-  }
-  return out;
-}
 
 std::string sha256_of_text(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr);
-  return hex(md, n);
+  Sha256 h;
+  h.update(text.data(), text.size());
+  return h.hex_digest();
 }
 
 std::string content_hash(Store& store, const std::string& path) {
@@ -191,19 +244,13 @@ std::vector<RunInputs> discover_runs(const std::string& logdir) {
 std::string file_sha256(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path + ": cannot read it");
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closing(f, std::fclose);
+  Sha256 h;
   std::string buf(kHashBlock, '\0');
   std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) EVP_DigestUpdate(ctx, buf.data(), n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  if (failed) throw InputError(path + ": read error");
-  return hex(md, len);
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), n);
+  if (std::ferror(f) != 0) throw InputError(path + ": read error");
+  return h.hex_digest();
 }
 
 namespace {
