@@ -170,9 +170,25 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   a.stability = compute_stability(a.partition);
 }
 
-// What reads the partition: the what-if replay, the footgun scan and the collectives' marks.
+// The host ops' roles, which only the partition reads, freed once it ran when the caller keeps
+// no event facts.
+void release_host_op_roles(const AnalyzeOptions& opts, RankFacts& f) {
+  if (!opts.keep_event_facts) std::vector<std::int8_t>().swap(f.event_role);
+}
+
+// The event stages, read last by the what-if replay and the drill-down's tables.
+void release_event_stages(const AnalyzeOptions& opts, RankFacts& f) {
+  if (!opts.keep_event_facts) std::vector<StageHint>().swap(f.event_stage);
+}
+
+// What reads the partition: the what-if replay, the footgun scan and the collectives' marks. The
+// replay's graph is the largest thing the analysis holds: when the caller keeps no event facts,
+// each event's step goes before it (the scan computes them again, 4 bytes an event, once the graph
+// is gone) and each host op's parent once it has read them.
 void analyze_partitioned(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
+  if (!opts.keep_event_facts) std::vector<std::int32_t>().swap(a.facts.event_steps.step);
   a.whatif = whatif::model_rank(rank, a.facts, a.partition, opts.whatif);
+  if (!opts.keep_event_facts) std::vector<std::uint32_t>().swap(a.facts.event_parent);
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_footguns(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
@@ -203,6 +219,8 @@ void analyze_facts_then_steps(const RankTrace& rank, const AnalyzeOptions& opts,
   ready.set_value();
   gpu_timeline_own_figures(rank, a.facts, GpuTimelineOptions{}, a.gpu_timeline);
   analyze_steps(rank, opts, a);
+  // The other thread reads only the event stages of these facts.
+  release_host_op_roles(opts, a.facts);
   analyze_partitioned(rank, opts, a);
 }
 
@@ -218,7 +236,9 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
     a.gpu_timeline = analyze_gpu_timeline(rank, a.facts, GpuTimelineOptions{}, view);
     analyze_drilldown_of(rank, opts, std::move(view), [&] { return drilldown_critical_path(rank, opts.drilldown, load); }, a);
     analyze_steps(rank, opts, a);
+    release_host_op_roles(opts, a.facts);
     analyze_partitioned(rank, opts, a);
+    release_event_stages(opts, a.facts);
     return a;
   }
   // Two threads split the work about evenly (1 GB benchmark trace: 1.0-1.2 s and 0.9 s). The
@@ -244,12 +264,14 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts) {
   // -j2 peaks at 238 MiB, not 264.
   const auto path_after_second = [&] {
     second.wait();
+    release_event_stages(opts, a.facts);  // the replay and the drill-down's tables have read them
     return path_now();
   };
   gpu_timeline_hta_figures(rank, a.facts, GpuTimelineOptions{}, view, a.gpu_timeline);
   analyze_drilldown_of(rank, opts, std::move(view),
                        path_apart ? std::function<CriticalPath()>([&] { return path.get(); }) : path_after_second, a);
   second.get();
+  release_event_stages(opts, a.facts);
   return a;
 }
 

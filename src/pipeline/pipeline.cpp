@@ -151,6 +151,7 @@ std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(c
   std::vector<std::vector<Taken>> per_file(listing.files.size());
   AnalyzeOptions one = opts.analyze;
   one.jobs = 1;  // the reader already runs a thread per file; the threads left over go to each rank
+  one.keep_event_facts = false;  // each trace goes once its rank is analysed
   one.rank_threads = rank_threads_for(opts.ingest.jobs, listing.files.size());
   ListingPlan plan = read_trace_files_each(std::move(listing), opts.ingest, [&](std::size_t f, std::size_t, RankTrace&& t) {
     if (t.events.size() == 0) {
