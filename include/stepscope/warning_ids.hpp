@@ -1,5 +1,5 @@
 // The registry of warnings: every warning a report prints beside its figures (a diff's
-// comparability, a memory snapshot's limits), once, with its stable string (docs/warnings.md),
+// comparability, a memory snapshot's limits, watch's and triage's notes), once, with its stable string (docs/warnings.md),
 // its severity and what raises it. A channel holds Warning values: the id, which code compares,
 // and the line in words, which the reports print as they always did. A new warning is one line
 // here and a row in docs/warnings.md's table (a test holds the two to each other).
@@ -38,7 +38,15 @@ constexpr std::string_view warning_severity_name(WarningSeverity s) { return s =
   /* stepscope memory: what a CUDA memory snapshot does not hold */                                                    \
   X(SnapshotEmpty, "snapshot_empty", Limits, "the snapshot holds no segment and no trace entry")                      \
   X(SnapshotNoHistory, "snapshot_no_history", Limits, "no allocation history: the dump's blocks only")                \
-  X(SnapshotNoBackward, "snapshot_no_backward", Limits, "no backward in a device's recording: steps are not visible")
+  X(SnapshotNoBackward, "snapshot_no_backward", Limits, "no backward in a device's recording: steps are not visible") \
+  /* stepscope watch and triage: what the sampling or the logs could not see */                                      \
+  X(NoGpuObserved, "no_gpu_observed", Limits, "no GPU observed (NVML unavailable, or no GPU log given): host side only") \
+  X(TargetExited, "target_exited", Info, "the watched process exited before the window ended")                       \
+  X(NoGpuContext, "no_gpu_context", Limits, "no watched process holds a GPU context: the GPUs seen are not judged")    \
+  X(UnknownLog, "unknown_log", Info, "a log in no format triage reads, ignored")                                      \
+  X(MalformedLogLines, "malformed_log_lines", Limits, "malformed lines of a log skipped")                              \
+  X(NoMatchingProcess, "no_matching_process", Limits, "no process in the host logs matches the job")                  \
+  X(NoCoreCount, "no_core_count", Limits, "the logs do not say how many cores the job had")
 
 STEPSCOPE_REGISTRY_ENUM(WarningId, STEPSCOPE_WARNINGS);
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "stepscope/warning_ids.hpp"
+
 namespace stepscope::watch {
 
 // ---------------------------------------------------------------------------------------------
@@ -121,7 +123,7 @@ struct Series {
   // Then a series in which no device is held has no GPU of this job in view; logs cannot tell.
   bool gpu_pids_matchable = false;
   std::string gpu_status;          // why GPUs are or are not in the samples
-  std::vector<std::string> notes;  // warnings from sampling or parsing, one line each
+  std::vector<Warning> notes;  // from sampling or parsing, one line each (stepscope/warning_ids.hpp)
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
   // holds is known to be someone else's.
   series.gpu_pids_matchable = gpu.available();
   series.gpu_status = gpu.status();
-  if (!gpu.available()) series.notes.push_back(gpu.status());
+  if (!gpu.available()) series.notes.push_back({WarningId::NoGpuObserved, gpu.status()});
 
   ProcSampler sampler(pid);
   auto start = Clock::now();
@@ -122,17 +122,17 @@ WatchResult run_watch(const WatchOptions& options, GpuSource& gpu, const std::at
     if (after > next + interval) next = after - interval;
   }
   if (result.target_exited)
-    series.notes.push_back(
-        fmt::format("the target exited after {:.1f} s",
-                    std::chrono::duration<double>(Clock::now() - start).count()));
+    series.notes.push_back({WarningId::TargetExited,
+                            fmt::format("the target exited after {:.1f} s",
+                                        std::chrono::duration<double>(Clock::now() - start).count())});
   if (gpu.available()) {
     bool matched = false;
     for (const auto& s : series.samples)
       for (const auto& g : s.gpus) matched |= !g.target_pids.empty();
     if (!matched && !series.samples.empty())
-      series.notes.push_back(
-          "no watched process holds a GPU context (or its pids are not visible from this PID "
-          "namespace); the GPUs seen are not judged as this job's, host side only");
+      series.notes.push_back({WarningId::NoGpuContext,
+                              "no watched process holds a GPU context (or its pids are not visible from this PID "
+                              "namespace); the GPUs seen are not judged as this job's, host side only"});
   }
   result.classification = classify(series);
   return result;

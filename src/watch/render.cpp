@@ -405,7 +405,7 @@ std::string render_summary(const Series& series, const Classification& c,
         h.max_processes, h.max_threads, h.top_thread_tid, sanitize(h.top_thread_comm),
         h.top_thread_demand_pct);
   }
-  std::vector<std::string> notes = series.notes;
+  const std::vector<std::string> notes = warning_texts(series.notes);
   if (!notes.empty()) {
     out += "\nnotes:\n";
     for (const auto& n : notes) out += fmt::format("  - {}\n", sanitize(n));
@@ -446,7 +446,7 @@ std::string render_json(const Series& series, const Classification& c, const std
               {"interval_s", series.interval_s},
               {"gpu_observed", series.gpu_observed},
               {"gpu_status", series.gpu_status},
-              {"notes", series.notes},
+              {"notes", warning_texts(series.notes)},
               {"verdict", finding_json(c.verdict)},
               {"gpu_in_view", c.gpu_in_view},
               {"gpu_side",

@@ -895,10 +895,10 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   }
   for (const auto& r : result.logs) {
     if (r.kind == LogKind::Unknown)
-      series.notes.push_back(fmt::format("{}: not a format triage reads; ignored", r.file));
+      series.notes.push_back({WarningId::UnknownLog, fmt::format("{}: not a format triage reads; ignored", r.file)});
     else if (r.malformed > 0)
-      series.notes.push_back(fmt::format("{}: {} malformed line(s) skipped, first {}", r.file,
-                                         r.malformed, r.problems.front()));
+      series.notes.push_back({WarningId::MalformedLogLines, fmt::format("{}: {} malformed line(s) skipped, first {}",
+                                                                        r.file, r.malformed, r.problems.front())});
   }
   bool host_logs = std::any_of(result.logs.begin(), result.logs.end(), [](const LogReport& r) {
     return r.kind == LogKind::Top || r.kind == LogKind::Pidstat;
@@ -906,9 +906,9 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   if (host_logs && std::none_of(host_samples.begin(), host_samples.end(), [](const Sample& s) {
         return s.host && !s.host->processes.empty();
       }))
-    series.notes.push_back(
-        o.pid ? fmt::format("no row for pid {} in the host logs", o.pid)
-              : "no process in the host logs matches the job's names; pass --pid or --match");
+    series.notes.push_back({WarningId::NoMatchingProcess,
+                            o.pid ? fmt::format("no row for pid {} in the host logs", o.pid)
+                                  : "no process in the host logs matches the job's names; pass --pid or --match"});
   // Host frames without a matching process still carry the system iowait, but judging the job
   // from them would call it idle: keep only frames that saw the job.
   host_samples.erase(
@@ -921,7 +921,7 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
                                     [](const Sample& s) { return !s.gpus.empty(); });
   series.gpu_status =
       series.gpu_observed ? "from nvidia-smi logs" : "no GPU log given; host side only";
-  if (!series.gpu_observed) series.notes.push_back(series.gpu_status);
+  if (!series.gpu_observed) series.notes.push_back({WarningId::NoGpuObserved, series.gpu_status});
   series.interval_s = o.interval_s;
   series.target.pid = o.pid;
   if (o.cpus)
@@ -929,9 +929,9 @@ TriageResult triage_logs(const std::vector<std::pair<std::string, std::string>>&
   else if (cpus_seen)
     series.target.online_cpus = *cpus_seen;
   else if (host_logs)
-    series.notes.push_back(
-        "the logs do not say how many cores the job had; pass --cpus N to judge "
-        "saturation and oversubscription");
+    series.notes.push_back({WarningId::NoCoreCount,
+                            "the logs do not say how many cores the job had; pass --cpus N to judge "
+                            "saturation and oversubscription"});
   result.classification = classify(series);
   return result;
 }

@@ -223,7 +223,7 @@ TEST(Watch, StartedCommandEndsTheWatchWhenItExits) {
   EXPECT_EQ(result.series.target.command, "sh -c sleep 0.5");
   EXPECT_EQ(wait_for_command(result.launched), 0);
   ASSERT_FALSE(result.series.notes.empty());
-  EXPECT_EQ(result.series.notes.front(), "off");
+  EXPECT_EQ(result.series.notes.front(), (stepscope::Warning{stepscope::WarningId::NoGpuObserved, "off"}));
 }
 
 TEST(Watch, StopFlagEndsTheWatchEarly) {

@@ -15,7 +15,7 @@ Series pegged_series() {
   s.target.command = "python train.py";
   s.target.online_cpus = 8;
   s.gpu_status = "no NVIDIA driver: test";
-  s.notes.push_back(s.gpu_status);
+  s.notes.push_back({stepscope::WarningId::NoGpuObserved, s.gpu_status});
   for (int i = 0; i < 4; ++i) {
     Sample x;
     x.t_s = i;

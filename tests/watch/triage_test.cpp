@@ -197,7 +197,8 @@ TEST(TriageDmon, SawtoothAloneIsUnderfed) {
   EXPECT_DOUBLE_EQ(*t.classification.gpus[0].swing_share, 1.0);
   // The truncated line is reported, not fatal.
   ASSERT_FALSE(t.series.notes.empty());
-  EXPECT_NE(t.series.notes[0].find("1 malformed"), std::string::npos) << t.series.notes[0];
+  EXPECT_EQ(t.series.notes[0].id, stepscope::WarningId::MalformedLogLines);
+  EXPECT_NE(t.series.notes[0].text.find("1 malformed"), std::string::npos) << t.series.notes[0].text;
 }
 
 TEST(TriageDmon, CsvFormWithTimeColumnIsGpuBound) {
@@ -452,7 +453,7 @@ TEST(Triage, UnknownExtraLogIsNotedNotFatal) {
   auto t = triage({{"dmon.csv", kDmonCsvTimed}, {"notes.txt", "hello\n"}});
   EXPECT_EQ(t.classification.verdict.rule, "gpu-bound");
   bool noted = false;
-  for (const auto& n : t.series.notes) noted |= n.find("notes.txt") != std::string::npos;
+  for (const auto& n : t.series.notes) noted |= n.id == stepscope::WarningId::UnknownLog && n.text.find("notes.txt") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
