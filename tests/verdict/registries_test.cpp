@@ -1,5 +1,6 @@
-// Levers, footguns and finding kinds are registries: ids and stable strings one to one, and the
-// docs list exactly what the registries hold (docs/levers.md, docs/footguns.md).
+// Levers, footguns, warnings and finding kinds are registries: ids and stable strings one to one,
+// and the docs list exactly what the registries hold (docs/levers.md, docs/footguns.md,
+// docs/warnings.md).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -12,25 +13,26 @@
 namespace stepscope {
 namespace {
 
-TEST(Registries, LeverIdsAndStringsAreOneToOne) {
+// Each row of a registry at the index of its id (the *_info lookups index so), its stable string
+// once and found again, its line not empty.
+template <auto Id, auto Line, class Row, std::size_t N, class Find>
+void expect_one_to_one(const Row (&rows)[N], Find find) {
   std::set<std::string_view> names;
-  for (std::size_t k = 0; k < std::size(kLevers); ++k) {
-    EXPECT_EQ(static_cast<std::size_t>(kLevers[k].id), k);  // lever_info indexes by id
-    EXPECT_TRUE(names.insert(kLevers[k].name).second) << kLevers[k].name;
-    EXPECT_FALSE(kLevers[k].what.empty());
-    EXPECT_EQ(find_lever(kLevers[k].name), kLevers[k].id);
+  for (std::size_t k = 0; k < N; ++k) {
+    EXPECT_EQ(static_cast<std::size_t>(rows[k].*Id), k) << rows[k].name;
+    EXPECT_TRUE(names.insert(rows[k].name).second) << rows[k].name;
+    EXPECT_FALSE((rows[k].*Line).empty()) << rows[k].name;
+    EXPECT_EQ(find(rows[k].name), rows[k].*Id) << rows[k].name;
   }
+}
+
+TEST(Registries, LeverIdsAndStringsAreOneToOne) {
+  expect_one_to_one<&LeverInfo::id, &LeverInfo::what>(kLevers, find_lever);
   EXPECT_EQ(find_lever("num workers"), std::nullopt);
 }
 
 TEST(Registries, FootgunIdsAndStringsAreOneToOne) {
-  std::set<std::string_view> names;
-  for (std::size_t k = 0; k < std::size(kFootguns); ++k) {
-    EXPECT_EQ(static_cast<std::size_t>(kFootguns[k].id), k);
-    EXPECT_TRUE(names.insert(kFootguns[k].name).second) << kFootguns[k].name;
-    EXPECT_FALSE(kFootguns[k].what.empty());
-    EXPECT_EQ(find_footgun(kFootguns[k].name), kFootguns[k].id);
-  }
+  expect_one_to_one<&FootgunInfo::id, &FootgunInfo::what>(kFootguns, find_footgun);
 }
 
 // docs/levers.md's table: each lever once, with the registry's words for what it changes and the
@@ -67,13 +69,7 @@ TEST(Registries, FootgunDocsListExactlyTheRegistry) {
 }
 
 TEST(Registries, WarningIdsAndStringsAreOneToOne) {
-  std::set<std::string_view> names;
-  for (std::size_t k = 0; k < std::size(kWarnings); ++k) {
-    EXPECT_EQ(static_cast<std::size_t>(kWarnings[k].id), k);  // warning_info indexes by id
-    EXPECT_TRUE(names.insert(kWarnings[k].name).second) << kWarnings[k].name;
-    EXPECT_FALSE(kWarnings[k].when.empty());
-    EXPECT_EQ(find_warning(kWarnings[k].name), kWarnings[k].id);
-  }
+  expect_one_to_one<&WarningInfo::id, &WarningInfo::when>(kWarnings, find_warning);
   EXPECT_EQ(find_warning("gpu models differ"), std::nullopt);
 }
 
