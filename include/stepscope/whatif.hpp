@@ -24,6 +24,12 @@
 
 namespace stepscope::whatif {
 
+// A device not in the GPU table has no peaks to scale by: its fp32 matmuls are held to this
+// speedup, plus casts of a few percent of their old time. A precision lever the graph does not
+// replay predicts by the same rule.
+inline constexpr double kUnknownDeviceMatmulCut = 3;
+inline constexpr double kUnknownDeviceCastShare = 0.03;
+
 // A change a user asks the replay about (`stepscope whatif --set ...`).
 enum class ChangeKind : std::uint8_t {
   KernelScale,    // kernels:CLASS=0.5x: kernels of a class take that factor of their time

@@ -37,6 +37,10 @@ void add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& lever
 // Footgun findings measured their own gains: their levers take those numbers (and levers the
 // catalogue lacks join it); the ranking is redone.
 void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound);
+// Precision levers move kernels to the device's roofline, which bounds them: their bound is the
+// whole fp32 math time gone, and a finding's guess of their gain (half the SIMT GEMM time) neither
+// narrows it nor holds the replay's prediction.
+bool physics_bounded(LeverId id);
 // Fills each lever's prediction from the ranks' what-if replays (the Amdahl bound where no graph
 // change models it); a lever already in place stops applying.
 void add_predictions(const AnalysisResult& r, std::vector<Lever>& levers);

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "diagnose/diagnose_internal.hpp"
+#include "stepscope/whatif.hpp"
 
 namespace stepscope {
 namespace {
@@ -81,11 +82,6 @@ double amdahl_limit(const Lever& l) {
   return l.target_ns > 0 && l.step_ns > l.target_ns ? l.step_ns / (l.step_ns - l.target_ns) : l.speedup;
 }
 
-// Precision levers move kernels to the device's roofline, which bounds them: the fp32-GEMM
-// finding that names them sets their target to its own guess of the gain (half the SIMT GEMM
-// time), no bound on what the tensor cores give. Example: a V100 pair whose GEMMs gain 8x measured
-// 5.0x, where the finding's half would hold the lever to 1.85x.
-bool physics_bounded(LeverId id) { return id == LeverId::AmpBf16 || id == LeverId::AmpFp16 || id == LeverId::Tf32; }
 
 // A predicted gain under this share of the step is none.
 constexpr double kMinPredictedGain = 0.01;
@@ -109,6 +105,15 @@ bool job_gated(const AnalysisResult& r, const Lever& l) {
   return r.job.whatif.present && (l.id == LeverId::DdpBuckets || l.id == LeverId::FsdpPrefetch);
 }
 
+// A lever the graph does not model predicts its Amdahl bound; a precision lever, whose bound is all
+// of its fp32 math gone, the matmuls at the replay's rule for a device without peaks.
+// Example: 5.81 s of fp32 GEMMs in a 13.3 s step: bound 1.77x, predicted 13.3 / (13.3 - 5.81 x 0.64) = 1.39x.
+double unreplayed_prediction(const Lever& l) {
+  if (!diagnose_detail::physics_bounded(l.id) || l.step_ns <= 0) return l.speedup;
+  const double cut = 1 - 1 / whatif::kUnknownDeviceMatmulCut - whatif::kUnknownDeviceCastShare;
+  return l.step_ns / (l.step_ns - l.removable_ns * cut);
+}
+
 void predict(const AnalysisResult& r, Lever& l, double error) {
   if (const whatif::JobLever* jl = r.job.whatif.present ? whatif::find_job_lever(r.job.whatif, l.id) : nullptr)
     return predict_from_job(r, l, *jl, error);
@@ -116,11 +121,14 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   if (job_gated(r, l) && j.slowest > 0) j.predicted = j.slowest * static_cast<double>(r.ranks.size());
   if (!j.any || j.step <= 0) {
     l.predicted_replayed = false;
-    l.predicted_speedup = l.speedup;
+    l.predicted_speedup = unreplayed_prediction(l);
     l.predicted_step_ns = l.step_ns / std::max(l.speedup, 1e-9);
     l.predicted_speedup_lo = 1;
     l.predicted_speedup_hi = l.speedup;
-    l.prediction_basis = "no change of the step graph models this lever: the prediction is its Amdahl bound";
+    l.prediction_basis = diagnose_detail::physics_bounded(l.id) && l.removable_ns > 0
+                             ? fmt::format("no replay of this device's kernels: its fp32 matmuls held to {:.0f}x",
+                                           whatif::kUnknownDeviceMatmulCut)
+                             : "no change of the step graph models this lever: the prediction is its Amdahl bound";
     return;
   }
   l.predicted_replayed = true;
@@ -137,7 +145,7 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   // graphs act on the host time left once the allocator churn is fixed); where the replay predicts
   // more, the basis says so. Example: respawned workers (3.56x replayed) are held to the respawn
   // finding's 3.45x, the stalls and the slower steps in their wake.
-  const double bound = physics_bounded(l.id) ? std::numeric_limits<double>::infinity() : std::max(amdahl_limit(l), l.speedup);
+  const double bound = diagnose_detail::physics_bounded(l.id) ? std::numeric_limits<double>::infinity() : std::max(amdahl_limit(l), l.speedup);
   if (j.step / j.predicted > bound * (1 + kMinPredictedGain))
     l.prediction_basis += fmt::format("; the replay predicts {:.2f}x, held to the {:.2f}x bound of what the lever "
                                       "acts on",
@@ -162,6 +170,12 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
 }
 
 }  // namespace
+
+// Example: a V100 pair whose GEMMs gain 8x measured 5.0x, where the finding's half would hold the
+// lever to 1.85x.
+bool diagnose_detail::physics_bounded(LeverId id) {
+  return id == LeverId::AmpBf16 || id == LeverId::AmpFp16 || id == LeverId::Tf32;
+}
 
 void diagnose_detail::add_predictions(const AnalysisResult& r, std::vector<Lever>& levers) {
   const double error = mean_replay_error(r);

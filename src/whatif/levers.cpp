@@ -21,10 +21,6 @@ constexpr ns_t kWorkerHandoff = 100'000;
 constexpr ns_t kReadyBatchFetch = 1'000'000;
 // An epoch's first fetch counts as a respawn stall when it is this many times the median wait.
 constexpr double kRespawnFactor = 5;
-// A device not in the GPU table has no peaks to scale by: its fp32 matmuls are held to this
-// speedup, plus casts of a few percent of their old time.
-constexpr double kUnknownDeviceMatmulCut = 3;
-constexpr double kUnknownDeviceCastShare = 0.03;
 // A fused optimizer runs one kernel per parameter group, not a few per parameter.
 constexpr double kFusedOptimizerCut = 0.3;
 // torch.compile fuses pointwise chains: about half of elementwise/norm time.
