@@ -5,7 +5,7 @@
 // summary writes each detector's evidence through its fields(), under its name.
 //
 // The judgement returns a plain FootgunJudgement; the diagnose module turns it into a finding
-// and re-ranks its lever (docs/architecture.md, "Footgun detectors").
+// and re-ranks its lever (docs/architecture.md, "Registries, and adding to them"; docs/extending.md).
 #pragma once
 
 #include <array>
