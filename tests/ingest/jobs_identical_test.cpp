@@ -26,7 +26,9 @@ std::string slurp(const fs::path& p) {
 class JobsIdentical : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(STEPSCOPE_BINARY_DIR) / "jobs_identical_test";
+    // A folder per test: ctest runs the tests of this file as separate processes, side by side.
+    dir_ = fs::path(STEPSCOPE_BINARY_DIR) /
+           ("jobs_identical_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
