@@ -3,8 +3,10 @@
 // docs/warnings.md).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "doc_tables.hpp"
 #include "stepscope/verdict.hpp"
@@ -26,6 +28,26 @@ void expect_one_to_one(const Row (&rows)[N], Find find) {
   }
 }
 
+// The registered id a row of a docs table names: one code in its first cell, each code in one row
+// only (seen collects them); nullopt, with a failure, otherwise.
+template <class Id>
+std::optional<Id> documented_id(const std::vector<std::string>& row, std::size_t columns,
+                                std::optional<Id> (*find)(std::string_view), std::set<std::string>& seen) {
+  if (row.size() < columns) {
+    ADD_FAILURE() << "a row of " << row.size() << " cells: " << (row.empty() ? "" : row[0]);
+    return std::nullopt;
+  }
+  const std::set<std::string> codes = test::codes_in(row[0]);
+  if (codes.size() != 1) {
+    ADD_FAILURE() << row[0] << ": not one code";
+    return std::nullopt;
+  }
+  EXPECT_TRUE(seen.insert(*codes.begin()).second) << row[0] << " in two rows";
+  const std::optional<Id> id = find(*codes.begin());
+  EXPECT_TRUE(id) << row[0] << " is not registered";
+  return id;
+}
+
 TEST(Registries, LeverIdsAndStringsAreOneToOne) {
   expect_one_to_one<&LeverInfo::id, &LeverInfo::what>(kLevers, find_lever);
   EXPECT_EQ(find_lever("num workers"), std::nullopt);
@@ -38,33 +60,24 @@ TEST(Registries, FootgunIdsAndStringsAreOneToOne) {
 // docs/levers.md's table: each lever once, with the registry's words for what it changes and the
 // time it acts on.
 TEST(Registries, LeverDocsListExactlyTheRegistry) {
-  const auto rows = test::doc_table("levers.md", "| lever | what it changes |");
-  ASSERT_EQ(rows.size(), std::size(kLevers));
-  for (const auto& row : rows) {
-    ASSERT_GE(row.size(), 3u);
-    const std::set<std::string> codes = test::codes_in(row[0]);
-    ASSERT_EQ(codes.size(), 1u) << row[0];
-    const std::optional<LeverId> id = find_lever(*codes.begin());
-    ASSERT_TRUE(id) << row[0] << " is not registered";
-    EXPECT_EQ(row[1], lever_info(*id).what) << row[0];
-    EXPECT_EQ(row[2], lever_time_label(lever_info(*id).acts_on)) << row[0];
-  }
+  std::set<std::string> documented;
+  for (const auto& row : test::doc_table("levers.md", "| lever | what it changes |"))
+    if (const std::optional<LeverId> id = documented_id(row, 3, find_lever, documented)) {
+      EXPECT_EQ(row[1], lever_info(*id).what) << row[0];
+      EXPECT_EQ(row[2], lever_time_label(lever_info(*id).acts_on)) << row[0];
+    }
+  EXPECT_EQ(documented.size(), std::size(kLevers));
 }
 
 // docs/footguns.md's detector table: each footgun once, with the lever the registry gives it
 // first in its lever column.
 TEST(Registries, FootgunDocsListExactlyTheRegistry) {
   std::set<std::string> documented;
-  for (const auto& row : test::doc_table("footguns.md", "| id | signature in the trace | gain | lever |")) {
-    ASSERT_GE(row.size(), 4u);
-    const std::set<std::string> codes = test::codes_in(row[0]);
-    ASSERT_EQ(codes.size(), 1u) << row[0];
-    const std::optional<FootgunId> id = find_footgun(*codes.begin());
-    ASSERT_TRUE(id) << row[0] << " is not registered";
-    EXPECT_TRUE(documented.insert(*codes.begin()).second) << row[0];
-    const std::string lever(lever_name(footgun_info(*id).lever));
-    EXPECT_EQ(row[3].rfind("`" + lever + "`", 0), 0u) << row[0] << ": the registry's lever is " << lever;
-  }
+  for (const auto& row : test::doc_table("footguns.md", "| id | signature in the trace | gain | lever |"))
+    if (const std::optional<FootgunId> id = documented_id(row, 4, find_footgun, documented)) {
+      const std::string lever(lever_name(footgun_info(*id).lever));
+      EXPECT_EQ(row[3].rfind("`" + lever + "`", 0), 0u) << row[0] << ": the registry's lever is " << lever;
+    }
   EXPECT_EQ(documented.size(), std::size(kFootguns));
 }
 
@@ -75,19 +88,13 @@ TEST(Registries, WarningIdsAndStringsAreOneToOne) {
 
 // docs/warnings.md's table: each warning once, with the registry's severity and words.
 TEST(Registries, WarningDocsListExactlyTheRegistry) {
-  const auto rows = test::doc_table("warnings.md", "| warning | severity | when |");
-  ASSERT_EQ(rows.size(), std::size(kWarnings));
   std::set<std::string> documented;
-  for (const auto& row : rows) {
-    ASSERT_GE(row.size(), 3u);
-    const std::set<std::string> codes = test::codes_in(row[0]);
-    ASSERT_EQ(codes.size(), 1u) << row[0];
-    const std::optional<WarningId> id = find_warning(*codes.begin());
-    ASSERT_TRUE(id) << row[0] << " is not registered";
-    EXPECT_TRUE(documented.insert(*codes.begin()).second) << row[0];
-    EXPECT_EQ(row[1], warning_severity_name(warning_info(*id).severity)) << row[0];
-    EXPECT_EQ(row[2], warning_info(*id).when) << row[0];
-  }
+  for (const auto& row : test::doc_table("warnings.md", "| warning | severity | when |"))
+    if (const std::optional<WarningId> id = documented_id(row, 3, find_warning, documented)) {
+      EXPECT_EQ(row[1], warning_severity_name(warning_info(*id).severity)) << row[0];
+      EXPECT_EQ(row[2], warning_info(*id).when) << row[0];
+    }
+  EXPECT_EQ(documented.size(), std::size(kWarnings));
 }
 
 // A finding renders its id and sentence from its typed fields: the footgun's name, the rank
