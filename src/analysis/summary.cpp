@@ -181,15 +181,16 @@ void release_event_stages(const AnalyzeOptions& opts, RankFacts& f) {
   if (!opts.keep_event_facts) std::vector<StageHint>().swap(f.event_stage);
 }
 
-// What reads the partition: the what-if replay, the footgun scan and the collectives' marks. The
-// replay's graph is the largest thing the analysis holds: when the caller keeps no event facts,
-// each event's step goes before it (the scan computes them again, 4 bytes an event, once the graph
-// is gone) and each host op's parent once it has read them.
+// What reads the partition: the footgun scan, the what-if replay and the collectives' marks. The
+// replay's graph is the largest thing the analysis holds: the scan, the last reader of each
+// event's step, runs first, so that when the caller keeps no event facts the steps go before the
+// graph is built (computed again for the scan, they cost a pass over the events); each host op's
+// parent goes once the replay has read them.
 void analyze_partitioned(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
+  if (a.partition.steady_steps) a.footgun_scan = footgun::scan_footguns(rank, a.facts, a.partition);
   if (!opts.keep_event_facts) std::vector<std::int32_t>().swap(a.facts.event_steps.step);
   a.whatif = whatif::model_rank(rank, a.facts, a.partition, opts.whatif);
   if (!opts.keep_event_facts) std::vector<std::uint32_t>().swap(a.facts.event_parent);
-  if (a.partition.steady_steps) a.footgun_scan = footgun::scan_footguns(rank, a.facts, a.partition);
   a.collectives = collective_marks(rank, a.facts, a.partition, rank.base_time_ns.value_or(0));
 }
 
