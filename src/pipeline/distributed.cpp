@@ -17,7 +17,12 @@
 #include "stepscope/error.hpp"
 
 #ifdef STEPSCOPE_WITH_MPI
-#include <mpi.h>
+#include "pipeline/mpi_transport.hpp"
+#include "stepscope/plugin.hpp"
+#endif
+
+#ifndef STEPSCOPE_MPI_PLUGIN_FROM_BIN
+#define STEPSCOPE_MPI_PLUGIN_FROM_BIN "../lib/stepscope"
 #endif
 
 namespace stepscope {
@@ -75,23 +80,31 @@ bool mpi_built() { return true; }
 
 namespace {
 
+// The plugin's transport, loaded on first use. Global: OpenMPI loads components of its own that
+// look its symbols up in the global scope.
+mpi::Transport& transport() {
+  static mpi::Transport* const t = reinterpret_cast<mpi::TransportFn>(
+      plugin_entry("libstepscope_mpi.so", STEPSCOPE_MPI_PLUGIN_FROM_BIN, mpi::kTransportSymbol, RTLD_NOW | RTLD_GLOBAL,
+                   "analyze under an MPI launcher: cannot load MPI"))();
+  return *t;
+}
+
 // MPI for the lifetime of one distributed analysis, stopped however it ends.
 class MpiScope {
  public:
-  MpiScope() {
-    int ready = 0;
-    MPI_Initialized(&ready);
-    if (!ready) MPI_Init(nullptr, nullptr);
-    MPI_Comm_rank(MPI_COMM_WORLD, &process_);
-    MPI_Comm_size(MPI_COMM_WORLD, &processes_);
+  MpiScope() : mpi_(transport()) {
+    mpi_.start();
+    process_ = mpi_.process();
+    processes_ = mpi_.processes();
   }
-  ~MpiScope() { MPI_Finalize(); }
+  ~MpiScope() { mpi_.finish(); }
   MpiScope(const MpiScope&) = delete;
   MpiScope& operator=(const MpiScope&) = delete;
   int process() const { return process_; }
   int processes() const { return processes_; }
 
  private:
+  mpi::Transport& mpi_;
   int process_ = 0, processes_ = 1;
 };
 
@@ -106,28 +119,28 @@ struct Part {
 constexpr std::size_t kChunk = std::size_t{1} << 30;
 
 void send_bytes(const std::string& bytes) {
-  long long size = static_cast<long long>(bytes.size());
-  MPI_Send(&size, 1, MPI_LONG_LONG, 0, 0, MPI_COMM_WORLD);
+  const long long size = static_cast<long long>(bytes.size());
+  transport().send(&size, 1, 0, 0);
   for (std::size_t at = 0; at < bytes.size(); at += kChunk) {
     const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
-    MPI_Send(bytes.data() + at, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    transport().send(bytes.data() + at, n, 0, 1);
   }
 }
 
 std::string receive_bytes(int from) {
   long long size = 0;
-  MPI_Recv(&size, 1, MPI_LONG_LONG, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  transport().receive(&size, 1, from, 0);
   std::string bytes(static_cast<std::size_t>(size), '\0');
   for (std::size_t at = 0; at < bytes.size(); at += kChunk) {
     const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
-    MPI_Recv(bytes.data() + at, n, MPI_CHAR, from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    transport().receive(bytes.data() + at, n, from, 1);
   }
   return bytes;
 }
 
 void send_part(const Part& p) {
-  long long header[2] = {p.ok ? 1 : 0, static_cast<long long>(p.pieces.size())};
-  MPI_Send(header, 2, MPI_LONG_LONG, 0, 2, MPI_COMM_WORLD);
+  const long long header[2] = {p.ok ? 1 : 0, static_cast<long long>(p.pieces.size())};
+  transport().send(header, 2, 0, 2);
   for (const auto& piece : p.pieces) send_bytes(piece);
 }
 
@@ -198,11 +211,11 @@ Plan decode_plan(const std::string& text) {
 Plan broadcast_plan(const std::vector<std::string>& paths, int process) {
   std::string text = process == 0 ? encode_plan(list_on_root(paths)) : std::string();
   long long size = static_cast<long long>(text.size());
-  MPI_Bcast(&size, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  transport().broadcast(&size, 1);
   text.resize(static_cast<std::size_t>(size));
   for (std::size_t at = 0; at < text.size(); at += kChunk) {
     const int n = static_cast<int>(std::min(kChunk, text.size() - at));
-    MPI_Bcast(text.data() + at, n, MPI_CHAR, 0, MPI_COMM_WORLD);
+    transport().broadcast(text.data() + at, n);
   }
   return decode_plan(text);
 }
@@ -255,18 +268,15 @@ int peer_timeout_s() {
                "report would miss its ranks (STEPSCOPE_MPI_TIMEOUT_S sets the wait)\n",
                from, waited_s);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  std::abort();
+  transport().abort(2);
+  std::abort();  // not reached
 }
 
 Header receive_header_in_time(int from, int timeout_s) {
   long long header[2] = {0, 0};
-  MPI_Request request;
-  MPI_Irecv(header, 2, MPI_LONG_LONG, from, 2, MPI_COMM_WORLD, &request);
+  const std::function<bool()> arrived = transport().receive_later(header, 2, from, 2);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  for (int done = 0;;) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) break;
+  while (!arrived()) {
     if (std::chrono::steady_clock::now() > deadline) abort_for_missing_peer(from, timeout_s);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

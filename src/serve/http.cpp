@@ -1,12 +1,9 @@
 // Our side of the HTTP interface, and the loading of the server plugin.
 #include "serve/http.hpp"
 
-#include <dlfcn.h>
-
-#include <filesystem>
 #include <strings.h>
 
-#include "stepscope/error.hpp"
+#include "stepscope/plugin.hpp"
 
 #ifndef STEPSCOPE_HTTP_PLUGIN_FROM_BIN
 #define STEPSCOPE_HTTP_PLUGIN_FROM_BIN "../lib/stepscope"
@@ -40,29 +37,9 @@ void Response::set_content_provider(std::size_t size, const std::string& content
 
 namespace {
 
-constexpr const char* kPlugin = "libstepscope_http.so";
-
-// Beside the binary (the build folder), then in the library folder an install puts it in.
-std::vector<std::filesystem::path> plugin_candidates() {
-  std::error_code ec;
-  const auto bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-  if (ec) return {kPlugin};
-  return {bin / kPlugin, bin / STEPSCOPE_HTTP_PLUGIN_FROM_BIN / kPlugin};
-}
-
 MakeServerFn load_plugin() {
-  std::string why;
-  for (const auto& path : plugin_candidates()) {
-    void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept open for the process's life
-    if (!lib) {
-      if (why.empty() || std::filesystem::exists(path)) why = ::dlerror();
-      continue;
-    }
-    if (auto* make = reinterpret_cast<MakeServerFn>(::dlsym(lib, kMakeServerSymbol))) return make;
-    why = path.string() + ": no " + kMakeServerSymbol;
-  }
-  throw InputError("serve: cannot load the HTTP server (" + std::string(kPlugin) + ", beside the binary or in " +
-                   STEPSCOPE_HTTP_PLUGIN_FROM_BIN + " from it): " + why);
+  return reinterpret_cast<MakeServerFn>(plugin_entry("libstepscope_http.so", STEPSCOPE_HTTP_PLUGIN_FROM_BIN, kMakeServerSymbol,
+                                                     RTLD_NOW | RTLD_LOCAL, "serve: cannot load the HTTP server"));
 }
 
 }  // namespace
