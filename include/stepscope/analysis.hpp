@@ -65,7 +65,7 @@ struct IngestSummary {
   std::uint64_t bytes_read = 0;
   bool truncated = false;
   std::uint64_t bytes_lost = 0;
-  std::vector<std::string> warnings;
+  std::vector<IngestWarning> warnings;
 };
 
 // Everything the analysis of one rank produced, before the ranks are put side by side: what the
@@ -95,7 +95,7 @@ struct RankAnalysis {
 
 // What is about the set of ranks rather than any one of them.
 struct JobAnalysis {
-  std::vector<std::string> warnings;  // about the set of ranks (Trace::warnings)
+  std::vector<IngestWarning> warnings;  // about the set of ranks (Trace::warnings)
   // Every trust warning, trace-level (facts) then step-level (partition), rank by rank, then the
   // job's own (partial job, separate runs): what limits the conclusions. Reports show it before
   // the verdict. Job-level because its order and grouping are the job's; each warning names its rank.
@@ -160,7 +160,7 @@ RankAnalysis analyze_rank(const RankTrace& rank, const AnalyzeOptions& opts = {}
 // The ranks side by side: the rank comparison, the run kind and trust checks that need a rank's
 // steps, and the job's trust list. `ranks` must be in rank order; `warnings` are about the set
 // of ranks (Trace::warnings). Every rank's slot moves into the result.
-AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings);
+AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<IngestWarning> warnings);
 
 // The step partition's invariants (each step's categories sum to it, no negative time, the mean
 // step likewise), checked on a combined result: each violation becomes an `invariant_violated` trust

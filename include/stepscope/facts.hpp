@@ -212,11 +212,12 @@ DeviceModel device_model(const RankTrace& t);
 // ---------------------------------------------------------------------------------------------
 // Trust: what limits the conclusions a trace supports.
 
-// One warning. `code` is the stable string of a registered TrustCode (stepscope/trust_codes.hpp:
-// cold_start, incomplete_gpu_records, few_steps, ...). `figures` are the numbers behind it, by name.
+// One warning. `code` is its registered TrustCode (stepscope/trust_codes.hpp: ColdStart,
+// IncompleteGpuRecords, FewSteps, ...), which reports spell by its stable string. `figures` are the
+// numbers behind it, by name.
 struct TrustWarning {
-  std::string code;
-  bool is(TrustCode c) const { return code == trust_code_name(c); }
+  TrustCode code = TrustCode::NoStepMarkers;
+  bool is(TrustCode c) const { return code == c; }
   TrustSeverity severity = TrustSeverity::Info;
   int rank = 0;
   std::string text;     // what was seen, in words
@@ -226,8 +227,11 @@ struct TrustWarning {
 
 struct Trust {
   std::vector<TrustWarning> warnings;
-  bool has(std::string_view code) const;
-  bool has(TrustCode code) const { return has(trust_code_name(code)); }
+  bool has(TrustCode code) const { return find(code) != nullptr; }
+  const TrustWarning* find(TrustCode code) const;
+  // By the stable string, for codes read from outside (a ground truth, the command line); an
+  // unregistered string is found nowhere.
+  bool has(std::string_view code) const { return find(code) != nullptr; }
   const TrustWarning* find(std::string_view code) const;
   bool blocks() const;  // any warning that leaves the verdict inconclusive
 };

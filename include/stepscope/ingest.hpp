@@ -29,7 +29,7 @@ struct FoundFile {
 // warning naming the entry and the reason.
 struct FileListing {
   std::vector<FoundFile> files;
-  std::vector<std::string> warnings;
+  std::vector<IngestWarning> warnings;
   // One process's share of a listing that others read the rest of: a share without a trace (only
   // files that hold none, or only empty ones) is then no error here; the whole decides.
   bool share = false;
@@ -39,11 +39,6 @@ struct FileListing {
 // needs to know of each (a directory's JSON file that holds no trace is skipped, a named one is
 // refused). Throws as expand_trace_paths.
 FileListing list_trace_files(const std::vector<std::string>& paths);
-
-// The reader's warning when some ranks were numbered in file order (no distributedInfo.rank, no
-// rank-N in the file name); a merge of summaries that renumbers such ranks says it anew.
-inline constexpr const char* kFileOrderRanksWarning =
-    "some traces name no rank (no distributedInfo.rank, no rank-N in the file name): numbered them in file order";
 
 // Expands the user's paths: a trace file, or a directory holding one trace per rank
 // (*.json, *.json.gz, *.sqlite). Throws InputError for a named path that is missing or cannot be
@@ -79,7 +74,7 @@ struct RankPlace {
   RankTrace::RankSource source = RankTrace::RankSource::FileOrder;
 };
 struct ListingPlan {
-  std::vector<std::string> warnings;          // the listing's, then the reading's
+  std::vector<IngestWarning> warnings;        // the listing's, then the reading's
   std::vector<std::vector<RankPlace>> files;  // per file of the listing, per rank it held in read order
 };
 

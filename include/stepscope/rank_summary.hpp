@@ -19,12 +19,12 @@
 
 namespace stepscope {
 
-inline constexpr const char* kSummarySchema = "stepscope.summary/10";
+inline constexpr const char* kSummarySchema = "stepscope.summary/11";
 
 // The ranks one run analysed and its warnings about the set of ranks (Trace::warnings).
 struct SummaryFile {
   std::vector<RankAnalysis> ranks;
-  std::vector<std::string> warnings;
+  std::vector<IngestWarning> warnings;
 };
 
 // The bytes of a summary file. Never throws for a well-formed SummaryFile.

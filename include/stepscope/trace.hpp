@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "stepscope/id_map.hpp"
+#include "stepscope/ingest_warning.hpp"
 
 namespace stepscope {
 
@@ -612,7 +613,7 @@ struct RankTrace {
   std::uint64_t bytes_read = 0;       // uncompressed JSON bytes consumed
   std::uint64_t bytes_lost = 0;       // bytes after the last complete event of a truncated file
   bool truncated = false;
-  std::vector<std::string> warnings;
+  std::vector<IngestWarning> warnings;
 
   std::string_view str(StrId id) const { return strings.view(id); }
   std::string_view name_of(std::size_t i) const { return strings.view(events.name[i]); }
@@ -644,7 +645,7 @@ int rank_in_process_name(std::string_view name);
 // A whole job: every rank read, in rank order.
 struct Trace {
   std::vector<RankTrace> ranks;
-  std::vector<std::string> warnings;  // about the set as a whole (rank numbering, ...)
+  std::vector<IngestWarning> warnings;  // about the set as a whole (rank numbering, ...)
 };
 
 // Encoding of string pids/tids ("Spans", "CPU functions") in the int64 columns. Numeric ids can

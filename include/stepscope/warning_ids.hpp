@@ -1,8 +1,10 @@
 // The registry of warnings: every warning a report prints beside its figures (a diff's
-// comparability, a memory snapshot's limits, watch's and triage's notes), once, with its stable string (docs/warnings.md),
-// its severity and what raises it. A channel holds Warning values: the id, which code compares,
-// and the line in words, which the reports print as they always did. A new warning is one line
-// here and a row in docs/warnings.md's table (a test holds the two to each other).
+// comparability, a memory snapshot's limits, watch's and triage's notes, the reading's warnings),
+// once, with its stable string (docs/warnings.md), its severity and what raises it. A channel
+// holds Warning values: the id, which code compares, and the line in words, which the reports
+// print as they always did; the reading's channels hold records whose line is rendered at the
+// reports (stepscope/ingest_warning.hpp). A new warning is one line here and a row in
+// docs/warnings.md's table (a test holds the two to each other).
 // Trust warnings, which limit a claim, are a registry of their own (stepscope/trust_codes.hpp).
 #pragma once
 
@@ -46,7 +48,23 @@ constexpr std::string_view warning_severity_name(WarningSeverity s) { return s =
   X(UnknownLog, "unknown_log", Info, "a log in no format triage reads, ignored")                                      \
   X(MalformedLogLines, "malformed_log_lines", Limits, "malformed lines of a log skipped")                              \
   X(NoMatchingProcess, "no_matching_process", Limits, "no process in the host logs matches the job")                  \
-  X(NoCoreCount, "no_core_count", Limits, "the logs do not say how many cores the job had")
+  X(NoCoreCount, "no_core_count", Limits, "the logs do not say how many cores the job had")                          \
+  /* reading the traces: what was skipped, cut or left out, how ranks were told apart (ingest_warning.hpp) */     \
+  X(UnreadableEntry, "unreadable_entry", Limits, "a directory's trace file that cannot be read, skipped")            \
+  X(NotTracesSkipped, "not_traces_skipped", Info, "a directory's JSON files that hold no trace, skipped")            \
+  X(FileCutOff, "file_cut_off", Limits, "a trace file cut off: its complete events kept, the bytes after them lost")  \
+  X(EventsWithoutTs, "events_without_ts", Limits, "events without a ts, skipped")                                    \
+  X(TimeOutOfRange, "time_out_of_range", Limits, "events with a ts or dur beyond 146 years, skipped")                \
+  X(UnpairedBeginEnd, "unpaired_begin_end", Limits, "begin/end events without a partner, kept with zero duration")    \
+  X(CutBeforeFirstEvent, "cut_before_first_event", Limits, "a rank file cut off before its first event, left out of the ranks") \
+  X(EventlessFile, "eventless_file", Limits, "a directory's complete trace that holds no event, left out of the ranks") \
+  X(RanksSplit, "ranks_split", Info, "a file of several ranks, its processes named after them, read as one trace per rank") \
+  X(RanksNotSplit, "ranks_not_split", Limits, "a file of several ranks, some processes named after none, read whole") \
+  X(RanksInFileOrder, "ranks_in_file_order", Info, "traces that name no rank, numbered in file order")               \
+  X(ExportRanksInFileOrder, "export_ranks_in_file_order", Info, "an Nsight export of several processes with CUDA work, numbered in file and pid order") \
+  X(ExportReadAsOneRank, "export_read_as_one_rank", Limits, "an Nsight export's processes that its GPU rows do not tell apart, read as one rank") \
+  X(ExportRowsSkipped, "export_rows_skipped", Limits, "an Nsight export table's rows with a missing or out-of-range start/end, skipped") \
+  X(ExportRowsLeftOut, "export_rows_left_out", Info, "an Nsight export's rows of processes without CUDA work, or of no known process, left out")
 
 STEPSCOPE_REGISTRY_ENUM(WarningId, STEPSCOPE_WARNINGS);
 
@@ -84,8 +102,10 @@ inline std::vector<std::string> warning_texts(const std::vector<Warning>& ws) {
   return out;
 }
 
-inline bool has_warning(const std::vector<Warning>& ws, WarningId id) {
-  return std::any_of(ws.begin(), ws.end(), [id](const Warning& w) { return w.id == id; });
+// Any channel's: Warning values, or records with an id (IngestWarning).
+template <class W>
+bool has_warning(const std::vector<W>& ws, WarningId id) {
+  return std::any_of(ws.begin(), ws.end(), [id](const W& w) { return w.id == id; });
 }
 
 }  // namespace stepscope

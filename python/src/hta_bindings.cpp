@@ -67,7 +67,7 @@ class HtaTrace {
     return out;
   }
 
-  std::vector<std::string> warnings() const { return trace_.warnings; }
+  std::vector<std::string> warnings() const { return ingest_warning_texts(trace_.warnings); }
 
   // HTA's time origin: the earliest start of a complete row (the profiler's own "Trace" span
   // left out) over every rank, in HTA's µs. HTA shifts every ts by it (_align_all_ranks).

@@ -52,7 +52,7 @@ void check_invariants(AnalysisResult& r) {
     if (v.found.empty()) continue;
     std::string what;
     for (const auto& f : v.found) what += (what.empty() ? "" : "; ") + f;
-    r.job.trust.warnings.push_back({"invariant_violated", TrustSeverity::Blocks, v.rank,
+    r.job.trust.warnings.push_back({TrustCode::InvariantViolated, TrustSeverity::Blocks, v.rank,
                                 "figures that cannot be so: " + what +
                                     "; the input was misread or the analysis is wrong, so no bound is drawn from them",
                                 "report the input to the stepscope developers", {{"violations", static_cast<double>(v.found.size())}}});

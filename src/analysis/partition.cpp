@@ -847,26 +847,26 @@ void skip_startup(const RankTrace& t, const RankFacts& facts, const std::vector<
 }
 
 void add_step_warnings(const RankTrace& t, const StepDetection& d, RankPartition& r, ns_t lag) {
-  auto warn = [&](const char* code, TrustSeverity sev, std::string text, std::string advice,
+  auto warn = [&](TrustCode code, TrustSeverity sev, std::string text, std::string advice,
                   std::map<std::string, double> figures) {
     r.trust.push_back({code, sev, t.rank, std::move(text), std::move(advice), std::move(figures)});
   };
   if (d.source == StepSource::WholeTrace)
-    warn("no_step_markers", TrustSeverity::Info,
+    warn(TrustCode::NoStepMarkers, TrustSeverity::Info,
          "no ProfilerStep markers, repeated annotations or optimizer steps: the trace is read as one window",
          recording_advice(recorder_of(t.layout), "steps"), {});
   if (r.steady_steps == 1)
-    warn("one_step", TrustSeverity::Limits, "one steady-state step: its stability is unknown and one-off costs "
+    warn(TrustCode::OneStep, TrustSeverity::Limits, "one steady-state step: its stability is unknown and one-off costs "
                                             "cannot be told from steady ones",
          recording_advice(recorder_of(t.layout), "more_steps"),
          {{"steady_steps", 1}});
   else if (r.steady_steps > 0 && r.steady_steps < 3)
-    warn("few_steps", TrustSeverity::Limits,
+    warn(TrustCode::FewSteps, TrustSeverity::Limits,
          fmt::format("{} steady-state steps: stability and spikes cannot be judged", r.steady_steps),
          recording_advice(recorder_of(t.layout), "more_steps"),
          {{"steady_steps", static_cast<double>(r.steady_steps)}});
   if (r.host_runs_ahead)
-    warn("host_runs_ahead", TrustSeverity::Info,
+    warn(TrustCode::HostRunsAhead, TrustSeverity::Info,
          fmt::format("the host runs ahead of the GPU by up to {:.2f} ms: steps are measured on the GPU side, from "
                      "the first GPU work each step launched",
                      static_cast<double>(lag) / 1e6),
@@ -933,7 +933,7 @@ void profiler_overhead(const RankTrace& t, const EventSteps& steps, RankPartitio
   if (shapes > 0) options += options.empty() ? "record_shapes" : ", record_shapes";
   if (memory > 0) options += options.empty() ? "profile_memory" : ", profile_memory";
   const double events = (ops + frames + memory) / static_cast<double>(r.steady_steps);
-  r.trust.push_back({"profiler_overhead", TrustSeverity::Limits, t.rank,
+  r.trust.push_back({TrustCode::ProfilerOverhead, TrustSeverity::Limits, t.rank,
                      fmt::format("{:.0f} profiler events per step{}: the profiler itself costs an estimated {:.2f} ms "
                                  "of host time per step ({:.0f}% of the step); host-side figures are inflated",
                                  events, options.empty() ? "" : " (" + options + ")", per_step / 1e6,

@@ -289,7 +289,7 @@ void check_job_coverage(AnalysisResult& r) {
   rc.straggler.reset();
   rc.straggler_cause = StragglerCause::None;
   rc.local = false;
-  r.job.trust.warnings.push_back({"partial_job", TrustSeverity::Limits, r.ranks.front().rank(), rc.withheld,
+  r.job.trust.warnings.push_back({TrustCode::PartialJob, TrustSeverity::Limits, r.ranks.front().rank(), rc.withheld,
                               "analyse the traces of every rank (or of at least half of them) together",
                               {{"ranks", seen}, {"world_size", rc.world_size}}});
 }
@@ -325,7 +325,7 @@ void check_separate_runs(AnalysisResult& r) {
   r.job.rank_comparison.straggler.reset();
   r.job.rank_comparison.local = false;
   r.job.trust.warnings.push_back(
-      {"separate_runs", TrustSeverity::Blocks, r.ranks.front().rank(),
+      {TrustCode::SeparateRuns, TrustSeverity::Blocks, r.ranks.front().rank(),
        fmt::format("the {} traces look like separate runs, not ranks of one job: none names its rank, none "
                    "communicates, {}; averaged as ranks they would make a step that belongs to none of them",
                    r.ranks.size(), when),
@@ -333,7 +333,7 @@ void check_separate_runs(AnalysisResult& r) {
        {{"traces", static_cast<double>(r.ranks.size())}}});
 }
 
-AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<std::string> warnings) {
+AnalysisResult combine_ranks(std::vector<RankAnalysis>&& ranks, std::vector<IngestWarning> warnings) {
   AnalysisResult r;
   r.ranks = std::move(ranks);
   std::vector<RankMarks> marks;

@@ -76,7 +76,7 @@ double syncs_per_step(const AnalysisResult& r) {
 
 // The profiler's own host cost per step where it is large enough to warn about, else 0.
 double profiler_overhead(const AnalysisResult& r) {
-  if (!r.job.trust.has("profiler_overhead")) return 0;
+  if (!r.job.trust.has(TrustCode::ProfilerOverhead)) return 0;
   return rank_mean(r, [](const RankPartition& p) { return p.profiler_overhead_ns; });
 }
 

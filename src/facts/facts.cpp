@@ -669,9 +669,9 @@ void classify_run(const RankTrace& t, RankFacts& f) {
 // pairing are unreliable: a few are lost at the edges of any capture.
 constexpr double kLostShare = 0.2;
 
-void add_warning(int rank, RankFacts& f, std::string code, TrustSeverity sev, std::string text, std::string advice,
+void add_warning(int rank, RankFacts& f, TrustCode code, TrustSeverity sev, std::string text, std::string advice,
                  std::map<std::string, double> figures) {
-  f.trust.warnings.push_back({std::move(code), sev, rank, std::move(text), std::move(advice), std::move(figures)});
+  f.trust.warnings.push_back({code, sev, rank, std::move(text), std::move(advice), std::move(figures)});
 }
 
 // Why a trace with no GPU activity at all was still a GPU job, or "" when nothing says so (the
@@ -687,24 +687,24 @@ void inventory_warnings(const RankTrace& t, RankFacts& f) {
   const InputInventory& inv = f.inventory;
   const Recorder rec = inv.recorder;
   if (inv.ranks_in_file > 1)
-    add_warning(t.rank, f, "several_ranks_in_file", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::SeveralRanksInFile, TrustSeverity::Blocks,
                 fmt::format("the file holds {} ranks ({}): read as one rank, their GPUs' busy time would be unioned "
                             "and no rank compared with another",
                             inv.ranks_in_file, inv.ranks_evidence),
                 recording_advice(rec, "ranks"), {{"ranks_in_file", inv.ranks_in_file}});
   if (inv.gpu_side() && !inv.host_side())
-    add_warning(t.rank, f, "no_host_activity", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::NoHostActivity, TrustSeverity::Blocks,
                 "the input holds GPU records but no host op, annotation or runtime call (a filtered or GPU-only "
                 "export): a bound compares the host's time with the GPU's, and one side is missing",
                 recording_advice(rec, "host"), {});
   if (inv.has(Activity::CommKernels) && !inv.has(Activity::ComputeKernels))
-    add_warning(t.rank, f, "filtered_export", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::FilteredExport, TrustSeverity::Blocks,
                 fmt::format("the input holds {} communication kernels and no compute kernel: an export cut down to "
                             "communication, so how much of it compute hides cannot be told",
                             inv.count(Activity::CommKernels)),
                 recording_advice(rec, "gpu"), {{"comm_kernels", static_cast<double>(inv.count(Activity::CommKernels))}});
   if (inv.startup_only)
-    add_warning(t.rank, f, "startup_only", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::StartupOnly, TrustSeverity::Blocks,
                 "the input holds only the program's start-up: " + inv.startup_evidence +
                     "; one-time costs say nothing of the steady step",
                 recording_advice(rec, "warm"), {{"window_ns", static_cast<double>(inv.window_ns)}});
@@ -713,7 +713,7 @@ void inventory_warnings(const RankTrace& t, RankFacts& f) {
 void record_warnings(const RankTrace& t, RankFacts& f) {
   const double launches = static_cast<double>(f.launch_calls);
   if (f.launch_calls > 0 && !f.gpu_records)
-    add_warning(t.rank, f, "incomplete_gpu_records", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::IncompleteGpuRecords, TrustSeverity::Blocks,
                 fmt::format("{} kernel launches and async copies on the host but no GPU records at all: the "
                             "profiler's GPU activity was not recorded (ProfilerActivity.CUDA not asked for) or was lost "
                             "(CUPTI buffers dropped, or the profiler stopped before they were flushed); the GPU side "
@@ -722,21 +722,21 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                 recording_advice(f.inventory.recorder, "gpu"),
                 {{"launches", launches}, {"gpu_records", 0}});
   else if (const std::string gpu_job = gpu_job_evidence(f); !gpu_job.empty())
-    add_warning(t.rank, f, "incomplete_gpu_records", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::IncompleteGpuRecords, TrustSeverity::Blocks,
                 fmt::format("the job ran on a GPU ({}) but the trace holds no GPU records and no launches: its "
                             "GPU side was not recorded or was cut out, and host op times are only dispatch times",
                             gpu_job),
                 recording_advice(f.inventory.recorder, "gpu"),
                 {{"launches", 0}, {"gpu_records", 0}});
   else if (f.launch_calls >= 10 && static_cast<double>(f.launches_without_gpu) > kLostShare * launches)
-    add_warning(t.rank, f, "incomplete_gpu_records", TrustSeverity::Limits,
+    add_warning(t.rank, f, TrustCode::IncompleteGpuRecords, TrustSeverity::Limits,
                 fmt::format("{} of {} launches have no GPU record: part of the GPU activity was lost",
                             f.launches_without_gpu, f.launch_calls),
                 "record a shorter window, or raise the CUPTI activity buffer size",
                 {{"launches", launches}, {"launches_without_gpu", static_cast<double>(f.launches_without_gpu)}});
   if (const ns_t waited = syncs_waiting_on_nothing(t, f);
       static_cast<double>(waited) >= 0.25 * static_cast<double>(std::max<ns_t>(t.last_end() - t.first_ts(), 1)))
-    add_warning(t.rank, f, "untraced_gpu_work", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::UntracedGpuWork, TrustSeverity::Blocks,
                 fmt::format("the host waited {:.1f} ms in device syncs while the traced GPU did nothing: it waited "
                             "on work the trace does not hold{}",
                             static_cast<double>(waited) / 1e6,
@@ -747,7 +747,7 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
   // Older CUPTI versions record no kernels of a replayed CUDA graph: the GPU looks idle while it
   // runs the graph, and a sync waiting on it looks like a stall.
   if (f.graph_launches > 0 && f.gpu_records && 2 * f.graph_launches_without_gpu > f.graph_launches)
-    add_warning(t.rank, f, "untraced_graph_replays", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::UntracedGraphReplays, TrustSeverity::Blocks,
                 fmt::format("{} of {} CUDA graph replays have no GPU record: the graphs' kernels are missing from "
                             "the GPU timeline, so idle time and syncs cannot be judged",
                             f.graph_launches_without_gpu, f.graph_launches),
@@ -756,19 +756,19 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
                 {{"graph_launches", static_cast<double>(f.graph_launches)},
                  {"graph_launches_without_gpu", static_cast<double>(f.graph_launches_without_gpu)}});
   if (f.gpu_without_launch >= 10)
-    add_warning(t.rank, f, "orphan_gpu_records", TrustSeverity::Info,
+    add_warning(t.rank, f, TrustCode::OrphanGpuRecords, TrustSeverity::Info,
                 fmt::format("{} GPU records carry a correlation id no host call has: their launching stage "
                             "is unknown",
                             f.gpu_without_launch),
                 "", {{"gpu_records_without_launch", static_cast<double>(f.gpu_without_launch)}});
   if (!f.pytorch && f.launch_calls == 0 && !f.gpu_records && t.events.size() > 0)
-    add_warning(t.rank, f, "no_model_work", TrustSeverity::Blocks,
+    add_warning(t.rank, f, TrustCode::NoModelWork, TrustSeverity::Blocks,
                 "no PyTorch ops, no kernel launches and no GPU records: this process ran Python only (a serving "
                 "frontend, a launcher, an idle worker); nothing in it for a training or GPU lever to act on",
                 "profile the process that runs the model (the engine's worker, the training rank)", {});
   inventory_warnings(t, f);
   if (t.truncated)
-    add_warning(t.rank, f, "truncated", TrustSeverity::Limits,
+    add_warning(t.rank, f, TrustCode::Truncated, TrustSeverity::Limits,
                 fmt::format("the trace file is cut off ({} bytes after the last complete event): the last step "
                             "may be incomplete",
                             t.bytes_lost),
@@ -777,7 +777,7 @@ void record_warnings(const RankTrace& t, RankFacts& f) {
     ns_t total = 0;
     for (const auto& s : f.startup) total += s.end - s.start;
     const auto& first = f.startup.front();
-    add_warning(t.rank, f, "cold_start", TrustSeverity::Limits,
+    add_warning(t.rank, f, TrustCode::ColdStart, TrustSeverity::Limits,
                 fmt::format("{} one-time start-up call{} ({:.1f} ms in all; the longest, {}, took {:.1f} ms where "
                             "its other calls take {:.1f} us): lazy module loading, library handles or autotuning, "
                             "not steady-state cost; left out of the steady-state partition",
@@ -835,12 +835,15 @@ CommRole RankFacts::comm_role(std::uint32_t event) const {
   return it != comm_roles.end() && it->first == event ? it->second : CommRole::GradientSync;
 }
 
-bool Trust::has(std::string_view code) const { return find(code) != nullptr; }
-
-const TrustWarning* Trust::find(std::string_view code) const {
+const TrustWarning* Trust::find(TrustCode code) const {
   for (const auto& w : warnings)
     if (w.code == code) return &w;
   return nullptr;
+}
+
+const TrustWarning* Trust::find(std::string_view code) const {
+  const std::optional<TrustCode> c = find_trust_code(code);
+  return c ? find(*c) : nullptr;
 }
 
 bool Trust::blocks() const {

@@ -47,9 +47,9 @@ const char* event_parser_kernel();
 void merge_rank_part(RankTrace& into, RankTrace&& part);
 
 // The ranks of a file that holds a whole job, each as a trace of its own, where every process
-// is named after its rank; else the trace itself, alone, with `why_not` saying why it could not
+// is named after its rank; else the trace itself, alone, with a warning saying why it could not
 // be split when it names several ranks.
-std::vector<RankTrace> split_merged_ranks(RankTrace&& t, std::string& why_not);
+std::vector<RankTrace> split_merged_ranks(RankTrace&& t);
 
 // Each kernel's factory, defined by its build of kineto_events.cpp.
 namespace kernel_baseline {

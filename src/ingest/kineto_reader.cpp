@@ -35,7 +35,7 @@ using namespace ingest;
 namespace {
 
 // B/E pairs become one complete event on the B row; E rows stay, marked End.
-void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
+void pair_begin_end(RankTrace& t, std::vector<IngestWarning>& warnings) {
   EventTable& e = t.events;
   std::vector<std::vector<std::uint32_t>> open(e.keys.size());  // per (pid, tid) key: the open B rows
   std::size_t unpaired = 0;
@@ -59,9 +59,7 @@ void pair_begin_end(RankTrace& t, std::vector<std::string>& warnings) {
     }
   }
   for (const auto& stack : open) unpaired += stack.size();
-  if (unpaired)
-    warnings.push_back(fmt::format("{} begin/end events without a partner were kept with zero duration",
-                                   unpaired));
+  if (unpaired) warnings.push_back({WarningId::UnpairedBeginEnd, {unpaired}, {}});
 }
 
 // The order in which the parser's workers merge their parts: part k waits until part k-1 has
@@ -212,16 +210,10 @@ struct FileReader {
     if (chunker.truncated() || src.truncated()) {
       out.truncated = true;
       out.bytes_lost = chunker.bytes_lost();
-      out.warnings.push_back(fmt::format(
-          "file is cut off (job killed while writing?): kept {} complete events, lost {} bytes "
-          "after the last one",
-          out.events.size(), out.bytes_lost));
+      out.warnings.push_back({WarningId::FileCutOff, {out.events.size(), out.bytes_lost}, {}});
     }
-    if (stats.missing_ts)
-      out.warnings.push_back(fmt::format("{} events without \"ts\" were skipped", stats.missing_ts));
-    if (stats.time_out_of_range)
-      out.warnings.push_back(fmt::format("{} events with a \"ts\" or \"dur\" beyond 146 years were skipped",
-                                         stats.time_out_of_range));
+    if (stats.missing_ts) out.warnings.push_back({WarningId::EventsWithoutTs, {stats.missing_ts}, {}});
+    if (stats.time_out_of_range) out.warnings.push_back({WarningId::TimeOutOfRange, {stats.time_out_of_range}, {}});
     pair_begin_end(out, out.warnings);
     if (out.events.size() == 0 && !out.truncated)
       throw EmptyTraceError(fmt::format("{}: the trace holds no events", name));
@@ -291,7 +283,7 @@ fs::file_status named_path_status(const std::string& p) {
 // reason it cannot be read (a symlink loop, a dangling link, no permission). Other entries that
 // are not regular files (a subdirectory named x.json) are no rank file and pass silently.
 void take_entry(const fs::directory_entry& entry, std::vector<std::string>& found,
-                std::vector<std::string>& skipped) {
+                std::vector<IngestWarning>& skipped) {
   const fs::path& path = entry.path();
   if (!looks_like_trace_file(path)) return;
   std::error_code ec;
@@ -301,7 +293,7 @@ void take_entry(const fs::directory_entry& entry, std::vector<std::string>& foun
   else if (!fs::is_regular_file(st)) return;
   else why = unreadable_reason(path.string());
   if (why.empty()) found.push_back(path.string());
-  else skipped.push_back(fmt::format("{}: cannot read: {}", path.string(), why));
+  else skipped.push_back({WarningId::UnreadableEntry, {}, {path.string(), why}});
 }
 
 // Every trace file of a directory, sorted. Entries that cannot be read are left out with a
@@ -340,13 +332,17 @@ std::string log_directory_advice(const std::string& dir, const std::vector<std::
 void list_directory(const std::string& dir, FileListing& out) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
-  std::vector<std::string> found, skipped;
+  std::vector<std::string> found;
+  std::vector<IngestWarning> skipped;
   // increment(ec) rather than a range-for: the range-for's ++ throws on a failed readdir.
   for (const fs::directory_iterator end{}; !ec && it != end; it.increment(ec)) take_entry(*it, found, skipped);
   if (ec) throw InputError(fmt::format("{}: cannot list directory: {}", dir, ec.message()));
-  std::sort(skipped.begin(), skipped.end());
+  // In the order of their lines, as the reports print them.
+  std::sort(skipped.begin(), skipped.end(),
+            [](const auto& a, const auto& b) { return ingest_warning_text(a) < ingest_warning_text(b); });
   if (found.empty() && !skipped.empty())
-    throw InputError(fmt::format("{}: no readable trace in the directory ({}{})", dir, skipped.front(),
+    throw InputError(fmt::format("{}: no readable trace in the directory ({}: cannot read: {}{})", dir,
+                                 skipped.front().names[0], skipped.front().names[1],
                                  skipped.size() > 1 ? fmt::format(", and {} more", skipped.size() - 1) : ""));
   if (found.empty()) {
     if (const std::vector<std::string> runs = runs_below(dir); !runs.empty())
@@ -358,7 +354,7 @@ void list_directory(const std::string& dir, FileListing& out) {
     const std::uint64_t bytes = size_or_zero(f);
     out.files.push_back({std::move(f), true, bytes});
   }
-  for (auto& w : skipped) out.warnings.push_back(w + "; skipped");
+  for (auto& w : skipped) out.warnings.push_back(std::move(w));
 }
 
 }  // namespace
@@ -426,14 +422,9 @@ std::optional<int> own_rank(const RankTrace& r) {
 // which rank, and a rank-N in its name cannot name them all: every rank is then numbered in file
 // order, and by pid within a file.
 void number_in_file_order(std::vector<RankPlace*>& kept, const std::vector<std::string>& shared_files,
-                          std::vector<std::string>& warnings) {
+                          std::vector<IngestWarning>& warnings) {
   for (std::size_t i = 0; i < kept.size(); ++i) *kept[i] = {true, static_cast<int>(i), RankTrace::RankSource::FileOrder};
-  std::string files;
-  for (const auto& f : shared_files) files += (files.empty() ? "" : ", ") + f;
-  warnings.push_back(fmt::format(
-      "{} holds several processes with CUDA work, one rank each; the export names no rank: "
-      "numbered the ranks in file order, and by pid within a file",
-      files));
+  warnings.push_back({WarningId::ExportRanksInFileOrder, {}, shared_files});
 }
 
 // Numbers the kept ranks: their own number, else their place in file order; refuses duplicates.
@@ -464,7 +455,7 @@ void assign_ranks(const std::vector<std::vector<RankStub>>& stubs, ListingPlan& 
       any_order = true;
     }
   }
-  if (any_order && kept.size() > 1) plan.warnings.push_back(kFileOrderRanksWarning);
+  if (any_order && kept.size() > 1) plan.warnings.push_back({WarningId::RanksInFileOrder, {}, {}});
   std::map<int, const std::string*> seen;
   for (std::size_t i = 0; i < kept.size(); ++i) {
     auto [it, fresh] = seen.emplace(kept[i]->rank, &kept_stub[i]->path);
@@ -477,17 +468,15 @@ void assign_ranks(const std::vector<std::vector<RankStub>>& stubs, ListingPlan& 
 // JSON files beside a directory's traces that hold none are skipped with a warning; a directory
 // with nothing else is an error.
 void note_not_traces(const std::vector<std::string>& files, const std::vector<char>& not_traces, bool share,
-                     std::vector<std::string>& warnings) {
-  std::string names;
-  std::size_t skipped = 0;
+                     std::vector<IngestWarning>& warnings) {
+  std::vector<std::string> names;
   for (std::size_t i = 0; i < files.size(); ++i)
-    if (not_traces[i]) names += (skipped++ ? ", " : "") + fs::path(files[i]).filename().string();
-  if (skipped == 0) return;
-  if (skipped == files.size() && !share)
+    if (not_traces[i]) names.push_back(fs::path(files[i]).filename().string());
+  if (names.empty()) return;
+  if (names.size() == files.size() && !share)
     throw InputError(fmt::format("{}: no trace among the directory's files (none holds \"traceEvents\")",
                                  fs::path(files.front()).parent_path().string()));
-  warnings.push_back(fmt::format("skipped {} JSON file{} that hold{} no trace: {}", skipped, skipped == 1 ? "" : "s",
-                                 skipped == 1 ? "s" : "", names));
+  warnings.push_back({WarningId::NotTracesSkipped, {}, std::move(names)});
 }
 
 // A rank file cut before its first event (the job killed while the profiler was writing) holds
@@ -503,15 +492,16 @@ void leave_out_empty_ranks(const std::vector<std::string>& files, const std::vec
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!is_empty(i)) continue;
     plan.files[i][0].kept = false;
-    plan.warnings.push_back(fmt::format("{}: no events before the file ends; left out of the ranks", files[i]));
+    plan.warnings.push_back({WarningId::CutBeforeFirstEvent, {}, {files[i]}});
   }
 }
 
 // A directory's complete trace that holds no event (a rank that recorded nothing) is left out
 // with a warning while another file holds a rank; when none does, the first such file's error
 // stands, as it would for that file named alone.
-void leave_out_eventless_files(const std::vector<std::string>& reasons, const std::vector<std::vector<RankStub>>& stubs,
-                               bool share, std::vector<std::string>& warnings) {
+void leave_out_eventless_files(const std::vector<std::string>& files, const std::vector<std::string>& reasons,
+                               const std::vector<std::vector<RankStub>>& stubs, bool share,
+                               std::vector<IngestWarning>& warnings) {
   const std::string* first = nullptr;
   bool any_rank = false;
   for (std::size_t i = 0; i < reasons.size(); ++i) {
@@ -520,8 +510,8 @@ void leave_out_eventless_files(const std::vector<std::string>& reasons, const st
   }
   if (!first) return;
   if (!any_rank && !share) throw EmptyTraceError(*first);
-  for (const auto& r : reasons)
-    if (!r.empty()) warnings.push_back(r + "; left out of the ranks");
+  for (std::size_t i = 0; i < reasons.size(); ++i)
+    if (!reasons[i].empty()) warnings.push_back({WarningId::EventlessFile, {}, {files[i]}});
 }
 
 }  // namespace
@@ -593,13 +583,10 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
     auto src = open_byte_source(sources[i]);
     FileReader r{*src, files[i], o, inner, 0, total};
     try {
-      std::string why_not;
       RankTrace read = r.read();
       if (const std::string what = not_a_profiler_trace(read); !what.empty())
         throw NotATraceError(fmt::format("{}: not a profiler trace: this is {}", files[i], what));
-      ranks = split_merged_ranks(std::move(read), why_not);
-      if (!why_not.empty())
-        ranks.front().warnings.push_back("the file holds several ranks and was not split: " + why_not);
+      ranks = split_merged_ranks(std::move(read));
     } catch (const NotATraceError&) {
       if (!found[i].listed) throw;
       not_traces[i] = 1;
@@ -618,7 +605,7 @@ ListingPlan read_trace_files_each(FileListing listing, const IngestOptions& opts
     for (auto& f : fut) f.get();
   }
   note_not_traces(files, not_traces, listing.share, plan.warnings);
-  leave_out_eventless_files(empty, stubs, listing.share, plan.warnings);
+  leave_out_eventless_files(files, empty, stubs, listing.share, plan.warnings);
   plan.files.resize(files.size());
   for (std::size_t i = 0; i < files.size(); ++i) plan.files[i].resize(stubs[i].size());
   leave_out_empty_ranks(files, sqlite, stubs, plan);

@@ -263,8 +263,7 @@ class SkippedRows {
   void count(RankTrace* t) { ++rows_[t]; }
   void warn() const {
     for (const auto& [t, n] : rows_)
-      t->warnings.push_back(fmt::format("{} row{} of {} with a missing or out-of-range start/end {} skipped", n,
-                                        n == 1 ? "" : "s", table_, n == 1 ? "was" : "were"));
+      t->warnings.push_back({WarningId::ExportRowsSkipped, {n}, {table_}});
   }
 
  private:
@@ -308,7 +307,7 @@ struct ProcessPlan {
   std::vector<std::int64_t> pids;  // processes with GPU activity or CUDA calls, ascending
   // For GPU tables that carry no globalPid: each launch's process, by correlation id.
   std::unordered_map<std::int64_t, std::int64_t> pid_by_correlation;
-  std::string warning;  // why processes that did CUDA work were read as one rank
+  std::optional<IngestWarning> warning;  // why processes that did CUDA work were read as one rank
 };
 
 // The process of each launch, for GPU rows without globalPid; nullopt when correlation ids
@@ -343,10 +342,7 @@ ProcessPlan plan_processes(Database& db) {
   if (gpu_without_pid) {
     auto owners = pid_by_correlation(db);
     if (!owners) {
-      plan.warning = fmt::format(
-          "{} processes made CUDA calls, but GPU rows name no process and correlation ids repeat "
-          "across processes: read as one rank",
-          pids.size());
+      plan.warning = IngestWarning{WarningId::ExportReadAsOneRank, {pids.size()}, {}};
       return plan;
     }
     plan.pid_by_correlation = std::move(*owners);
@@ -391,11 +387,11 @@ class Routes {
     if (split() && !index_.count(pid)) other_names_[pid] = std::string(name);
   }
 
-  // "3 rows of processes without CUDA work (pid 7000 mpirun) were left out", or empty.
-  std::string left_out_warning() const {
-    if (left_out_.empty()) return {};
+  // "3 rows of processes without CUDA work (pid 7000 mpirun) left out", or nullopt.
+  std::optional<IngestWarning> left_out_warning() const {
+    if (left_out_.empty()) return std::nullopt;
     std::uint64_t rows = 0, unknown = 0;
-    std::string pids;
+    std::vector<std::string> processes;
     for (const auto& [pid, n] : left_out_) {
       if (pid == kNone) {
         unknown = n;  // GPU rows whose process neither the row nor its launch names
@@ -403,15 +399,9 @@ class Routes {
       }
       rows += n;
       auto name = other_names_.find(pid);
-      pids += fmt::format("{}pid {}{}", pids.empty() ? "" : ", ", pid,
-                          name == other_names_.end() ? "" : " " + name->second);
+      processes.push_back(fmt::format("pid {}{}", pid, name == other_names_.end() ? "" : " " + name->second));
     }
-    std::string out;
-    if (rows) out = fmt::format("{} row{} of processes without CUDA work ({}) left out", rows, rows == 1 ? "" : "s", pids);
-    if (unknown)
-      out += fmt::format("{}{} GPU row{} of no known process left out", out.empty() ? "" : "; ", unknown,
-                         unknown == 1 ? "" : "s");
-    return out;
+    return IngestWarning{WarningId::ExportRowsLeftOut, {rows, unknown}, std::move(processes)};
   }
 
  private:
@@ -998,14 +988,14 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const IngestOpt
   ProcessPlan plan = plan_processes(db);
   Routes routes(plan.pids);
   Reader(db, routes, std::move(plan.pid_by_correlation)).read();
-  const std::string left_out = routes.left_out_warning();
+  const std::optional<IngestWarning> left_out = routes.left_out_warning();
   std::vector<RankTrace> out = std::move(routes.traces());
   std::size_t events = 0;
   for (const auto& t : out) events += t.events.size();
   if (events == 0)
     throw InputError(fmt::format("{}: the export holds no CUDA activity, runtime calls or NVTX ranges", path));
-  if (!plan.warning.empty()) out[0].warnings.push_back(plan.warning);
-  if (!left_out.empty()) out[0].warnings.push_back(left_out);
+  if (plan.warning) out[0].warnings.push_back(*plan.warning);
+  if (left_out) out[0].warnings.push_back(*left_out);
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
   for (RankTrace& t : out) {

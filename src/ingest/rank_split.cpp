@@ -1,7 +1,6 @@
 // A file that trace-merging tools wrote for a whole job, split into its ranks. Such a file names
 // every process after its rank ("RANK 2 - GPU 0", "RANK 2 - python"), drops distributedInfo, and
 // repeats step markers once per rank; read as one rank, four GPUs' busy time would be unioned.
-#include <fmt/core.h>
 
 #include <map>
 #include <set>
@@ -73,7 +72,7 @@ RankTrace rank_part(const RankTrace& t, int rank, const std::map<std::int64_t, i
 
 }  // namespace
 
-std::vector<RankTrace> split_merged_ranks(RankTrace&& t, std::string& why_not) {
+std::vector<RankTrace> split_merged_ranks(RankTrace&& t) {
   std::vector<RankTrace> out;
   const std::map<std::int64_t, int> owner = ranks_by_pid(t);
   std::set<int> ranks;
@@ -85,14 +84,14 @@ std::vector<RankTrace> split_merged_ranks(RankTrace&& t, std::string& why_not) {
   std::size_t unnamed = 0;
   for (std::int64_t pid : event_pids(t)) unnamed += !owner.contains(pid);
   if (unnamed > 0) {
-    why_not = fmt::format("{} of its processes carry no rank in their names, so their events cannot be placed", unnamed);
+    t.warnings.push_back({WarningId::RanksNotSplit, {unnamed}, {}});
     out.push_back(std::move(t));
     return out;
   }
   for (int r : ranks) out.push_back(rank_part(t, r, owner, static_cast<int>(ranks.size())));
-  out.front().warnings.push_back(fmt::format("the file holds the {} ranks {}-{} (its processes are named after them): "
-                                             "read as one trace per rank",
-                                             ranks.size(), *ranks.begin(), *ranks.rbegin()));
+  const auto rank_count = [](int r) { return static_cast<std::uint64_t>(r); };
+  out.front().warnings.push_back(
+      {WarningId::RanksSplit, {ranks.size(), rank_count(*ranks.begin()), rank_count(*ranks.rbegin())}, {}});
   return out;
 }
 

@@ -191,10 +191,13 @@ Plan list_on_root(const std::vector<std::string>& paths) {
   return plan;
 }
 
+// The listing's warnings as records, [stable string, counts, names] each: every process renders
+// them alike, and a merge compares them as records.
 std::string encode_plan(const Plan& p) {
-  nlohmann::json files = nlohmann::json::array();
+  nlohmann::json files = nlohmann::json::array(), warnings = nlohmann::json::array();
   for (const auto& f : p.listing.files) files.push_back({f.path, f.listed, f.bytes});
-  return nlohmann::json{{"ok", p.ok}, {"error", p.error}, {"files", files}, {"warnings", p.listing.warnings}}.dump();
+  for (const auto& w : p.listing.warnings) warnings.push_back({warning_name(w.id), w.counts, w.names});
+  return nlohmann::json{{"ok", p.ok}, {"error", p.error}, {"files", files}, {"warnings", warnings}}.dump();
 }
 
 Plan decode_plan(const std::string& text) {
@@ -203,7 +206,9 @@ Plan decode_plan(const std::string& text) {
   p.ok = j.at("ok").get<bool>();
   p.error = j.at("error").get<std::string>();
   for (const auto& f : j.at("files")) p.listing.files.push_back({f.at(0).get<std::string>(), f.at(1).get<bool>(), f.at(2).get<std::uint64_t>()});
-  p.listing.warnings = j.at("warnings").get<std::vector<std::string>>();
+  for (const auto& w : j.at("warnings"))
+    p.listing.warnings.push_back({find_warning(w.at(0).get<std::string>()).value(),
+                                  w.at(1).get<std::vector<std::uint64_t>>(), w.at(2).get<std::vector<std::string>>()});
   return p;
 }
 

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <map>
 #include <optional>
-#include <unordered_set>
 
 #include "stepscope/diagnose.hpp"
 #include "stepscope/error.hpp"
@@ -36,12 +35,12 @@ void check_options(const PipelineOptions& opts) {
 
 // The parts' set warnings, each once, in order. A part made from a subset of the files says that
 // it numbered ranks in file order about that subset only: the merge says it anew.
-std::vector<std::string> merged_warnings(std::vector<SummaryFile>& parts) {
-  std::vector<std::string> out;
-  std::unordered_set<std::string> seen{kFileOrderRanksWarning};
+std::vector<IngestWarning> merged_warnings(std::vector<SummaryFile>& parts) {
+  std::vector<IngestWarning> out;
   for (auto& p : parts)
     for (auto& w : p.warnings)
-      if (seen.insert(w).second) out.push_back(std::move(w));
+      if (w.id != WarningId::RanksInFileOrder && std::find(out.begin(), out.end(), w) == out.end())
+        out.push_back(std::move(w));
   return out;
 }
 
@@ -53,7 +52,7 @@ void renumber(RankAnalysis& a, int rank) {
 }
 
 // As the reader numbers ranks that name none: by position in the list of every rank.
-void number_file_order_ranks(std::vector<RankAnalysis>& ranks, std::vector<std::string>& warnings) {
+void number_file_order_ranks(std::vector<RankAnalysis>& ranks, std::vector<IngestWarning>& warnings) {
   bool any = false;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     RankAnalysis& a = ranks[i];
@@ -61,7 +60,7 @@ void number_file_order_ranks(std::vector<RankAnalysis>& ranks, std::vector<std::
     any = true;
     renumber(a, static_cast<int>(i));
   }
-  if (any && ranks.size() > 1) warnings.emplace_back(kFileOrderRanksWarning);
+  if (any && ranks.size() > 1) warnings.push_back({WarningId::RanksInFileOrder, {}, {}});
 }
 
 // The ranks in the order their files were listed; a file's ranks keep their order.
@@ -118,7 +117,7 @@ std::string summary_bytes(const std::string& path) {
 }  // namespace
 
 DiagnosedResult merge_summaries(std::vector<SummaryFile>&& parts, const std::vector<std::string>& file_order) {
-  std::vector<std::string> warnings = merged_warnings(parts);
+  std::vector<IngestWarning> warnings = merged_warnings(parts);
   std::vector<RankAnalysis> ranks;
   for (auto& p : parts)
     for (auto& r : p.ranks) ranks.push_back(std::move(r));
@@ -139,8 +138,8 @@ DiagnosedResult merge_summary_files(const std::vector<std::string>& paths) {
 namespace {
 
 // Every rank analysed on the thread that read its file, then placed as the reader's plan says.
-std::pair<std::vector<RankAnalysis>, std::vector<std::string>> analyze_as_read(const std::vector<std::string>& paths,
-                                                                                const PipelineOptions& opts) {
+std::pair<std::vector<RankAnalysis>, std::vector<IngestWarning>> analyze_as_read(const std::vector<std::string>& paths,
+                                                                                  const PipelineOptions& opts) {
   FileListing listing = list_trace_files(paths);
   // A rank without events waits for the plan, which leaves it out beside ranks that have some:
   // analysed at once it could stop the run (a --step-range it cannot hold) for nothing.

@@ -312,11 +312,12 @@ void trust_lines(const Trust& t, bool verbose, std::size_t limit, std::string& o
   const std::vector<TrustGroup> groups = trust_groups(t, verbose);
   if (groups.empty()) return;
   out += "\ntrust (what limits this analysis):\n";
-  std::map<std::string, std::size_t> seen;
+  std::map<std::string_view, std::size_t> seen;  // by stable string: the counted rest in its order
   for (const TrustGroup& g : groups) {
     const TrustWarning& w = *g.first;
-    if (limit != 0 && ++seen[w.code] > limit) continue;
-    out += fmt::format("  ! [{}] {}: {}\n", w.code, rank_list(g.ranks), terminal_safe(w.text));
+    const std::string_view code = trust_code_name(w.code);
+    if (limit != 0 && ++seen[code] > limit) continue;
+    out += fmt::format("  ! [{}] {}: {}\n", code, rank_list(g.ranks), terminal_safe(w.text));
     if (!w.advice.empty()) out += fmt::format("      record instead: {}\n", terminal_safe(w.advice));
   }
   for (const auto& [code, n] : seen)

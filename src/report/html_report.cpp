@@ -57,7 +57,7 @@ void trust_section(const DiagnosedResult& r, std::string& out) {
   if (groups.empty()) return;
   out += "<p class=\"warn\">What limits this analysis:</p><ul class=\"warn trust\">";
   for (const auto& g : groups) {
-    put(out, "<li>[{}] {}: {}", esc(g.first->code), esc(report_detail::rank_list(g.ranks)), esc(g.first->text));
+    put(out, "<li>[{}] {}: {}", esc(trust_code_name(g.first->code)), esc(report_detail::rank_list(g.ranks)), esc(g.first->text));
     if (!g.first->advice.empty()) put(out, "<br><span class=\"muted\">record instead: {}</span>", esc(g.first->advice));
     out += "</li>";
   }

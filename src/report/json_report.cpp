@@ -50,7 +50,7 @@ nlohmann::json ingest_json(const IngestSummary& s) {
   j["bytes_read"] = s.bytes_read;
   j["truncated"] = s.truncated;
   j["bytes_lost"] = s.bytes_lost;
-  j["warnings"] = s.warnings;
+  j["warnings"] = ingest_warning_texts(s.warnings);
   return j;
 }
 
@@ -121,7 +121,7 @@ namespace {
 nlohmann::json trust_json(const Trust& t) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& w : t.warnings)
-    out.push_back({{"code", w.code},
+    out.push_back({{"code", trust_code_name(w.code)},
                    {"severity", trust_severity_name(w.severity)},
                    {"rank", w.rank},
                    {"text", w.text},
@@ -169,7 +169,7 @@ nlohmann::json job_json(const DiagnosedResult& r, const std::vector<bool>& drill
   j["trust"] = trust_json(r.job.trust);
   report_detail::add_diagnosis_json(r, j);
   j["job_whatif"] = report_detail::job_whatif_json(r.job.whatif);
-  j["warnings"] = r.job.warnings;
+  j["warnings"] = ingest_warning_texts(r.job.warnings);
   if (!r.job.memory_snapshots.empty()) {  // only for snapshot inputs: traces' documents are unchanged
     auto& snapshots = j["memory_snapshots"] = nlohmann::json::array();
     for (const auto& m : r.job.memory_snapshots) snapshots.push_back(memory::to_json(m));

@@ -128,7 +128,7 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
       out += fmt::format("    device {} stream {:<4} {:>8} events, {} busy{}\n", st.device, st.stream, st.events,
                          human_ns(st.busy_ns), stream_info_text(st.info));
   }
-  for (const auto& w : s.warnings) out += fmt::format("  warning: {}\n", terminal_safe(w));
+  for (const auto& w : s.warnings) out += fmt::format("  warning: {}\n", terminal_safe(ingest_warning_text(w)));
 }
 
 }  // namespace
@@ -222,15 +222,15 @@ std::string render_warnings(const AnalysisResult& r) {
 namespace report_detail {
 
 std::vector<std::string> reading_warnings(const AnalysisResult& r) {
-  std::vector<std::string> out = r.job.warnings;
-  std::vector<std::pair<std::string, std::vector<int>>> grouped;
+  std::vector<std::string> out = ingest_warning_texts(r.job.warnings);
+  std::vector<std::pair<IngestWarning, std::vector<int>>> grouped;
   for (const auto& a : r.ranks)
     for (const auto& w : a.ingest.warnings) {
       auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == w; });
       if (same == grouped.end()) grouped.push_back({w, {a.rank()}});
       else same->second.push_back(a.rank());
     }
-  for (const auto& [w, ranks] : grouped) out.push_back(fmt::format("{}: {}", rank_list(ranks), w));
+  for (const auto& [w, ranks] : grouped) out.push_back(fmt::format("{}: {}", rank_list(ranks), ingest_warning_text(w)));
   return out;
 }
 

@@ -296,7 +296,9 @@ StoredRun analyse_run(const RunInputs& in, const std::string& key, const fs::pat
     }
     r.trust = trust_level(a.result.job.trust);
     for (const auto& w : a.result.job.trust.warnings)
-      if (std::find(r.trust_codes.begin(), r.trust_codes.end(), w.code) == r.trust_codes.end()) r.trust_codes.push_back(w.code);
+      if (const std::string_view code = trust_code_name(w.code);
+          std::find(r.trust_codes.begin(), r.trust_codes.end(), code) == r.trust_codes.end())
+        r.trust_codes.emplace_back(code);
     summary = std::move(a.summary);
   } catch (const Stopped&) {
     throw;

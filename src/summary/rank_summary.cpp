@@ -234,7 +234,19 @@ namespace stepscope {
 
 // Leaves first: each definition is seen before a struct that holds it.
 
+// A registry's id read back from its stable string; `found` is the registry's lookup of it.
+template <typename Id>
+Id registered(std::optional<Id> found, const char* what, const nlohmann::json& j) {
+  if (!found) throw nlohmann::json::other_error::create(501, what, &j);
+  return *found;
+}
+
+// warning_ids.hpp: a warning by its stable string, as docs/warnings.md names it.
+void to_json(nlohmann::json& j, const WarningId& w) { j = warning_name(w); }
+void from_json(const nlohmann::json& j, WarningId& w) { w = registered(find_warning(j.get<std::string>()), "an unknown warning id", j); }
+
 // trace.hpp, analysis.hpp: what was read.
+STEPSCOPE_SUMMARY_FIELDS(IngestWarning, id, counts, names)
 STEPSCOPE_SUMMARY_FIELDS(ThreadSummary, pid, tid, name, events)
 STEPSCOPE_SUMMARY_FIELDS(StreamInfo, stream, context, priority, type)
 STEPSCOPE_SUMMARY_FIELDS(StreamSummary, device, stream, events, busy_ns, info)
@@ -244,7 +256,10 @@ STEPSCOPE_SUMMARY_FIELDS(IngestSummary, rank, rank_source, path, layout, world_s
                          events_by_category, events_by_kind, first_ts, last_end, counters, threads, streams, gpus,
                          devices, profiler_steps, bytes_read, truncated, bytes_lost, warnings)
 
-// facts.hpp
+// facts.hpp; trust_codes.hpp: a trust code by its stable string, as the JSON spells it.
+void to_json(nlohmann::json& j, const TrustCode& c) { j = trust_code_name(c); }
+void from_json(const nlohmann::json& j, TrustCode& c) { c = registered(find_trust_code(j.get<std::string>()), "an unknown trust code", j); }
+
 STEPSCOPE_SUMMARY_FIELDS(StartupOutlier, event, start, end, peer_median_ns)
 STEPSCOPE_SUMMARY_FIELDS(DeviceModel, present, name, vendor, cc_major, cc_minor, arch, memory_bytes, sms, source,
                          lower_bound)
@@ -296,11 +311,7 @@ void from_json(const nlohmann::json& j, RankFacts& f) {
 // lever_ids.hpp: a lever by its stable string, so that a summary names it as the JSON does.
 void to_json(nlohmann::json& j, const LeverId& l) { j = lever_name(l); }
 
-void from_json(const nlohmann::json& j, LeverId& l) {
-  const std::optional<LeverId> found = find_lever(j.get<std::string>());
-  if (!found) throw nlohmann::json::other_error::create(501, "an unknown lever id", &j);
-  l = *found;
-}
+void from_json(const nlohmann::json& j, LeverId& l) { l = registered(find_lever(j.get<std::string>()), "an unknown lever id", j); }
 
 // partition.hpp, stability.hpp
 STEPSCOPE_SUMMARY_FIELDS(StepPartition, number, name, start, end, host_start, host_end, warmup, warmup_reason, ns)

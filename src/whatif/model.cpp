@@ -74,7 +74,7 @@ std::optional<TrustWarning> replay_trust(const RankWhatIf& w, int rank) {
     edges += fmt::format("{}{} ({} times, {:.2f} ms)", edges.empty() ? "" : "; ", d.edge, d.count,
                          static_cast<double>(d.total_ns) / 1e6);
   TrustWarning t;
-  t.code = "replay_error";
+  t.code = TrustCode::ReplayError;
   t.severity = TrustSeverity::Limits;
   t.rank = rank;
   t.text = fmt::format("the step graph replays rank {}'s steps {:.1f}% off on average ({:.1f}% at worst), and "

@@ -46,15 +46,17 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-bool has_warning(const std::vector<std::string>& warnings, const std::string& a, const std::string& b = "") {
-  return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
-    return w.find(a) != std::string::npos && w.find(b) != std::string::npos;
+// Whether a warning's line, as the reports print it, holds `a` and `b`.
+bool has_warning(const std::vector<IngestWarning>& warnings, const std::string& a, const std::string& b = "") {
+  return std::any_of(warnings.begin(), warnings.end(), [&](const IngestWarning& w) {
+    const std::string line = ingest_warning_text(w);
+    return line.find(a) != std::string::npos && line.find(b) != std::string::npos;
   });
 }
 
-std::string joined(const std::vector<std::string>& v) {
+std::string joined(const std::vector<IngestWarning>& v) {
   std::string out;
-  for (const auto& s : v) out += s + "\n";
+  for (const auto& w : v) out += ingest_warning_text(w) + "\n";
   return out;
 }
 

@@ -486,8 +486,7 @@ TEST_P(NsysMultiProcess, EachProcessIsOneRank) {
   EXPECT_EQ(t.ranks[0].rank, 0);
   EXPECT_EQ(t.ranks[1].rank, 1);
   EXPECT_EQ(t.ranks[0].rank_source, RankTrace::RankSource::FileOrder);
-  ASSERT_EQ(t.warnings.size(), 1u);
-  EXPECT_NE(t.warnings[0].find("by pid"), std::string::npos) << t.warnings[0];
+  EXPECT_EQ(t.warnings, (std::vector<IngestWarning>{{WarningId::ExportRanksInFileOrder, {}, {path}}}));
   for (const RankTrace& r : t.ranks) EXPECT_EQ(r.path, path);
   expect_only_process(t.ranks[0], kRankA);  // the lower pid first
   expect_only_process(t.ranks[1], kRankB);
@@ -499,7 +498,8 @@ TEST_P(NsysMultiProcess, EachProcessIsOneRank) {
   for (const RankTrace& r : t.ranks)
     for (std::size_t i = 0; i < r.events.size(); ++i) EXPECT_NE(r.name_of(i), "launch");
   ASSERT_EQ(t.ranks[0].warnings.size(), 1u);
-  EXPECT_NE(t.ranks[0].warnings[0].find("1 row of processes without CUDA work (pid 7000 mpirun)"), std::string::npos) << t.ranks[0].warnings[0];
+  EXPECT_EQ(t.ranks[0].warnings[0], (IngestWarning{WarningId::ExportRowsLeftOut, {1, 0}, {"pid 7000 mpirun"}}));
+  EXPECT_EQ(ingest_warning_text(t.ranks[0].warnings[0]), "1 row of processes without CUDA work (pid 7000 mpirun) left out");
 }
 
 TEST_P(NsysMultiProcess, CudaSummaryPerRankMatchesItsRows) {
@@ -596,8 +596,7 @@ TEST_P(NsysMultiProcess, GpuRowsWithoutProcessFollowTheirLaunch) {
   drop_gpu_pid(same_ids, {kRankA, kRankB});
   std::vector<RankTrace> merged = ingest::read_nsys_sqlite(same_ids);
   ASSERT_EQ(merged.size(), 1u);
-  ASSERT_EQ(merged[0].warnings.size(), 1u);
-  EXPECT_NE(merged[0].warnings[0].find("read as one rank"), std::string::npos) << merged[0].warnings[0];
+  EXPECT_EQ(merged[0].warnings, (std::vector<IngestWarning>{{WarningId::ExportReadAsOneRank, {2}, {}}}));
 
   std::string distinct = scratch(std::string(GetParam().name) + "_nopid_distinct.sqlite");
   {

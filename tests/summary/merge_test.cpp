@@ -126,7 +126,8 @@ TEST(AnalysedAsRead, TheDirectoryRulesDecideAsForKeptTraces) {
 
 TEST(ShareByBytes, LargestFirstToTheLightestShare) {
   FileListing l;
-  l.warnings = {"w"};
+  const IngestWarning w{WarningId::UnreadableEntry, {}, {"x.json", "Permission denied"}};
+  l.warnings = {w};
   const std::pair<const char*, std::uint64_t> files[] = {{"a", 10}, {"b", 50}, {"c", 30}, {"d", 20}, {"e", 40}};
   for (const auto& [p, bytes] : files) l.files.push_back({p, true, bytes});
   const auto shares = share_by_bytes(l, 2);
@@ -137,7 +138,7 @@ TEST(ShareByBytes, LargestFirstToTheLightestShare) {
   for (const auto& f : shares[1].files) s1.push_back(f.path);
   EXPECT_EQ(s0, (std::vector<std::string>{"b", "d", "a"}));
   EXPECT_EQ(s1, (std::vector<std::string>{"e", "c"}));
-  EXPECT_EQ(shares[0].warnings, std::vector<std::string>{"w"});
+  EXPECT_EQ(shares[0].warnings, std::vector<IngestWarning>{w});
   EXPECT_TRUE(shares[1].warnings.empty());
   EXPECT_TRUE(shares[0].share && shares[1].share);
 }

@@ -182,7 +182,8 @@ TEST(RankSummary, AnAnalysisWithoutDrillDownStaysWithout) {
 
 TEST(RankSummary, KeepsExtremeValuesExactly) {
   SummaryFile s;
-  s.warnings = {"ranks numbered by file name"};
+  s.warnings = {{WarningId::RanksInFileOrder, {}, {}},
+                {WarningId::ExportRowsLeftOut, {std::numeric_limits<std::uint64_t>::max(), 0}, {std::string("pid 7 a\0b", 9)}}};
   RankAnalysis& r = s.ranks.emplace_back();
   const std::vector<double> doubles = {0.1,
                                        -0.0,
@@ -204,7 +205,7 @@ TEST(RankSummary, KeepsExtremeValuesExactly) {
   r.ingest.streams.resize(2);
   r.ingest.streams[1].info = StreamInfo{.stream = 7, .context = 1, .priority = -2, .type = StreamType::NonBlocking};
   TrustWarning& warning = r.facts.trust.warnings.emplace_back();
-  warning.code = "few_steps";
+  warning.code = TrustCode::FewSteps;
   warning.figures = {{"steps", 2}, {"nan", std::nan("")}};
   OperatorRow& op = r.drilldown.emplace().operators.emplace_back().rows.emplace_back();
   op.stage = StageHint::None;  // an int8 enum at -1
@@ -302,9 +303,10 @@ TEST(RankSummaryRefuses, NestingNoSummaryHas) {
   expect_refused(std::string(100000, '\x81') + '\x00', "nested deeper than");
 }
 
+// A file of the schema before the reading's warnings were records (their lines as strings).
 TEST(RankSummaryRefuses, AnotherSchema) {
-  const json doc = {{"schema", "stepscope.summary/11"}, {"warnings", json::array()}, {"ranks", json::array()}};
-  expect_refused(cbor(doc), std::string("schema stepscope.summary/11, this stepscope reads ") + kSummarySchema);
+  const json doc = {{"schema", "stepscope.summary/10"}, {"warnings", {"a line"}}, {"ranks", json::array()}};
+  expect_refused(cbor(doc), std::string("schema stepscope.summary/10, this stepscope reads ") + kSummarySchema);
   expect_refused(cbor(json{{"schema", "two\nlines"}}), "schema two lines");
 }
 
@@ -318,6 +320,9 @@ TEST(RankSummaryRefuses, AFieldOfTheWrongType) {
   expect_refused(edited("/ranks/0/drilldown"_json_pointer, json::array()),
                  "field 'ranks[0].drilldown': ");
   expect_refused(edited("/warnings"_json_pointer, json::object()), "field 'warnings': type must be array");
+  expect_refused(edited("/warnings"_json_pointer, {"a line"}), "field 'warnings[0]': cannot use at() with string");
+  expect_refused(edited("/warnings"_json_pointer, {{{"id", "no_such_warning"}, {"counts", json::array()}, {"names", json::array()}}}),
+                 "field 'warnings[0].id': an unknown warning id");
 }
 
 TEST(RankSummaryRefuses, AMissingField) {

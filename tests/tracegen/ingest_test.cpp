@@ -23,7 +23,7 @@ TEST_P(IngestEveryScenario, LoadsWithoutWarnings) {
   const auto truth = nlohmann::json::parse(tgtest::read_file(r.ground_truth));
   for (std::size_t i = 0; i < r.files.size(); ++i) {
     const stepscope::RankTrace t = stepscope::read_kineto_file(r.files[i]);
-    EXPECT_TRUE(t.warnings.empty()) << r.files[i] << ": " << (t.warnings.empty() ? "" : t.warnings[0]);
+    EXPECT_TRUE(t.warnings.empty()) << r.files[i] << ": " << (t.warnings.empty() ? "" : stepscope::ingest_warning_text(t.warnings[0]));
     EXPECT_FALSE(t.truncated);
     EXPECT_EQ(t.distributed.rank, std::optional<int>(static_cast<int>(i)));
     EXPECT_EQ(t.base_time_ns, std::optional<std::int64_t>(1767189312000000000LL));

@@ -129,7 +129,7 @@ TEST_P(RunKind, ReadableTraceAndCompleteGroundTruth) {
   const auto r = run(GetParam());
   const RankTrace& t = r->trace;
   EXPECT_FALSE(t.truncated);
-  EXPECT_TRUE(t.warnings.empty()) << (t.warnings.empty() ? "" : t.warnings[0]);
+  EXPECT_TRUE(t.warnings.empty()) << (t.warnings.empty() ? "" : ingest_warning_text(t.warnings[0]));
   EXPECT_GT(t.events.size(), 100u);
   const json& g = r->truth;
   EXPECT_EQ(g["scenario"], GetParam());
