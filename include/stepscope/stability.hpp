@@ -8,6 +8,9 @@
 
 namespace stepscope {
 
+struct RankTrace;  // stepscope/trace.hpp
+struct RankFacts;  // stepscope/facts.hpp
+
 struct Spike {
   std::int64_t step = 0;      // step number
   ns_t duration = 0;
@@ -44,6 +47,12 @@ struct Stability {
   bool bursty = false;
 };
 
-Stability compute_stability(const RankPartition& r);
+// The loop's batch fetches (the data loader's outermost __next__ calls on the loop's threads) in
+// each of the partition's steps, by index; empty where the trace records no fetch at all.
+std::vector<int> batch_fetches(const RankTrace& t, const RankFacts& f, const RankPartition& r);
+
+// `fetches` (batch_fetches) tells an epoch's start from a loader falling behind: without them, a
+// long recurring wait is taken for an epoch boundary by its length alone.
+Stability compute_stability(const RankPartition& r, const std::vector<int>& fetches = {});
 
 }  // namespace stepscope

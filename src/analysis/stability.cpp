@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
+
+#include "stepscope/facts.hpp"
+#include "stepscope/trace.hpp"
 
 namespace stepscope {
 namespace {
@@ -79,11 +84,29 @@ Spike describe_spike(const StepPartition& s, double quiet, const std::array<doub
   return sp;
 }
 
-PeriodKind period_kind(Category grew, int every, double mean_excess, double quiet) {
+// Whether the steps at `positions` start an epoch, where the trace records the batch fetches: a
+// step holding more fetches than the usual step does (the exhausted iterator's last __next__,
+// which raises StopIteration, and the new iterator's first). Four persistent workers each a batch
+// behind stall every fourth step as long as a respawn would, with one fetch in the stalled step.
+// Example: fetches 1, 1, 2, 1, 1, 2 -> the third and sixth steps start epochs.
+enum class EpochStart : std::uint8_t { Unknown, Yes, No };
+
+EpochStart epoch_start(const std::vector<std::size_t>& positions, const std::vector<int>& fetches) {
+  if (fetches.empty() || positions.empty()) return EpochStart::Unknown;
+  std::vector<int> sorted = fetches;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const int usual = sorted[sorted.size() / 2];
+  for (std::size_t i : positions)
+    if (i >= fetches.size() || fetches[i] <= usual) return EpochStart::No;
+  return EpochStart::Yes;
+}
+
+PeriodKind period_kind(Category grew, int every, double mean_excess, double quiet, EpochStart starts) {
   switch (grew) {
     case Category::BatchWait:
-      return mean_excess >= kEpochStallSteps * quiet && every >= kMinEpochSteps ? PeriodKind::EpochBoundary
-                                                                               : PeriodKind::LoaderWorkers;
+      return starts != EpochStart::No && mean_excess >= kEpochStallSteps * quiet && every >= kMinEpochSteps
+                 ? PeriodKind::EpochBoundary
+                 : PeriodKind::LoaderWorkers;
     case Category::SideWork:
     case Category::Idle:  // an op-free host gap: work the profiler does not see (torch.save, fsync)
       return PeriodKind::Checkpoint;
@@ -93,7 +116,7 @@ PeriodKind period_kind(Category grew, int every, double mean_excess, double quie
 
 // Spikes at equally spaced positions (at least two of them) recur every that many steps.
 Periodicity equally_spaced(const std::vector<std::size_t>& positions, const std::vector<Spike>& spikes,
-                           double quiet) {
+                           double quiet, const std::vector<int>& fetches) {
   Periodicity p;
   if (positions.size() < 2) return p;
   const std::size_t gap = positions[1] - positions[0];
@@ -107,7 +130,7 @@ Periodicity equally_spaced(const std::vector<std::size_t>& positions, const std:
   p.every = static_cast<int>(gap);
   p.occurrences = spikes.size();
   p.mean_excess = static_cast<ns_t>(excess / static_cast<double>(spikes.size()));
-  p.kind = period_kind(p.category, p.every, static_cast<double>(p.mean_excess), quiet);
+  p.kind = period_kind(p.category, p.every, static_cast<double>(p.mean_excess), quiet, epoch_start(positions, fetches));
   return p;
 }
 
@@ -118,8 +141,8 @@ Periodicity equally_spaced(const std::vector<std::size_t>& positions, const std:
 constexpr double kMajorSpikeShare = 0.5;
 
 Periodicity find_period(const std::vector<std::size_t>& positions, const std::vector<Spike>& spikes,
-                        double quiet) {
-  Periodicity p = equally_spaced(positions, spikes, quiet);
+                        double quiet, const std::vector<int>& fetches) {
+  Periodicity p = equally_spaced(positions, spikes, quiet, fetches);
   if (p.kind != PeriodKind::None || spikes.empty()) return p;
   ns_t largest = 0;
   for (const auto& s : spikes) largest = std::max(largest, s.excess);
@@ -129,7 +152,7 @@ Periodicity find_period(const std::vector<std::size_t>& positions, const std::ve
     if (static_cast<double>(spikes[i].excess) >= kMajorSpikeShare * static_cast<double>(largest))
       major_positions.push_back(positions[i]), major.push_back(spikes[i]);
   if (major.size() == spikes.size()) return p;
-  return equally_spaced(major_positions, major, quiet);
+  return equally_spaced(major_positions, major, quiet, fetches);
 }
 
 }  // namespace
@@ -145,7 +168,29 @@ const char* period_kind_name(PeriodKind k) {
   return "none";
 }
 
-Stability compute_stability(const RankPartition& r) {
+std::vector<int> batch_fetches(const RankTrace& t, const RankFacts& f, const RankPartition& r) {
+  std::vector<int> out(r.steps.size(), 0);
+  bool any = false;
+  for (std::size_t k = 0; k < t.host_tracks.size() && k < f.track_role.size(); ++k) {
+    if (static_cast<int>(k) != f.main_track && f.track_role[k] != ThreadRole::Loader) continue;
+    ns_t end = std::numeric_limits<ns_t>::min();
+    for (const std::uint32_t e : t.host_tracks[k].events) {
+      if (t.events.phase[e] != Phase::Complete || f.of_event(t, e).role != HostRole::Loader) continue;
+      const ns_t ts = t.events.ts[e];
+      if (ts < end) continue;  // nested in the fetch before it
+      end = t.events.end(e);
+      any = true;
+      // The last step begun by then (steps run in order), if the fetch is inside its host span.
+      const auto after = std::upper_bound(r.steps.begin(), r.steps.end(), ts,
+                                          [](ns_t v, const StepPartition& s) { return v < s.host_start; });
+      if (after != r.steps.begin() && ts < std::prev(after)->host_end) ++out[static_cast<std::size_t>(after - r.steps.begin() - 1)];
+    }
+  }
+  if (!any) out.clear();
+  return out;
+}
+
+Stability compute_stability(const RankPartition& r, const std::vector<int>& fetches) {
   Stability st;
   const auto steps = steady(r);
   st.steps = steps.size();
@@ -179,7 +224,7 @@ Stability compute_stability(const RankPartition& r) {
     positions.push_back(static_cast<std::size_t>(steps[i] - r.steps.data()));
     if (d[i] > spike_above) st.spikes.push_back(excursions.back());
   }
-  st.period = find_period(positions, excursions, st.quiet_ns);
+  st.period = find_period(positions, excursions, st.quiet_ns, fetches);
   st.bursty = !st.spikes.empty() || st.cv > kBurstyCv;
   return st;
 }

@@ -167,7 +167,7 @@ void analyze_steps(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalys
   a.ingest = summarize_ingest(rank);
   a.cuda_summary = summarize_cuda(rank);
   a.partition = partition_rank_into(rank, a.facts, opts.partition);
-  a.stability = compute_stability(a.partition);
+  a.stability = compute_stability(a.partition, batch_fetches(rank, a.facts, a.partition));
 }
 
 // The host ops' roles, which only the partition reads, freed once it ran when the caller keeps

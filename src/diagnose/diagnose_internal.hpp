@@ -44,6 +44,8 @@ bool physics_bounded(LeverId id);
 // Fills each lever's prediction from the ranks' what-if replays (the Amdahl bound where no graph
 // change models it); a lever already in place stops applying.
 void add_predictions(const AnalysisResult& r, std::vector<Lever>& levers);
+// Levers the replay predicts to gain under 1% of the step stop applying, and say why.
+void withhold_without_gain(std::vector<Lever>& levers);
 // The ranks' plan, as far as its levers apply.
 void add_plan(const AnalysisResult& r, Diagnosis& d);
 // Applicable levers first, by predicted step time saved x certainty; a lever on `bound` first

@@ -158,14 +158,11 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   set_interval(l, j.uncertainty, error);
   constexpr std::string_view kNoGain = "the replay predicts ";
   if (!l.applies || l.basis.rfind(kNoGain, 0) == 0) return;
-  // A change the replay predicts to slow the step is no lever; one that gains nothing stays
-  // offered (its signature is in the trace), ranked by the prediction, and says so.
+  // A change the replay predicts to slow the step is no lever (one that gains nothing is held
+  // back last, by withhold_without_gain).
   if (l.predicted_speedup < 1 - kMinPredictedGain) {
     l.applies = false;
     l.basis = fmt::format("the replay predicts {:.2f}x: slower, so not offered; {}", l.predicted_speedup, l.basis);
-  } else if (l.predicted_speedup < 1 + kMinPredictedGain) {
-    l.basis = fmt::format("the replay predicts {:.2f}x: the time it acts on does not hold the step up; {}",
-                          l.predicted_speedup, l.basis);
   }
 }
 
@@ -180,6 +177,22 @@ bool diagnose_detail::physics_bounded(LeverId id) {
 void diagnose_detail::add_predictions(const AnalysisResult& r, std::vector<Lever>& levers) {
   const double error = mean_replay_error(r);
   for (Lever& l : levers) predict(r, l, error);
+}
+
+// A lever the replay predicts to gain under kMinPredictedGain of the step is no lever: the rule a
+// bound under kMinApplyShare already follows, held to the replay's figure. Its signature is in the
+// trace, but the time it acts on does not hold the step up: a save already asynchronous (its
+// staging copies are all that is left), all-reduces already under the backward, workers slower
+// than any queue is deep. Done once the findings have set every lever's bound, which they read
+// from levers that apply.
+void diagnose_detail::withhold_without_gain(std::vector<Lever>& levers) {
+  for (Lever& l : levers) {
+    if (!l.applies || !l.predicted_replayed || l.predicted_speedup >= 1 + kMinPredictedGain) continue;
+    l.applies = false;
+    l.basis = fmt::format("the replay predicts {:.2f}x: the time it acts on does not hold the step up, so not "
+                          "offered; {}",
+                          l.predicted_speedup, l.basis);
+  }
 }
 
 void diagnose_detail::add_plan(const AnalysisResult& r, Diagnosis& d) {

@@ -542,6 +542,8 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
     order_levers(d.levers, v.bound);
     d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
   }
+  withhold_without_gain(d.levers);
+  order_levers(d.levers, v.bound);
   add_plan(r, d);
   v.headline = headline(v, d.levers);
   if (every_kernel) {

@@ -176,15 +176,19 @@ void add_copy_models(const Context& c, std::vector<Model>& out) {
   // A copy from pageable memory is synchronous whatever its stream: only pinned ones can move.
   auto pinned_beside_compute = [beside_compute](const Op& o) { return beside_compute(o) && o.mem == HostMem::Pinned; };
   // The lever is pinned memory and non-blocking copies: both halves, each where it is missing.
+  // Where every copy is pinned it is in place: what is left, pinned copies between the kernels of
+  // a compute stream, is copy_stream's.
   out.push_back({LeverId::PinMemory, "copy", 0.2,
                  [&g, bw, beside_compute](Scenario& s) {
                    pin_copies(g, s, bw);
                    copies_to_side_stream(g, s, beside_compute);
                  },
-                 fmt::format("copies not known to be pinned at pinned bandwidth ({:.0f} GB/s), without the host waiting "
-                             "for them, and off the compute streams",
-                             bw),
-                 none_pageable && count_ops(g, beside_compute) == 0, {}});
+                 none_pageable ? std::string("every copy is pinned already; moving them off the compute streams is "
+                                             "copy_stream's lever")
+                               : fmt::format("copies not known to be pinned at pinned bandwidth ({:.0f} GB/s), without "
+                                             "the host waiting for them, and off the compute streams",
+                                             bw),
+                 none_pageable, {}});
   out.push_back({LeverId::CopyStream, "copy-stream", 0.25,
                  [&g, pinned_beside_compute](Scenario& s) { copies_to_side_stream(g, s, pinned_beside_compute); },
                  "pinned copies move off the compute streams and overlap the kernels queued before them; the kernel "
@@ -239,9 +243,19 @@ void add_precision_models(const Context& c, std::vector<Model>& out) {
                    fp32 == 0, {}});
   }
   auto conv = [](const Op& o) { return o.kind == OpKind::Compute && o.cls == KernelClass::Convolution; };
-  if (count_ops(g, conv) > 0)
+  if (count_ops(g, conv) > 0) {
+    // cuDNN runs 16-bit convolutions in NHWC and converts NCHW tensors around them (nchwToNhwc,
+    // nhwcToNchw kernels): 16-bit convolutions with no conversion anywhere run on channels_last
+    // tensors already.
+    auto layout = [&c](const Op& o) { return o.kind == OpKind::Compute && c.facts.of_event(c.trace, o.event).has(kNameLayout); };
+    auto half_conv = [conv](const Op& o) { return conv(o) && is_16bit_or_narrower(o.dtype); };
+    const bool nhwc = count_ops(g, half_conv) > 0 && count_ops(g, layout) == 0;
     out.push_back({LeverId::ChannelsLast, "layout", 0.5, [&g, conv](Scenario& s) { scale_ops(g, s, conv, kChannelsLastCut); },
-                   "convolutions a fifth faster in NHWC", false, {}});
+                   nhwc ? "the 16-bit convolutions run with no layout conversion around them: the tensors are "
+                          "channels_last already"
+                        : "convolutions a fifth faster in NHWC",
+                   nhwc, {}});
+  }
 }
 
 void add_launch_models(const Context& c, std::vector<Model>& out) {

@@ -115,17 +115,17 @@ constexpr Pinned kPinned[] = {
      "ResNet-18 with GPU busy 11%: 272 hipFree calls a step hold the host for 809 ms of its 819 ms"},
     // Benchmarks and harnesses: their syncs and launches are what they measure.
     {"hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz", "host/launch-bound",
-     "benchmark", "amp_bf16",
+     "benchmark", "",
      "PARAM warmup/measure ranges; ~40 s of one-time calls left out, host work dwarfs the tiny kernels; only a "
-     "precision lever suits a harness"},
+     "precision lever suits a harness, and the replay predicts it under 1% of the step: no lever"},
     {"hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz", "host/launch-bound",
      "benchmark", "", "the same PARAM harness timing torch.add: nothing but its own syncs and launches to remove"},
     {"hta/critical_path/cuda_event_sync/event_sync_trace.json.gz", "host/launch-bound", "benchmark", "",
      "event-timed micro-benchmark: cudaEventSynchronize around tiny kernels"},
     {"hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz", "host/launch-bound", "benchmark",
-     "amp_bf16",
-     "event-timed micro-benchmark across three streams; its fp32 GEMMs are 1.9% of the step, so the precision "
-     "lever (bounded by their whole time) is listed, the replay predicting 1.00x"},
+     "",
+     "event-timed micro-benchmark across three streams; its fp32 GEMMs are 1.9% of the step: the precision levers "
+     "(bounded by their whole time) are listed, not offered, the replay predicting 1.00x"},
     {"hta/execution_trace/benchmark_simple_add_trace.json.gz", "host/launch-bound", "benchmark", "",
      "PARAM torch.add benchmark: 4 kernels and 5 device syncs, the host's timing loop is the step"},
     {"hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz", "inconclusive", "benchmark", "",

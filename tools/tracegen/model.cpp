@@ -21,6 +21,8 @@ constexpr std::string_view kLoaderWorkers =
     "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
 constexpr std::string_view kLoaderMain =
     "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+// An exhausted iterator's last __next__ (it raises StopIteration at once).
+constexpr double kExhaustedFetchUs = 30;
 // Events hold string_views; the few composed names live here for the whole run (node-based
 // set: references stay valid as it grows).
 std::string_view intern(std::string s) {
@@ -454,8 +456,16 @@ class StepRecipe {
   void fetch_batch(int number) {
     double wait = p_.fetch_us;
     if (p_.stall_every > 0 && number % p_.stall_every == 0) wait = p_.stall_us;
-    if (p_.epoch_steps > 0 && number % p_.epoch_steps == 0) wait = p_.epoch_stall_us;
+    const bool epoch_start = p_.epoch_steps > 0 && number % p_.epoch_steps == 0;
+    if (epoch_start) wait = p_.epoch_stall_us;
     const bool workers = p_.num_workers > 0;
+    // The ended epoch's iterator is asked once more and raises StopIteration: a short fetch of
+    // its own before the new iterator's first.
+    if (epoch_start) {
+      open_annotation(kMainThread, workers ? kLoaderWorkers : kLoaderMain, 3);
+      host(kMainThread, kExhaustedFetchUs);
+      close(kMainThread, 2);
+    }
     open_annotation(kMainThread, workers ? kLoaderWorkers : kLoaderMain, 3);
     if (workers) {
       host(kMainThread, wait);

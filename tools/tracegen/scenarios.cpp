@@ -536,7 +536,7 @@ void blocking_streams(Params& p) {
   p.h2d_gbps = 20;
   p.copy_stream_blocking = true;
   p.expected_verdict = "copy-bound";
-  p.expected_first_lever = "pin_memory";
+  p.expected_first_lever = "copy_stream";
   p.description = "fp32 training whose 40 MB pinned batch (cudaMemcpyAsync, 20 GB/s) is copied on a side "
                   "stream created without cudaStreamNonBlocking: it serialises with the default stream's "
                   "compute, never overlaps a kernel and holds ~30% of each step";
