@@ -324,9 +324,19 @@ void refuse_second_stdout(const std::vector<NamedOutput>& outputs) {
   }
 }
 
+// `--json -j2 trace.json` gives --json the value "-j2": without this the report went to a file
+// named -j2 and the run took the default thread count, both silently.
+void refuse_option_like_paths(const std::vector<NamedOutput>& outputs) {
+  for (const NamedOutput& o : outputs)
+    if (o.path.size() > 1 && o.path.front() == '-')
+      throw InputError(fmt::format("{} {}: looks like an option, not a file name; write ./{} for a file of that name",
+                                   o.option, shown(o.path), shown(o.path)));
+}
+
 }  // namespace
 
 void check_outputs(const std::vector<std::string>& inputs, const std::vector<NamedOutput>& outputs) {
+  refuse_option_like_paths(outputs);
   refuse_second_stdout(outputs);
   const std::vector<FileId> in = input_files(inputs);
   g_guard_outputs = true;

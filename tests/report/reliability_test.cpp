@@ -114,6 +114,16 @@ TEST_F(OutputSafety, AnnotateToStandardOutputIsRefusedWithoutAFileNamedDash) {
   EXPECT_FALSE(fs::exists("-"));
 }
 
+TEST_F(OutputSafety, AnOutputNamedLikeAnOptionIsRefused) {
+  const std::string in = trace("t.json", one_step_events());
+  const CliRun r = cli("analyze -q --json -j2 " + in);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--json -j2: looks like an option"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists("-j2"));
+  EXPECT_EQ(cli("analyze -q --json " + path("-j2") + " " + in).rc, 0);
+  EXPECT_TRUE(fs::exists(path("-j2")));
+}
+
 using StreamInput = Scratch;
 
 TEST_F(StreamInput, APipeReadsLikeTheFileButCannotBeAnnotated) {
