@@ -184,8 +184,7 @@ void release_event_stages(const AnalyzeOptions& opts, RankFacts& f) {
 // What reads the partition: the footgun scan, the what-if replay and the collectives' marks. The
 // replay's graph is the largest thing the analysis holds: the scan, the last reader of each
 // event's step, runs first, so that when the caller keeps no event facts the steps go before the
-// graph is built (computed again for the scan, they cost a pass over the events); each host op's
-// parent goes once the replay has read them.
+// graph is built; each host op's parent goes once the replay has read them.
 void analyze_partitioned(const RankTrace& rank, const AnalyzeOptions& opts, RankAnalysis& a) {
   if (a.partition.steady_steps) a.footgun_scan = footgun::scan_footguns(rank, a.facts, a.partition);
   if (!opts.keep_event_facts) std::vector<std::int32_t>().swap(a.facts.event_steps.step);

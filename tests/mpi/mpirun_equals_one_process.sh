@@ -82,3 +82,19 @@ set -e
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: a silent process gave exit $rc"; cat "$tmp/stuck.err"; exit 1; }
 grep -q 'MPI process 1 sent no summary' "$tmp/stuck.err" || { echo "FAIL: the silent process is not named"; cat "$tmp/stuck.err"; exit 1; }
 echo "ok: a silent process is timed out and named"
+
+# MPI is a plugin: the binary links no libmpi and analyses alone without it; under a launcher a
+# binary whose plugin is missing stops with one error line naming it and exit 2.
+if ldd "$bin" | grep -q 'libmpi'; then echo "FAIL: the binary links libmpi"; exit 1; fi
+mkdir "$tmp/lone"
+cp "$bin" "$tmp/lone/stepscope"
+"$tmp/lone/stepscope" analyze "$fixtures/param/dlrm_8rank/kineto" -q -j1 > /dev/null || [ $? -eq 1 ] \
+  || { echo "FAIL: without the plugin, one process could not analyse"; exit 1; }
+set +e
+mpi 2 "$tmp/lone/stepscope" analyze "$fixtures/param/dlrm_8rank/kineto" -q -j1 > /dev/null 2> "$tmp/lone.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "FAIL: a missing MPI plugin gave exit $rc, not 2"; cat "$tmp/lone.err"; exit 1; }
+grep -q '^stepscope: error: analyze under an MPI launcher: cannot load MPI (libstepscope_mpi.so' "$tmp/lone.err" \
+  || { echo "FAIL: the missing plugin is not named"; cat "$tmp/lone.err"; exit 1; }
+echo "ok: MPI loaded only under a launcher, its missing plugin named"

@@ -138,6 +138,34 @@ TEST(Stability, LongRecurringWaitIsAnEpochBoundary) {
   EXPECT_EQ(s.period.kind, PeriodKind::EpochBoundary);
 }
 
+// The same long wait every fifth step, with the batch fetches each step holds: an epoch starts in
+// a step with one fetch more than the usual step (the ended iterator's last call); one fetch in
+// the stalled step is loader workers falling behind, however long the wait.
+TEST(Stability, FetchesTellAnEpochStartFromWorkersBehind) {
+  std::vector<StepPartition> steps{step(0, 40)};
+  for (int n = 1; n <= 15; ++n) steps.push_back(n % 5 == 0 ? step(n, 40, Category::BatchWait, 400) : step(n, 40));
+  const RankPartition p = rank_of(steps);
+  std::vector<int> epoch(steps.size(), 1), rounds(steps.size(), 1);
+  for (std::size_t i = 5; i < steps.size(); i += 5) epoch[i] = 2;
+  EXPECT_EQ(compute_stability(p, epoch).period.kind, PeriodKind::EpochBoundary);
+  EXPECT_EQ(compute_stability(p, rounds).period.kind, PeriodKind::LoaderWorkers);
+}
+
+// The recorded loaders: four persistent workers a batch behind wait every fourth step, one fetch
+// in the stalled step; workers respawned every three-batch epoch wait at each epoch's start.
+TEST(Stability, RecordedLoaderRoundsAreNoEpochBoundary) {
+  const auto stability_of = [](const char* trace) {
+    PipelineOptions o;
+    o.ingest.jobs = 1;
+    const std::string path = std::string(STEPSCOPE_SOURCE_DIR) + "/tests/data/recorded/pairs/" + trace;
+    return analyze_paths({path}, o).result.ranks.at(0).stability.period;
+  };
+  const Periodicity rounds = stability_of("loader_w4.pt.trace.json.gz");
+  EXPECT_EQ(rounds.every, 4);
+  EXPECT_EQ(rounds.kind, PeriodKind::LoaderWorkers);
+  EXPECT_EQ(stability_of("epoch_w2_respawn.pt.trace.json.gz").kind, PeriodKind::EpochBoundary);
+}
+
 TEST(Ranks, SlowComputeRankIsTheStraggler) {
   // Ranks 0, 1, 3: 40 ms compute + 12 ms waiting in the all-reduce; rank 2: 52 ms compute, 0 wait.
   std::vector<RankPartition> ranks;
