@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/mpi_plan.hpp"
 #include "stepscope/error.hpp"
+#include "stepscope/rank_summary.hpp"
 
 #ifdef STEPSCOPE_WITH_MPI
 #include "pipeline/mpi_transport.hpp"
@@ -66,6 +68,33 @@ bool launched_by_mpi() {
   return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 || std::getenv("PMIX_RANK") != nullptr;
 }
 
+// {ok, error, files: [[path, listed, bytes], ...], warnings: a summary file's bytes} as CBOR.
+std::string mpi::encode_plan(const Plan& p) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : p.listing.files) files.push_back({f.path, f.listed, f.bytes});
+  const std::string warnings = encode_summary({{}, p.listing.warnings});
+  const nlohmann::json doc = {{"ok", p.ok},
+                              {"error", p.error},
+                              {"files", std::move(files)},
+                              {"warnings", nlohmann::json::binary({warnings.begin(), warnings.end()})}};
+  std::string out;
+  nlohmann::json::to_cbor(doc, out);
+  return out;
+}
+
+mpi::Plan mpi::decode_plan(std::string_view bytes) {
+  const nlohmann::json j = nlohmann::json::from_cbor(bytes);
+  Plan p;
+  p.ok = j.at("ok").get<bool>();
+  p.error = j.at("error").get<std::string>();
+  for (const auto& f : j.at("files")) p.listing.files.push_back({f.at(0).get<std::string>(), f.at(1).get<bool>(), f.at(2).get<std::uint64_t>()});
+  const auto& warnings = j.at("warnings").get_binary();
+  p.listing.warnings = decode_summary({reinterpret_cast<const char*>(warnings.data()), warnings.size()},
+                                      "the listing of MPI process 0")
+                           .warnings;
+  return p;
+}
+
 #ifndef STEPSCOPE_WITH_MPI
 
 bool mpi_built() { return false; }
@@ -79,6 +108,8 @@ DistributedAnalysis analyze_paths_distributed(const std::vector<std::string>&, c
 bool mpi_built() { return true; }
 
 namespace {
+
+using mpi::Plan;
 
 // The plugin's transport, loaded on first use. Global: OpenMPI loads components of its own that
 // look its symbols up in the global scope.
@@ -155,16 +186,6 @@ std::vector<std::string> file_paths(const FileListing& listing) {
   return out;
 }
 
-// The files of the job as process 0 lists them. Every process shares the files from this one
-// listing, so that a file seen at another size, or missed, by another process cannot put a
-// rank in two shares or in none; and the checks on the whole job (one kind of input) are made
-// once, on all of it, as one process would make them.
-struct Plan {
-  bool ok = true;
-  std::string error;  // when !ok: the refusal, printed by process 0 alone
-  FileListing listing;
-};
-
 // Only a regular file is opened here: a FIFO among the rank files must not stop process 0.
 bool starts_as_sqlite(const std::string& path) {
   std::error_code ec;
@@ -174,6 +195,8 @@ bool starts_as_sqlite(const std::string& path) {
   return std::memcmp(head, "SQLite format 3", 16) == 0;
 }
 
+// The files of the job as process 0 lists them; the checks on the whole job (one kind of input)
+// are made once, on all of it, as one process would make them.
 Plan list_on_root(const std::vector<std::string>& paths) {
   Plan plan;
   try {
@@ -191,30 +214,9 @@ Plan list_on_root(const std::vector<std::string>& paths) {
   return plan;
 }
 
-// The listing's warnings as records, [stable string, counts, names] each: every process renders
-// them alike, and a merge compares them as records.
-std::string encode_plan(const Plan& p) {
-  nlohmann::json files = nlohmann::json::array(), warnings = nlohmann::json::array();
-  for (const auto& f : p.listing.files) files.push_back({f.path, f.listed, f.bytes});
-  for (const auto& w : p.listing.warnings) warnings.push_back({warning_name(w.id), w.counts, w.names});
-  return nlohmann::json{{"ok", p.ok}, {"error", p.error}, {"files", files}, {"warnings", warnings}}.dump();
-}
-
-Plan decode_plan(const std::string& text) {
-  const nlohmann::json j = nlohmann::json::parse(text);
-  Plan p;
-  p.ok = j.at("ok").get<bool>();
-  p.error = j.at("error").get<std::string>();
-  for (const auto& f : j.at("files")) p.listing.files.push_back({f.at(0).get<std::string>(), f.at(1).get<bool>(), f.at(2).get<std::uint64_t>()});
-  for (const auto& w : j.at("warnings"))
-    p.listing.warnings.push_back({find_warning(w.at(0).get<std::string>()).value(),
-                                  w.at(1).get<std::vector<std::uint64_t>>(), w.at(2).get<std::vector<std::string>>()});
-  return p;
-}
-
 // Process 0's plan, on every process.
 Plan broadcast_plan(const std::vector<std::string>& paths, int process) {
-  std::string text = process == 0 ? encode_plan(list_on_root(paths)) : std::string();
+  std::string text = process == 0 ? mpi::encode_plan(list_on_root(paths)) : std::string();
   long long size = static_cast<long long>(text.size());
   transport().broadcast(&size, 1);
   text.resize(static_cast<std::size_t>(size));
@@ -222,7 +224,7 @@ Plan broadcast_plan(const std::vector<std::string>& paths, int process) {
     const int n = static_cast<int>(std::min(kChunk, text.size() - at));
     transport().broadcast(text.data() + at, n);
   }
-  return decode_plan(text);
+  return mpi::decode_plan(text);
 }
 
 // This process's share of the files, read and analysed.
@@ -249,11 +251,14 @@ Part analyse_share(FileListing listing, const PipelineOptions& opts, int process
   return part;
 }
 
+// A process that failed: its error alone, which process 0 prints.
+Part failed_part(int process, const std::exception& e) { return {false, {fmt::format("MPI process {}: {}", process, e.what())}}; }
+
 Part own_part(FileListing listing, const PipelineOptions& opts, int process, int processes) {
   try {
     return analyse_share(std::move(listing), opts, process, processes);
   } catch (const std::exception& e) {
-    return {false, {fmt::format("MPI process {}: {}", process, e.what())}};
+    return failed_part(process, e);
   }
 }
 
@@ -315,7 +320,16 @@ DistributedAnalysis analyze_paths_distributed(const std::vector<std::string>& pa
   d.process = mpi.process();
   d.processes = mpi.processes();
   d.root = d.process == 0;
-  Plan plan = broadcast_plan(paths, d.process);
+  Plan plan;
+  try {
+    plan = broadcast_plan(paths, d.process);
+  } catch (const InputError& e) {
+    // A listing this process cannot read (process 0 runs another version of stepscope): process 0
+    // reads its own, and prints why this one failed as for a failed share.
+    if (d.root) throw;
+    send_part(failed_part(d.process, e));
+    return d;
+  }
   // The other processes end quietly, with exit 0: a non-zero exit makes mpirun stop the job
   // before process 0 has printed why.
   if (!plan.ok) {
