@@ -173,9 +173,14 @@ class Scan {
   std::int64_t any_step(std::uint32_t i) const { return steps.of(i); }
   std::int64_t steady_step(std::uint32_t i) const { return steps.steady(i) ? steps.of(i) : -1; }
   ns_t launch_ts(std::uint32_t g) const;  // its launch call's start, else its own
+  bool launched_after(std::uint32_t g, ns_t ts) const;  // its launch call is in the trace, at or after ts
   // What scalar reads cost, summed over `reads` (end, host blocked), which it sorts: per read, the
   // shorter of the host's wait and the GPU idle after it until the next GPU work or loader fetch.
   ns_t read_costs(std::vector<std::pair<ns_t, ns_t>>& reads) const;
+  // The GPU idle scalar reads make, summed over `reads` (end, start), which it sorts: per read,
+  // from its start (or the end of the GPU work it waited for) until the next GPU work or loader
+  // fetch, each instant once; a read inside which no GPU work ended costs nothing.
+  ns_t read_idle(std::vector<std::pair<ns_t, ns_t>>& reads) const;
 };
 
 // A detector's evidence on one rank, and its scan: the walk calls host() and gpu() for the

@@ -55,4 +55,11 @@ std::vector<int> batch_fetches(const RankTrace& t, const RankFacts& f, const Ran
 // long recurring wait is taken for an epoch boundary by its length alone.
 Stability compute_stability(const RankPartition& r, const std::vector<int>& fetches = {});
 
+// What a recurring stall costs a step with the slower steps in its wake: every steady step's
+// excess over the quiet step, spread over the steady steps. With a period every step is in some
+// stall's wake, so the steps above the quiet one are the cause's whole cost, not only the spikes.
+// Example: steps 15, 160, 21, 39, 126, 35, 17 ms, quiet 17 ms -> (143 + 4 + 22 + 109 + 18) / 7
+// = 42 ms a step, where the spikes alone give 36 ms.
+double excess_over_quiet(const RankPartition& r, const Stability& s);
+
 }  // namespace stepscope

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -129,12 +130,18 @@ class NextGpuWork {
   explicit NextGpuWork(const RankTrace& t) : t_(t), at_(t.gpu_tracks.size(), 0) {}
 
   std::optional<ns_t> at_or_after(ns_t ts) {
-    std::optional<ns_t> first;
+    const std::optional<std::uint32_t> e = event_at_or_after(ts);
+    return e ? std::optional<ns_t>(t_.events.ts[*e]) : std::nullopt;
+  }
+
+  // The record itself (the earliest to start; of two at once, the first stream's).
+  std::optional<std::uint32_t> event_at_or_after(ns_t ts) {
+    std::optional<std::uint32_t> first;
     for (std::size_t k = 0; k < at_.size(); ++k) {
       const std::vector<std::uint32_t>& events = t_.gpu_tracks[k].events;
       std::size_t& i = at_[k];
       while (i < events.size() && (t_.events.ts[events[i]] < ts || !is_work(t_.events.kind[events[i]]))) ++i;
-      if (i < events.size()) first = std::min(first.value_or(t_.events.ts[events[i]]), t_.events.ts[events[i]]);
+      if (i < events.size() && (!first || t_.events.ts[events[i]] < t_.events.ts[*first])) first = events[i];
     }
     return first;
   }
@@ -144,6 +151,41 @@ class NextGpuWork {
 
   const RankTrace& t_;
   std::vector<std::size_t> at_;
+};
+
+// The latest end of GPU work (kernel, copy or memset) begun before a time, on any stream, for
+// times asked in increasing order, by cursors as NextGpuWork's. Collective kernels do not count:
+// they spend most of their time waiting for the other ranks, and the compute a read held back
+// would have run beside them.
+//   streams {kernel [1, 4)}, {copy [3, 9)}: busy_until(2) -> 4, then (5) -> 9
+class LastGpuEnd {
+ public:
+  LastGpuEnd(const RankTrace& t, const RankFacts& f)
+      : t_(t), f_(f), at_(t.gpu_tracks.size(), 0), end_(t.gpu_tracks.size(), kNever) {}
+
+  ns_t busy_until(ns_t ts) {
+    ns_t last = kNever;
+    for (std::size_t k = 0; k < at_.size(); ++k) {
+      const std::vector<std::uint32_t>& events = t_.gpu_tracks[k].events;
+      for (std::size_t& i = at_[k]; i < events.size() && t_.events.ts[events[i]] < ts; ++i)
+        if (busy(events[i])) end_[k] = std::max(end_[k], t_.events.end(events[i]));
+      last = std::max(last, end_[k]);
+    }
+    return last;
+  }
+
+ private:
+  static constexpr ns_t kNever = std::numeric_limits<ns_t>::min();
+  bool busy(std::uint32_t e) const {
+    const Kind k = t_.events.kind[e];
+    if (k == Kind::Memcpy || k == Kind::Memset) return true;
+    return k == Kind::Kernel && f_.of_event(t_, e).cls != KernelClass::Communication;
+  }
+
+  const RankTrace& t_;
+  const RankFacts& f_;
+  std::vector<std::size_t> at_;
+  std::vector<ns_t> end_;
 };
 
 // Which detectors (a bit each) an event is shown to, by its name (per distinct name, once), its
@@ -331,6 +373,44 @@ ns_t Scan::read_costs(std::vector<std::pair<ns_t, ns_t>>& reads) const {
     auto l = std::lower_bound(loader_starts.begin(), loader_starts.end(), end);
     if (l != loader_starts.end()) until = std::min(until, *l);
     sum += std::min(blocked, until - end);
+  }
+  return sum;
+}
+
+// Whether GPU record g's launch call is in the trace and began at or after `ts`. A record whose
+// launch is not in the trace was queued before the recording began (a GPU far behind its host).
+bool Scan::launched_after(std::uint32_t g, ns_t ts) const {
+  const std::uint32_t call = t.correlations.launch(t.events.correlation[g]);
+  return call != CorrelationIndex::kNoEvent && t.events.ts[call] >= ts;
+}
+
+// The GPU idle a scalar read makes: from the read's start, or the end of the GPU work it waited
+// for when that is later, until the GPU's next work. Without the read (and the code that used its
+// value, which ran while the GPU idled) the host's next launches would have queued ahead of the
+// GPU. A read that found the GPU done costs its own call (its copy); one that waited costs the
+// time after. A read inside which no GPU work ended waited for nothing: a CPU tensor's value (its
+// host call a microsecond), or a value read while the GPU ran on past it.
+// Only work launched after the read can have waited for it: a GPU behind a host that runs ahead
+// (reads of CPU scalars, an optimizer's step count) idles for its own reasons, its next work
+// queued long before (or before the recording began). Idle spent waiting for the next batch is
+// the loader's, not the read's. The sum can never exceed the GPU's idle time: each instant of idle is counted once, by the read
+// that began it.
+// Example: kernel [0, 50), .item() [10, 55), 15 us of Python, next kernel at 80 -> 80 - 50 = 30.
+ns_t Scan::read_idle(std::vector<std::pair<ns_t, ns_t>>& reads) const {
+  std::sort(reads.begin(), reads.end());
+  NextGpuWork next(t);
+  LastGpuEnd last(t, facts);
+  ns_t sum = 0, counted_to = std::numeric_limits<ns_t>::min();
+  for (const auto& [end, start] : reads) {
+    const ns_t drained = last.busy_until(end);
+    if (drained < start || drained > end) continue;  // no GPU work ended inside the read: it waited for none
+    const std::optional<std::uint32_t> work = next.event_at_or_after(end);
+    if (!work || !launched_after(*work, end)) continue;
+    ns_t until = t.events.ts[*work];
+    auto l = std::lower_bound(loader_starts.begin(), loader_starts.end(), end);
+    if (l != loader_starts.end()) until = std::min(until, *l);
+    const ns_t from = std::max({start, drained, counted_to});
+    if (until > from) sum += until - from, counted_to = until;
   }
   return sum;
 }

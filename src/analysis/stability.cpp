@@ -229,4 +229,12 @@ Stability compute_stability(const RankPartition& r, const std::vector<int>& fetc
   return st;
 }
 
+double excess_over_quiet(const RankPartition& r, const Stability& s) {
+  if (s.steps == 0) return 0;
+  double excess = 0;
+  for (const auto& step : r.steps)
+    if (!step.warmup) excess += std::max(0.0, static_cast<double>(step.duration()) - s.quiet_ns);
+  return excess / static_cast<double>(s.steps);
+}
+
 }  // namespace stepscope
