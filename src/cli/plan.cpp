@@ -9,6 +9,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
+#include "stepscope/output_file.hpp"
 #include "stepscope/plan/commands.hpp"
 #include "stepscope/report.hpp"
 
@@ -54,6 +55,7 @@ std::function<int()> setup_calculator(CLI::App& plan, const sp::Calculator& c) {
   app->footer(std::string(c.footer));
   return [args, app, &c]() {
     if (!app->parsed()) return -1;
+    check_outputs({}, {{"--json", args->json.path}});
     const sp::CalculatorResult r = sp::run_calculator(c, args->given());
     if (args->json.given()) write_json(args->json.to_stdout() ? "-" : args->json.path, r.json);
     if (!args->json.to_stdout()) write_stdout(fit_to_width(r.text, report_columns()));

@@ -60,6 +60,7 @@ void write_json(const std::string& path, const std::string& text) { write_output
 
 int run(WatchArgs& args) {
   args.options.interval_ms = static_cast<int>(std::lround(args.interval_s * 1000.0));
+  check_outputs({}, {{"--json", args.json_path}});
   watch::validate(args.options);
   if (args.options.pid)
     watch::describe_process(args.options.pid);  // fail on a bad pid before loading NVML

@@ -124,6 +124,19 @@ TEST_F(OutputSafety, AnOutputNamedLikeAnOptionIsRefused) {
   EXPECT_TRUE(fs::exists(path("-j2")));
 }
 
+// The calculators and watch take --json [FILE] too: a negative number after it is no file name.
+TEST_F(OutputSafety, PlanAndWatchRefuseAnOutputNamedLikeAnOption) {
+  for (const char* command : {"plan roofline --gemm 4096,4096,4096 --json -1", "watch --no-gpu --json -1"}) {
+    SCOPED_TRACE(command);
+    const CliRun r = cli(command);
+    EXPECT_EQ(r.rc, 2) << r.output;
+    EXPECT_NE(r.output.find("--json -1: looks like an option"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists("-1"));
+  }
+  EXPECT_EQ(cli("plan roofline --gemm 4096,4096,4096 --json " + path("-1")).rc, 0);
+  EXPECT_TRUE(fs::exists(path("-1")));
+}
+
 using StreamInput = Scratch;
 
 TEST_F(StreamInput, APipeReadsLikeTheFileButCannotBeAnnotated) {
