@@ -491,7 +491,9 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
       "convolution kernels", gpu ? cmp * m.share(m.conv) : 0, kChannelsLastCut, "no layout transposes around tensor-core convolutions");
   add_compile_lever(out, j, m, cmp, gpu, step);
   add({LeverId::CudaGraphs, "CUDA graphs", "torch.compile(mode='reduce-overhead') or torch.cuda.graphs",
-       "static shapes and addresses required; extra memory for graph pools", "", ""},
+       "static shapes and addresses required; extra memory for graph pools; predicted for the step captured by "
+       "hand (torch.cuda.graph): reduce-overhead adds host work per compiled call that an eager trace cannot show",
+       "", ""},
       "launch overhead + host compute", gpu ? host : 0, kGraphsCut, "the step's launches replay without the host");
   if (const double in_model = model_syncs_per_step(r), all = syncs_per_step(r);
       (in_model >= 1 || all >= kSyncsNoGraph) && out.back().applies) {
