@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,13 +95,17 @@ struct Warning {
   bool operator==(const Warning&) const = default;
 };
 
-// The channel's lines, as the reports print them (JSON writes these strings).
-inline std::vector<std::string> warning_texts(const std::vector<Warning>& ws) {
+// A channel's lines, as the reports print them (JSON writes these strings): each warning's line
+// as `text` gives it, its own words for a Warning, the rendered line for a record
+// (ingest_warning_texts).
+template <class W, class Text>
+std::vector<std::string> warning_texts(const std::vector<W>& ws, Text text) {
   std::vector<std::string> out;
   out.reserve(ws.size());
-  for (const Warning& w : ws) out.push_back(w.text);
+  for (const W& w : ws) out.push_back(std::invoke(text, w));
   return out;
 }
+inline std::vector<std::string> warning_texts(const std::vector<Warning>& ws) { return warning_texts(ws, &Warning::text); }
 
 // Any channel's: Warning values, or records with an id (IngestWarning).
 template <class W>

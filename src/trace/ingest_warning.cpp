@@ -78,10 +78,7 @@ std::string ingest_warning_text(const IngestWarning& w) {
 }
 
 std::vector<std::string> ingest_warning_texts(const std::vector<IngestWarning>& ws) {
-  std::vector<std::string> out;
-  out.reserve(ws.size());
-  for (const IngestWarning& w : ws) out.push_back(ingest_warning_text(w));
-  return out;
+  return warning_texts(ws, ingest_warning_text);
 }
 
 }  // namespace stepscope
