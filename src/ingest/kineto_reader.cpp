@@ -341,8 +341,8 @@ void list_directory(const std::string& dir, FileListing& out) {
   std::sort(skipped.begin(), skipped.end(),
             [](const auto& a, const auto& b) { return ingest_warning_text(a) < ingest_warning_text(b); });
   if (found.empty() && !skipped.empty())
-    throw InputError(fmt::format("{}: no readable trace in the directory ({}: cannot read: {}{})", dir,
-                                 skipped.front().names[0], skipped.front().names[1],
+    throw InputError(fmt::format("{}: no readable trace in the directory ({}{})", dir,
+                                 ingest_warning_text(skipped.front()),
                                  skipped.size() > 1 ? fmt::format(", and {} more", skipped.size() - 1) : ""));
   if (found.empty()) {
     if (const std::vector<std::string> runs = runs_below(dir); !runs.empty())
