@@ -156,8 +156,9 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   l.predicted_by_setting = j.by_setting;
   l.predicted_uncertainty = j.uncertainty;
   set_interval(l, j.uncertainty, error);
-  constexpr std::string_view kNoGain = "the replay predicts ";
-  if (!l.applies || l.basis.rfind(kNoGain, 0) == 0) return;
+  // A lever already withheld (by the replay, as in place, or for this program's kind) applies no
+  // more; the one way back is a finding's lever, written anew, which is judged again.
+  if (!l.applies) return;
   // A change the replay predicts to slow the step is no lever (one that gains nothing is held
   // back last, by withhold_without_gain).
   if (l.predicted_speedup < 1 - kMinPredictedGain) {
