@@ -176,31 +176,33 @@ Mix job_mix(const AnalysisResult& r) {
   return m;
 }
 
-// Mean per-step excess of periodic spikes of a given kind (over all steady steps).
-double periodic_excess(const AnalysisResult& r, PeriodKind kind) {
-  double total = 0;
-  std::size_t n = 0;
-  for (const auto& s : each_rank(r, &RankAnalysis::stability)) {
-    if (!s.steps) continue;
-    ++n;
-    if (s.period.kind == kind)
-      total += static_cast<double>(s.period.mean_excess) * static_cast<double>(s.period.occurrences) /
-               static_cast<double>(s.steps);
-  }
-  return n ? total / static_cast<double>(n) : 0;
-}
-
-// The same with the slower steps in the spikes' wake: every steady step's excess over the quiet
-// step (excess_over_quiet) on the ranks whose period is of that kind.
-double periodic_wake(const AnalysisResult& r, PeriodKind kind) {
+// The mean over ranks with steady steps of a per-step cost, counted on the ranks whose period is
+// of `kind` (0 on the others).
+template <class Cost>
+double mean_over_ranks(const AnalysisResult& r, PeriodKind kind, Cost cost) {
   double total = 0;
   std::size_t n = 0;
   for (const RankAnalysis& ra : r.ranks) {
     if (!ra.stability.steps) continue;
     ++n;
-    if (ra.stability.period.kind == kind) total += excess_over_quiet(ra.partition, ra.stability);
+    if (ra.stability.period.kind == kind) total += cost(ra);
   }
   return n ? total / static_cast<double>(n) : 0;
+}
+
+// Mean per-step excess of periodic spikes of a given kind (over all steady steps).
+double periodic_excess(const AnalysisResult& r, PeriodKind kind) {
+  return mean_over_ranks(r, kind, [](const RankAnalysis& ra) {
+    const Stability& s = ra.stability;
+    return static_cast<double>(s.period.mean_excess) * static_cast<double>(s.period.occurrences) /
+           static_cast<double>(s.steps);
+  });
+}
+
+// The same with the slower steps in the spikes' wake: every steady step's excess over the quiet
+// step (excess_over_quiet).
+double periodic_wake(const AnalysisResult& r, PeriodKind kind) {
+  return mean_over_ranks(r, kind, [](const RankAnalysis& ra) { return excess_over_quiet(ra.partition, ra.stability); });
 }
 
 struct Entry {
