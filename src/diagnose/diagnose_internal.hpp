@@ -35,14 +35,15 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& job, con
 // Fills Lever::critical_path_share from the ranks' critical paths.
 void add_critical_path_shares(const AnalysisResult& r, std::vector<Lever>& levers);
 // Footgun findings measured their own gains: their levers take those numbers (and levers the
-// catalogue lacks join it); the ranking is redone.
-void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound);
+// catalogue lacks join it); diagnose orders the levers once, at the end.
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings);
 // Precision levers move kernels to the device's roofline, which bounds them: their bound is the
 // whole fp32 math time gone, and a finding's guess of their gain (half the SIMT GEMM time) neither
 // narrows it nor holds the replay's prediction.
 bool physics_bounded(LeverId id);
 // Fills each lever's prediction from the ranks' what-if replays (the Amdahl bound where no graph
-// change models it); a lever already in place stops applying.
+// change models it); a lever already in place stops applying, and a bound below the replay's
+// prediction rises to it.
 void add_predictions(const AnalysisResult& r, std::vector<Lever>& levers);
 // Levers the replay predicts to gain under 1% of the step stop applying, and say why.
 void withhold_without_gain(std::vector<Lever>& levers);

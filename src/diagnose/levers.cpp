@@ -600,7 +600,6 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
     l.basis = fmt::format("{}; acts on {} of {} per step, removes up to {}", l.basis, l.targets, ms(l.target_ns),
                           ms(l.removable_ns));
   }
-  order_levers(out, v.bound);
   return out;
 }
 
@@ -735,7 +734,7 @@ bool keeps_its_bound(Lever& l, const Finding& f) {
   return true;
 }
 
-void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings, Bound bound) {
+void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>& findings) {
   std::set<LeverId> retired;
   for (const auto& f : findings) {
     if (!f.footgun || !f.lever || retired.count(*f.lever)) continue;
@@ -761,7 +760,6 @@ void apply_footgun_levers(std::vector<Lever>& levers, const std::vector<Finding>
                             ms(it->removable_ns));
     it->applies = it->removable_ns > 0;
   }
-  order_levers(levers, bound);
 }
 
 }  // namespace diagnose_detail

@@ -350,13 +350,16 @@ double quoted_gain(const Lever& l) { return l.predicted_replayed ? l.predicted_s
 // The replay's prediction leads, its Amdahl bound beside it, and a lever with a setting names the
 // smallest and largest it priced: "predicted 2.20x faster at 2, 9.25x at 8 (bound 13.20x) — raise
 // DataLoader num_workers". A lever the graph does not model keeps "up to 1.40x faster — ...".
+// A bound the replay reached (it rose to the prediction) is not said twice.
 std::string gain_clause(const Lever& l) {
   if (!l.predicted_replayed) return fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
   const auto& by = l.predicted_by_setting;
   if (by.size() >= 2)
     return fmt::format("; predicted {:.2f}x faster at {}, {:.2f}x at {} (bound {:.2f}x) — {}", by.front().second,
                        by.front().first, by.back().second, by.back().first, l.speedup, l.title);
-  return fmt::format("; predicted {:.2f}x faster (bound {:.2f}x) — {}", l.predicted_speedup, l.speedup, l.title);
+  const std::string predicted = fmt::format("{:.2f}", l.predicted_speedup), bound = fmt::format("{:.2f}", l.speedup);
+  if (predicted == bound) return fmt::format("; predicted {}x faster — {}", predicted, l.title);
+  return fmt::format("; predicted {}x faster (bound {}x) — {}", predicted, bound, l.title);
 }
 
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {
@@ -463,6 +466,7 @@ void inconclusive(const AnalysisResult& r, Diagnosis& d, const JobStep& job, std
   d.findings = findings(r);
   d.levers = build_levers(r, job, v);
   for (auto& l : d.levers) l.applies = false;
+  order_levers(d.levers, v.bound);
   v.headline = "inconclusive: " + v.inconclusive_because;
 }
 
@@ -521,7 +525,6 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
   d.levers = build_levers(r, job, v);
   add_critical_path_shares(r, d.levers);
   add_predictions(r, d.levers);
-  order_levers(d.levers, v.bound);
   // A timing harness synchronises after every kernel on purpose: that is its measurement.
   const bool harness = !r.ranks.empty() && r.ranks.front().facts.run_kind == RunKind::Benchmark;
   const auto every_kernel = harness ? std::nullopt : sync_after_every_kernel(r, job);
@@ -536,10 +539,9 @@ void diagnose_with(const AnalysisResult& r, Diagnosis& d) {
         names += fmt::format("{}{} (up to {:.2f}x)", names.empty() ? "" : ", ", finding_id(f), f.speedup);
       v.evidence.push_back("footguns in this trace: " + names);
     }
-    apply_footgun_levers(d.levers, footguns, v.bound);
+    apply_footgun_levers(d.levers, footguns);
     gate_levers_by_kind(d.levers, r);
     add_predictions(r, d.levers);
-    order_levers(d.levers, v.bound);
     d.findings.insert(d.findings.end(), footguns.begin(), footguns.end());
   }
   withhold_without_gain(d.levers);

@@ -33,8 +33,8 @@ TEST(FootgunLevers, SyncOncePerStepRetiresThePerStepSyncLeverForGood) {
   item.basis = "catalogue";
   std::vector<Lever> levers{item};
   diagnose_detail::apply_footgun_levers(levers, {footgun(FootgunId::SyncAfterEveryKernel, 30e6),
-                                                 footgun(FootgunId::HostSyncLogging, 5e6)},
-                                        Bound::SyncStall);
+                                                 footgun(FootgunId::HostSyncLogging, 5e6)});
+  diagnose_detail::order_levers(levers, Bound::SyncStall);
   EXPECT_TRUE(lever(levers, "sync_once_per_step").applies);
   EXPECT_DOUBLE_EQ(lever(levers, "sync_once_per_step").removable_ns, 30e6);
   EXPECT_FALSE(lever(levers, "remove_item").applies);
@@ -48,7 +48,7 @@ TEST(FootgunLevers, MeasuredGainReplacesTheCatalogueEstimate) {
   pin.removable_ns = 20e6;
   pin.basis = "catalogue";
   std::vector<Lever> levers{pin};
-  diagnose_detail::apply_footgun_levers(levers, {footgun(FootgunId::PageableCopy, 4e6)}, Bound::Copy);
+  diagnose_detail::apply_footgun_levers(levers, {footgun(FootgunId::PageableCopy, 4e6)});
   EXPECT_DOUBLE_EQ(lever(levers, "pin_memory").removable_ns, 4e6);
   EXPECT_NEAR(lever(levers, "pin_memory").speedup, 100.0 / 96.0, 1e-12);
 }
