@@ -10,12 +10,14 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -31,6 +33,13 @@ inline bool whole(const char* last, std::from_chars_result r) {
 }
 
 }  // namespace parse_detail
+
+// ASCII letters lower-cased, every other byte kept: "H100-SXM" -> "h100-sxm".
+inline std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 // An integer of type Int, in `base` (2 to 36; past 9 the digits are letters of either case).
 // A '-' is read for signed types only. Out of Int's range, empty or anything else: nullopt.

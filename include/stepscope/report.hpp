@@ -1,7 +1,7 @@
 // Reports render the analysis result; they compute nothing new.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <functional>
 #include <string>
 #include <string_view>

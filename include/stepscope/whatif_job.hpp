@@ -25,6 +25,10 @@
 
 namespace stepscope::whatif {
 
+// Accumulating over this many micro-batches all-reduces once for them all: the rank's lever and
+// the job's replay take the same count.
+inline constexpr double kAccumulation = 4;
+
 // A lever the job replay predicts: the replayed span of the steady collectives before over after.
 struct JobLever {
   LeverId id = LeverId::FixStraggler;  // FixStraggler, AccumulateAllreduce

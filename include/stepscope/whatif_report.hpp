@@ -2,7 +2,7 @@
 // changes predict (text and JSON, from the one analysis result).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "stepscope/diagnose.hpp"

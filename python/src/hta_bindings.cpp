@@ -2,6 +2,7 @@
 // demand with the arguments an HTA notebook passes (`stepscope.hta.TraceAnalysis`). The figures
 // come from the same C++ as the report's (GPU timeline, drill-down, critical path); only the
 // options differ per call, so a notebook that asks for `num_kernels=20` gets HTA's answer for 20.
+#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

@@ -1,6 +1,7 @@
 // The `stepscope._stepscope` extension: the analysis pipeline, the before/after diff and the
 // planning calculators, each returning the JSON document the CLI prints. The pure-Python package
 // turns that text into dicts, so a report read in Python is the CLI's report, byte for byte.
+#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

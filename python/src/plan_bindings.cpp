@@ -3,6 +3,7 @@
 // (`_stepscope.options("plan memory")`), turns the values into those texts and hands them here:
 // the same function reads them as the command line's options, so both read every value alike
 // and refuse it in the same words.
+#include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
 
 #include <string>

@@ -129,7 +129,7 @@ ns_t median_of(std::vector<ns_t>& v) {
 }
 
 // Nearest rank: the smallest value with at least a share q of the values at or below it.
-ns_t quantile_of(std::vector<ns_t> v, double q) {
+ns_t offset_quantile(std::vector<ns_t> v, double q) {
   if (v.empty()) return 0;
   const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
   const std::size_t k = std::min(v.size() - 1, rank == 0 ? 0 : rank - 1);
@@ -280,8 +280,8 @@ void measure_residuals(const Matches& m, const Fit& f, ClockAlignment& out) {
     out.ranks[r].matched = static_cast<std::int64_t>(mine.size());
     if (!mine.empty()) out.ranks[r].residual_ns = median_of(mine);
   }
-  out.residual_p50_ns = quantile_of(all, 0.5);
-  out.residual_p99_ns = quantile_of(all, 0.99);
+  out.residual_p50_ns = offset_quantile(all, 0.5);
+  out.residual_p99_ns = offset_quantile(all, 0.99);
 }
 
 // Arrival skew of each matched collective on the aligned clock, and who arrived last.
@@ -302,8 +302,8 @@ void measure_arrivals(const Matches& m, const Fit& f, ClockAlignment& out) {
   }
   if (skews.empty()) return;
   out.arrival_skew_mean_ns = std::accumulate(skews.begin(), skews.end(), 0.0) / static_cast<double>(skews.size());
-  out.arrival_skew_p50_ns = quantile_of(skews, 0.5);
-  out.arrival_skew_p90_ns = quantile_of(skews, 0.9);
+  out.arrival_skew_p50_ns = offset_quantile(skews, 0.5);
+  out.arrival_skew_p90_ns = offset_quantile(skews, 0.9);
   auto most = std::max_element(out.ranks.begin(), out.ranks.end(),
                                [](const RankClock& x, const RankClock& y) { return x.last_arrivals < y.last_arrivals; });
   out.last_rank = most->rank;

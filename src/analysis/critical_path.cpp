@@ -566,7 +566,7 @@ bool Builder::build(std::string& error) {
 
 // _validate_graph (1491): weights <= -1 become 0 in the graph (the edge keeps its value); a
 // sync edge between two events of one stream makes the graph invalid.
-bool validate(Graph& g, const std::vector<Node>& nodes, const RankTrace& rank, const std::vector<CpRow>& rows,
+bool validate_path(Graph& g, const std::vector<Node>& nodes, const RankTrace& rank, const std::vector<CpRow>& rows,
               std::string& error) {
   for (Edge& e : g.edges()) {
     if (e.weight < 0) e.graph_weight = 0;
@@ -606,7 +606,7 @@ bool waits_on_own_copy(const RankTrace& rank, const cp::Rows& all, const CpRow& 
 // wait for the device (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,
 // cudaEventQuery, blocking cudaMemcpy/cudaMemset and their HIP twins); data_loading → input;
 // kernel-kernel gaps → idle (the GPU stream waits); launch delays → launch.
-void classify(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const cp::Rows& all) {
+void classify_edge(CpPathEdge& pe, const Edge& e, const RankTrace& rank, const cp::Rows& all) {
   const std::vector<CpRow>& rows = all.rows;
   switch (e.type) {
     case CpEdgeType::KernelKernelDelay:
@@ -667,7 +667,7 @@ void fill_path(CriticalPath& out, const std::vector<std::uint32_t>& path, const 
       pe.event = r.event;
       pe.stream = cp::stream_of(rank, r);
     }
-    classify(pe, e, rank, all);
+    classify_edge(pe, e, rank, all);
     out.length += e.graph_weight;
     auto add = [&](CpTotal& t) {
       t.duration += pe.duration;
@@ -772,7 +772,7 @@ CriticalPath analyze_critical_path(const RankTrace& rank, const CriticalPathOpti
   out.nodes = static_cast<std::int64_t>(g.node_order().size());
   out.edges = static_cast<std::int64_t>(g.edges().size());
   for (const Edge& e : g.edges()) ++out.edges_by_type[static_cast<std::size_t>(e.type)];
-  if (!validate(g, b.nodes(), rank, rows.rows, out.error)) return out;
+  if (!validate_path(g, b.nodes(), rank, rows.rows, out.error)) return out;
   bool cycle = false;
   const std::vector<std::uint32_t> path = cp::dag_longest_path(g, cycle);
   if (cycle) {

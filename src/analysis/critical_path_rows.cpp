@@ -39,7 +39,7 @@ bool is_host_sync_name(std::string_view n) {
   return false;
 }
 
-std::uint16_t name_flags(std::string_view n) {
+std::uint16_t row_name_flags(std::string_view n) {
   std::uint16_t f = 0;
   if (hta::is_queue_launch(n)) f |= kLaunchName;
   if (is_blocking_name(n)) f |= kBlockingName;
@@ -75,7 +75,7 @@ class FlagCache {
   void learn(StrId id) {
     if (known_[id]) return;
     std::string_view s = r_.str(id);
-    name_[id] = name_flags(s);
+    name_[id] = row_name_flags(s);
     for (const auto& re : data_load_)
       if (re->ok() && RE2::PartialMatch(s, *re)) name_[id] |= kDataLoad;
     cat_[id] = category_flags(s);

@@ -22,7 +22,7 @@ bool is_api_row(const RankTrace& t, std::size_t i) {
   return is_api_call(k) || (k == Kind::Other && t.str(t.events.category[i]) == "cuda_api_backtrace");
 }
 
-bool is_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
+bool counts_as_gpu_work(Kind k) { return k == Kind::Kernel || k == Kind::Memcpy || k == Kind::Memset; }
 
 StrId recorded_name_id(const RankTrace& t, std::size_t i) {
   const std::optional<EventExtra> x = t.extra_of(i);
@@ -192,7 +192,7 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev.phase[i] != Phase::Complete) continue;
     Kind k = ev.kind[i];
-    if (is_gpu_work(k)) ++device_spans[device_of(i)];
+    if (counts_as_gpu_work(k)) ++device_spans[device_of(i)];
     if (k == Kind::Kernel) {
       ++out.kernel_count;
       out.kernel_total += ev.dur[i];
@@ -224,7 +224,7 @@ CudaSummary summarize_cuda(const RankTrace& t, ns_t gap_threshold) {
   std::map<std::int64_t, std::vector<std::pair<ns_t, ns_t>>> spans_of;
   for (const auto& [dev, count] : device_spans) spans_of[dev].reserve(count);
   for (std::size_t i = 0; i < ev.size(); ++i)
-    if (ev.phase[i] == Phase::Complete && is_gpu_work(ev.kind[i])) spans_of[device_of(i)].emplace_back(ev.ts[i], ev.end(i));
+    if (ev.phase[i] == Phase::Complete && counts_as_gpu_work(ev.kind[i])) spans_of[device_of(i)].emplace_back(ev.ts[i], ev.end(i));
   for (auto& [dev, spans] : spans_of) out.devices.push_back(device_busy(dev, std::move(spans), gap_threshold));
   out.present = !device_spans.empty() || !out.runtime_api.empty();
   return out;

@@ -42,7 +42,7 @@ void add_edges(const std::vector<Interval>& merged, int value, std::vector<Edge>
 // length sees every edge up to its start, in whatever order. So the sort need not be stable,
 // and takes no buffer (as large as the edges: millions in a long trace).
 template <class F>
-void sweep(std::vector<Edge>& edges, F&& f) {
+void breakdown_sweep(std::vector<Edge>& edges, F&& f) {
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.time < b.time; });
   int running = 0;
   for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
@@ -72,7 +72,7 @@ void sweep_unions(std::span<const std::pair<const std::vector<Interval>*, int>> 
     for (const auto& u : unions) n += 2 * u.first->size();
     edges.reserve(n);
     for (const auto& [u, value] : unions) add_edges(*u, value, edges);
-    sweep(edges, f);
+    breakdown_sweep(edges, f);
     return;
   }
   // Edge e of a list: its interval e / 2's start for even e, its end for odd e.
@@ -162,14 +162,14 @@ std::vector<NameGroup> group_by_name(const RankTrace& rank, const View& v, HtaKe
 // Our class of a named row. The facts carry kernel facts for names of GPU activity; a host op
 // that HTA counts as GPU work because it carries a stream (Triton's launching cpu_op) has host
 // facts only, so its name is read as a kernel name here, through the facts layer all the same.
-KernelClass class_of(const RankFacts& facts, const NameGroup& g) {
+KernelClass breakdown_class(const RankFacts& facts, const NameGroup& g) {
   return g.gpu_named ? facts.of(g.name).cls : kernel_name_fact(g.text).cls;
 }
 
 HtaKernelRow named_row(const RankFacts& facts, const NameGroup& g, HtaKernelType t) {
   HtaKernelRow row;
   row.name = g.text;
-  row.cls = class_of(facts, g);
+  row.cls = breakdown_class(facts, g);
   row.type = t;
   row.count = g.count;
   row.sum = g.sum;

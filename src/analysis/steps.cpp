@@ -61,7 +61,7 @@ int find_main_track(const RankTrace& t, HostNames& names) {
   return best;
 }
 
-std::vector<HostWindow> profiler_step_windows(const RankTrace& t, const Track& track, HostNames& names) {
+std::vector<HostWindow> profiler_windows(const RankTrace& t, const Track& track, HostNames& names) {
   std::vector<HostWindow> w;
   for (auto i : track.events) {
     if (!is_timed_host(t, i) || !is_annotation_kind(t.events.kind[i])) continue;
@@ -315,7 +315,7 @@ StepDetection detect_steps(const RankTrace& t, std::string_view step_range, int 
   d.main_track = main_track >= 0 ? main_track : find_main_track(t, names);
   if (d.main_track >= 0) {
     const Track& track = t.host_tracks[static_cast<std::size_t>(d.main_track)];
-    d.windows = profiler_step_windows(t, track, names);
+    d.windows = profiler_windows(t, track, names);
     if (!d.windows.empty()) {
       d.source = StepSource::ProfilerStep;
       return d;

@@ -24,7 +24,7 @@ struct AnalyzeArgs {
   AnalysisSettings settings;  // --jobs, --stage, --step-range, --model (stepscope/command_options.hpp)
 };
 
-PipelineOptions pipeline_options(const AnalyzeArgs& a) {
+PipelineOptions analyze_pipeline_options(const AnalyzeArgs& a) {
   PipelineOptions po = stepscope::pipeline_options("analyze", a.settings);
   po.keep_summary = !a.summary_out.empty();
   po.keep_trace = !a.annotate_out.empty();  // only the annotated trace reads the events after analysis
@@ -58,7 +58,7 @@ int run_analyze(const AnalyzeArgs& a) {
   if (a.annotate_out == "-")
     throw InputError("--annotate -: the annotated trace is a file (or a directory for several ranks), not standard output");
   check_report_outputs(a.paths, a.reports, {{"--annotate", a.annotate_out}, {"--summary", a.summary_out}});
-  PipelineOptions po = pipeline_options(a);
+  PipelineOptions po = analyze_pipeline_options(a);
   if (launched_by_mpi()) return run_distributed(a, po);
   ProgressBar bar("reading", !a.reports.quiet);
   po.ingest.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
@@ -73,7 +73,7 @@ int run_analyze(const AnalyzeArgs& a) {
   return write_reports(run.result, reports);
 }
 
-const RegisterCommand reg{{"analyze", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kAnalyzeCommand{{"analyze", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyse PyTorch profiler (Kineto) traces, Nsight Systems SQLite exports or CUDA memory snapshots");
   // Each example is a shell line, comments after '#': the tests run them as written.

@@ -15,6 +15,8 @@ namespace stepscope::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNothing = 1;  // ran fine but found nothing to analyse
 inline constexpr int kExitBadInput = 2;
+// A run slower than its baseline beyond noise (diff --fail-if-slower, history --fail-if-regressed).
+inline constexpr int kExitRegression = 3;
 
 struct Command {
   std::string name;

@@ -15,9 +15,6 @@
 namespace stepscope::cli {
 namespace {
 
-// The test run is slower than the base beyond noise by more than --fail-if-slower.
-inline constexpr int kExitRegression = 3;
-
 struct DiffArgs {
   std::string base_run, test_run;  // the BASE and TEST positionals
   std::vector<std::string> base, test;
@@ -103,7 +100,7 @@ int run_diff(const DiffArgs& a) {
   return regressed(d, a.fail_if_slower_pct) ? kExitRegression : kExitOk;
 }
 
-const RegisterCommand reg{{"diff", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kDiffCommand{{"diff", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd = app.add_subcommand("diff", "Compare two runs: speedup beyond noise, partition, kernels, bottleneck");
   cmd->footer("\nExamples:\n  stepscope diff before/ after/\n  stepscope diff base.json.gz test.json.gz --html diff.html\n  stepscope diff before/ after/ --json - > diff.json");

@@ -15,9 +15,6 @@
 namespace stepscope::cli {
 namespace {
 
-// The newest run is slower than its baseline beyond noise (--fail-if-regressed).
-inline constexpr int kExitRegression = 3;
-
 struct HistoryArgs {
   std::string logdir;
   std::string store;
@@ -57,7 +54,7 @@ int run_history(const HistoryArgs& a) {
   return a.fail_if_regressed && newest_regressed(jobs) ? kExitRegression : kExitOk;
 }
 
-const RegisterCommand reg{{"history", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kHistoryCommand{{"history", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<HistoryArgs>();
   auto* cmd = app.add_subcommand("history", "Step time of each job's runs over time, from the run history; regressions marked");
   cmd->footer(

@@ -21,7 +21,7 @@ int run_merge(const MergeArgs& a) {
   return write_reports(merge_summary_files(a.paths), a.reports);
 }
 
-const RegisterCommand reg{{"merge", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kMergeCommand{{"merge", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<MergeArgs>();
   auto* cmd = app.add_subcommand("merge", "Put the rank summaries of separate `analyze --summary` runs side by side");
   cmd->footer(

@@ -39,7 +39,7 @@ std::string check_text(const OptionSpec& o) {
 
 // `typed`: the option writes a typed value, whose type CLI11 names itself ("UINT") unless the
 // spec names the value.
-CLI::Option* describe(CLI::Option* opt, const OptionSpec& o, bool typed) {
+CLI::Option* describe_option(CLI::Option* opt, const OptionSpec& o, bool typed) {
   if (o.type == OptionType::Flag) return opt;
   if (!typed || !o.value_name.empty()) opt->type_name(type_name_of(o));
   if (o.check != OptionCheck::None) opt->check(CLI::Validator(check_text(o)));
@@ -52,7 +52,7 @@ CLI::Option* describe(CLI::Option* opt, const OptionSpec& o, bool typed) {
 
 void add_analysis_options(CLI::App& cmd, std::string_view command, AnalysisSettings& settings) {
   for (const AnalysisOption& o : analysis_options(command)) {
-    std::visit([&](auto field) { describe(cmd.add_option(names_of(o.spec), settings.*field, std::string(o.spec.help)), o.spec, true); },
+    std::visit([&](auto field) { describe_option(cmd.add_option(names_of(o.spec), settings.*field, std::string(o.spec.help)), o.spec, true); },
                o.field);
   }
 }
@@ -64,7 +64,7 @@ CLI::Option* add_option(CLI::App& cmd, const OptionSpec& o, std::vector<std::str
   CLI::Option* opt = cmd.add_option(names, texts, help);
   if (o.type != OptionType::TextList) opt->expected(1);
   text_options().insert(opt);
-  return describe(opt, o, false);
+  return describe_option(opt, o, false);
 }
 
 }  // namespace stepscope::cli

@@ -85,7 +85,7 @@ std::function<int()> setup_plan(CLI::App& app) {
   };
 }
 
-const RegisterCommand kRegisterPlan{Command{"plan", setup_plan}};
+const RegisterCommand kPlanCommand{Command{"plan", setup_plan}};
 
 }  // namespace
 

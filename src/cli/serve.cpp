@@ -7,7 +7,7 @@
 namespace stepscope::cli {
 namespace {
 
-const RegisterCommand reg{{"serve", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kServeCommand{{"serve", [](CLI::App& app) -> std::function<int()> {
   auto opts = std::make_shared<ServeOptions>();
   auto* cmd = app.add_subcommand("serve", "Serve a log directory's runs, one run, two runs compared and each job's history in the browser");
   cmd->footer(

@@ -48,7 +48,7 @@ std::string source_line(const watch::TriageResult& r) {
   return out;
 }
 
-int run(const TriageArgs& args) {
+int run_triage(const TriageArgs& args) {
   watch::TriageOptions o;
   o.columns = split_columns(args.columns);
   if (!args.match.empty()) o.match = args.match;
@@ -76,7 +76,7 @@ int run(const TriageArgs& args) {
   return kExitOk;
 }
 
-const RegisterCommand kRegister{Command{
+const RegisterCommand kTriageCommand{Command{
     "triage", [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<TriageArgs>();
       auto* sub = app.add_subcommand(
@@ -106,7 +106,7 @@ const RegisterCommand kRegister{Command{
           "Exit status: 0 judged, 2 no log could be read.\n"
           "\nExamples:\n  stepscope triage dmon.log top.log\n  stepscope triage gpu.csv top.log --pid 1234\n"
           "  stepscope triage dmon.log pidstat.log --match train.py --json triage.json");
-      return [args] { return run(*args); };
+      return [args] { return run_triage(*args); };
     }}};
 
 }  // namespace

@@ -56,9 +56,9 @@ class LiveView {
   int lines_ = 0;
 };
 
-void write_json(const std::string& path, const std::string& text) { write_output(path, text, "JSON report"); }
+void write_json_text(const std::string& path, const std::string& text) { write_output(path, text, "JSON report"); }
 
-int run(WatchArgs& args) {
+int watch_command(WatchArgs& args) {
   args.options.interval_ms = static_cast<int>(std::lround(args.interval_s * 1000.0));
   check_outputs({}, {{"--json", args.json_path}});
   watch::validate(args.options);
@@ -88,7 +88,7 @@ int run(WatchArgs& args) {
                   series.samples.empty() ? 0.0 : series.samples.back().t_s, series.samples.size(),
                   args.options.interval_ms, result.interrupted ? " (interrupted)" : "");
   if (!args.json_path.empty())
-    write_json(args.json_path, watch::render_json(series, result.classification, "watch"));
+    write_json_text(args.json_path, watch::render_json(series, result.classification, "watch"));
   if (!json_to_stdout)
     fmt::print("{}", watch::render_summary(series, result.classification, source));
 
@@ -106,7 +106,7 @@ int run(WatchArgs& args) {
   return series.samples.empty() ? kExitNothing : kExitOk;
 }
 
-const RegisterCommand kRegister{Command{
+const RegisterCommand kWatchCommand{Command{
     "watch", [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<WatchArgs>();
       auto* sub = app.add_subcommand(
@@ -144,7 +144,7 @@ const RegisterCommand kRegister{Command{
           "\nExamples:\n  stepscope watch --pid 1234 --seconds 20\n"
           "  stepscope watch --seconds 30 -- python train.py --epochs 1\n"
           "  stepscope watch --pid 1234 --json watch.json");
-      return [args] { return run(*args); };
+      return [args] { return watch_command(*args); };
     }}};
 
 }  // namespace

@@ -32,7 +32,7 @@ int run_whatif(const WhatIfArgs& a) {
   return kExitOk;
 }
 
-const RegisterCommand reg{{"whatif", [](CLI::App& app) -> std::function<int()> {
+const RegisterCommand kWhatifCommand{{"whatif", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<WhatIfArgs>();
   auto* cmd = app.add_subcommand("whatif", "Replay the trace's steps with changes applied: what the step becomes");
   cmd->footer(

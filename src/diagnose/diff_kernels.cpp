@@ -96,7 +96,7 @@ const KernelClass* class_in(const KernelTable& table, const std::string& name) {
 }
 
 // The class of a kernel either table ran (a name's class is the same on every rank and run).
-KernelClass class_of(const KernelTable& base, const KernelTable& test, const std::string& name) {
+KernelClass kernel_class_of(const KernelTable& base, const KernelTable& test, const std::string& name) {
   const KernelClass* c = class_in(base, name);
   if (!c) c = class_in(test, name);
   return c ? *c : KernelClass::OtherCompute;
@@ -176,7 +176,7 @@ KernelTable kernel_table(const DiagnosedRun& a) {
 std::vector<KernelChange> kernel_changes(const KernelTable& base, const KernelTable& test, double threshold) {
   std::vector<KernelChange> out;
   for_each_key(base.kernels, test.kernels, [&](const std::string& name, const Tally& b, const Tally& t) {
-    KernelChange c = make_change(name, kernel_class_name(class_of(base, test, name)), b, t, threshold);
+    KernelChange c = make_change(name, kernel_class_name(kernel_class_of(base, test, name)), b, t, threshold);
     if (c.kind != ChangeKind::Unchanged) out.push_back(std::move(c));
   });
   sort_by_delta(out);

@@ -10,7 +10,8 @@ namespace {
 constexpr std::uint64_t kMinLaunches = 10;  // fewer launches say nothing about a loop
 constexpr double kEveryKernel = 0.9;        // share of launches followed by a sync
 
-std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+// Always in ms, where the shared ms() would switch to s or us: "0.05 ms".
+std::string fixed_ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
 bool syncs_after_every_kernel(const CudaSummary& s) {
   return s.kernel_launches >= kMinLaunches &&
@@ -34,14 +35,14 @@ std::optional<SyncAfterKernel> sync_after_every_kernel(const AnalysisResult& r, 
                                             "it launches the next, so the GPU idles through every launch; queue the "
                                             "work and synchronise once per step; fixing it gains up to {} per step "
                                             "({:.2f}x)",
-                                            s.sync_after_launch, ms(gain), speedup),
+                                            s.sync_after_launch, fixed_ms(gain), speedup),
                                 r.ranks[i].rank());
     f.evidence = {
         fmt::format("{} of {} kernel launches are followed by {} before the next launch", s.launches_then_sync,
                     s.kernel_launches, s.sync_after_launch),
-        fmt::format("GPU idle {} ({:.1f}% of the GPU span) over the capture", ms(static_cast<double>(idle)),
+        fmt::format("GPU idle {} ({:.1f}% of the GPU span) over the capture", fixed_ms(static_cast<double>(idle)),
                     span > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(span) : 0.0),
-        fmt::format("sync stall + launch overhead: {} of the {} mean step", ms(waits), ms(job.step_ns)),
+        fmt::format("sync stall + launch overhead: {} of the {} mean step", fixed_ms(waits), fixed_ms(job.step_ns)),
         "gain: the time the GPU waits for the host to return from the sync and launch again"};
     f.step_ns = job.step_ns;
     f.gain_ns = gain;

@@ -7,12 +7,14 @@
 #include <cctype>
 #include <string>
 
+#include "facts/name_match.hpp"
+
 namespace stepscope {
 
 namespace {
 
-bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+using facts_detail::has;
+using facts_detail::starts;
 
 // `re.match` with a leading `.*` never crosses a newline: only the first line of the name can
 // match a `.*X` pattern. Kernel names do not contain newlines in practice, but this keeps the

@@ -239,7 +239,7 @@ void append(RankTrace& t, const EventRow& r) { t.events.append(r); }
 // bound end - start and the difference of any two rows' times stay inside int64.
 constexpr std::int64_t kMaxTimeNs = std::int64_t{1} << 62;
 
-bool time_in_range(std::int64_t t) { return t > -kMaxTimeNs && t < kMaxTimeNs; }
+bool nsys_time_in_range(std::int64_t t) { return t > -kMaxTimeNs && t < kMaxTimeNs; }
 
 struct Span {
   ns_t start = 0, dur = 0;
@@ -251,7 +251,7 @@ struct Span {
 std::optional<Span> row_span(const Statement& s, int start_col, int end_col) {
   if (!s.is_integer(start_col) || !s.is_integer(end_col)) return std::nullopt;
   const std::int64_t start = s.i64(start_col), end = s.i64(end_col);
-  if (!time_in_range(start) || !time_in_range(end) || end < start) return std::nullopt;
+  if (!nsys_time_in_range(start) || !nsys_time_in_range(end) || end < start) return std::nullopt;
   return Span{start, end - start};
 }
 

@@ -34,7 +34,7 @@ void copy_strings(const StringTable& from, StringTable& to) {
     if (to.intern(from.view(id)) != id) throw std::logic_error("string table copied out of order");
 }
 
-EventRow row_of(const RankTrace& from, std::size_t i, RankTrace& to) {
+EventRow split_row_of(const RankTrace& from, std::size_t i, RankTrace& to) {
   const EventTable& e = from.events;
   EventRow r;
   r.ts = e.ts[i], r.dur = e.dur[i], r.name = e.name[i], r.category = e.category[i];
@@ -59,7 +59,7 @@ RankTrace rank_part(const RankTrace& t, int rank, const std::map<std::int64_t, i
   r.distributed.rank = rank;
   if (!r.distributed.world_size) r.distributed.world_size = ranks;
   for (std::size_t i = 0; i < t.events.size(); ++i)
-    if (owner.at(t.events.pid(i)) == rank) r.events.append(row_of(t, i, r));
+    if (owner.at(t.events.pid(i)) == rank) r.events.append(split_row_of(t, i, r));
   for (const auto& [pid, name] : t.process_names)
     if (owner.at(pid) == rank) r.process_names[pid] = name;
   r.thread_names = t.thread_names;

@@ -1,6 +1,7 @@
 // The memory analysis as text, JSON and an HTML section: each renders one SnapshotAnalysis and
 // computes nothing new. Strings from the snapshot (file names, function names) are untrusted:
 // control characters are replaced in text and every HTML string is escaped.
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ std::string esc(std::string_view s) {
   return out;
 }
 
-double pct(std::int64_t part, std::int64_t whole) {
+double mem_pct(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
@@ -46,7 +47,7 @@ void text_device(const DeviceMemory& d, std::string& out) {
                      d.peak.phase != Phase::none ? fmt::format(", in {}", phase_name(d.peak.phase)) : "");
   for (std::size_t c = 0; c < kMemClasses; ++c)
     out += fmt::format("    {:<16} {:>12}  {:5.1f}%\n", class_name(static_cast<MemClass>(c)), human_bytes(d.peak.by_class[c]),
-                       pct(d.peak.by_class[c], d.peak.allocated_bytes));
+                       mem_pct(d.peak.by_class[c], d.peak.allocated_bytes));
   if (!d.step_peaks.empty()) {
     out += "  step peaks:";
     for (std::size_t i = 0; i < d.step_peaks.size(); ++i) out += fmt::format(" {}={}", i + 1, human_bytes(d.step_peaks[i].allocated_bytes));
@@ -60,7 +61,7 @@ void text_device(const DeviceMemory& d, std::string& out) {
   const Fragmentation& f = d.at_peak;
   out += fmt::format("  fragmentation at the peak: {} cached free ({:.1f}% of reserved), largest free block {}; small pool {} "
                      "segments ({}), large pool {} segments ({}); expandable_segments {}\n",
-                     human_bytes(f.cached_free_bytes), pct(f.cached_free_bytes, f.reserved_bytes), human_bytes(f.largest_free_block),
+                     human_bytes(f.cached_free_bytes), mem_pct(f.cached_free_bytes, f.reserved_bytes), human_bytes(f.largest_free_block),
                      f.small_segments, human_bytes(f.small_segment_bytes), f.large_segments, human_bytes(f.large_segment_bytes),
                      d.expandable_segments ? "on" : "off");
   if (d.oom) {
@@ -230,7 +231,7 @@ void html_device(const DeviceMemory& d, std::string& out) {
   out += "<table><tr><th>class at the peak</th><th>bytes</th><th>share</th></tr>\n";
   for (std::size_t c = 0; c < kMemClasses; ++c)
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n", class_name(static_cast<MemClass>(c)),
-                       esc(human_bytes(d.peak.by_class[c])), pct(d.peak.by_class[c], d.peak.allocated_bytes));
+                       esc(human_bytes(d.peak.by_class[c])), mem_pct(d.peak.by_class[c], d.peak.allocated_bytes));
   out += "</table>\n<table><tr><th>class</th><th>at the peak</th><th>allocations</th><th>how it was recognised</th></tr>\n";
   for (const auto& e : d.evidence)
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", class_name(e.cls), esc(human_bytes(e.peak_bytes)),

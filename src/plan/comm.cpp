@@ -16,7 +16,8 @@ namespace stepscope::plan {
 
 namespace {
 
-std::string lower(std::string_view s) {
+// Lower case without "_" and spaces: "All_Reduce" -> "allreduce".
+std::string squeezed_lower(std::string_view s) {
   std::string out;
   for (unsigned char c : s)
     if (c != '_' && c != ' ') out.push_back(static_cast<char>(std::tolower(c)));
@@ -50,7 +51,7 @@ const std::vector<Link>& link_table() {
 std::vector<Link> known_links() { return link_table(); }
 
 Link find_link(std::string_view name, std::optional<std::string> gpu) {
-  std::string want = lower(name);
+  std::string want = squeezed_lower(name);
   if (want == "nvlink") {
     if (gpu) {
       const GpuSpec& g = find_gpu(*gpu);

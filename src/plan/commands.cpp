@@ -54,7 +54,7 @@ CalculatorResult result(const R& r) {
   return {to_json(r), render_text(r)};
 }
 
-int whole(const OptionValues& v, std::string_view name) { return static_cast<int>(*v.count(name)); }
+int whole_count(const OptionValues& v, std::string_view name) { return static_cast<int>(*v.count(name)); }
 
 // ---- memory -------------------------------------------------------------------------------
 
@@ -88,9 +88,9 @@ CalculatorResult run_memory(const OptionValues& v) {
   if (v.flag("no-master-weights")) in.master_weights = false;
   in.batch = *v.count("batch");
   in.seq = v.count("seq").value_or(0);
-  in.gpus = whole(v, "gpus");
-  in.tp = whole(v, "tp");
-  in.pp = whole(v, "pp");
+  in.gpus = whole_count(v, "gpus");
+  in.tp = whole_count(v, "tp");
+  in.pp = whole_count(v, "pp");
   if (v.given("zero") && v.given("sharding")) throw InputError("give either --zero or --sharding, not both");
   if (v.given("zero")) in.sharding = static_cast<Sharding>(*v.count("zero"));
   if (const auto s = v.text("sharding")) in.sharding = parse_sharding(*s);
@@ -164,7 +164,7 @@ CalculatorResult run_roofline(const OptionValues& v) {
   if (const auto n = v.count("layernorm")) ops.push_back(layernorm_op(*n));
   if (const auto n = v.count("softmax")) ops.push_back(softmax_op(*n, dt));
   if (const auto n = v.count("gelu")) ops.push_back(gelu_op(*n, dt));
-  if (const auto n = v.count("elementwise")) ops.push_back(elementwise_op(*n, whole(v, "inputs"), dt));
+  if (const auto n = v.count("elementwise")) ops.push_back(elementwise_op(*n, whole_count(v, "inputs"), dt));
   if (v.given("flops") || v.given("bytes")) {
     if (!(v.given("flops") && v.given("bytes"))) throw InputError("a custom op needs both --flops and --bytes");
     ops.push_back(custom_op(parse_count(*v.text("flops"), "--flops"), parse_bytes(*v.text("bytes"), "--bytes")));
@@ -196,7 +196,7 @@ CalculatorResult run_comm(const OptionValues& v) {
   if (v.given("bytes") == v.given("params")) throw InputError("give the payload as either --bytes or --params");
   in.payload_bytes = v.given("bytes") ? parse_bytes(*v.text("bytes"), "--bytes")
                                       : parse_count(*v.text("params"), "--params") * dtype_bytes(parse_dtype(*v.text("dtype")));
-  in.gpus = whole(v, "gpus");
+  in.gpus = whole_count(v, "gpus");
   if (const auto bw = v.number("bandwidth")) {
     require_positive(*bw, "--bandwidth");
     in.link = {fmt::format("{:g} GB/s link", *bw), *bw, 0};
@@ -231,9 +231,9 @@ constexpr auto kPipeline = options(
 
 CalculatorResult run_pipeline(const OptionValues& v) {
   PipelineInput in;
-  in.stages = whole(v, "stages");
-  in.micro_batches = whole(v, "micro-batches");
-  in.interleave = whole(v, "interleave");
+  in.stages = whole_count(v, "stages");
+  in.micro_batches = whole_count(v, "micro-batches");
+  in.interleave = whole_count(v, "interleave");
   if (const auto ms = v.number("micro-batch-ms")) in.micro_batch_s = *ms / 1e3;
   in.target_bubble = *v.number("target-bubble");
   return result(plan_pipeline(in));
@@ -321,10 +321,10 @@ constexpr auto kSpecDec = options(
 CalculatorResult run_specdec(const OptionValues& v) {
   SpecDecInput in;
   in.accept = *v.number("accept");
-  in.k = whole(v, "k");
+  in.k = whole_count(v, "k");
   in.draft_s = *v.number("draft-ms") / 1e3;
   in.target_s = *v.number("target-ms") / 1e3;
-  in.max_k = whole(v, "max-k");
+  in.max_k = whole_count(v, "max-k");
   return result(plan_specdec(in));
 }
 

@@ -15,7 +15,8 @@ namespace stepscope::plan {
 
 namespace {
 
-std::string lower(std::string_view s) {
+// Lower case with "_" read as "-": "ZeRO_3" -> "zero-3".
+std::string dashed_lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -43,7 +44,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / kGB); }
 
-void validate(const MemoryInput& in, const ModelArch& m) {
+void validate_memory_inputs(const MemoryInput& in, const ModelArch& m) {
   if (in.batch < 1) throw InputError(fmt::format("--batch must be positive (got {})", in.batch));
   if (in.seq < 0) throw InputError(fmt::format("--seq must be positive (got {})", in.seq));
   if (in.gpus < 1) throw InputError(fmt::format("--gpus must be positive (got {})", in.gpus));
@@ -182,7 +183,7 @@ ActivationEstimate estimate_activations(const MemoryInput& in, const ModelArch& 
 }  // namespace
 
 Optimizer parse_optimizer(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "adam" || t == "adamw") return Optimizer::adam;
   if (t == "sgd") return Optimizer::sgd;
   if (t == "sgd-momentum" || t == "momentum") return Optimizer::sgd_momentum;
@@ -194,7 +195,7 @@ Optimizer parse_optimizer(std::string_view text) {
 }
 
 ActivationModel parse_activation_model(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "auto") return ActivationModel::automatic;
   if (t == "simple") return ActivationModel::simple;
   if (t == "per-layer" || t == "perlayer" || t == "exact" || t == "korthikanti")
@@ -203,7 +204,7 @@ ActivationModel parse_activation_model(std::string_view text) {
 }
 
 bool parse_attention(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "flash" || t == "sdpa" || t == "fused" || t == "memory-efficient" ||
       t == "mem-efficient" || t == "efficient" || t == "flash-attention")
     return true;
@@ -213,7 +214,7 @@ bool parse_attention(std::string_view text) {
 }
 
 Sharding parse_sharding(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "ddp" || t == "none" || t == "0" || t == "no-shard") return Sharding::none;
   if (t == "zero1" || t == "zero-1" || t == "1") return Sharding::zero1;
   if (t == "zero2" || t == "zero-2" || t == "2" || t == "shard-grad-op" || t == "fsdp-grad-op")
@@ -226,7 +227,7 @@ Sharding parse_sharding(std::string_view text) {
 }
 
 Offload parse_offload(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "none" || t == "no") return Offload::none;
   if (t == "optimizer" || t == "cpu") return Offload::optimizer;
   if (t == "all" || t == "params" || t == "parameters") return Offload::all;
@@ -263,7 +264,7 @@ std::string_view offload_name(Offload o) {
 }
 
 Checkpointing parse_checkpointing(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = dashed_lower(text);
   if (t == "none" || t == "no" || t == "off") return {Recompute::none, 1};
   if (t == "selective") return {Recompute::selective, 1};
   if (t == "full" || t == "all") return {Recompute::full, 1};
@@ -375,7 +376,7 @@ void judge_fit(const MemoryInput& in, MemoryResult& r) {
 
 MemoryResult estimate_memory(const MemoryInput& in) {
   const ModelArch& m = in.model;
-  validate(in, m);
+  validate_memory_inputs(in, m);
   MemoryResult r;
   r.input = in;
   r.params = model_parameters(m);

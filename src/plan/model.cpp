@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "stepscope/error.hpp"
+#include "stepscope/parse.hpp"
 
 namespace stepscope::plan {
 
@@ -45,13 +46,6 @@ std::vector<ModelArch> build_presets() {
   };
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 void check_positive(std::int64_t v, const char* what) {
   if (v <= 0) throw InputError(fmt::format("{} must be positive (got {})", what, v));
 }
@@ -64,7 +58,7 @@ const std::vector<ModelArch>& model_presets() {
 }
 
 const ModelArch& find_model(std::string_view name) {
-  const std::string want = lower(name);
+  const std::string want = ascii_lower(name);
   for (const auto& m : model_presets())
     if (m.name == want) return m;
   std::string keys;

@@ -1,5 +1,6 @@
 #include "stepscope/plan/render.hpp"
 
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -15,13 +15,6 @@ namespace stepscope::plan {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -35,14 +28,14 @@ bool split_number(std::string_view text, double& number, std::string& suffix) {
   const auto read = parse_double_prefix(t);
   if (!read) return false;
   number = read->value;
-  suffix = lower(trim(std::string_view(t).substr(read->used)));
+  suffix = ascii_lower(trim(std::string_view(t).substr(read->used)));
   return true;
 }
 
 }  // namespace
 
 Dtype parse_dtype(std::string_view text) {
-  const std::string t = lower(trim(text));
+  const std::string t = ascii_lower(trim(text));
   if (t == "fp32" || t == "float32" || t == "float") return Dtype::fp32;
   if (t == "tf32") return Dtype::tf32;
   if (t == "bf16" || t == "bfloat16") return Dtype::bf16;

@@ -1,5 +1,6 @@
 #include "report/annotate_tracks.hpp"
 
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 namespace stepscope::annotate_detail {
 namespace {
 
-double ms(double ns) { return std::round(ns / 1e3) / 1e3; }
+double track_ms(double ns) { return std::round(ns / 1e3) / 1e3; }
 
 const RankAnalysis* by_rank(const AnalysisResult& r, int rank) {
   for (const auto& a : r.ranks)
@@ -46,11 +47,11 @@ Track steps_track(const RankPartition& p) {
     for (int c = 0; c < kCategoryCount; ++c) {
       cat[static_cast<std::size_t>(c)] = static_cast<double>(s.ns[static_cast<std::size_t>(c)]);
       if (s.ns[static_cast<std::size_t>(c)] > 0)
-        ms_by_category[category_name(static_cast<Category>(c))] = ms(static_cast<double>(s.ns[static_cast<std::size_t>(c)]));
+        ms_by_category[category_name(static_cast<Category>(c))] = track_ms(static_cast<double>(s.ns[static_cast<std::size_t>(c)]));
     }
     const double window = static_cast<double>(s.duration());
     const Bound b = step_bound(cat, window);
-    nlohmann::json args = {{"step", s.number}, {"bound", bound_id(b)}, {"duration_ms", ms(window)}, {"ms_by_category", ms_by_category}};
+    nlohmann::json args = {{"step", s.number}, {"bound", bound_id(b)}, {"duration_ms", track_ms(window)}, {"ms_by_category", ms_by_category}};
     if (s.warmup) args["warmup"] = s.warmup_reason;
     std::string label = s.name.empty() ? fmt::format("step {}", s.number) : s.name;
     t.slices.push_back({s.start, s.end, fmt::format("{}: {}{}", label, bound_label(b, p.gpu), s.warmup ? " (warm-up)" : ""), args});
@@ -75,9 +76,9 @@ Track sync_track(const RankTrace& trace, const GpuTimeline& g) {
   for (const auto& s : g.syncs.worst) {
     const ns_t len = std::max(s.host_blocked, s.gpu_idle_after);
     const std::string call(trace.name_of(s.event));
-    t.slices.push_back({s.ts, s.ts + len, fmt::format("GPU idle {:.2f} ms after {}", ms(static_cast<double>(s.gpu_idle_after)), call),
-                        {{"call", call}, {"host_blocked_ms", ms(static_cast<double>(s.host_blocked))},
-                         {"gpu_idle_after_ms", ms(static_cast<double>(s.gpu_idle_after))}, {"step", s.step}}});
+    t.slices.push_back({s.ts, s.ts + len, fmt::format("GPU idle {:.2f} ms after {}", track_ms(static_cast<double>(s.gpu_idle_after)), call),
+                        {{"call", call}, {"host_blocked_ms", track_ms(static_cast<double>(s.host_blocked))},
+                         {"gpu_idle_after_ms", track_ms(static_cast<double>(s.gpu_idle_after))}, {"step", s.step}}});
   }
   return t;
 }
@@ -88,10 +89,10 @@ Track spikes_track(const RankPartition& p, const Stability& st) {
     const StepPartition* s = step_by_number(p, sp.step);
     if (!s) continue;
     t.slices.push_back({s->start, s->end,
-                        fmt::format("spike +{:.2f} ms: {} +{:.2f} ms", ms(static_cast<double>(sp.excess)), category_label(sp.grew),
-                                    ms(static_cast<double>(sp.grew_by))),
-                        {{"step", sp.step}, {"excess_ms", ms(static_cast<double>(sp.excess))}, {"grew", category_name(sp.grew)},
-                         {"grew_by_ms", ms(static_cast<double>(sp.grew_by))}}});
+                        fmt::format("spike +{:.2f} ms: {} +{:.2f} ms", track_ms(static_cast<double>(sp.excess)), category_label(sp.grew),
+                                    track_ms(static_cast<double>(sp.grew_by))),
+                        {{"step", sp.step}, {"excess_ms", track_ms(static_cast<double>(sp.excess))}, {"grew", category_name(sp.grew)},
+                         {"grew_by_ms", track_ms(static_cast<double>(sp.grew_by))}}});
   }
   return t;
 }
@@ -105,8 +106,8 @@ Track straggler_track(const RankPartition& p, int rank, const Runs& runs, const 
     for (const auto& s : p.steps) {
       if (s.warmup) continue;
       t.slices.push_back({s.start, s.end, fmt::format("straggler: {} +{:.0f}% over the other ranks' median", straggler_excess_of(rc.straggler_cause), rc.straggler_excess * 100),
-                          {{"step", s.number}, {"compute_ms", ms(static_cast<double>(compute_ns(s.ns)))},
-                           {"balanced_saving_ms_per_step", ms(rc.balanced_saving_ns)}}});
+                          {{"step", s.number}, {"compute_ms", track_ms(static_cast<double>(compute_ns(s.ns)))},
+                           {"balanced_saving_ms_per_step", track_ms(rc.balanced_saving_ns)}}});
     }
     return t;
   }
@@ -125,7 +126,7 @@ Track copies_track(const GpuTimeline& g) {
     std::string what = fmt::format("{} copy", copy_kind_name(c.direction));
     if (c.host == HostMem::Pageable) what += " from pageable memory";
     if (c.critical) what += ", no kernel overlaps it";
-    nlohmann::json args = {{"direction", copy_kind_name(c.direction)}, {"critical", c.critical}, {"ms", ms(static_cast<double>(c.dur))}};
+    nlohmann::json args = {{"direction", copy_kind_name(c.direction)}, {"critical", c.critical}, {"ms", track_ms(static_cast<double>(c.dur))}};
     if (c.bytes >= 0) args["bytes"] = c.bytes;
     if (std::isfinite(c.gbps)) args["gb_per_s"] = std::round(c.gbps * 100) / 100;
     t.slices.push_back({c.ts, c.ts + c.dur, what, args});
@@ -140,7 +141,7 @@ Track launch_track(const RankTrace& trace, const GpuTimeline& g) {
   for (const auto& l : g.hta_launches.worst_delays) {
     if (l.cpu_event >= trace.events.size() || l.gpu_event >= trace.events.size()) continue;
     const ns_t a = trace.events.ts[l.cpu_event], b = trace.events.ts[l.gpu_event];
-    t.slices.push_back({a, b, fmt::format("launch delay {:.3f} ms", ms(static_cast<double>(b - a))),
+    t.slices.push_back({a, b, fmt::format("launch delay {:.3f} ms", track_ms(static_cast<double>(b - a))),
                         {{"kernel", std::string(trace.name_of(l.gpu_event))}, {"correlation", l.correlation}}});
   }
   return t;

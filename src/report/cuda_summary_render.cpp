@@ -1,5 +1,6 @@
 #include "report/cuda_summary_render.hpp"
 
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include "report/text_layout.hpp"
@@ -8,7 +9,7 @@
 namespace stepscope {
 namespace {
 
-nlohmann::json stats_json(const DurationStats& s) {
+nlohmann::json duration_stats_json(const DurationStats& s) {
   return {{"name", s.name},     {"instances", s.instances}, {"total_ns", s.total},
           {"avg_ns", s.avg},    {"median_ns", s.median},    {"min_ns", s.min},
           {"max_ns", s.max},    {"stddev_ns", s.stddev},    {"time_share", s.time_pct / 100.0}};
@@ -16,11 +17,11 @@ nlohmann::json stats_json(const DurationStats& s) {
 
 nlohmann::json table_json(const std::vector<DurationStats>& rows) {
   auto a = nlohmann::json::array();
-  for (const auto& r : rows) a.push_back(stats_json(r));
+  for (const auto& r : rows) a.push_back(duration_stats_json(r));
   return a;
 }
 
-std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+std::string ms3(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
 
 // The name column is last: it takes what the figures (66 columns) leave, at least 16.
 void table_text(const char* title, const std::vector<DurationStats>& rows, const TextOptions& o, std::string& out) {
@@ -34,7 +35,7 @@ void table_text(const char* title, const std::vector<DurationStats>& rows, const
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto& r = rows[i];
     out += fmt::format("    {:>6.2f}%  {:>9}  {:>12}  {:>12}  {:>12}  {}\n", r.time_pct, r.instances,
-                       ms(static_cast<double>(r.total)), ms(r.avg), ms(r.median), names[i]);
+                       ms3(static_cast<double>(r.total)), ms3(r.avg), ms3(r.median), names[i]);
   }
   if (rows.size() > names.size()) out += fmt::format("    ... {} more\n", rows.size() - names.size());
 }
@@ -50,7 +51,7 @@ nlohmann::json to_json(const CudaSummary& s) {
   j["kernel_total_ns"] = s.kernel_total;
   auto& copies = j["memcpy_by_kind"] = nlohmann::json::array();
   for (const auto& c : s.memcpy_by_kind) {
-    nlohmann::json row = stats_json(c.time);
+    nlohmann::json row = duration_stats_json(c.time);
     row.erase("name");
     row.erase("time_share");
     row["kind"] = c.kind;
@@ -79,7 +80,7 @@ std::string cuda_summary_text(const CudaSummary& s, const TextOptions& o) {
     out += "  copies:\n";
     for (const auto& c : s.memcpy_by_kind)
       out += fmt::format("    {:<6} {:>6} copies  {:>12}  {:>14} bytes\n", c.kind, c.time.instances,
-                         ms(static_cast<double>(c.time.total)), c.bytes);
+                         ms3(static_cast<double>(c.time.total)), c.bytes);
   }
   table_text("CUDA API", s.runtime_api, o, out);
   out += fmt::format("  synchronising API calls: {}; pageable async copies: {}\n", s.sync_calls, s.pageable_async_copies);
@@ -88,9 +89,9 @@ std::string cuda_summary_text(const CudaSummary& s, const TextOptions& o) {
                        s.launches_then_sync, s.kernel_launches, terminal_safe(s.sync_after_launch));
   for (const auto& d : s.devices)
     out += fmt::format("  GPU {}: busy {} of {} ({:.1f}% idle), largest gap {}, {} gaps over {}\n", d.device,
-                       ms(static_cast<double>(d.busy)), ms(static_cast<double>(d.span)), d.idle_pct,
-                       ms(static_cast<double>(d.largest_gap)), d.gaps_over_threshold,
-                       ms(static_cast<double>(s.gap_threshold)));
+                       ms3(static_cast<double>(d.busy)), ms3(static_cast<double>(d.span)), d.idle_pct,
+                       ms3(static_cast<double>(d.largest_gap)), d.gaps_over_threshold,
+                       ms3(static_cast<double>(s.gap_threshold)));
   return out;
 }
 

@@ -1,3 +1,4 @@
+#include <nlohmann/json.hpp>
 #include "report/diagnosis_render.hpp"
 #include "stepscope/diagnose.hpp"
 

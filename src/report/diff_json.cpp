@@ -1,5 +1,6 @@
 // JSON report of `stepscope diff`: the changes, then both sides in full (each as `analyze --json`
 // would write it), so a dashboard needs no second run.
+#include <nlohmann/json.hpp>
 #include "stepscope/report.hpp"
 
 namespace stepscope {
@@ -12,7 +13,7 @@ nlohmann::json step_json(const StepChange& s) {
           {"significant", s.significant}};
 }
 
-nlohmann::json categories_json(const std::vector<CategoryChange>& v) {
+nlohmann::json category_changes_json(const std::vector<CategoryChange>& v) {
   auto out = nlohmann::json::array();
   for (const auto& c : v)
     out.push_back({{"category", category_name(c.category)},
@@ -55,7 +56,7 @@ nlohmann::json diff_to_json(const DiffResult& d) {
   j["test_label"] = d.test_label;
   j["headline"] = d.headline;
   j["step"] = step_json(d.step);
-  j["categories"] = categories_json(d.categories);
+  j["categories"] = category_changes_json(d.categories);
   j["base_bound"] = bound_json(d, d.base_bound);
   j["test_bound"] = bound_json(d, d.test_bound);
   j["bottleneck_moved"] = d.bottleneck_moved;

@@ -12,21 +12,21 @@
 namespace stepscope {
 namespace {
 
-std::string ms(double ns) {
+std::string delta_ms(double ns) {
   const double a = std::abs(ns);
   if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
   if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
   return fmt::format("{:.1f} us", ns / 1e3);
 }
 
-std::string signed_ms(double ns) { return (ns > 0 ? "+" : "") + ms(ns); }
+std::string diff_signed_ms(double ns) { return (ns > 0 ? "+" : "") + delta_ms(ns); }
 
-std::string count(double v) {
+std::string count_phrase(double v) {
   if (v == std::floor(v) && std::abs(v) < 1e12) return fmt::format("{:.0f}", v);
   return fmt::format("{:.2f}", v);
 }
 
-void verdict_lines(const DiffResult& d, std::string& out) {
+void diff_verdict_lines(const DiffResult& d, std::string& out) {
   out += fmt::format("diff: {}\n", terminal_safe(d.headline));
   auto side = [&](const char* label, const DiagnosedResult& r) {
     if (r.diagnosis.present)
@@ -38,16 +38,16 @@ void verdict_lines(const DiffResult& d, std::string& out) {
   side("test:", d.test);
 }
 
-void partition_table(const DiffResult& d, bool verbose, std::string& out) {
+void diff_partition_table(const DiffResult& d, bool verbose, std::string& out) {
   out += "\nstep partition (mean steady-state step):\n";
   out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}\n", "category", "base", "test", "change", "of base");
   for (const auto& c : d.categories) {
     if (!verbose && c.base_ns <= 0 && c.test_ns <= 0) continue;
-    out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>8.1f}%\n", category_label(c.category), ms(c.base_ns),
-                       ms(c.test_ns), signed_ms(c.delta_ns), c.delta_pct_of_base_step);
+    out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>8.1f}%\n", category_label(c.category), delta_ms(c.base_ns),
+                       delta_ms(c.test_ns), diff_signed_ms(c.delta_ns), c.delta_pct_of_base_step);
   }
-  out += fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "step", ms(d.step.base_ns), ms(d.step.test_ns),
-                     signed_ms(d.step.test_ns - d.step.base_ns));
+  out += fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "step", delta_ms(d.step.base_ns), delta_ms(d.step.test_ns),
+                     diff_signed_ms(d.step.test_ns - d.step.base_ns));
   out += fmt::format("  noise: step CV {:.1f}% (base, {} steps), {:.1f}% (test, {} steps)\n", d.step.base_cv * 100,
                      d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
 }
@@ -65,8 +65,8 @@ void kernel_rows(const std::vector<KernelChange>& rows, std::size_t shown, const
   if (!o.wide && !o.verbose) names = shorten_distinct(names, below ? columns - 4 : columns - kFigureColumns);
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelChange& k = rows[i];
-    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}{}{}\n", change_kind_name(k.kind), ms(k.base_ns),
-                       ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count(k.base_count), count(k.test_count),
+    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}{}{}\n", change_kind_name(k.kind), delta_ms(k.base_ns),
+                       delta_ms(k.test_ns), diff_signed_ms(k.test_ns - k.base_ns), count_phrase(k.base_count), count_phrase(k.test_count),
                        below ? "\n    " : "  ", names[i]);
   }
 }
@@ -88,7 +88,7 @@ void count_table(const DiffResult& d, std::string& out) {
   if (d.counts.empty()) return;
   out += "\nper step:\n";
   for (const auto& c : d.counts)
-    out += fmt::format("  {:<18} {:>12} -> {:<12}\n", c.what, count(c.base), count(c.test));
+    out += fmt::format("  {:<18} {:>12} -> {:<12}\n", c.what, count_phrase(c.base), count_phrase(c.test));
 }
 
 void comparability_lines(const DiffResult& d, std::string& out) {
@@ -105,8 +105,8 @@ void comparability_lines(const DiffResult& d, std::string& out) {
 std::string render_diff_text(const DiffResult& d, const TextOptions& opts) {
   std::string out;
   out += fmt::format("base: {}\ntest: {}\n", terminal_safe(d.base_label), terminal_safe(d.test_label));
-  verdict_lines(d, out);
-  partition_table(d, opts.verbose, out);
+  diff_verdict_lines(d, out);
+  diff_partition_table(d, opts.verbose, out);
   kernel_tables(d, opts, out);
   count_table(d, out);
   comparability_lines(d, out);

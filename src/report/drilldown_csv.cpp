@@ -16,7 +16,7 @@ bool formula_like(std::string_view s) { return !s.empty() && std::string_view("=
 
 // RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. A text cell
 // that would start a formula gets a leading ' inside quotes, which spreadsheets show as text.
-std::string field(std::string_view s) {
+std::string csv_field(std::string_view s) {
   const std::string safe = report_json::utf8_safe(s);
   const bool formula = formula_like(safe);
   if (!formula && safe.find_first_of(",\"\r\n") == std::string::npos) return safe;
@@ -25,8 +25,8 @@ std::string field(std::string_view s) {
   return out + "\"";
 }
 
-std::string us(ns_t v) { return fmt::format("{:.3f}", static_cast<double>(v) / 1000.0); }
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
+std::string csv_us(ns_t v) { return fmt::format("{:.3f}", static_cast<double>(v) / 1000.0); }
+std::string csv_num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : ""; }
 
 void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out) {
   out = "rank,name,input_dims,module,calls,host_self_us,host_total_us,gpu_self_us,gpu_total_us,kernels,kernels_per_call,"
@@ -35,9 +35,9 @@ void operators_csv(const AnalysisResult& r, OperatorGrouping g, std::string& out
     for (const OperatorView& v : d.operators) {
       if (v.grouping != g) continue;
       for (const OperatorRow& o : v.rows)
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, field(o.name), field(o.input_dims), field(o.module),
-                           o.calls, us(o.host_self), us(o.host_total), us(o.gpu_self), us(o.gpu_total), o.kernels,
-                           num(o.kernels_per_call), num(o.step_share), num(o.gpu_share), o.on_critical_path ? 1 : 0);
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, csv_field(o.name), csv_field(o.input_dims), csv_field(o.module),
+                           o.calls, csv_us(o.host_self), csv_us(o.host_total), csv_us(o.gpu_self), csv_us(o.gpu_total), o.kernels,
+                           csv_num(o.kernels_per_call), csv_num(o.step_share), csv_num(o.gpu_share), o.on_critical_path ? 1 : 0);
     }
 }
 
@@ -46,10 +46,10 @@ std::string kernels_csv(const AnalysisResult& r) {
                     "achieved_occupancy_pct,registers_per_thread,shared_memory_bytes\n";
   for (const auto& [rank, d] : each_drilldown(r))
     for (const KernelRow& k : d.kernels.rows)
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, field(k.name), kind_name(k.kind),
-                         kernel_class_name(k.cls), engine_name(k.engine), data_type_name(k.dtype), k.calls, us(k.total),
-                         num(k.mean / 1000.0), us(k.min), us(k.max), num(k.share), field(k.launching_op),
-                         k.achieved_occupancy_pct < 0 ? "" : num(k.achieved_occupancy_pct),
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", rank, csv_field(k.name), kind_name(k.kind),
+                         kernel_class_name(k.cls), engine_name(k.engine), data_type_name(k.dtype), k.calls, csv_us(k.total),
+                         csv_num(k.mean / 1000.0), csv_us(k.min), csv_us(k.max), csv_num(k.share), csv_field(k.launching_op),
+                         k.achieved_occupancy_pct < 0 ? "" : csv_num(k.achieved_occupancy_pct),
                          k.registers_per_thread < 0 ? "" : std::to_string(k.registers_per_thread),
                          k.shared_memory < 0 ? "" : std::to_string(k.shared_memory));
   return out;
@@ -61,27 +61,27 @@ std::string sequences_csv(const AnalysisResult& r) {
     for (const KernelSequence& s : d.sequences.sequences) {
       std::string pattern;
       for (const auto& p : s.pattern) pattern += (pattern.empty() ? "" : "|") + p;
-      out += fmt::format("{},{},{},{},{},{}\n", rank, field(d.sequences.op), s.count, us(s.gpu_time), us(s.cpu_time), field(pattern));
+      out += fmt::format("{},{},{},{},{},{}\n", rank, csv_field(d.sequences.op), s.count, csv_us(s.gpu_time), csv_us(s.cpu_time), csv_field(pattern));
     }
   return out;
 }
 
 std::string summary_cells(const SampleStats& s) {
-  return fmt::format("{},{},{},{},{},{},{},{}", s.count, num(s.mean), num(s.std), num(s.min), num(s.p25), num(s.median), num(s.p75), num(s.max));
+  return fmt::format("{},{},{},{},{},{},{},{}", s.count, csv_num(s.mean), csv_num(s.std), csv_num(s.min), csv_num(s.p25), csv_num(s.median), csv_num(s.p75), csv_num(s.max));
 }
 
 std::string queue_csv(const AnalysisResult& r) {
   std::string out = "rank,stream,count,mean,std,min,p25,median,p75,max,time_at_max_queue_us\n";
   for (const auto& [rank, d] : each_drilldown(r))
     for (const StreamQueue& q : d.queue_length.streams)
-      out += fmt::format("{},{},{},{}\n", rank, q.stream, summary_cells(q.summary), us(q.time_at_max));
+      out += fmt::format("{},{},{},{}\n", rank, q.stream, summary_cells(q.summary), csv_us(q.time_at_max));
   return out;
 }
 
 std::string bandwidth_csv(const AnalysisResult& r) {
   std::string out = "rank,copy_type,count,mean_gbps,std_gbps,min_gbps,p25_gbps,median_gbps,p75_gbps,max_gbps\n";
   for (const auto& [rank, d] : each_drilldown(r))
-    for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", rank, field(c.name), summary_cells(c.summary));
+    for (const CopyBandwidth& c : d.memory_bandwidth.types) out += fmt::format("{},{},{}\n", rank, csv_field(c.name), summary_cells(c.summary));
   return out;
 }
 
@@ -90,8 +90,8 @@ std::string critical_path_csv(const AnalysisResult& r) {
   for (const auto& [rank, d] : each_drilldown(r)) {
     std::size_t order = 0;
     for (const CpPathEdge& e : d.critical_path.path)
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", rank, order++, us(e.begin_ts), us(e.end_ts), us(e.duration),
-                         cp_kind_name(e.kind), cp_bound_by_name(e.bound_by), cp_edge_type_name(e.type), e.stream, field(e.name));
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", rank, order++, csv_us(e.begin_ts), csv_us(e.end_ts), csv_us(e.duration),
+                         cp_kind_name(e.kind), cp_bound_by_name(e.bound_by), cp_edge_type_name(e.type), e.stream, csv_field(e.name));
   }
   return out;
 }
@@ -101,7 +101,7 @@ std::string memory_csv(const AnalysisResult& r) {
   for (const auto& [rank, d] : each_drilldown(r))
     for (const DeviceMemoryTimeline& m : d.memory.devices)
       for (const MemorySample& s : m.samples)
-        out += fmt::format("{},{},{},{},{},{}\n", rank, m.device_type, m.device_id, us(s.ts), s.allocated, s.reserved);
+        out += fmt::format("{},{},{},{},{},{}\n", rank, m.device_type, m.device_id, csv_us(s.ts), s.allocated, s.reserved);
   return out;
 }
 

@@ -1,3 +1,4 @@
+#include <nlohmann/json.hpp>
 #include "report/drilldown_json.hpp"
 
 #include "report/gpu_timeline_json.hpp"

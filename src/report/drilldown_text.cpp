@@ -11,8 +11,8 @@ namespace stepscope {
 
 namespace {
 
-std::string ms(ns_t v) { return fmt::format("{:.2f}", static_cast<double>(v) / 1e6); }
-std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f}%", 100.0 * share) : "-"; }
+std::string ms_figure(ns_t v) { return fmt::format("{:.2f}", static_cast<double>(v) / 1e6); }
+std::string share_pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f}%", 100.0 * share) : "-"; }
 
 // The stage in three letters ("fwd", "bwd", "opt"), or "".
 std::string stage_label(StageHint s) {
@@ -60,8 +60,8 @@ void render_operators(const OperatorView& v, const TextOptions& o, std::string& 
                      "total", "gpu", "calls", "of step");
   for (std::size_t k = 0; k < names.size(); ++k) {
     const OperatorRow& r = v.rows[k];
-    std::string row = fmt::format("    {} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}", pad_right(names[k], width), ms(r.host_self),
-                                  ms(r.host_total), ms(r.gpu_total), r.calls, pct(r.step_share), stage_label(r.stage),
+    std::string row = fmt::format("    {} {:>8} {:>8} {:>8} {:>6} {:>7}  {}{}", pad_right(names[k], width), ms_figure(r.host_self),
+                                  ms_figure(r.host_total), ms_figure(r.gpu_total), r.calls, share_pct(r.step_share), stage_label(r.stage),
                                   r.on_critical_path ? " *path" : "");
     row.erase(row.find_last_not_of(' ') + 1);
     out += row + "\n";
@@ -75,7 +75,7 @@ void render_kernels(const KernelView& v, const TextOptions& o, std::string& out)
                      "mean", "calls", "class");
   for (std::size_t k = 0; k < names.size(); ++k) {
     const KernelRow& r = v.rows[k];
-    out += fmt::format("    {} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", pad_right(names[k], width), ms(r.total), pct(r.share),
+    out += fmt::format("    {} {:>8} {:>6} {:>8.3f} {:>6}  {}{}\n", pad_right(names[k], width), ms_figure(r.total), share_pct(r.share),
                        r.mean / 1e6, r.calls, kernel_class_name(r.cls),
                        r.dtype != DataType::Unknown ? std::string(" ") + data_type_name(r.dtype) : "");
   }
@@ -91,12 +91,12 @@ void render_critical_path(const CriticalPath& cp, std::string& out) {
     const CpTotal& t = cp.by_kind[k];
     if (t.duration <= 0 || cp.length <= 0) continue;
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", cp_kind_name(static_cast<CpKind>(k)),
-                         pct(static_cast<double>(t.duration) / static_cast<double>(cp.length)));
+                         share_pct(static_cast<double>(t.duration) / static_cast<double>(cp.length)));
   }
   // Its shares are of one step's longest dependency path (HTA's), not of the step's time as the
   // partition and the verdict split it: a step can be 86% GPU compute and its path all host.
   out += fmt::format("  critical path of {}: {} ms: {} (shares of the path, not of the step)\n",
-                     cp.annotation.empty() ? "the trace" : terminal_safe(cp.annotation), ms(cp.length), parts);
+                     cp.annotation.empty() ? "the trace" : terminal_safe(cp.annotation), ms_figure(cp.length), parts);
 }
 
 void render_sequences(const KernelSequences& s, const TextOptions& o, std::string& out) {
@@ -109,7 +109,7 @@ void render_sequences(const KernelSequences& s, const TextOptions& o, std::strin
     if (!o.wide) pattern = shorten_distinct(pattern, 28);
     std::string names;
     for (const auto& n : pattern) names += (names.empty() ? "" : ", ") + n;
-    out += fmt::format("    {}x {} ms on the GPU: {}\n", q.count, ms(q.gpu_time), names);
+    out += fmt::format("    {}x {} ms on the GPU: {}\n", q.count, ms_figure(q.gpu_time), names);
   }
 }
 

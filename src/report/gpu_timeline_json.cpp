@@ -1,5 +1,6 @@
 #include "report/gpu_timeline_json.hpp"
 
+#include <nlohmann/json.hpp>
 #include <cmath>
 
 namespace stepscope {
@@ -275,7 +276,7 @@ json occupancy_json(const Occupancy& o) {
           {"sm_efficiency", num(share_of_pct(o.sm_efficiency_pct))}};
 }
 
-json memory_json(const MemoryPeaks& m) {
+json memory_peaks_json(const MemoryPeaks& m) {
   json devices = json::array();
   for (const DeviceMemoryPeak& d : m.devices)
     devices.push_back({{"device_type", d.device_type}, {"device_id", d.device_id}, {"samples", d.samples},
@@ -306,7 +307,7 @@ nlohmann::json to_json(const GpuTimeline& t, int rank) {
           {"copies", copies_json(t.copies)},
           {"launch_overhead", launch_overhead_json(t.launch_overhead)},
           {"occupancy", occupancy_json(t.occupancy)},
-          {"memory", memory_json(t.memory)}};
+          {"memory", memory_peaks_json(t.memory)}};
 }
 
 }  // namespace stepscope

@@ -24,7 +24,7 @@ std::string dur(double ns) {
 }
 std::string dur(ns_t ns) { return dur(static_cast<double>(ns)); }
 
-std::string pct(double p, int places = 1) {
+std::string pct_value(double p, int places = 1) {
   return std::isfinite(p) ? fmt::format("{:.{}f}%", p, places) : std::string("n/a");
 }
 
@@ -42,8 +42,8 @@ void temporal_lines(const GpuTimeline& t, std::string& s) {
     return;
   }
   s += fmt::format("  temporal     compute {}  non-compute {}  idle {}  of a {} GPU span\n",
-                   pct(hta_percent(b.compute_share, 2), 2), pct(hta_percent(b.non_compute_share, 2), 2),
-                   pct(hta_percent(b.idle_share, 2), 2), dur(b.kernel_time));
+                   pct_value(hta_percent(b.compute_share, 2), 2), pct_value(hta_percent(b.non_compute_share, 2), 2),
+                   pct_value(hta_percent(b.idle_share, 2), 2), dur(b.kernel_time));
 }
 
 void idle_lines(const GpuTimeline& t, std::string& s) {
@@ -60,7 +60,7 @@ void overlap_lines(const GpuTimeline& t, std::string& s) {
     return;
   }
   s += fmt::format("  overlap      {} of {} communication hidden under compute\n",
-                   pct(hta_percent(o.share, 2), 2), dur(o.communication));
+                   pct_value(hta_percent(o.share, 2), 2), dur(o.communication));
 }
 
 // HTA's top kernels, as many as --top asks and HTA kept, named to tell them apart in the width
@@ -71,7 +71,7 @@ void kernel_lines(const GpuTimeline& t, const TextOptions& o, std::string& s) {
   for (const auto& k : t.hta_kernels.types) {
     if (listed++ == 4) break;
     if (!types.empty()) types += ", ";
-    types += fmt::format("{} {}", k.label, pct(hta_percent(k.share, 1)));
+    types += fmt::format("{} {}", k.label, pct_value(hta_percent(k.share, 1)));
   }
   if (!types.empty()) s += fmt::format("  kernel types {}\n", types);
   std::vector<const HtaKernelRow*> rows;
@@ -103,7 +103,7 @@ void class_lines(const GpuTimeline& t, std::string& s) {
   for (const auto& c : t.classes.classes) {
     if (shown++ == 6) break;
     if (!line.empty()) line += ", ";
-    line += fmt::format("{} {}", kernel_class_name(c.cls), pct(100 * c.share));
+    line += fmt::format("{} {}", kernel_class_name(c.cls), pct_value(100 * c.share));
   }
   if (!line.empty()) s += fmt::format("  classes      {}\n", line);
 }
@@ -124,7 +124,7 @@ void overhead_lines(const GpuTimeline& t, std::string& s) {
   if (l.kernels > 0)
     s += fmt::format("  kernels      {} ({} per step), median {}, {} shorter than {}, median gap {}\n", l.kernels,
                      std::isfinite(l.mean_kernels_per_step) ? fmt::format("{:.0f}", l.mean_kernels_per_step) : "n/a",
-                     dur(l.kernel_duration.median), pct(100 * l.short_kernel_share), dur(l.short_kernel),
+                     dur(l.kernel_duration.median), pct_value(100 * l.short_kernel_share), dur(l.short_kernel),
                      dur(l.gaps.median));
   for (const auto& d : t.memory.devices) {
     // c10::DeviceType: 0 is the host, 1 CUDA (ROCm reports as CUDA too).

@@ -28,11 +28,6 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return n;
 }
 
-template <class... Args>
-void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-}
-
 // Chart geometry (SVG user units; the SVG scales to the page width).
 constexpr double kWidth = 960, kLeft = 64, kRight = 12, kTop = 12, kBottom = 30;
 

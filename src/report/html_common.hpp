@@ -3,6 +3,9 @@
 // lines of SVG need no script at all, so the page can forbid scripts entirely (see html.hpp).
 #pragma once
 
+#include <fmt/core.h>
+
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +17,12 @@ namespace stepscope::html {
 // Escapes for HTML text and quoted attribute values alike; invalid UTF-8 and control characters
 // become U+FFFD so that every byte of a trace name renders as visible text.
 std::string esc(std::string_view s);
+
+// fmt::format appended to `out`, the pages' one way of writing.
+template <class... Args>
+void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+}
 
 std::string ms(double ns);           // "12.34 ms", "850.0 us", "1.20 s"
 std::string pct(double share);       // 0.123 -> "12.3%"

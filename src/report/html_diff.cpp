@@ -13,11 +13,6 @@
 namespace stepscope::html {
 namespace {
 
-template <class... Args>
-void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-}
-
 std::string change_class(double delta) { return delta < 0 ? "better" : delta > 0 ? "worse" : ""; }
 
 std::string count_text(double v) {
@@ -82,7 +77,7 @@ void categories_section(const DiffResult& d, std::string& out) {
   out += "</table>\n";
 }
 
-void kernel_table(const std::vector<KernelChange>& ks, const char* id, const char* what, std::size_t limit, std::string& out) {
+void kernel_change_table(const std::vector<KernelChange>& ks, const char* id, const char* what, std::size_t limit, std::string& out) {
   put(out, "<table class=\"kernels\" id=\"{}\"><tr><th>{}</th>{}<th>change</th><th class=\"num\">base / step</th>"
            "<th class=\"num\">test / step</th><th class=\"num\">delta</th><th class=\"num\">launches base</th>"
            "<th class=\"num\">launches test</th></tr>",
@@ -103,8 +98,8 @@ void kernels_section(const DiffResult& d, std::string& out) {
   if (d.kernel_classes.empty() && d.kernels.empty() && d.counts.empty()) return;
   out += "<h2 id=\"kernels\">Kernels, copies and sync points</h2>\n";
   out += "<p class=\"muted\">GPU time and launches per steady-state step, averaged over ranks.</p>\n";
-  if (!d.kernel_classes.empty()) kernel_table(d.kernel_classes, "diff-kernel-classes", "kernel class", d.kernel_classes.size(), out);
-  if (!d.kernels.empty()) kernel_table(d.kernels, "diff-kernel-list", "kernel", 40, out);
+  if (!d.kernel_classes.empty()) kernel_change_table(d.kernel_classes, "diff-kernel-classes", "kernel class", d.kernel_classes.size(), out);
+  if (!d.kernels.empty()) kernel_change_table(d.kernels, "diff-kernel-list", "kernel", 40, out);
   if (d.counts.empty()) return;
   out += "<table class=\"counts\"><tr><th>per step</th><th class=\"num\">base</th><th class=\"num\">test</th></tr>";
   for (const auto& c : d.counts)

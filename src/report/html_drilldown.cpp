@@ -15,11 +15,6 @@
 namespace stepscope::html {
 namespace {
 
-template <class... Args>
-void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-}
-
 constexpr double kW = 1000, kPlotL = 110, kPlotR = 20, kPlotT = 12, kPlotB = 26;
 constexpr double kPathL = 160;  // the critical path's row labels ("communication 12.3%")
 // The page stays under 2 MB for any input: the operator and kernel tables share this many rows

@@ -19,11 +19,6 @@
 namespace stepscope::html {
 namespace {
 
-template <class... Args>
-void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-}
-
 std::string heading(const SectionOptions& o, int delta, std::string_view text, std::string_view id = {}) {
   const int level = std::min(6, o.heading + delta);
   if (id.empty()) return fmt::format("<h{0}>{1}</h{0}>\n", level, esc(text));

@@ -35,17 +35,17 @@ void replay_table(const DiagnosedResult& r, std::string& out) {
 // scale. Example: 39.14 ms recorded, then 17.78 ms with two loader workers.
 void plan_bars(const LeverPlan& p, std::string& out) {
   if (p.entries.empty() || p.step_ns <= 0) return;
-  constexpr int kRow = 22;
+  constexpr int kWhatifRow = 22;
   const auto rows = static_cast<int>(p.entries.size()) + 1;
   fmt::format_to(std::back_inserter(out),
                  "<svg class=\"plan\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"recorded and predicted step\">\n",
-                 kBarWidth + 260, rows * kRow);
+                 kBarWidth + 260, rows * kWhatifRow);
   auto bar = [&](int row, double ns, std::string_view label, std::string_view fill) {
     fmt::format_to(std::back_inserter(out),
                    "<rect x=\"0\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>"
                    "<text x=\"{:.1f}\" y=\"{}\" font-size=\"12\">{}</text>\n",
-                   row * kRow + 2, kBarWidth * ns / p.step_ns, kRow - 6, fill, esc(label), kBarWidth * ns / p.step_ns + 6,
-                   row * kRow + 14, esc(label));
+                   row * kWhatifRow + 2, kBarWidth * ns / p.step_ns, kWhatifRow - 6, fill, esc(label), kBarWidth * ns / p.step_ns + 6,
+                   row * kWhatifRow + 14, esc(label));
   };
   bar(0, p.step_ns, "recorded " + ms(p.step_ns), "#999");
   for (std::size_t k = 0; k < p.entries.size(); ++k)
@@ -91,16 +91,16 @@ TimeScale scale_of(const whatif::PlanTimeline& t) {
 // host's waits (loader, syncs) and the GPU's busy time as one path each.
 void timeline_rows(const whatif::TimelineView& v, const std::vector<whatif::StepReplay>& numbers, const TimeScale& sc,
                    int row, std::string_view side, std::array<std::string_view, 2> fills, std::string& out) {
-  constexpr int kRow = 16;
+  constexpr int kWhatifRow = 16;
   auto label = [&](int r, std::string_view text) {
-    fmt::format_to(std::back_inserter(out), "<text x=\"0\" y=\"{}\" font-size=\"11\">{}</text>", r * kRow + 12, esc(text));
+    fmt::format_to(std::back_inserter(out), "<text x=\"0\" y=\"{}\" font-size=\"11\">{}</text>", r * kWhatifRow + 12, esc(text));
   };
   label(row, side);
   for (std::size_t k = 0; k < v.steps.size(); ++k) {
     const whatif::TimeSpan& s = v.steps[k];
     fmt::format_to(std::back_inserter(out),
                    "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"12\" fill=\"{}\"><title>step {}: {}</title></rect>",
-                   sc.x(s.start), row * kRow + 2, std::max(0.5, sc.x(s.end) - sc.x(s.start)), fills[k % 2],
+                   sc.x(s.start), row * kWhatifRow + 2, std::max(0.5, sc.x(s.end) - sc.x(s.start)), fills[k % 2],
                    k < numbers.size() ? numbers[k].number : static_cast<std::int64_t>(k), ms(static_cast<double>(s.end - s.start)));
   }
   out += "\n";
@@ -109,7 +109,7 @@ void timeline_rows(const whatif::TimelineView& v, const std::vector<whatif::Step
     label(r, name);
     out += "<path fill=\"#555\" d=\"";
     for (const whatif::TimeSpan& s : busy)
-      fmt::format_to(std::back_inserter(out), "M{:.1f} {}h{:.1f}v8h-{:.1f}z", sc.x(s.start), r * kRow + 4,
+      fmt::format_to(std::back_inserter(out), "M{:.1f} {}h{:.1f}v8h-{:.1f}z", sc.x(s.start), r * kWhatifRow + 4,
                      std::max(0.5, sc.x(s.end) - sc.x(s.start)), std::max(0.5, sc.x(s.end) - sc.x(s.start)));
     out += "\"/>\n";
   };

@@ -1,4 +1,5 @@
 // The job replay (stepscope/whatif_job.hpp) in the reports: JSON's job_whatif and the text line.
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include "report/diagnosis_render.hpp"

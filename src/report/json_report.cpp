@@ -4,6 +4,7 @@
 #include "report/gpu_timeline_json.hpp"
 #include "stepscope/report.hpp"
 
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -20,7 +20,7 @@ constexpr std::int64_t kStepsTid = kStreamTid - 1;
 constexpr std::int64_t kFirstPid = 1'000'000;
 
 // Exact to the ns, as Perfetto reads microseconds. Example: 39168250 -> "39168.250".
-std::string us(ns_t ns) {
+std::string predicted_us(ns_t ns) {
   const ns_t a = ns < 0 ? -ns : ns;
   return fmt::format("{}{}.{:03}", ns < 0 ? "-" : "", a / 1000, a % 1000);
 }
@@ -46,8 +46,8 @@ struct Writer {
   void slice(std::int64_t pid, std::int64_t tid, std::string_view name, ns_t ts, ns_t dur) {
     open();
     fmt::format_to(std::back_inserter(out), R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{},"dur":{}}})",
-                   nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), pid, tid, us(ts),
-                   us(dur));
+                   nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), pid, tid, predicted_us(ts),
+                   predicted_us(dur));
   }
 };
 

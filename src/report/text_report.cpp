@@ -78,7 +78,7 @@ std::string human_ns(ns_t ns) {
   return fmt::format("{} ns", ns);
 }
 
-std::string human_bytes(std::uint64_t b) {
+std::string bytes_text(std::uint64_t b) {
   double v = static_cast<double>(b);
   if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", v / (1ull << 30));
   if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", v / (1ull << 20));
@@ -108,7 +108,7 @@ void render_rank(const IngestSummary& s, const TextOptions& opts, std::string& o
   std::string world = s.world_size ? fmt::format(", world size {}", *s.world_size) : "";
   std::string backend = s.backend.empty() ? "" : fmt::format(", backend {}", terminal_safe(s.backend));
   out += fmt::format("  layout {}{}{}; {} events, {} of JSON\n", s.layout, world, backend, s.events,
-                     human_bytes(s.bytes_read));
+                     bytes_text(s.bytes_read));
   out += fmt::format("  time span {}\n", human_ns(s.last_end - s.first_ts));
   out += fmt::format("  ProfilerStep markers: {}\n", step_range(s.profiler_steps));
   render_categories(s, opts, out);

@@ -1,4 +1,5 @@
 // The `stepscope whatif` report.
+#include <nlohmann/json.hpp>
 #include <fmt/core.h>
 
 #include <cmath>
@@ -9,7 +10,7 @@
 namespace stepscope {
 namespace {
 
-std::string ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+std::string whatif_ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
 
 double mean_ns(const std::vector<whatif::StepReplay>& steps, bool replayed) {
   double sum = 0;
@@ -66,14 +67,14 @@ std::string render_whatif_text(const DiagnosedResult& r) {
     const auto& w = *l.w;
     out += fmt::format("rank {}: recorded step {}, replayed {} (replay error {:.1f}%, {:.1f}% at worst; graph of {} nodes, "
                        "{} edges)\n",
-                       l.rank, ms(l.recorded_ns), ms(l.replayed_ns), 100 * w.replay_error_mean, 100 * w.replay_error_max,
+                       l.rank, whatif_ms(l.recorded_ns), whatif_ms(l.replayed_ns), 100 * w.replay_error_mean, 100 * w.replay_error_max,
                        w.nodes, w.edges);
     for (const auto& d : w.disagreements)
-      out += fmt::format("  disagrees: {} ({} times, {})\n", d.edge, d.count, ms(static_cast<double>(d.total_ns)));
+      out += fmt::format("  disagrees: {} ({} times, {})\n", d.edge, d.count, whatif_ms(static_cast<double>(d.total_ns)));
     if (!w.custom) continue;
     const auto [lo, hi] = interval(*w.custom, w.replay_error_mean);
-    out += fmt::format("  with {}: step {} -> {}, {:.2f}x ({:.2f}x to {:.2f}x)\n", w.custom->basis, ms(l.step_ns),
-                       ms(l.step_ns / w.custom->speedup), w.custom->speedup, lo, hi);
+    out += fmt::format("  with {}: step {} -> {}, {:.2f}x ({:.2f}x to {:.2f}x)\n", w.custom->basis, whatif_ms(l.step_ns),
+                       whatif_ms(l.step_ns / w.custom->speedup), w.custom->speedup, lo, hi);
   }
   if (const std::string job = report_detail::job_whatif_sentence(r.job.whatif); !job.empty()) out += job + "\n";
   plan_text(r.diagnosis.plan, out);

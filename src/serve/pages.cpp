@@ -27,7 +27,7 @@ std::string date_text(std::int64_t unix_seconds) {
   return fmt::format("{:%Y-%m-%d %H:%M}Z", tm);
 }
 
-std::string ms(double ns) {
+std::string page_ms(double ns) {
   if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
   if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
   return fmt::format("{:.1f} us", ns / 1e3);
@@ -139,7 +139,7 @@ void run_row(std::string& out, const StoredRun& r, const RunsQuery& q, const Sto
         html_escape(r.error));
     return;
   }
-  put(out, "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num step\">{}</td>", r.ranks, r.steps, ms(r.step_ns));
+  put(out, "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num step\">{}</td>", r.ranks, r.steps, page_ms(r.step_ns));
   put(out, "<td><b class=\"bound\">{}</b> {}</td>", html_escape(r.bound.empty() ? "-" : r.bound), html_escape(r.verdict));
   put(out, "<td class=\"trust\">{}</td><td>", html_escape(r.trust));
   if (previous) put(out, "<a href=\"/diff?base={}&amp;test={}\">vs previous</a> · ", previous->id, r.id);
@@ -257,7 +257,7 @@ std::string trend_svg(const JobHistory& h) {
   for (int k = 0; k <= 4; ++k) {
     const double v = ymax * 1.1 * k / 4;
     put(out, "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-        kLeft, kW - kRight, y(v), y(v), kLeft - 6, y(v) + 4, k == 0 ? std::string("0") : ms(v));
+        kLeft, kW - kRight, y(v), y(v), kLeft - 6, y(v) + 4, k == 0 ? std::string("0") : page_ms(v));
   }
   std::string line;
   for (std::size_t i = 0; i < n; ++i) line += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", x(i), y(h.points[i].run.step_ns));
@@ -266,7 +266,7 @@ std::string trend_svg(const JobHistory& h) {
     const auto& p = h.points[i];
     put(out, "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{}: {}{}</title></circle>",
         p.regressed ? "regressed" : "run", x(i), y(p.run.step_ns), p.regressed ? 6 : 4, p.regressed ? "#c62828" : "#1565c0",
-        html_escape(p.run.name), ms(p.run.step_ns), p.regressed ? " (regressed)" : "");
+        html_escape(p.run.name), page_ms(p.run.step_ns), p.regressed ? " (regressed)" : "");
   }
   out += "</svg>\n";
   return out;
@@ -315,7 +315,7 @@ void job_section(std::string& out, const JobHistory& h) {
   for (std::size_t i = 0; i < h.points.size(); ++i) {
     const auto& p = h.points[i];
     put(out, "<tr><td class=\"name\"><a href=\"/run?id={}\">{}</a></td><td class=\"num\">{}</td><td class=\"num\">{}</td>", p.run.id,
-        html_escape(p.run.name), date_text(p.run.date), ms(p.run.step_ns));
+        html_escape(p.run.name), date_text(p.run.date), page_ms(p.run.step_ns));
     out += change_cell(p);
     put(out, "<td>{}</td><td>{}</td></tr>\n", html_escape(p.run.bound), html_escape(p.run.trust));
   }

@@ -87,7 +87,7 @@ std::vector<std::string> csv_fields(const std::string& line) {
 
 // A number, ignoring a trailing unit ("95 %", "1410 MHz", "250.00 W"). Values the tools print
 // for readings they lack ("-", "N/A", "[Not Supported]", ...) give nothing.
-std::optional<double> number(const std::string& raw) {
+std::optional<double> triage_number(const std::string& raw) {
   std::string s = trim(raw);
   if (s.empty() || s == "-" || s[0] == '[' || lower(s).rfind("n/a", 0) == 0) return std::nullopt;
   const auto read = parse_double_prefix(s);
@@ -194,7 +194,7 @@ void apply_dmon_field(const std::string& name, const std::string& value, GpuRead
     time = clock_time(value);
     return;
   }
-  auto v = number(value);
+  auto v = triage_number(value);
   if (name == "sm")
     g.util_pct = v;
   else if (name == "mem")
@@ -301,7 +301,7 @@ LogReport parse_dmon(const std::string& text, std::vector<Sample>& out, const Tr
     bool index_ok = false;
     for (size_t k = 0; k < t.size(); ++k) {
       if (header.names[k] == "gpu") {
-        auto idx = number(t[k]);
+        auto idx = triage_number(t[k]);
         index_ok = idx && *idx >= 0 && *idx == std::floor(*idx);
         if (index_ok) g.index = int(*idx);
       } else {
@@ -412,7 +412,7 @@ bool apply_query_field(const std::string& key, const std::string& value, QueryRo
                        std::string& why) {
   GpuReading& g = row.g;
   auto num = [&](std::optional<double>& dst) {
-    dst = number(value);
+    dst = triage_number(value);
     if (!dst && !is_missing_marker(value)) {
       why = fmt::format("{} = '{}' is not a number", key, value);
       return false;
@@ -596,7 +596,7 @@ std::optional<double> top_mib(const std::string& s) {
                           : 0;
     if (scale == 0) return std::nullopt;
   }
-  auto v = number(digits);
+  auto v = triage_number(digits);
   if (!v) return std::nullopt;
   return *v * scale;
 }
@@ -681,8 +681,8 @@ LogReport parse_top(const std::string& text, std::vector<Sample>& out, const Tri
     for (size_t k = 0; k + 1 < columns.size(); ++k) row[columns[k]] = t[k];
     std::string command = t[columns.size() - 1];
     for (size_t k = columns.size(); k < t.size(); ++k) command += " " + t[k];
-    auto pid = number(row["PID"]);
-    auto cpu = number(row["%CPU"]);
+    auto pid = triage_number(row["PID"]);
+    auto cpu = triage_number(row["%CPU"]);
     if (!pid || !cpu) {
       problem(r, no, "PID or %CPU is not a number");
       continue;
@@ -734,7 +734,7 @@ std::string time_key_of(const std::vector<std::string>& t, size_t n) {
 std::optional<double> pidstat_time(const std::vector<std::string>& t, size_t n) {
   if (n == 0 || t.empty()) return std::nullopt;
   if (auto c = clock_time(t[0], n > 1 ? t[1] : "")) return c;
-  return number(t[0]);  // -h prints seconds since the epoch
+  return triage_number(t[0]);  // -h prints seconds since the epoch
 }
 
 }  // namespace
@@ -756,7 +756,7 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
     if (lower(line).rfind("linux ", 0) == 0) {
       auto open = line.rfind('(');
       if (open != std::string::npos && cpus_seen)
-        if (auto n = number(line.substr(open + 1)); n && *n > 0) *cpus_seen = int(*n);
+        if (auto n = triage_number(line.substr(open + 1)); n && *n > 0) *cpus_seen = int(*n);
       continue;
     }
     auto t = tokens(line[0] == '#' ? line.substr(1) : line);
@@ -781,7 +781,7 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
     bool is_thread =
         row.count("TID") && row["TID"] != "-" && (!row.count("TGID") || row["TGID"] == "-");
     std::string id_text = is_thread ? row["TID"] : (row.count("TGID") ? row["TGID"] : row["PID"]);
-    auto id = number(id_text);
+    auto id = triage_number(id_text);
     if (!id) {
       problem(r, no, fmt::format("process id '{}' is not a number", id_text));
       continue;
@@ -800,9 +800,9 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
       out.push_back(std::move(s));
     }
     HostReading& h = *out[it->second].host;
-    auto cpu = row.count("%CPU") ? number(row["%CPU"]) : std::nullopt;
+    auto cpu = row.count("%CPU") ? triage_number(row["%CPU"]) : std::nullopt;
     if (!cpu && row.count("%usr") && row.count("%system")) {
-      auto u = number(row["%usr"]), sy = number(row["%system"]);
+      auto u = triage_number(row["%usr"]), sy = triage_number(row["%system"]);
       if (u && sy) cpu = *u + *sy;
     }
     if (is_thread) {
@@ -812,7 +812,7 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
       th.pid = h.processes.empty() ? 0 : h.processes.back().pid;
       th.comm = command;
       th.cpu_pct = *cpu;
-      if (row.count("%wait")) th.wait_pct = number(row["%wait"]);
+      if (row.count("%wait")) th.wait_pct = triage_number(row["%wait"]);
       auto existing = std::find_if(h.threads.begin(), h.threads.end(),
                                    [&](const ThreadReading& x) { return x.tid == th.tid; });
       if (existing == h.threads.end()) h.threads.push_back(th);
@@ -828,18 +828,18 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
       proc = h.processes.end() - 1;
     }
     if (cpu) proc->cpu_pct = *cpu;
-    if (auto v = row.count("%wait") ? number(row["%wait"]) : std::nullopt) proc->wait_pct = v;
+    if (auto v = row.count("%wait") ? triage_number(row["%wait"]) : std::nullopt) proc->wait_pct = v;
     // pidstat's kB are 1024 bytes.
-    if (auto v = row.count("kB_rd/s") ? number(row["kB_rd/s"]) : std::nullopt)
+    if (auto v = row.count("kB_rd/s") ? triage_number(row["kB_rd/s"]) : std::nullopt)
       proc->read_mbps = *v * 1024 / 1e6;
-    if (auto v = row.count("kB_wr/s") ? number(row["kB_wr/s"]) : std::nullopt)
+    if (auto v = row.count("kB_wr/s") ? triage_number(row["kB_wr/s"]) : std::nullopt)
       proc->write_mbps = *v * 1024 / 1e6;
-    if (auto v = row.count("cswch/s") ? number(row["cswch/s"]) : std::nullopt)
+    if (auto v = row.count("cswch/s") ? triage_number(row["cswch/s"]) : std::nullopt)
       proc->voluntary_cs_per_s = v;
-    if (auto v = row.count("nvcswch/s") ? number(row["nvcswch/s"]) : std::nullopt)
+    if (auto v = row.count("nvcswch/s") ? triage_number(row["nvcswch/s"]) : std::nullopt)
       proc->involuntary_cs_per_s = v;
-    if (auto v = row.count("RSS") ? number(row["RSS"]) : std::nullopt) proc->rss_mib = *v / 1024;
-    if (auto v = row.count("threads") ? number(row["threads"]) : std::nullopt)
+    if (auto v = row.count("RSS") ? triage_number(row["RSS"]) : std::nullopt) proc->rss_mib = *v / 1024;
+    if (auto v = row.count("threads") ? triage_number(row["threads"]) : std::nullopt)
       proc->threads = int(*v);
   }
   return r;

@@ -25,7 +25,7 @@ struct Joined {
 
 // A rank's collectives in replay order, and its own work before each: from the end of its
 // previous collective to its arrival (negative where two of its collectives overlapped).
-struct Visit {
+struct RankVisit {
   std::size_t joined = 0;
   ns_t work = 0;
   bool first = false;  // the rank's first: it arrives when it arrived
@@ -33,7 +33,7 @@ struct Visit {
 
 struct JobGraph {
   std::vector<Joined> joined;                 // in order of their instant
-  std::vector<std::vector<Visit>> per_rank;   // index: the input's rank slot
+  std::vector<std::vector<RankVisit>> per_rank;   // index: the input's rank slot
   ns_t recorded_start = 0, recorded_end = 0;  // first arrival, last end
 };
 
@@ -112,7 +112,7 @@ ns_t replay_job(const JobGraph& g, const JobScenario& s) {
     const Joined& j = g.joined[k];
     ns_t last = std::numeric_limits<ns_t>::min();
     for (const Arrival& a : j.members) {
-      const Visit& v = g.per_rank[a.rank][next[a.rank]++];
+      const RankVisit& v = g.per_rank[a.rank][next[a.rank]++];
       const double factor = v.work > 0 ? s.work_factor[a.rank] : 1.0;
       const ns_t at = v.first ? a.start : free_at[a.rank] + static_cast<ns_t>(static_cast<double>(v.work) * factor);
       last = std::max(last, at);
@@ -125,7 +125,7 @@ ns_t replay_job(const JobGraph& g, const JobScenario& s) {
   return g.joined.empty() ? 0 : hi - lo;
 }
 
-double speedup_of(const JobGraph& g, ns_t base, const JobScenario& s) {
+double job_speedup_of(const JobGraph& g, ns_t base, const JobScenario& s) {
   const ns_t v = replay_job(g, s);
   return v > 0 ? static_cast<double>(base) / static_cast<double>(v) : 1.0;
 }
@@ -136,8 +136,6 @@ std::size_t slot_of(std::span<const RankMarks> ranks, int rank) {
   return ranks.size();
 }
 
-// Accumulating over 4 micro-batches all-reduces once for the 4 (as the rank's own lever).
-constexpr double kAccumulation = 4;
 
 void add_levers(const JobGraph& g, std::span<const RankMarks> ranks, const RankComparison& rc, ns_t base,
                 JobWhatIf& out) {
@@ -147,7 +145,7 @@ void add_levers(const JobGraph& g, std::span<const RankMarks> ranks, const RankC
       JobScenario s = base_job_scenario(g);
       // Its work re-timed to the median rank's: the excess the rank comparison measured goes.
       s.work_factor[slot] = 1.0 / (1.0 + std::max(0.0, rc.straggler_excess));
-      out.levers.push_back({LeverId::FixStraggler, speedup_of(g, base, s), 0.2,
+      out.levers.push_back({LeverId::FixStraggler, job_speedup_of(g, base, s), 0.2,
                             fmt::format("rank {}'s work between collectives re-timed to the median rank's ({:.1f}% "
                                         "less), the ranks joined at their collectives and replayed",
                                         *rc.straggler, 100 * rc.straggler_excess / (1 + rc.straggler_excess))});
@@ -158,7 +156,7 @@ void add_levers(const JobGraph& g, std::span<const RankMarks> ranks, const RankC
   for (std::size_t k = 0; k < g.joined.size(); ++k)
     if (g.joined[k].role == CommRole::GradientSync) fewer.transfer_factor[k] = 1 / kAccumulation, grads = true;
   if (grads)
-    out.levers.push_back({LeverId::AccumulateAllreduce, speedup_of(g, base, fewer), 0.3,
+    out.levers.push_back({LeverId::AccumulateAllreduce, job_speedup_of(g, base, fewer), 0.3,
                           "gradient collectives' transfer a quarter; the waits for the last rank stay as the ranks' "
                           "work makes them"});
 }

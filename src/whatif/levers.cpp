@@ -7,6 +7,7 @@
 #include <set>
 
 #include "stepscope/plan/gpus.hpp"
+#include "stepscope/whatif_job.hpp"
 #include "whatif/transforms.hpp"
 
 namespace stepscope::whatif {
@@ -27,8 +28,6 @@ constexpr double kFusedOptimizerCut = 0.3;
 constexpr double kFusionCut = 0.5;
 // channels_last convolutions under autocast: a fifth faster (seed 001 T11).
 constexpr double kChannelsLastCut = 0.8;
-// Accumulating over 4 micro-batches all-reduces once for the 4.
-constexpr double kAccumulation = 4;
 // An async save keeps only the snapshot to host memory in the loop.
 constexpr double kAsyncSaveShare = 0.02;
 // A gain smaller than this share of the step is no lever.
@@ -386,7 +385,7 @@ Prediction predict(const Context& c, const Model& m) {
   return p;
 }
 
-const Model* find_model(const std::vector<Model>& models, LeverId id) {
+const Model* device_model_of(const std::vector<Model>& models, LeverId id) {
   for (const Model& m : models)
     if (m.id == id) return &m;
   return nullptr;
@@ -414,7 +413,7 @@ Plan make_plan(const Context& c, const std::vector<Prediction>& levers) {
   // still gains, one per group of alternatives: one replay per candidate.
   std::vector<std::pair<const Prediction*, const Model*>> order;
   for (const Prediction& p : levers)
-    if (const Model* m = p.id ? find_model(models, *p.id) : nullptr; m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
+    if (const Model* m = p.id ? device_model_of(models, *p.id) : nullptr; m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first->speedup > b.first->speedup; });
   Plan plan;
   plan.applied = c.base;

@@ -504,7 +504,7 @@ constexpr ns_t kMinMatmulKernel = 3'000;
 constexpr double kCastBytes = 6;
 
 // "[[8192, 8192], [], [8, 2]]" -> {{8192, 8192}, {}, {8, 2}}; empty when the text is no list of lists.
-std::vector<std::vector<std::int64_t>> parse_dims(std::string_view text) {
+std::vector<std::vector<std::int64_t>> dims_of(std::string_view text) {
   std::vector<std::vector<std::int64_t>> out;
   int depth = 0;
   std::int64_t v = 0;
@@ -530,7 +530,7 @@ bool gemm_op_name(std::string_view n) {
 
 std::optional<MatmulWork> gemm_work(std::string_view input_dims) {
   // The last two operands of rank 2 or more: addmm's and baddbmm's bias comes first.
-  std::vector<std::vector<std::int64_t>> dims = parse_dims(input_dims);
+  std::vector<std::vector<std::int64_t>> dims = dims_of(input_dims);
   std::erase_if(dims, [](const auto& d) { return d.size() < 2; });
   if (dims.size() < 2) return std::nullopt;
   const auto& a = dims[dims.size() - 2];

@@ -1,5 +1,6 @@
 // diff on generated pairs whose ground truth says what changed, on a trace against itself, and
 // the comparability checks; plus the CLI's contract.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // The trust codes are one registry: docs/facts.md lists exactly its codes, every claim's
 // precondition names one of them, and the reports spell each code raised by its stable string.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 // The reports carry each footgun finding whole: the text report lists it with its evidence, the
 // JSON report adds the evidence, the lever and the gain to its entry in "findings".
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include "partition/support.hpp"

@@ -1,6 +1,7 @@
 // The footgun detectors on generated scenarios (each preset plants one) and on every real trace:
 // each fires where its signature was planted, with evidence and a gain that matches what was
 // planted, and stays silent everywhere else.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <map>

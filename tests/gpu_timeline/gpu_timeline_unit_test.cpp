@@ -1,5 +1,6 @@
 // Unit tests on hand-built traces. Each expected value is worked out by hand in the comment
 // above it from the event list, independently of the code under test.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

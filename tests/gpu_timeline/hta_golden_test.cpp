@@ -8,6 +8,7 @@
 // get_potential_stragglers, a cross-rank straggler figure outside the GPU timeline; and the
 // oracles named after HTA's critical-path and trace-filter tests record these same timeline
 // methods on their traces (HTA's critical path and filters themselves are not in them).
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include "oracle_files.hpp"

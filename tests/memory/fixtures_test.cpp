@@ -1,5 +1,6 @@
 // The two real snapshots (shared/fixtures/memory, see its LICENSES.md), each figure pinned with
 // the reason it must hold, and `analyze` telling a snapshot from a trace by its bytes.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>

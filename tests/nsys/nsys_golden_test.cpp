@@ -1,5 +1,6 @@
 // Golden tests: for each real Nsight Systems export, the JSON report's CUDA summary reproduces
 // the figures of `nsys stats` / `nsys analyze` that the oracle computed from their definitions.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // operator table, the partition's compute by stage and its sync counts all read the facts layer's
 // event stages, where the rules are applied once. The same tables read which step an event is in,
 // and whether it is steady, from the facts' step phase (RankFacts::event_steps).
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,6 +1,7 @@
 // The partition's sweep stores its interval edges packed (8 bytes, time as an offset) when the
 // trace spans less than 2^56 ns, and as plain (time, channel, delta) records beyond: both must
 // give every step the same categories.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <zlib.h>
 

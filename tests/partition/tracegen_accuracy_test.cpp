@@ -1,6 +1,7 @@
 // Every generated scenario against its ground truth: the generator lays out each step and
 // computes the exact partition from the same intervals it writes (docs/tracegen.md), so the
 // expected values here are the generator's, and ours are computed from the written trace only.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

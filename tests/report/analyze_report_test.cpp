@@ -1,5 +1,6 @@
 // The analyze reports carry the GPU timeline: the JSON report holds HTA's own numbers for a real
 // trace (the oracle HTA produced for it), and the text report shows the section.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <fstream>

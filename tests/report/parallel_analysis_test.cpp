@@ -1,4 +1,5 @@
 // Ranks are analysed in parallel: the result must not depend on how many threads did it.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,5 +1,6 @@
 // Reports at a hundred ranks: the text lists a sample of them (the straggler, the fastest, the
 // slowest and quantiles between), `--ranks all` every one, and the HTML heatmap groups them.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

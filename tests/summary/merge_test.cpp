@@ -1,5 +1,6 @@
 // A job analysed in parts (per-file summaries, or shares as MPI processes read them) and merged
 // gives the report of one run over every file: the JSON is compared whole.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,4 +1,5 @@
 // --apply LEVER: the scenario after one lever's change, with the speedup it gives by construction.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -1,5 +1,6 @@
 // Every scenario loads through the project's own Kineto reader without a warning, with the
 // steps, GPU activity and launch links the ground truth speaks of.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

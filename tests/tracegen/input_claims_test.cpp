@@ -2,6 +2,7 @@
 // out (as filtered exports and merging tools write it). Each precondition of kClaimPreconditions
 // that blocks a claim turns the verdict inconclusive with the row's code when its activity is
 // removed; a job merged into one file reads as the same ranks as its files.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>

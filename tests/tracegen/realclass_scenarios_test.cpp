@@ -1,6 +1,7 @@
 // The real-world trace classes (docs/tracegen.md): each preset must write the shape its ground
 // truth describes, as the project's own reader sees it (and, for what the reader does not keep,
 // as the JSON says). Only the generated trace and ground truth are checked here, not a diagnosis.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

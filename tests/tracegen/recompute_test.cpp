@@ -1,6 +1,7 @@
 // The ground truth must follow from the trace file alone. This test re-derives every step's
 // partition from the written JSON (names, tids, correlation ids; nothing generator-internal)
 // with its own implementation of the rules in docs/tracegen.md, and compares to the nanosecond.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

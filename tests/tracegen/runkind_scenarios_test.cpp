@@ -2,6 +2,7 @@
 // preset must write the shape its ground truth describes (the kind of run, the steps a correct
 // analysis finds, the syncs, copies and streams behind its verdict), as the project's own reader
 // sees it. Only the generated trace and ground truth are checked here, not a diagnosis.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

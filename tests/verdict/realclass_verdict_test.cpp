@@ -1,5 +1,6 @@
 // The verdict on generated traces of the classes real traces broke: each preset's ground truth
 // says which trust warnings, verdict, levers and counts a right diagnosis gives.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <set>

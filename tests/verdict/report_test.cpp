@@ -1,4 +1,5 @@
 // The reports render the one result: text leads with the verdict, JSON carries every step.
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <array>

@@ -1,5 +1,6 @@
 // --apply LEVER: the scenario's job after the one change a lever names, so that every lever a
 // scenario shows has a generated before/after pair whose speedup is known by construction.
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>

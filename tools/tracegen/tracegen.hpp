@@ -5,6 +5,7 @@
 // intervals, so they agree by construction. Output is streamed: memory stays bounded by one step.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <array>
 #include <cstdint>
 #include <string>

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "stepscope/memory/snapshot.hpp"
 #include "stepscope/warning_ids.hpp"

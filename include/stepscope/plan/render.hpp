@@ -1,7 +1,7 @@
 // Text and JSON renderings of the planning results. Rendering builds strings; the CLI prints.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

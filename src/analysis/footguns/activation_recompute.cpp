@@ -25,7 +25,7 @@ struct ActivationRecompute : EvidenceOf<ActivationRecompute> {
   }
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_activation_recompute(const Judge& j) {
   const double kernels = j.sum<ActivationRecompute>([](const ActivationRecompute& s) { return s.recompute_kernels; });
   if (kernels <= 0) return std::nullopt;
   const double gain = j.per_step(j.sum<ActivationRecompute>([](const ActivationRecompute& s) { return s.recompute_time; }));
@@ -58,6 +58,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 }  // namespace
 
 extern const Detector kActivationRecompute{"activation_recompute", false, {.gpu_context = kInBackward},
-                                           ActivationRecompute::make, judge};
+                                           ActivationRecompute::make, judge_activation_recompute};
 
 }  // namespace stepscope::footgun

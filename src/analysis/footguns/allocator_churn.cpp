@@ -33,7 +33,7 @@ struct AllocatorChurn : EvidenceOf<AllocatorChurn> {
   std::set<std::int64_t> steps_;
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_allocator_churn(const Judge& j) {
   const double steps = j.sum<AllocatorChurn>([](const AllocatorChurn& r) { return r.device_alloc_steps; });
   if (j.steady < kMinChurnSteps || steps < j.steady) return std::nullopt;
   const ByName m = j.merged(&AllocatorChurn::device_allocs);
@@ -60,6 +60,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 }  // namespace
 
-extern const Detector kAllocatorChurn{"allocator_churn", true, {.host_flags = kDeviceAlloc}, AllocatorChurn::make, judge};
+extern const Detector kAllocatorChurn{"allocator_churn", true, {.host_flags = kDeviceAlloc}, AllocatorChurn::make, judge_allocator_churn};
 
 }  // namespace stepscope::footgun

@@ -39,7 +39,7 @@ struct AnomalyMode : EvidenceOf<AnomalyMode> {
   std::vector<std::pair<ns_t, ns_t>> reads_;  // (end, duration)
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_anomaly_mode(const Judge& j) {
   const double isnan = j.sum<AnomalyMode>([](const AnomalyMode& r) { return r.anomaly_isnan; });
   const double items = j.sum<AnomalyMode>([](const AnomalyMode& r) { return r.anomaly_items; });
   if (j.per_step(isnan) < 1 || j.per_step(items) < 2) return std::nullopt;
@@ -63,6 +63,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 }  // namespace
 
 extern const Detector kAnomalyMode{"anomaly_mode", false, {.host_flags = kAnomalyOp, .gpu_flags = kNanCheck},
-                                   AnomalyMode::make, judge};
+                                   AnomalyMode::make, judge_anomaly_mode};
 
 }  // namespace stepscope::footgun

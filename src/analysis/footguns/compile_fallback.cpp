@@ -53,7 +53,7 @@ struct CompileFallback : EvidenceOf<CompileFallback> {
   std::vector<std::int64_t> compiled_;  // steps (warm-up included) running a compiled region
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_compile_fallback(const Judge& j) {
   double excess = 0;
   std::vector<std::string> ev;
   for (const RankFootguns* rank : j.ranks) {
@@ -78,6 +78,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 }  // namespace
 
 extern const Detector kCompileFallback{"compile_fallback", false, {.host_flags = kCompiledRegion},
-                                       CompileFallback::make, judge};
+                                       CompileFallback::make, judge_compile_fallback};
 
 }  // namespace stepscope::footgun

@@ -48,7 +48,7 @@ struct CompileRecompile : EvidenceOf<CompileRecompile> {
   std::vector<std::uint32_t> events_;  // compile events
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_compile_recompile(const Judge& j) {
   const double steps = j.sum<CompileRecompile>([](const CompileRecompile& r) { return r.late_compile_steps; });
   if (steps <= 0) return std::nullopt;
   const double time = j.sum<CompileRecompile>([](const CompileRecompile& r) { return r.late_compile_time; });
@@ -73,6 +73,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 }  // namespace
 
 extern const Detector kCompileRecompile{"compile_recompile", false, {.host_flags = kCompile}, CompileRecompile::make,
-                                        judge};
+                                        judge_compile_recompile};
 
 }  // namespace stepscope::footgun

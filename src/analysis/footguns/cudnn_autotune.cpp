@@ -96,7 +96,7 @@ struct CudnnAutotune : EvidenceOf<CudnnAutotune> {
 // compares its candidates on the host (waiting on queued work is no cost: that work runs anyway).
 // Example: a backward convolution of 411 ms holding 9 ms of trials and 15 ms of other GPU work
 // -> 9 + (411 - 24) = 396 ms.
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_cudnn_autotune(const Judge& j) {
   std::int64_t calls = 0;
   double trial_time = 0;
   std::vector<std::int64_t> steps;
@@ -140,6 +140,6 @@ extern const Detector kCudnnAutotune{"cudnn_autotune",
                                      true,
                                      {.host_flags = kSynchronize | kFind, .gpu_classes = class_bit(KernelClass::Convolution)},
                                      CudnnAutotune::make,
-                                     judge};
+                                     judge_cudnn_autotune};
 
 }  // namespace stepscope::footgun

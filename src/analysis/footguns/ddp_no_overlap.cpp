@@ -53,7 +53,7 @@ struct DdpNoOverlap : EvidenceOf<DdpNoOverlap> {
   std::map<std::int64_t, ns_t> first_launch_, backward_end_;  // by steady step
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_ddp_no_overlap(const Judge& j) {
   const double steps = j.sum<DdpNoOverlap>([](const DdpNoOverlap& r) { return r.allreduce_steps; });
   const double after = j.sum<DdpNoOverlap>([](const DdpNoOverlap& r) { return r.allreduce_after_backward_steps; });
   const double exposed = j.job.grad_share * j.job.cat(Category::GradSyncExposed);
@@ -80,6 +80,6 @@ extern const Detector kDdpNoOverlap{"ddp_no_overlap",
                                     false,
                                     {.host_flags = kBackwardStage, .gpu_classes = class_bit(KernelClass::Communication)},
                                     DdpNoOverlap::make,
-                                    judge};
+                                    judge_ddp_no_overlap};
 
 }  // namespace stepscope::footgun

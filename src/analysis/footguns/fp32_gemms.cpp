@@ -42,7 +42,7 @@ const DeviceModel* tensor_core_device(const AnalysisResult& r, bool want_tf32) {
   return nullptr;
 }
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_fp32_gemms(const Judge& j) {
   const DeviceModel* device = tensor_core_device(j.result, true);
   const bool tf32 = device != nullptr;
   if (!device) device = tensor_core_device(j.result, false);
@@ -75,6 +75,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 }  // namespace
 
-extern const Detector kFp32Gemms{"fp32_gemms", true, {.gpu_classes = kComputeClasses}, Fp32Gemms::make, judge};
+extern const Detector kFp32Gemms{"fp32_gemms", true, {.gpu_classes = kComputeClasses}, Fp32Gemms::make, judge_fp32_gemms};
 
 }  // namespace stepscope::footgun

@@ -72,7 +72,7 @@ struct HostSyncLogging : EvidenceOf<HostSyncLogging> {
   std::vector<Read> reads_;
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_host_sync_logging(const Judge& j) {
   if (j.found(FootgunId::AnomalyMode)) return std::nullopt;  // the anomaly finding already explains these reads
   const double items = j.sum<HostSyncLogging>([](const HostSyncLogging& s) { return s.items; });
   if (j.per_step(items) < 1) return std::nullopt;
@@ -111,6 +111,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 }  // namespace
 
-extern const Detector kHostSyncLogging{"host_sync_logging", true, {.host_flags = kItem}, HostSyncLogging::make, judge};
+extern const Detector kHostSyncLogging{"host_sync_logging", true, {.host_flags = kItem}, HostSyncLogging::make, judge_host_sync_logging};
 
 }  // namespace stepscope::footgun

@@ -12,7 +12,7 @@ struct LoaderRespawn : EvidenceOf<LoaderRespawn> {
   void fields(EvidenceFields&) override {}
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_loader_respawn(const Judge& j) {
   double excess = 0;
   std::vector<std::string> ev;
   for (const RankAnalysis& ra : j.result.ranks) {
@@ -34,6 +34,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 }  // namespace
 
-extern const Detector kLoaderRespawn{"loader_respawn", false, {}, LoaderRespawn::make, judge};
+extern const Detector kLoaderRespawn{"loader_respawn", false, {}, LoaderRespawn::make, judge_loader_respawn};
 
 }  // namespace stepscope::footgun

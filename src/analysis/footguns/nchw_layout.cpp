@@ -43,7 +43,7 @@ struct NchwLayout : EvidenceOf<NchwLayout> {
   std::unordered_set<std::int64_t> ops_;
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_nchw_layout(const Judge& j) {
   const ByName layout = j.merged(&NchwLayout::layout_kernels);
   const NameTime lt = total(layout);
   const double calls = j.sum<NchwLayout>([](const NchwLayout& r) { return r.conv_calls; });
@@ -67,6 +67,6 @@ extern const Detector kNchwLayout{"nchw_layout",
                                   true,
                                   {.gpu_flags = kLayout, .gpu_classes = class_bit(KernelClass::Convolution)},
                                   NchwLayout::make,
-                                  judge};
+                                  judge_nchw_layout};
 
 }  // namespace stepscope::footgun

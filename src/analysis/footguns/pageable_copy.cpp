@@ -27,7 +27,7 @@ struct PageableCopy : EvidenceOf<PageableCopy> {
   }
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_pageable_copy(const Judge& j) {
   const double n = j.sum<PageableCopy>([](const PageableCopy& r) { return r.pageable_h2d; });
   if (n <= 0) return std::nullopt;
   const double time = j.per_step(j.sum<PageableCopy>([](const PageableCopy& r) { return r.pageable_h2d_time; }));
@@ -46,6 +46,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 }  // namespace
 
-extern const Detector kPageableCopy{"pageable_copy", true, {.copies = true}, PageableCopy::make, judge};
+extern const Detector kPageableCopy{"pageable_copy", true, {.copies = true}, PageableCopy::make, judge_pageable_copy};
 
 }  // namespace stepscope::footgun

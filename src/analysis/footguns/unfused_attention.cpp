@@ -27,7 +27,7 @@ struct UnfusedAttention : EvidenceOf<UnfusedAttention> {
   }
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_unfused_attention(const Judge& j) {
   if (j.sum<UnfusedAttention>([](const UnfusedAttention& r) { return r.attention_kernels; }) > 0) return std::nullopt;
   const ByName sm = j.merged(&UnfusedAttention::softmax_kernels);
   const NameTime s = total(sm), b = total(j.merged(&UnfusedAttention::score_ops));
@@ -51,6 +51,6 @@ extern const Detector kUnfusedAttention{"unfused_attention",
                                         {.host_flags = kBmm, .gpu_flags = kSoftmax,
                                          .gpu_classes = class_bit(KernelClass::Attention)},
                                         UnfusedAttention::make,
-                                        judge};
+                                        judge_unfused_attention};
 
 }  // namespace stepscope::footgun

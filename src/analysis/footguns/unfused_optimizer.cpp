@@ -39,7 +39,7 @@ struct UnfusedOptimizer : EvidenceOf<UnfusedOptimizer> {
   }
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_unfused_optimizer(const Judge& j) {
   for (const auto& p : each_rank(j.result, &RankAnalysis::partition))
     if (p.mix.fused_optimizer_seen) return std::nullopt;
   // MTIA runs no CUDA fused or foreach optimizer.
@@ -68,6 +68,6 @@ extern const Detector kUnfusedOptimizer{"unfused_optimizer",
                                         {.host_flags = kOptimizerStep, .host_context = kInOptimizer,
                                          .gpu_context = kInOptimizer},
                                         UnfusedOptimizer::make,
-                                        judge};
+                                        judge_unfused_optimizer};
 
 }  // namespace stepscope::footgun

@@ -28,7 +28,7 @@ struct ZeroGradMemset : EvidenceOf<ZeroGradMemset> {
   }
 };
 
-std::optional<FootgunJudgement> judge(const Judge& j) {
+std::optional<FootgunJudgement> judge_zero_grad_memset(const Judge& j) {
   const ByName m = j.merged(&ZeroGradMemset::zero_grad_gpu);
   const NameTime t = total(m);
   if (j.per_step(static_cast<double>(t.count)) < 1) return std::nullopt;
@@ -50,6 +50,6 @@ std::optional<FootgunJudgement> judge(const Judge& j) {
 
 extern const Detector kZeroGradMemset{"zero_grad_memset", true,
                                       {.host_context = kInZeroGrad, .gpu_context = kInZeroGrad},
-                                      ZeroGradMemset::make, judge};
+                                      ZeroGradMemset::make, judge_zero_grad_memset};
 
 }  // namespace stepscope::footgun
