@@ -19,7 +19,7 @@
 
 namespace stepscope {
 
-inline constexpr const char* kSummarySchema = "stepscope.summary/11";
+inline constexpr const char* kSummarySchema = "stepscope.summary/12";
 
 // The ranks one run analysed and its warnings about the set of ranks (Trace::warnings).
 struct SummaryFile {

@@ -11,6 +11,7 @@
 #include "stepscope/facts.hpp"
 #include "stepscope/kernel_class.hpp"
 #include "stepscope/trace.hpp"
+#include "stepscope/warning_ids.hpp"
 
 namespace stepscope {
 
@@ -103,7 +104,7 @@ struct RankPartition {
   double profiler_overhead_ns = 0;     // estimated host cost of the profiler itself per steady step
   bool host_runs_ahead = false;        // steps measured on the GPU side (see docs/partition.md)
   ns_t startup_skipped_ns = 0;         // whole-trace window: one-time start-up left out at its start
-  std::vector<std::string> notes;
+  std::vector<Warning> notes;         // how the windows were drawn where that is not plain (docs/warnings.md)
   std::vector<TrustWarning> trust;     // step-level trust warnings (few_steps, host_runs_ahead, ...)
 };
 

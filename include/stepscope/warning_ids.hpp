@@ -50,6 +50,10 @@ constexpr std::string_view warning_severity_name(WarningSeverity s) { return s =
   X(MalformedLogLines, "malformed_log_lines", Limits, "malformed lines of a log skipped")                              \
   X(NoMatchingProcess, "no_matching_process", Limits, "no process in the host logs matches the job")                  \
   X(NoCoreCount, "no_core_count", Limits, "the logs do not say how many cores the job had")                          \
+  /* the step partition: how its windows were drawn where that is not plain (step_partition.hpp) */                  \
+  X(GpuDrainsPastStep, "gpu_drains_past_step", Info, "GPU work runs past the host's step end: each window runs to the end of the work it launched") \
+  X(WholeTraceWindow, "whole_trace_window", Limits, "nothing to split steps on: the trace (or its longest host call) is one window") \
+  X(CpuOpsAsCompute, "cpu_ops_as_compute", Limits, "a CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute") \
   /* reading the traces: what was skipped, cut or left out, how ranks were told apart (ingest_warning.hpp) */     \
   X(UnreadableEntry, "unreadable_entry", Limits, "a directory's trace file that cannot be read, skipped")            \
   X(NotTracesSkipped, "not_traces_skipped", Info, "a directory's JSON files that hold no trace, skipped")            \

@@ -1018,12 +1018,14 @@ RankPartition partition_impl(const RankTrace& t, const RankFacts& facts, const P
   profiler_overhead(t, steps, r);
   if (steps_out) *steps_out = std::move(steps);
   if (lag > 0 && !r.host_runs_ahead)
-    r.notes.push_back(fmt::format("GPU work drains past the host's step end by up to {:.2f} ms (each window runs to "
-                                  "the end of the GPU work it launched)",
-                                  static_cast<double>(lag) / 1e6));
-  if (d.source == StepSource::WholeTrace) r.notes.push_back(whole_trace_note(t, d));
+    r.notes.push_back({WarningId::GpuDrainsPastStep,
+                       fmt::format("GPU work drains past the host's step end by up to {:.2f} ms (each window runs to "
+                                   "the end of the GPU work it launched)",
+                                   static_cast<double>(lag) / 1e6)});
+  if (d.source == StepSource::WholeTrace) r.notes.push_back({WarningId::WholeTraceWindow, whole_trace_note(t, d)});
   if (cls.ops_are_compute)
-    r.notes.push_back("CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute");
+    r.notes.push_back({WarningId::CpuOpsAsCompute,
+                       "CPU-only trace without stage markers: host ops outside the loader, syncs and side work count as compute"});
   add_step_warnings(t, d, r, lag);
   return r;
 }

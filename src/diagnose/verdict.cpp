@@ -259,7 +259,7 @@ std::vector<Finding> findings(const AnalysisResult& r) {
   for (const RankAnalysis& ra : r.ranks) {
     const auto& p = ra.partition;
     if (p.steady_steps && p.sync_calls && !p.item_calls) out.push_back(sync_finding(p, ra.rank()));
-    for (const auto& n : p.notes) out.push_back({FindingKind::Steps, n, ra.rank()});
+    for (const auto& n : p.notes) out.push_back({FindingKind::Steps, n.text, ra.rank()});
     if (p.mix.recompute_seen)
       out.push_back({FindingKind::Recompute, "activation checkpointing recomputes forward inside backward", ra.rank()});
   }

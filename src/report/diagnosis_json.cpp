@@ -123,7 +123,7 @@ nlohmann::json partition_json(const RankPartition& p) {
   j["steady_mean_step_ns"] = p.steady_mean_ns;
   j["steady_mean_categories_ns"] = mean_categories_json(p.steady_mean_category);
   j["sync_calls"] = p.sync_calls;
-  j["notes"] = p.notes;
+  j["notes"] = warning_texts(p.notes);
   auto& steps = j["steps"] = nlohmann::json::array();
   for (const auto& s : p.steps)
     steps.push_back({{"number", s.number}, {"name", s.name}, {"start_ns", s.start}, {"end_ns", s.end},

@@ -82,7 +82,7 @@ void steps_summary(const DiagnosedResult& r, std::string& out) {
     const std::string from = step_source_text(p);
     put(out, "<li>rank {}: {} step{} from {}, {} warm-up excluded; {} timeline; main thread {}</li>", ra.rank(), p.steps.size(),
         p.steps.size() == 1 ? "" : "s", esc(from), warm, p.gpu ? "GPU" : "host (CPU-only)", esc(p.main_thread));
-    for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", ra.rank(), esc(n));
+    for (const auto& n : p.notes) put(out, "<li>rank {}: {}</li>", ra.rank(), esc(n.text));
   }
   out += "</ul>\n";
 }

@@ -247,6 +247,7 @@ void from_json(const nlohmann::json& j, WarningId& w) { w = registered(find_warn
 
 // trace.hpp, analysis.hpp: what was read.
 STEPSCOPE_SUMMARY_FIELDS(IngestWarning, id, counts, names)
+STEPSCOPE_SUMMARY_FIELDS(Warning, id, text)
 STEPSCOPE_SUMMARY_FIELDS(ThreadSummary, pid, tid, name, events)
 STEPSCOPE_SUMMARY_FIELDS(StreamInfo, stream, context, priority, type)
 STEPSCOPE_SUMMARY_FIELDS(StreamSummary, device, stream, events, busy_ns, info)

@@ -2,6 +2,8 @@
 // by hand from the event times (microseconds) in each test, instant by instant.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "partition/support.hpp"
 #include "stepscope/error.hpp"
 
@@ -169,7 +171,24 @@ TEST(Steps, NothingToSplitOnIsOneWindowAndSaysSo) {
   EXPECT_EQ(p.source, StepSource::WholeTrace);
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.steps[0].duration(), us(50));
-  EXPECT_FALSE(p.notes.empty());
+  const auto whole = std::find_if(p.notes.begin(), p.notes.end(), [](const Warning& w) { return w.id == WarningId::WholeTraceWindow; });
+  ASSERT_NE(whole, p.notes.end());
+  EXPECT_NE(whole->text.find("the whole trace is one window"), std::string::npos) << whole->text;
+}
+
+// The partition's notes are typed: a real CPU-only trace (HTA's cpu_only rank 34) says its host
+// ops count as compute, a real GPU trace whose kernels run past each host step (PARAM's linear
+// model) says each window runs to the end of its GPU work; the JSON keeps writing their lines.
+TEST(Steps, NotesCarryTheirWarningIds) {
+  const DiagnosedResult cpu = test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"});
+  EXPECT_TRUE(has_warning(cpu.ranks.at(0).partition.notes, WarningId::CpuOpsAsCompute));
+  EXPECT_FALSE(has_warning(cpu.ranks.at(0).partition.notes, WarningId::GpuDrainsPastStep));
+  const DiagnosedResult gpu = test::analyze_files({std::string(STEPSCOPE_FIXTURES_DIR) + "/param/linear_kineto.json.gz"});
+  const auto& notes = gpu.ranks.at(0).partition.notes;
+  ASSERT_TRUE(has_warning(notes, WarningId::GpuDrainsPastStep));
+  EXPECT_FALSE(has_warning(notes, WarningId::CpuOpsAsCompute));
+  const auto drains = std::find_if(notes.begin(), notes.end(), [](const Warning& w) { return w.id == WarningId::GpuDrainsPastStep; });
+  EXPECT_EQ(drains->text.rfind("GPU work drains past the host's step end by up to ", 0), 0u) << drains->text;
 }
 
 }  // namespace
