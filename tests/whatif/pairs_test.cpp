@@ -4,6 +4,7 @@
 // names the change must be offered on the before trace, and must be gone after it where the change
 // removed its cause.
 #include <nlohmann/json.hpp>
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -192,6 +193,10 @@ TEST(RecordedPairs, NoLeverPredictsMoreThanItsBound) {
   ASSERT_NE(graphs, nullptr);
   EXPECT_DOUBLE_EQ(graphs->speedup, graphs->predicted_speedup);
   EXPECT_NE(graphs->basis.find("more than the catalogue's"), std::string::npos) << graphs->basis;
+  // The headline quotes the prediction once, with no bound equal to it beside it.
+  const std::string& headline = analysed(kRecordedDir + "/launch_bound.pt.trace.json.gz").diagnosis.verdict.headline;
+  EXPECT_NE(headline.find(fmt::format("predicted {:.2f}x faster — CUDA graphs", graphs->predicted_speedup)), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("(bound"), std::string::npos) << headline;
 }
 
 constexpr double kPredictionTolerance = 0.15;
