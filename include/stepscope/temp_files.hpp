@@ -12,10 +12,20 @@ namespace stepscope {
 // their owner, only not on a signal.
 void register_temporary(const std::string& path);
 
+// Creates a temporary file from `pattern` (mkstemp's "...XXXXXX", rewritten in place) and
+// registers it, with SIGINT, SIGTERM and SIGHUP held back in between: a signal that arrives just
+// after the file appears still finds it registered. Returns the open descriptor, or -1 with errno
+// set (nothing created).
+int create_registered_temporary(std::string& pattern);
+
+// The same for a directory (mkdtemp): returns false with errno set. A registered directory is
+// removed on a signal once the files in it are, if that leaves it empty.
+bool create_registered_temporary_dir(std::string& pattern);
+
 // Forgets `path` (it was renamed into place or removed).
 void release_temporary(const std::string& path);
 
-// Unlinks every registered path; async-signal-safe (no allocation, no lock), for the signal
+// Unlinks every registered path, then removes the registered directories left empty; async-signal-safe (no allocation, no lock), for the signal
 // handler and for a process that must end at once (out of memory).
 void remove_temporaries() noexcept;
 

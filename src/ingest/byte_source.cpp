@@ -222,7 +222,7 @@ std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {
   return std::make_unique<MemorySource>(bytes);
 }
 
-SpooledInput::SpooledInput(std::string path) : path_(std::move(path)) { register_temporary(path_); }
+SpooledInput::SpooledInput(std::string path) : path_(std::move(path)) {}
 
 SpooledInput::~SpooledInput() {
   ::unlink(path_.c_str());
@@ -298,7 +298,7 @@ void copy_all(int from, int to, const std::string& path) {
 std::unique_ptr<SpooledInput> spool_if_stream(const std::string& path, int wait_s) {
   if (!is_stream(path)) return nullptr;
   std::string tmp = (std::filesystem::temp_directory_path() / "stepscope-input-XXXXXX").string();
-  const int out = ::mkstemp(tmp.data());
+  const int out = create_registered_temporary(tmp);
   if (out < 0) throw InputError(fmt::format("{}: cannot create a temporary copy: {}", path, std::strerror(errno)));
   auto spooled = std::make_unique<SpooledInput>(tmp);
   const int in = [&] {

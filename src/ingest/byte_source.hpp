@@ -35,7 +35,7 @@ std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes);
 // threads: the copy reads like the file would have.
 class SpooledInput {
  public:
-  explicit SpooledInput(std::string path);  // registered for removal on a signal
+  explicit SpooledInput(std::string path);  // one create_registered_temporary made
   ~SpooledInput();
   SpooledInput(const SpooledInput&) = delete;
   SpooledInput& operator=(const SpooledInput&) = delete;

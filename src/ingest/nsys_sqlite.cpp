@@ -87,20 +87,18 @@ class WalCopy {
     std::error_code ec;
     if (!std::filesystem::exists(path + "-wal", ec)) return;
     std::string dir = (std::filesystem::temp_directory_path(ec) / "stepscope-nsys-XXXXXX").string();
-    if (!::mkdtemp(dir.data())) throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, std::strerror(errno)));
+    if (!create_registered_temporary_dir(dir)) throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, std::strerror(errno)));
     dir_ = dir;
     copy_ = dir_ + "/export.sqlite";
     for (const char* suffix : {"", "-wal", "-shm"}) register_temporary(copy_ + suffix);
     std::filesystem::copy_file(path, copy_, ec);
     if (!ec) std::filesystem::copy_file(path + "-wal", copy_ + "-wal", ec);
-    if (ec) throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, ec.message()));
+    if (ec) {
+      remove();  // a constructor that throws runs no destructor
+      throw InputError(fmt::format("{}: cannot copy the export and its -wal file: {}", path, ec.message()));
+    }
   }
-  ~WalCopy() {
-    if (dir_.empty()) return;
-    for (const char* suffix : {"", "-wal", "-shm"}) release_temporary(copy_ + suffix);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~WalCopy() { remove(); }
   WalCopy(const WalCopy&) = delete;
   WalCopy& operator=(const WalCopy&) = delete;
   // The URI to open: the copy (read-only, so SQLite may index the WAL beside it), or the file.
@@ -111,6 +109,14 @@ class WalCopy {
   }
 
  private:
+  void remove() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    for (const char* suffix : {"", "-wal", "-shm"}) release_temporary(copy_ + suffix);
+    release_temporary(dir_);
+    dir_.clear();
+  }
   std::string dir_, copy_;
 };
 

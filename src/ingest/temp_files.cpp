@@ -1,6 +1,7 @@
 #include "stepscope/temp_files.hpp"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,11 +44,48 @@ void install_handlers() {
   }
 }
 
+// Holds back the signals whose handler removes the temporaries, for as long as it lives.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t held;
+    ::sigemptyset(&held);
+    for (int sig : kSignals) ::sigaddset(&held, sig);
+    ::pthread_sigmask(SIG_BLOCK, &held, &old_);
+  }
+  ~SignalsHeld() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 }  // namespace
 
+// Files first, so that a registered directory is empty by the time its turn comes (rmdir of a
+// file, or of a directory something else still holds, fails harmlessly).
 void remove_temporaries() noexcept {
   for (Slot& s : g_slots)
     if (s.used.load(std::memory_order_acquire)) ::unlink(s.path);
+  for (Slot& s : g_slots)
+    if (s.used.load(std::memory_order_acquire)) ::rmdir(s.path);
+}
+
+int create_registered_temporary(std::string& pattern) {
+  std::call_once(g_installed, install_handlers);
+  SignalsHeld held;
+  const int fd = ::mkstemp(pattern.data());
+  if (fd >= 0) register_temporary(pattern);
+  return fd;
+}
+
+bool create_registered_temporary_dir(std::string& pattern) {
+  std::call_once(g_installed, install_handlers);
+  SignalsHeld held;
+  if (!::mkdtemp(pattern.data())) return false;
+  register_temporary(pattern);
+  return true;
 }
 
 void register_temporary(const std::string& path) {

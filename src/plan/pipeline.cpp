@@ -201,7 +201,11 @@ StackResult plan_stack(const StackInput& in) {
                                       100 * category_s / in.step_s, category));
   }
 
-  StackRow row{"baseline", 1, 1, in.step_s, in.run_cost, in.run_hours};
+  StackRow row;
+  row.name = "baseline";
+  row.step_s = in.step_s;
+  row.cost = in.run_cost;
+  row.hours = in.run_hours;
   r.rows.push_back(row);
   for (std::size_t i = 0; i < in.items.size(); ++i) {
     const auto& item = in.items[i];

@@ -156,10 +156,9 @@ OutputFile::OutputFile(std::string path, std::string what) : what_(std::move(wha
     return;
   }
   std::string pattern = temporary_pattern(path_);
-  fd_ = ::mkstemp(pattern.data());
+  fd_ = create_registered_temporary(pattern);
   if (fd_ < 0) fail("create");
   tmp_ = pattern;
-  register_temporary(tmp_);
   ::fchmod(fd_, t.exists ? (t.st.st_mode & 07777) : new_file_mode());
 }
 

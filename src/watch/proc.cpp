@@ -284,10 +284,18 @@ std::optional<double> cgroup_quota(const CgroupCpu& cg) {
   return best;
 }
 
+}  // namespace
+
+namespace proc_counters {  // see the sampler's snapshot below
 struct ThrottleCounters {
   unsigned long long periods = 0;
   unsigned long long throttled = 0;
 };
+}  // namespace proc_counters
+
+namespace {
+
+using proc_counters::ThrottleCounters;
 
 std::optional<ThrottleCounters> cgroup_throttling(const CgroupCpu& cg) {
   auto text = read_file(cg.dir + "/cpu.stat");
@@ -363,7 +371,10 @@ TargetInfo describe_process(int pid, const std::string& proc) {
 // ---------------------------------------------------------------------------------------------
 // Sampler
 
-namespace {
+// The snapshot's types live in a named namespace: ProcSampler::Snapshot derives from
+// TreeCounters, and a class with external linkage may not have a base only this source can name
+// (GCC's -Wsubobject-linkage, raised once the source is part of a unity file).
+namespace proc_counters {
 
 struct ThreadCounters {
   int pid = 0;
@@ -393,6 +404,14 @@ struct TreeCounters {
   std::optional<procfs::NetCounters> net;
   std::optional<ThrottleCounters> cgroup;
 };
+
+}  // namespace proc_counters
+
+namespace {
+
+using proc_counters::ProcessCounters;
+using proc_counters::ThreadCounters;
+using proc_counters::TreeCounters;
 
 // Reads one thread's counters; adds its context switches to its process.
 std::optional<ThreadCounters> read_thread(const std::string& tdir, int pid, ProcessCounters& p) {
@@ -547,7 +566,7 @@ void system_rates(const TreeCounters& a, const TreeCounters& b, double dt, HostR
 
 }  // namespace
 
-struct ProcSampler::Snapshot : TreeCounters {};
+struct ProcSampler::Snapshot : proc_counters::TreeCounters {};
 
 ProcSampler::ProcSampler(int root_pid, std::string proc_root)
     : root_(root_pid), proc_(std::move(proc_root)) {}

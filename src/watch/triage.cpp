@@ -98,6 +98,18 @@ std::optional<double> triage_number(const std::string& raw) {
   return read->value;
 }
 
+// A pidstat row's CPU share: its %CPU, or %usr + %system where the row has no total.
+std::optional<double> pidstat_cpu(const std::map<std::string, std::string>& row) {
+  const auto field = [&](const char* name) {
+    const auto it = row.find(name);
+    return it == row.end() ? std::nullopt : triage_number(it->second);
+  };
+  if (const std::optional<double> total = field("%CPU")) return total;
+  const std::optional<double> user = field("%usr"), system = field("%system");
+  if (user && system) return *user + *system;
+  return std::nullopt;
+}
+
 // Whether a field is one of the "no reading" markers rather than garbage.
 bool is_missing_marker(const std::string& raw) {
   std::string s = lower(trim(raw));
@@ -800,11 +812,7 @@ LogReport parse_pidstat(const std::string& text, std::vector<Sample>& out, const
       out.push_back(std::move(s));
     }
     HostReading& h = *out[it->second].host;
-    auto cpu = row.count("%CPU") ? triage_number(row["%CPU"]) : std::nullopt;
-    if (!cpu && row.count("%usr") && row.count("%system")) {
-      auto u = triage_number(row["%usr"]), sy = triage_number(row["%system"]);
-      if (u && sy) cpu = *u + *sy;
-    }
+    const std::optional<double> cpu = pidstat_cpu(row);
     if (is_thread) {
       if (!cpu) continue;
       ThreadReading th;

@@ -27,6 +27,25 @@ TEST_P(Signals, RegisteredTemporariesAreRemoved) {
   EXPECT_FALSE(fs::exists(tmp));
 }
 
+// A registered directory goes too, once the registered files in it are gone.
+TEST_P(Signals, RegisteredDirectoriesAreRemovedAfterTheirFiles) {
+  Scratch s;
+  std::string dir = s / "stepscope-dir-XXXXXX";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!stepscope::create_registered_temporary_dir(dir)) ::_exit(3);
+    std::string file = dir + "/copy-XXXXXX";
+    if (stepscope::create_registered_temporary(file) < 0) ::_exit(4);
+    ::raise(GetParam());
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), GetParam());
+  EXPECT_TRUE(fs::is_empty(s.dir));
+}
+
 INSTANTIATE_TEST_SUITE_P(Each, Signals, ::testing::Values(SIGINT, SIGTERM, SIGHUP));
 
 TEST(SignalsOnTheBinary, ThePipedTraceCopyIsRemovedOnSigterm) {
@@ -46,8 +65,9 @@ TEST(SignalsOnTheBinary, ThePipedTraceCopyIsRemovedOnSigterm) {
   ::close(fds[0]);
   const std::string head = "{\"traceEvents\": [";
   ASSERT_EQ(::write(fds[1], head.data(), head.size()), static_cast<ssize_t>(head.size()));
-  // Wait for the copy to appear, then interrupt the run while it still waits for more.
-  for (int i = 0; i < 500 && fs::is_empty(s / "tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Wait for the copy to appear (a loaded machine may take seconds to start the binary), then
+  // interrupt the run while it still waits for more.
+  for (int i = 0; i < 3000 && fs::is_empty(s / "tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(fs::is_empty(s / "tmp"));
   ::kill(pid, SIGTERM);
   int status = 0;

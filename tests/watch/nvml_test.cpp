@@ -140,7 +140,7 @@ TEST(Nvml, UnsupportedReadingStaysEmpty) {
 TEST(Nvml, WatchReplaysSawtoothAgainstAPeggedChildAsInputBound) {
   // The real loop: a busy child on the host, and a GPU that saw-tooths while serving it.
   ASSERT_FALSE(fake_library().empty());
-  Child child(busy_loop);
+  Child child(pegged_busy_loop);
   settle();
   std::string script = "device A100 1410 400 81920\n";
   for (int i = 0; i < 12; ++i)
@@ -260,7 +260,7 @@ WatchResult watch_briefly(int pid) {
 TEST(Nvml, GpuOfAnotherProcessLeavesABusyChildHostSide) {
   // The card saw-tooths, but for some other process: the busy child is CPU-bound, not input-bound.
   ASSERT_FALSE(fake_library().empty());
-  Child child(busy_loop);
+  Child child(pegged_busy_loop);
   settle();
   std::string script = "device A100 1410 400 81920\n";
   for (int i = 0; i < 12; ++i)
@@ -275,7 +275,7 @@ TEST(Nvml, GpuOfAnotherProcessLeavesABusyChildHostSide) {
 
 TEST(Nvml, BusyChildBesideAFedGpuIsNotInputBound) {
   ASSERT_FALSE(fake_library().empty());
-  Child child(busy_loop);
+  Child child(pegged_busy_loop);
   settle();
   Script s(fmt::format("device A100 1410 400 81920\n"
                        "tick 0 97 60 1400 1593 330 60 30000 100 10 0x0 {}\n",
@@ -288,7 +288,7 @@ TEST(Nvml, BusyChildBesideAFedGpuIsNotInputBound) {
 
 TEST(Nvml, InputBoundNamesTheCoincidentSamples) {
   ASSERT_FALSE(fake_library().empty());
-  Child child(busy_loop);
+  Child child(pegged_busy_loop);
   settle();
   std::string script = "device A100 1410 400 81920\n";
   for (int i = 0; i < 12; ++i)

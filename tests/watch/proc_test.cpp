@@ -278,8 +278,9 @@ TEST(ProcSampler, TwoBusyThreadsAreCpuBoundAcrossThreads) {
   auto c = classify(s);
   EXPECT_FALSE(c.gpu_in_view);
   // A cgroup quota below two cores throttles two spinning threads; that verdict is right too.
-  if (c.verdict.rule != "cgroup-throttled")
+  if (c.verdict.rule != "cgroup-throttled") {
     EXPECT_EQ(c.verdict.rule, "host-cpu-bound") << c.verdict.title;
+  }
   EXPECT_NE(c.verdict.rule, "input-bound");
 }
 
