@@ -154,6 +154,7 @@ void predict(const AnalysisResult& r, Lever& l, double error) {
   l.predicted_step_ns = l.step_ns / l.predicted_speedup;
 
   l.predicted_by_setting = j.by_setting;
+  for (auto& [value, speedup] : l.predicted_by_setting) speedup = std::min(speedup, bound);  // the same hold
   l.predicted_uncertainty = j.uncertainty;
   set_interval(l, j.uncertainty, error);
   // A lever already withheld (by the replay, as in place, or for this program's kind) applies no

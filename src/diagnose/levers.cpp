@@ -24,8 +24,10 @@ using namespace diagnose_detail;
 constexpr double kHideAll = 1.0;
 // Pinned memory + non_blocking copies run on a copy stream under compute (seed 001 T6).
 constexpr double kAsyncCopyHides = 1.0;
-// Doubling the micro-batch halves the per-sample host and launch overhead (seed 001 T18).
-constexpr double kMicroBatchAmortize = 0.5;
+// A larger micro-batch spreads the per-step host and launch overhead over more samples: doubling
+// it halves their share a sample (seed 001 T18), and the limit, as it grows, is all of it. The
+// replay prices twice and four times the micro-batch within that bound.
+constexpr double kMicroBatchAmortize = 1.0;
 // bf16 tensor-core GEMMs/convolutions run several times faster than fp32 SIMT ones (seed 001
 // T13): the bound is their whole time gone, and the replay's roofline says how much of it goes
 // (an H200's 8192-wide GEMMs drop from 21.4 to 1.3 ms, 94%). Half of it, as this once claimed,
@@ -466,7 +468,7 @@ std::vector<Lever> build_levers(const AnalysisResult& r, const JobStep& j, const
        "more activation memory; optimisation behaviour changes with the batch", "",
        "a different batch size is a different experiment: pin it across compared runs"},
       "launch overhead + host compute", gpu ? host : 0, kMicroBatchAmortize,
-      "per-step host and launch costs are paid once for twice the samples");
+      "per-step host and launch costs are paid once for ever more samples");
   const double fp32_math = gpu ? cmp * m.share(m.fp32_gemm_simt + m.fp32_conv) : 0;
   add({LeverId::AmpBf16, "mixed precision (bf16 autocast)", "torch.autocast('cuda', dtype=torch.bfloat16)",
        "numerical edge cases in reductions and losses", kNumericsLink, ""},
@@ -657,7 +659,7 @@ struct FootgunLever {
 constexpr FootgunLever kFootgunLevers[] = {
     {LeverId::FixedShapes, "keep input shapes fixed (pad or bucket them)",
      "pad/bucket batches; torch.compile(dynamic=True) or mark_dynamic; cudnn.benchmark=False if shapes must vary",
-     "padding wastes some compute on the padded positions", std::nullopt, {}},
+     "padding wastes some compute on the padded positions", std::nullopt, {LeverId::CudaGraphs, LeverId::MicroBatch}},
     {LeverId::NoDebugApis, "turn off debugging APIs in training runs",
      "torch.autograd.set_detect_anomaly(False); no gradcheck or detect_anomaly() in the loop",
      "NaNs are no longer traced back to the op that made them", std::nullopt, {}},

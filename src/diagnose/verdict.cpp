@@ -349,12 +349,13 @@ double quoted_gain(const Lever& l) { return l.predicted_replayed ? l.predicted_s
 
 // The replay's prediction leads, its Amdahl bound beside it, and a lever with a setting names the
 // smallest and largest it priced: "predicted 2.20x faster at 2, 9.25x at 8 (bound 13.20x) — raise
-// DataLoader num_workers". A lever the graph does not model keeps "up to 1.40x faster — ...".
+// DataLoader num_workers"; settings that all price the same (each held to the bound) are one figure.
+// A lever the graph does not model keeps "up to 1.40x faster — ...".
 // A bound the replay reached (it rose to the prediction) is not said twice.
 std::string gain_clause(const Lever& l) {
   if (!l.predicted_replayed) return fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
   const auto& by = l.predicted_by_setting;
-  if (by.size() >= 2)
+  if (by.size() >= 2 && fmt::format("{:.2f}", by.front().second) != fmt::format("{:.2f}", by.back().second))
     return fmt::format("; predicted {:.2f}x faster at {}, {:.2f}x at {} (bound {:.2f}x) — {}", by.front().second,
                        by.front().first, by.back().second, by.back().first, l.speedup, l.title);
   const std::string predicted = fmt::format("{:.2f}", l.predicted_speedup), bound = fmt::format("{:.2f}", l.speedup);

@@ -42,6 +42,10 @@ struct Model {
   bool held = false;
   std::vector<std::pair<std::string, std::function<void(Scenario&)>>> settings;
   std::size_t max_headline_setting = 0;  // the lever's own figure comes from settings up to this one
+  // The chosen setting in the basis: its value, then its speedup.
+  std::string setting_format = "{} workers: {:.2f}x (the trace does not say the host's cores: more workers than "
+                               "spare cores gain less)";
+  bool in_plan = true;  // false: a change of the experiment itself, priced alone
 };
 
 std::size_t count_ops(const Graph& g, const std::function<bool(const Op&)>& pick) {
@@ -288,6 +292,26 @@ void add_launch_models(const Context& c, std::vector<Model>& out) {
                  "the optimizer's kernels and launches as one multi-tensor step makes them", c.partition.mix.fused_optimizer_seen, {}});
 }
 
+// Twice and four times the micro-batch, the global batch kept by accumulating fewer micro-batches:
+// the per-step host and launch costs are paid once for more samples. Left out of the plan: a
+// different batch is a different experiment (and needs the activation memory the trace does not
+// show), so it is priced on its own.
+void add_batch_models(const Context& c, std::vector<Model>& out) {
+  const Graph& g = c.g;
+  if (count_atoms(g, AtomKind::Launch) == 0) return;
+  Model m{LeverId::MicroBatch, "batch", 0.3, nullptr,
+          "each step processes N times the samples: the host's dispatch and launches are paid once for them, "
+          "the GPU's work, the batches' loading and side work grow N times (the optimizer's and collectives' "
+          "share a sample, which shrinks too, is not counted); the time per sample compared",
+          false, {}};
+  for (const double factor : {2.0, 4.0})
+    m.settings.push_back({fmt::format("x{}", factor), [&g, factor](Scenario& s) { grow_micro_batch(g, s, factor); }});
+  m.max_headline_setting = 0;  // twice the micro-batch: more may not fit the memory the trace does not show
+  m.setting_format = "{} the micro-batch: {:.2f}x per sample (the activation memory grows with it)";
+  m.in_plan = false;
+  out.push_back(std::move(m));
+}
+
 void add_sync_models(const Context& c, std::vector<Model>& out) {
   const Graph& g = c.g;
   const bool any = std::any_of(g.atoms.begin(), g.atoms.end(), [](const Atom& a) { return a.kind == AtomKind::Sync && a.waited && !a.queue_wait; });
@@ -342,6 +366,7 @@ std::vector<Model> lever_models(const Context& c) {
   add_copy_models(c, m);
   add_precision_models(c, m);
   add_launch_models(c, m);
+  add_batch_models(c, m);
   add_sync_models(c, m);
   add_comm_models(c, m);
   add_side_models(c, m);
@@ -377,9 +402,7 @@ Prediction predict(const Context& c, const Model& m) {
   for (const auto& [value, speedup] : p.by_setting)
     if (speedup - 1 >= kNearBest * (best - 1)) {
       p.speedup = speedup;
-      p.basis += fmt::format("; {} workers: {:.2f}x (the trace does not say the host's cores: more workers than "
-                             "spare cores gain less)",
-                             value, speedup);
+      p.basis += "; " + fmt::format(fmt::runtime(m.setting_format), value, speedup);
       break;
     }
   return p;
@@ -413,7 +436,8 @@ Plan make_plan(const Context& c, const std::vector<Prediction>& levers) {
   // still gains, one per group of alternatives: one replay per candidate.
   std::vector<std::pair<const Prediction*, const Model*>> order;
   for (const Prediction& p : levers)
-    if (const Model* m = p.id ? device_model_of(models, *p.id) : nullptr; m && !p.held && p.speedup >= 1 + kMinGain) order.push_back({&p, m});
+    if (const Model* m = p.id ? device_model_of(models, *p.id) : nullptr; m && m->in_plan && !p.held && p.speedup >= 1 + kMinGain)
+      order.push_back({&p, m});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first->speedup > b.first->speedup; });
   Plan plan;
   plan.applied = c.base;

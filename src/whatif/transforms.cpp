@@ -44,7 +44,14 @@ ns_t dispatch_time(const Graph& g) {
 
 double speedup_of(const Context& c, const Scenario& s) {
   const Replayed r = replay(c.g, s);
-  return r.span > 0 ? static_cast<double>(c.base_span) / static_cast<double>(r.span) : 1;
+  return r.span > 0 ? s.samples * static_cast<double>(c.base_span) / static_cast<double>(r.span) : 1;
+}
+
+void grow_micro_batch(const Graph& g, Scenario& s, double factor) {
+  s.samples *= factor;
+  for (ns_t& d : s.op_dur) d = scaled(d, factor);
+  for (std::size_t i = 0; i < g.atoms.size(); ++i)
+    if (g.atoms[i].kind == AtomKind::Loader || g.atoms[i].kind == AtomKind::Side) s.atom_dur[i] = scaled(s.atom_dur[i], factor);
 }
 
 void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick, double factor) {

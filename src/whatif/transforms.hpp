@@ -29,6 +29,14 @@ double speedup_of(const Context& c, const Scenario& s);
 // Kernel time multipliers for the ops a predicate picks: duration x factor.
 void scale_ops(const Graph& g, Scenario& s, const std::function<bool(const Op&)>& pick, double factor);
 
+// A micro-batch `factor` times larger, the global batch kept: each step processes `factor` times
+// the samples. The host's dispatch and launches are paid once a step; everything else is taken to
+// grow with the samples: every GPU activity (linearly, which small kernels beat), the loader's
+// batches, side work. That is conservative: the optimizer, the gradients' collectives and a save
+// are per step too, and their share a sample shrinks as well, but the lever is credited only with
+// the host's. Example: a launch-bound step of 10 ms host work over 2 ms of kernels, x2 -> the same
+// 10 ms for twice the samples: 2.0x per sample.
+void grow_micro_batch(const Graph& g, Scenario& s, double factor);
 // The waits of an epoch's start: a loader call that follows another in the same step (the
 // iterator ran out and a new one started its workers), with the host time between them.
 std::vector<std::size_t> epoch_restarts(const Graph& g);

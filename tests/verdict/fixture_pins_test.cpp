@@ -59,11 +59,12 @@ constexpr Pinned kPinned[] = {
      "GPU busy 45% of a 610 ms step: host time between kernels outweighs the 32% of NCCL"},
     {"hta/sampled_world128/sampled_rank-1.json.gz", "host/launch-bound", "training", "micro_batch",
      "the same job's rank 1: GPU busy 47%, NCCL 31%"},
-    {"hta/trace_diff/control/control.json.gz", "gpu-bound", "training", "torch_compile",
+    {"hta/trace_diff/control/control.json.gz", "gpu-bound", "training", "micro_batch",
      "GPU busy 84% of the step; 80% of its communication is the embeddings' all-to-all (SendRecv kernels under "
      "nccl:all_to_all), which no DDP knob shortens. Was ep_overlap (its 1.147x bound, no graph change models it; "
-     "weighted half): the replay now fuses half the pointwise launches with their dispatch and predicts compile "
-     "1.115x (bound 1.25x), weighted by its certainty ahead of the unreplayed bound"},
+     "weighted half), then torch_compile (1.115x replayed). The replay now prices twice the micro-batch: the "
+     "host's dispatch, paid once for twice the samples, fills the GPU's idle 16%: 1.21x, held to the 1.17x of "
+     "all host and launch time gone"},
 
     {"hta/trace_diff/test/test.json.gz", "gpu-bound", "training", "torch_compile",
      "GPU busy 96% on a V100. Was ep_overlap (1.05x bound) while the replay tied each queued kernel to its launch "
@@ -88,9 +89,9 @@ constexpr Pinned kPinned[] = {
      "remove_item", "DLRM rank 3: NCCL kernels hold 51% of its 19.3 ms step, 82% of them the embeddings' all-to-all; "
      "10 syncs a step hold 4.8 ms of waiting"},
     {"param/dlrm_8rank/kineto/worker4_step_12.1694128201547.pt.trace.json.gz", "host/launch-bound", "training",
-     "remove_item", "DLRM rank 4: NCCL 37%, host time larger. Was micro_batch (its 1.34x bound, not replayed): "
-     "removing the reads now drops each .item()'s copy and wait too, and the replay predicts 1.275x, held to its "
-     "1.27x bound, ranked ahead of the unreplayed bound"},
+     "micro_batch", "DLRM rank 4: NCCL 37%, host time larger. Was micro_batch (its 1.34x bound, not replayed), "
+     "then remove_item (1.275x replayed, held to its 1.27x bound). The replay now prices the micro-batch: twice "
+     "the samples for the same host dispatch, 1.50x per sample"},
     {"param/dlrm_8rank/kineto/worker5_step_12.1694128201549.pt.trace.json.gz", "host/launch-bound", "training",
      "micro_batch", "DLRM rank 5: NCCL 35%, host time larger"},
     {"param/dlrm_8rank/kineto/worker6_step_12.1694128201553.pt.trace.json.gz", "host/launch-bound", "training",
@@ -204,7 +205,9 @@ TEST_P(RealTrace, VerdictKindAndFirstLeverWithASoundPartition) {
   EXPECT_GE(v.share, 0.0);
   EXPECT_LE(v.share, 1.0);
   // An inconclusive verdict offers no lever.
-  if (v.bound == Bound::Inconclusive) EXPECT_EQ(first_lever(r), "");
+  if (v.bound == Bound::Inconclusive) {
+    EXPECT_EQ(first_lever(r), "");
+  }
   for (const auto& part : each_rank(r, &RankAnalysis::partition))
     for (const auto& s : part.steps) {
       EXPECT_GT(s.duration(), 0) << s.name;

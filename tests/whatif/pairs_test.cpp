@@ -199,6 +199,35 @@ TEST(RecordedPairs, NoLeverPredictsMoreThanItsBound) {
   EXPECT_EQ(headline.find("(bound"), std::string::npos) << headline;
 }
 
+// A larger micro-batch on the H200's launch-bound loop (12.95 ms of host dispatch a step over
+// ~1 ms of kernels): twice the samples fit under the same dispatch, so per sample it is nearly
+// 2x, never more (the samples are all a larger batch adds), and four times nearly 4x, each held
+// to the bound of all host and launch time gone. It stays out of the plan: a different batch is a
+// different experiment. A GPU-bound step (fp32 GEMMs) takes as much longer as it gets samples: no
+// lever. Where cuDNN retunes for every new image size, the host time is the tuning's, which a
+// larger batch would only redo.
+TEST(MicroBatch, PricedPerSampleWhereTheHostDispatchHoldsTheStep) {
+  const DiagnosedResult& launch = analysed(kRecordedDir + "/launch_bound.pt.trace.json.gz");
+  const Lever* l = find_lever(launch, "micro_batch");
+  ASSERT_NE(l, nullptr);
+  EXPECT_TRUE(l->applies);
+  EXPECT_TRUE(l->predicted_replayed);
+  ASSERT_EQ(l->predicted_by_setting.size(), 2u);
+  const auto& [twice, by_two] = l->predicted_by_setting[0];
+  const auto& [four_times, by_four] = l->predicted_by_setting[1];
+  EXPECT_EQ(twice, "x2");
+  EXPECT_EQ(four_times, "x4");
+  EXPECT_GT(by_two, 1.8);
+  EXPECT_LE(by_two, 2.0 + 1e-9);
+  EXPECT_GT(by_four, 3.0);
+  EXPECT_LE(by_four, 4.0 + 1e-9);
+  EXPECT_LE(by_four, l->speedup * (1 + 1e-12));
+  EXPECT_DOUBLE_EQ(l->predicted_speedup, by_two);
+  for (const LeverPlanEntry& e : launch.diagnosis.plan.entries) EXPECT_NE(e.id, LeverId::MicroBatch);
+  EXPECT_FALSE(offered(analysed(kRecordedDir + "/fp32_no_amp.pt.trace.json.gz"), "micro_batch"));
+  EXPECT_FALSE(offered(analysed(kRecordedDir + "/cudnn_retune.pt.trace.json.gz"), "micro_batch"));
+}
+
 constexpr double kPredictionTolerance = 0.15;
 
 // Acceptance: on every pair whose lever is offered before the change, the lever predicts the
