@@ -288,7 +288,9 @@ TEST(InputClaims, EveryBlockingRowIsTested) {
                                         "several_ranks_in_file", "filtered_export", "partial_job",
                                         "separate_runs"};
   for (const auto& row : stepscope::kClaimPreconditions)
-    if (row.blocks) EXPECT_TRUE(tested.contains(row.code)) << row.code;
+    if (row.blocks) {
+      EXPECT_TRUE(tested.contains(row.code)) << row.code;
+    }
 }
 
 }  // namespace

@@ -78,6 +78,20 @@ void remove_sync(Params& p, int, const BaseRun&) {
     p.item_syncs = 1;
 }
 
+// A micro-batch `factor` times larger: what a sample costs grows with the samples (every GPU
+// kernel, linearly; the input's copy; a single-process loader's batch), what a step costs once
+// stays (the host's dispatch and launches, the optimizer, the gradients' all-reduce, a save).
+// Example: launch-bound, 2 us kernels under 18 us of host work an op, x2 -> 4 us kernels, the
+// same host work: twice the samples in about the same step.
+void larger_micro_batch(Params& p, int factor, const BaseRun&) {
+  for (double* kernel_us : {&p.gemm_us, &p.eltwise_us, &p.norm_us, &p.tiny_us, &p.conv_us, &p.transpose_us,
+                            &p.attn_gemm_us, &p.softmax_us, &p.ep_us, &p.expert_gemm_us, &p.attn_us})
+    *kernel_us *= factor;
+  p.batch_mb *= factor;
+  if (p.num_workers == 0) p.fetch_us *= factor;
+  p.applied_samples = factor;
+}
+
 const LeverChange kChanges[] = {
     {"num_workers", [](const Params& p) { return p.num_workers == 0 && p.fetch_us > kReadyFetchUs; }, more_workers, 8},
     {"prefetch_factor", [](const Params& p) { return p.stall_every > 0 && p.stall_us > 0; },
@@ -128,6 +142,9 @@ const LeverChange kChanges[] = {
      [](Params& p, int, const BaseRun&) { p.overlap = true; }, 0},
     {"fix_straggler", [](const Params& p) { return p.ranks > 1 && p.straggler_rank >= 0; },
      [](Params& p, int, const BaseRun&) { p.straggler_rank = -1; }, 0},
+    // A model of many small ops, whose host dispatch outlasts their kernels.
+    {"micro_batch", [](const Params& p) { return p.platform != Platform::Cpu && p.workload == "model" && p.tiny_ops > 0; },
+     larger_micro_batch, 2},
 };
 
 const LeverChange& find_change(const std::string& lever) {

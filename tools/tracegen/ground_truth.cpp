@@ -104,16 +104,19 @@ void add_run_kind_params(const Params& p, nlohmann::json& j, bool every) {
   j["session_s"] = p.session_s;
 }
 
-// --apply: the change, and the speedup it gives by construction (both jobs generated).
+// --apply: the change, and the speedup it gives by construction (both jobs generated), per sample
+// where the change made each step process more of them (a larger micro-batch).
 // Example: {"lever": "num_workers", "setting": "8", "changes": ["fetch_us: 70000 -> 120", ...],
-//           "base_mean_step_ns": 1.2e8, "mean_step_ns": 5.0e7, "expected_speedup": 2.4}
+//           "base_mean_step_ns": 1.2e8, "mean_step_ns": 5.0e7, "samples_per_step": 1,
+//           "expected_speedup": 2.4}
 nlohmann::json applied_json(const Params& p) {
   return {{"lever", p.applied_lever},
           {"setting", p.applied_setting},
           {"changes", p.applied_changes},
           {"base_mean_step_ns", p.base_mean_step_ns},
           {"mean_step_ns", p.applied_mean_step_ns},
-          {"expected_speedup", p.base_mean_step_ns / p.applied_mean_step_ns}};
+          {"samples_per_step", p.applied_samples},
+          {"expected_speedup", p.applied_samples * p.base_mean_step_ns / p.applied_mean_step_ns}};
 }
 
 // What a correct analysis concludes besides the verdict; the optional ones only when stated.

@@ -164,6 +164,7 @@ struct Params {
   std::vector<std::string> applied_changes;    // "fetch_us: 70000 -> 120", one per changed parameter
   double base_mean_step_ns = 0;                // the scenario's mean step without the change
   double applied_mean_step_ns = 0;             // and with it
+  double applied_samples = 1;                  // samples a step after the change, against before (a larger batch)
 
   bool gzip = false;
 
