@@ -83,6 +83,10 @@ struct Lever {
   std::string prediction_basis;  // the physics of the prediction, in words
 };
 
+// Whether a lever's steps are compared per sample: a larger micro-batch's step processes more of
+// them, so its predicted_step_ns is the time the recorded batch's samples take, not a step's.
+inline bool priced_per_sample(const Lever& l) { return l.id == LeverId::MicroBatch; }
+
 // The plan: compatible levers applied together in one replay, the one that pays most first.
 struct LeverPlanEntry {
   LeverId id = LeverId::NumWorkers;

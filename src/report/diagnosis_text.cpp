@@ -226,14 +226,20 @@ void evidence_lines(const Diagnosis& d, std::string& out) {
   }
 }
 
+// A larger batch's step is longer: its figures are the time of the recorded batch's samples.
+const char* per_sample_note(const Lever& l) {
+  return priced_per_sample(l) ? " for the recorded batch's samples" : "";
+}
+
 // "     predicted: 2.20x (1.95x to 2.47x), step 39.1 ms -> 17.8 ms; by setting: 2 -> 2.20x, 4 -> 4.47x"
 std::string prediction_line(const Lever& l) {
   if (l.predicted_step_ns <= 0) return "";
   std::string settings;
   for (const auto& [value, speedup] : l.predicted_by_setting)
     settings += fmt::format("{}{} -> {:.2f}x", settings.empty() ? "; by setting: " : ", ", value, speedup);
-  return fmt::format("     predicted: {:.2f}x ({:.2f}x to {:.2f}x), step {} -> {}{}{}\n", l.predicted_speedup,
+  return fmt::format("     predicted: {:.2f}x ({:.2f}x to {:.2f}x), step {} -> {}{}{}{}\n", l.predicted_speedup,
                      l.predicted_speedup_lo, l.predicted_speedup_hi, text_ms(l.step_ns), text_ms(l.predicted_step_ns),
+                     per_sample_note(l),
                      l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
 }
 
@@ -275,8 +281,8 @@ void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
     // Below a 1% bound a lever is noise for this trace (still listed in JSON and --verbose).
     if (!l.applies || (!verbose && (shown >= 6 || l.speedup < 1.01))) continue;
     ++shown;
-    out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {})\n", shown, l.title, l.speedup, text_ms(l.step_ns),
-                       text_ms(l.step_ns - l.removable_ns));
+    out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {}{})\n", shown, l.title, l.speedup, text_ms(l.step_ns),
+                       text_ms(l.step_ns - l.removable_ns), per_sample_note(l));
     out += prediction_line(l);
     out += fmt::format("     knob: {}\n     why: {}\n     risk: {}\n", l.knob, l.basis, l.risk);
     if (l.critical_path_share >= 0)

@@ -424,9 +424,10 @@ std::string prediction_html(const Lever& l) {
   std::string settings;
   for (const auto& [value, speedup] : l.predicted_by_setting)
     settings += fmt::format("{}{} &rarr; {:.2f}x", settings.empty() ? "; by setting: " : ", ", esc(value), speedup);
-  return fmt::format("<div class=\"muted\">predicted {:.2f}x ({:.2f}x to {:.2f}x): {} &rarr; {}{}{}</div>",
+  return fmt::format("<div class=\"muted\">predicted {:.2f}x ({:.2f}x to {:.2f}x): {} &rarr; {}{}{}{}</div>",
                      l.predicted_speedup, l.predicted_speedup_lo, l.predicted_speedup_hi, ms(l.step_ns),
-                     ms(l.predicted_step_ns), l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
+                     ms(l.predicted_step_ns), priced_per_sample(l) ? " for the recorded batch&#39;s samples" : "",
+                     l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
 }
 
 void lever_row(const Lever& l, std::size_t n, bool compact, std::string& out) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "partition/support.hpp"
+#include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
@@ -223,6 +224,10 @@ TEST(MicroBatch, PricedPerSampleWhereTheHostDispatchHoldsTheStep) {
   EXPECT_LE(by_four, 4.0 + 1e-9);
   EXPECT_LE(by_four, l->speedup * (1 + 1e-12));
   EXPECT_DOUBLE_EQ(l->predicted_speedup, by_two);
+  // Its step is longer: the report says whose time the predicted step is.
+  const std::string text = render_text(launch);
+  EXPECT_NE(text.find("for the recorded batch's samples)\n"), std::string::npos) << text;  // its bound
+  EXPECT_NE(text.find("for the recorded batch's samples; by setting: x2 -> "), std::string::npos) << text;
   for (const LeverPlanEntry& e : launch.diagnosis.plan.entries) EXPECT_NE(e.id, LeverId::MicroBatch);
   EXPECT_FALSE(offered(analysed(kRecordedDir + "/fp32_no_amp.pt.trace.json.gz"), "micro_batch"));
   EXPECT_FALSE(offered(analysed(kRecordedDir + "/cudnn_retune.pt.trace.json.gz"), "micro_batch"));
