@@ -26,8 +26,12 @@ TEST(CriticalPathLevers, ShareOfThePathComesFromTheKindsTheLeverActsOn) {
   const double comm = static_cast<double>(d.critical_path.by_kind[static_cast<int>(CpKind::Communication)].duration) /
                       static_cast<double>(d.critical_path.length);
   for (const Lever& l : a.result.diagnosis.levers) {
-    if (l.acts_on == Bound::HostLaunch) EXPECT_DOUBLE_EQ(l.critical_path_share, host) << lever_name(l.id);
-    if (l.acts_on == Bound::Communication) EXPECT_DOUBLE_EQ(l.critical_path_share, comm) << lever_name(l.id);
+    if (l.acts_on == Bound::HostLaunch) {
+      EXPECT_DOUBLE_EQ(l.critical_path_share, host) << lever_name(l.id);
+    }
+    if (l.acts_on == Bound::Communication) {
+      EXPECT_DOUBLE_EQ(l.critical_path_share, comm) << lever_name(l.id);
+    }
   }
   const Lever* graphs = lever(a.result, "cuda_graphs");
   ASSERT_NE(graphs, nullptr);

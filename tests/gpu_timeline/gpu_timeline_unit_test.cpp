@@ -249,7 +249,7 @@ TEST(HtaLaunchStats, WorstLaunchesAreTheStableTopOfTheJoin) {
   const HtaLaunchStats l = analyze_gpu_timeline(b.trace(), opts).hta_launches;
   auto expect_top = [&](ns_t Launch::*key, const std::vector<HtaLaunch>& got) {
     std::vector<Launch> sorted = join;
-    std::stable_sort(sorted.begin(), sorted.end(), [&](const Launch& a, const Launch& b) { return a.*key > b.*key; });
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const Launch& x, const Launch& y) { return x.*key > y.*key; });
     ASSERT_EQ(got.size(), 7u);
     for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].correlation, sorted[k].corr) << k;
   };

@@ -69,7 +69,7 @@ TEST_F(OutputSafety, AnOutputOntoAnInputIsRefusedAndTheInputKept) {
   fs::create_symlink(in, path("link.json"));
   fs::create_directories(path("ranks"));
   const std::string rank = trace("ranks/r0.json", one_step_events());
-  for (const std::string args : {"--json " + in + " " + in, "--html " + path("link.json") + " " + in,
+  for (const std::string& args : {"--json " + in + " " + in, "--html " + path("link.json") + " " + in,
                                  "--json " + rank + " " + path("ranks")}) {
     const CliRun r = cli("analyze -q " + args);
     EXPECT_EQ(r.rc, 2) << args << ": " << r.output;

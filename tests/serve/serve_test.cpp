@@ -53,7 +53,9 @@ void generate_run(const fs::path& dir, int seed, double gemm_us, int steps, cons
                           " --seed " + std::to_string(seed) + " --gemm-us " + std::to_string(gemm_us) + " -o '" +
                           dir.string() + "' > /dev/null";
   ASSERT_EQ(sh(cmd), 0) << cmd;
-  if (!date.empty()) ASSERT_EQ(sh("touch -d '" + date + "' '" + dir.string() + "'/*"), 0);
+  if (!date.empty()) {
+    ASSERT_EQ(sh("touch -d '" + date + "' '" + dir.string() + "'/*"), 0);
+  }
 }
 
 std::string read_file(const fs::path& p) {

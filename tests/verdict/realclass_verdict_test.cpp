@@ -40,10 +40,12 @@ TEST_P(RealClass, VerdictWarningsAndLeversFollowTheGroundTruth) {
     ASSERT_FALSE(r.result.diagnosis.levers.empty());
     EXPECT_EQ(lever_name(r.result.diagnosis.levers.front().id), r.truth["expected_first_lever"].get<std::string>());
   }
-  if (r.truth.contains("expected_run_kind") && !r.result.ranks.empty())
+  if (r.truth.contains("expected_run_kind") && !r.result.ranks.empty()) {
     EXPECT_EQ(run_kind_name(r.result.ranks[0].facts.run_kind), r.truth["expected_run_kind"].get<std::string>());
-  if (r.truth.contains("expected_steps") && !r.result.ranks.empty() && r.truth["expected_steps"].get<int>() > 0)
+  }
+  if (r.truth.contains("expected_steps") && !r.result.ranks.empty() && r.truth["expected_steps"].get<int>() > 0) {
     EXPECT_EQ(r.result.ranks[0].partition.steps.size(), r.truth["expected_steps"].get<std::size_t>());
+  }
   // The JSON says what the text says: one source for the bound.
   const nlohmann::json j = to_json(r.result);
   EXPECT_EQ(j["verdict"]["bound"], bound_id(v.bound, v.gpu));
@@ -55,8 +57,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, RealClass,
                                            "host-runs-ahead", "inference-decode", "serving-frontend",
                                            "timing-harness", "one-shot-nvtx", "readback-loop", "blocking-streams",
                                            "profiler-heavy"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const auto& test_param) {
+                           std::string n = test_param.param;
                            for (char& c : n) c = c == '-' ? '_' : c;
                            return n;
                          });
@@ -101,8 +103,11 @@ TEST(RealClass, NcclAllToAllIsExchangeNotGradientSync) {
   EXPECT_EQ(lever_name(d.levers.front().id), "ep_overlap");
   const double exposed =
       r.result.ranks.at(0).partition.steady_mean_category[static_cast<std::size_t>(Category::GradSyncExposed)];
-  for (const auto& l : d.levers)
-    if (l.id == LeverId::AccumulateAllreduce) EXPECT_LT(l.removable_ns, 0.75 * exposed * 0.2);
+  for (const auto& l : d.levers) {
+    if (l.id == LeverId::AccumulateAllreduce) {
+      EXPECT_LT(l.removable_ns, 0.75 * exposed * 0.2);
+    }
+  }
   bool said = false;
   for (const auto& e : d.verdict.evidence) said = said || e.find("all-to-all exchange") != std::string::npos;
   EXPECT_TRUE(said);

@@ -90,8 +90,11 @@ TEST(RecordedTraces, Fp32GemmsWithoutTf32AreGpuBoundWithMixedPrecisionFirst) {
 TEST(RecordedTraces, Bf16GemmsAreGpuBoundWithNoPrecisionLever) {
   const DiagnosedResult r = analyze_recorded("bf16_gpu_bound");
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
-  for (const auto& l : r.diagnosis.levers)
-    if (l.id == LeverId::AmpBf16 || l.id == LeverId::AmpFp16 || l.id == LeverId::Tf32) EXPECT_FALSE(l.applies) << lever_name(l.id);
+  for (const auto& l : r.diagnosis.levers) {
+    if (l.id == LeverId::AmpBf16 || l.id == LeverId::AmpFp16 || l.id == LeverId::Tf32) {
+      EXPECT_FALSE(l.applies) << lever_name(l.id);
+    }
+  }
   EXPECT_FALSE(has_finding(r, "fp32_no_tf32"));
   // cuBLAS's nvjet kernels name no element type: it comes from the launching aten::addmm/mm,
   // whose inputs autocast made BFloat16.
@@ -298,8 +301,11 @@ TEST(RecordedTraces, PrefetchOnASideStreamLeavesStepsEvenAndGpuBound) {
   EXPECT_EQ(verdict_id(r), "gpu-bound") << r.diagnosis.verdict.headline;
   EXPECT_TRUE(r.ranks.at(0).partition.host_runs_ahead);
   EXPECT_LT(r.ranks.at(0).stability.cv, 0.05);
-  for (const auto& s : r.ranks.at(0).partition.steps)
-    if (!s.warmup) EXPECT_GT(s.ns[static_cast<std::size_t>(Category::ComputeBackward)], 0) << s.name;
+  for (const auto& s : r.ranks.at(0).partition.steps) {
+    if (!s.warmup) {
+      EXPECT_GT(s.ns[static_cast<std::size_t>(Category::ComputeBackward)], 0) << s.name;
+    }
+  }
   EXPECT_LT(step_share(r, Category::H2DCopy), 0.05);
   EXPECT_FALSE(lever_of(r, "pin_memory").applies);
 }
