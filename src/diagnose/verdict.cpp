@@ -354,13 +354,14 @@ double quoted_gain(const Lever& l) { return l.predicted_replayed ? l.predicted_s
 // A bound the replay reached (it rose to the prediction) is not said twice.
 std::string gain_clause(const Lever& l) {
   if (!l.predicted_replayed) return fmt::format("; up to {:.2f}x faster — {}", l.speedup, l.title);
+  const auto shown = [](double speedup) { return fmt::format("{:.2f}x", speedup); };  // figures compare as printed
   const auto& by = l.predicted_by_setting;
-  if (by.size() >= 2 && fmt::format("{:.2f}", by.front().second) != fmt::format("{:.2f}", by.back().second))
-    return fmt::format("; predicted {:.2f}x faster at {}, {:.2f}x at {} (bound {:.2f}x) — {}", by.front().second,
-                       by.front().first, by.back().second, by.back().first, l.speedup, l.title);
-  const std::string predicted = fmt::format("{:.2f}", l.predicted_speedup), bound = fmt::format("{:.2f}", l.speedup);
-  if (predicted == bound) return fmt::format("; predicted {}x faster — {}", predicted, l.title);
-  return fmt::format("; predicted {}x faster (bound {}x) — {}", predicted, bound, l.title);
+  if (by.size() >= 2 && shown(by.front().second) != shown(by.back().second))
+    return fmt::format("; predicted {} faster at {}, {} at {} (bound {}) — {}", shown(by.front().second),
+                       by.front().first, shown(by.back().second), by.back().first, shown(l.speedup), l.title);
+  const std::string predicted = shown(l.predicted_speedup), bound = shown(l.speedup);
+  if (predicted == bound) return fmt::format("; predicted {} faster — {}", predicted, l.title);
+  return fmt::format("; predicted {} faster (bound {}) — {}", predicted, bound, l.title);
 }
 
 std::string headline(const Verdict& v, const std::vector<Lever>& levers) {

@@ -5,18 +5,14 @@
 #include <map>
 
 #include "report/diagnosis_render.hpp"
+#include "report/units.hpp"
 #include "stepscope/diagnose.hpp"
 
 namespace stepscope::report_detail {
 namespace {
 
-std::string text_ms(double ns) {
-  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  return fmt::format("{:.1f} us", ns / 1e3);
-}
-
-std::string text_pct(double share) { return fmt::format("{:.1f}%", share * 100); }
+using report_units::ms;
+using report_units::pct;
 
 }  // namespace
 
@@ -67,7 +63,7 @@ void verdict_lines(const Diagnosis& d, std::string& out) {
     from = cut + 2;
   }
   if (v.has_runner_up)
-    out += fmt::format("  runner-up: {} ({} of the step)\n", bound_label(v.runner_up, v.gpu), text_pct(v.runner_up_share));
+    out += fmt::format("  runner-up: {} ({} of the step)\n", bound_label(v.runner_up, v.gpu), pct(v.runner_up_share));
   if (!v.compute_kind.empty() && v.bound == Bound::GpuCompute)
     out += fmt::format("  compute kind: {}\n", terminal_safe(v.compute_kind));
 }
@@ -103,28 +99,28 @@ void steps_line(const AnalysisResult& r, const std::vector<std::size_t>& listed,
 }
 
 void partition_table(const JobStep& job, std::size_t ranks, bool verbose, std::string& out) {
-  out += fmt::format("\npartition of the mean steady-state step ({}{}):\n", text_ms(job.step_ns),
+  out += fmt::format("\npartition of the mean steady-state step ({}{}):\n", ms(job.step_ns),
                      ranks > 1 ? fmt::format(", mean of {} ranks", ranks) : "");
   out += fmt::format("  {:<22} {:>11} {:>8}\n", "category", "per step", "% step");
   for (int c = 0; c < kCategoryCount; ++c) {
     double v = job.category[static_cast<std::size_t>(c)];
     if (v <= 0 && !verbose) continue;
-    out += fmt::format("  {:<22} {:>11} {:>8}\n", category_label(static_cast<Category>(c)), text_ms(v),
-                       text_pct(job.step_ns > 0 ? v / job.step_ns : 0));
+    out += fmt::format("  {:<22} {:>11} {:>8}\n", category_label(static_cast<Category>(c)), ms(v),
+                       pct(job.step_ns > 0 ? v / job.step_ns : 0));
   }
 }
 
 void stability_rank(const RankAnalysis& a, std::string& out) {
   const Stability& s = a.stability;
   if (s.steps == 1) {
-    out += fmt::format("stability (rank {}): one step ({}): stability unknown\n", a.rank(), text_ms(s.p50_ns));
+    out += fmt::format("stability (rank {}): one step ({}): stability unknown\n", a.rank(), ms(s.p50_ns));
     return;
   }
   out += fmt::format("stability (rank {}): {} — p50 {}, p90 {}, max {}, CV {:.1f}% over {} steps\n", a.rank(),
-                     s.bursty ? "bursty" : "stable", text_ms(s.p50_ns), text_ms(s.p90_ns), text_ms(s.max_ns), s.cv * 100, s.steps);
+                     s.bursty ? "bursty" : "stable", ms(s.p50_ns), ms(s.p90_ns), ms(s.max_ns), s.cv * 100, s.steps);
   for (const auto& sp : s.spikes)
-    out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, text_ms(static_cast<double>(sp.duration)),
-                       text_ms(static_cast<double>(sp.excess)), category_label(sp.grew), text_ms(static_cast<double>(sp.grew_by)));
+    out += fmt::format("  spike at step {}: {} (+{}), {} grew by {}\n", sp.step, ms(static_cast<double>(sp.duration)),
+                       ms(static_cast<double>(sp.excess)), category_label(sp.grew), ms(static_cast<double>(sp.grew_by)));
   if (s.period.kind != PeriodKind::None)
     out += fmt::format("  periodic: every {} steps ({}) — {}\n", s.period.every, category_label(s.period.category),
                        period_kind_name(s.period.kind));
@@ -155,7 +151,7 @@ void stability_lines(const AnalysisResult& r, std::size_t limit, std::string& ou
   const auto p50_range = [](const std::vector<const RankAnalysis*>& of) {
     double lo = of.front()->stability.p50_ns, hi = lo;
     for (const auto* a : of) lo = std::min(lo, a->stability.p50_ns), hi = std::max(hi, a->stability.p50_ns);
-    return lo == hi ? text_ms(lo) : fmt::format("{} to {}", text_ms(lo), text_ms(hi));
+    return lo == hi ? ms(lo) : fmt::format("{} to {}", ms(lo), ms(hi));
   };
   if (!unknown.empty())
     out += fmt::format("stability: unknown on {} (one steady step each: {})\n", rank_list(ranks_of(unknown)), p50_range(unknown));
@@ -180,15 +176,15 @@ void ranks_table(const AnalysisResult& r, const std::vector<std::size_t>& listed
     const auto row = std::find_if(rc.rows.begin(), rc.rows.end(), [&](const RankRow& x) { return x.rank == rank; });
     if (row == rc.rows.end()) continue;
     const std::string where = sampled ? fmt::format("  p{:<6.0f}", 100 * step_quantile(r, i)) : "";
-    out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}{}\n", row->rank, text_ms(row->step_ns), text_ms(row->compute_ns),
-                       text_ms(row->grad_sync_ns), where, rc.straggler && *rc.straggler == row->rank ? "  <- straggler" : "");
+    out += fmt::format("  {:>5} {:>11} {:>11} {:>13}{}{}\n", row->rank, ms(row->step_ns), ms(row->compute_ns),
+                       ms(row->grad_sync_ns), where, rc.straggler && *rc.straggler == row->rank ? "  <- straggler" : "");
   }
   out += !rc.withheld.empty() ? fmt::format("  slowdown: not judged ({})", rc.withheld)
                               : fmt::format("  slowdown: {}", rc.local ? "rank-local" : "global (all ranks alike)");
   if (rc.straggler)
     out += fmt::format("; straggler rank {} (+{} {}); balanced ranks would save {} per step", *rc.straggler,
-                       text_pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), text_ms(rc.balanced_saving_ns));
-  out += fmt::format("; collective skew {} per step\n", text_ms(rc.mean_skew_ns));
+                       pct(rc.straggler_excess), straggler_excess_of(rc.straggler_cause), ms(rc.balanced_saving_ns));
+  out += fmt::format("; collective skew {} per step\n", ms(rc.mean_skew_ns));
   if (auto clocks = clock_alignment_sentence(rc.clocks); !clocks.empty()) out += fmt::format("  {}\n", clocks);
 }
 
@@ -201,11 +197,11 @@ std::string clock_alignment_sentence(const ClockAlignment& c) {
                                           "(events lost?); clocks not aligned, arrival skew not measured", c.mismatched)
                             : "clocks: no collective recorded on two ranks to align them on; arrival skew not measured";
   std::string s = fmt::format("clocks aligned on {} collectives ({}): residual {} (p99 {})", c.collectives, c.keyed_by,
-                              text_ms(static_cast<double>(c.residual_p50_ns)), text_ms(static_cast<double>(c.residual_p99_ns)));
+                              ms(static_cast<double>(c.residual_p50_ns)), ms(static_cast<double>(c.residual_p99_ns)));
   if (c.mismatched > 0) s += fmt::format(", {} more left out as mismatched", c.mismatched);
   if (c.unaligned_ranks > 0) s += fmt::format(", {} ranks share none with the rest", c.unaligned_ranks);
-  s += fmt::format("; arrival skew mean {}, p90 {}", text_ms(c.arrival_skew_mean_ns), text_ms(static_cast<double>(c.arrival_skew_p90_ns)));
-  if (c.last_rank) s += fmt::format("; rank {} reaches {} of them last", *c.last_rank, text_pct(c.last_share));
+  s += fmt::format("; arrival skew mean {}, p90 {}", ms(c.arrival_skew_mean_ns), ms(static_cast<double>(c.arrival_skew_p90_ns)));
+  if (c.last_rank) s += fmt::format("; rank {} reaches {} of them last", *c.last_rank, pct(c.last_share));
   return s;
 }
 
@@ -238,7 +234,7 @@ std::string prediction_line(const Lever& l) {
   for (const auto& [value, speedup] : l.predicted_by_setting)
     settings += fmt::format("{}{} -> {:.2f}x", settings.empty() ? "; by setting: " : ", ", value, speedup);
   return fmt::format("     predicted: {:.2f}x ({:.2f}x to {:.2f}x), step {} -> {}{}{}{}\n", l.predicted_speedup,
-                     l.predicted_speedup_lo, l.predicted_speedup_hi, text_ms(l.step_ns), text_ms(l.predicted_step_ns),
+                     l.predicted_speedup_lo, l.predicted_speedup_hi, ms(l.step_ns), ms(l.predicted_step_ns),
                      per_sample_note(l),
                      l.predicted_replayed ? "" : " (the bound: no graph change models it)", settings);
 }
@@ -249,7 +245,7 @@ void plan_lines(const LeverPlan& p, std::string& out) {
   out += "\nplan (levers applied together in one replay, the one that pays most first):\n";
   for (std::size_t k = 0; k < p.entries.size(); ++k)
     out += fmt::format("  {}. {}{} -> {:.2f}x (step {})\n", k + 1, k ? "+ " : "", p.entries[k].title, p.entries[k].speedup,
-                       text_ms(p.entries[k].step_ns));
+                       ms(p.entries[k].step_ns));
   if (p.run_steps <= 0) return;
   out += fmt::format("  a run of {} steps on {} GPU(s): {:.2f} GPU-hours -> {:.2f}", p.run_steps, p.gpus, p.gpu_hours_before,
                      p.gpu_hours_after);
@@ -281,8 +277,8 @@ void lever_lines(const Diagnosis& d, bool verbose, std::string& out) {
     // Below a 1% bound a lever is noise for this trace (still listed in JSON and --verbose).
     if (!l.applies || (!verbose && (shown >= 6 || l.speedup < 1.01))) continue;
     ++shown;
-    out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {}{})\n", shown, l.title, l.speedup, text_ms(l.step_ns),
-                       text_ms(l.step_ns - l.removable_ns), per_sample_note(l));
+    out += fmt::format("  {}. {} — up to {:.2f}x (step {} -> {}{})\n", shown, l.title, l.speedup, ms(l.step_ns),
+                       ms(l.step_ns - l.removable_ns), per_sample_note(l));
     out += prediction_line(l);
     out += fmt::format("     knob: {}\n     why: {}\n     risk: {}\n", l.knob, l.basis, l.risk);
     if (l.critical_path_share >= 0)

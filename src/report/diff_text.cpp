@@ -7,19 +7,14 @@
 #include <cmath>
 
 #include "report/text_layout.hpp"
+#include "report/units.hpp"
 #include "stepscope/report.hpp"
 
 namespace stepscope {
 namespace {
 
-std::string delta_ms(double ns) {
-  const double a = std::abs(ns);
-  if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  return fmt::format("{:.1f} us", ns / 1e3);
-}
-
-std::string diff_signed_ms(double ns) { return (ns > 0 ? "+" : "") + delta_ms(ns); }
+using report_units::ms;
+using report_units::signed_ms;
 
 std::string count_phrase(double v) {
   if (v == std::floor(v) && std::abs(v) < 1e12) return fmt::format("{:.0f}", v);
@@ -43,11 +38,11 @@ void diff_partition_table(const DiffResult& d, bool verbose, std::string& out) {
   out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}\n", "category", "base", "test", "change", "of base");
   for (const auto& c : d.categories) {
     if (!verbose && c.base_ns <= 0 && c.test_ns <= 0) continue;
-    out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>8.1f}%\n", category_label(c.category), delta_ms(c.base_ns),
-                       delta_ms(c.test_ns), diff_signed_ms(c.delta_ns), c.delta_pct_of_base_step);
+    out += fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>8.1f}%\n", category_label(c.category), ms(c.base_ns),
+                       ms(c.test_ns), signed_ms(c.delta_ns), c.delta_pct_of_base_step);
   }
-  out += fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "step", delta_ms(d.step.base_ns), delta_ms(d.step.test_ns),
-                     diff_signed_ms(d.step.test_ns - d.step.base_ns));
+  out += fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "step", ms(d.step.base_ns), ms(d.step.test_ns),
+                     signed_ms(d.step.test_ns - d.step.base_ns));
   out += fmt::format("  noise: step CV {:.1f}% (base, {} steps), {:.1f}% (test, {} steps)\n", d.step.base_cv * 100,
                      d.step.base_steps, d.step.test_cv * 100, d.step.test_steps);
 }
@@ -65,8 +60,8 @@ void kernel_rows(const std::vector<KernelChange>& rows, std::size_t shown, const
   if (!o.wide && !o.verbose) names = shorten_distinct(names, below ? columns - 4 : columns - kFigureColumns);
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelChange& k = rows[i];
-    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}{}{}\n", change_kind_name(k.kind), delta_ms(k.base_ns),
-                       delta_ms(k.test_ns), diff_signed_ms(k.test_ns - k.base_ns), count_phrase(k.base_count), count_phrase(k.test_count),
+    out += fmt::format("  {:<9} {:>11} {:>11} {:>12} {:>8} {:>8}{}{}\n", change_kind_name(k.kind), ms(k.base_ns),
+                       ms(k.test_ns), signed_ms(k.test_ns - k.base_ns), count_phrase(k.base_count), count_phrase(k.test_count),
                        below ? "\n    " : "  ", names[i]);
   }
 }

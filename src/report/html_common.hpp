@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/units.hpp"
 #include "stepscope/analysis.hpp"
 
 namespace stepscope::html {
@@ -24,9 +25,9 @@ void put(std::string& out, fmt::format_string<Args...> f, Args&&... args) {
   fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
 }
 
-std::string ms(double ns);           // "12.34 ms", "850.0 us", "1.20 s"
-std::string pct(double share);       // 0.123 -> "12.3%"
-std::string signed_ms(double ns);    // "+1.20 ms" / "-0.40 ms"
+using report_units::ms;
+using report_units::pct;
+using report_units::signed_ms;
 
 const char* category_color(Category c);
 

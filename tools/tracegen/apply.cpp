@@ -81,7 +81,7 @@ void remove_sync(Params& p, int, const BaseRun&) {
 // A micro-batch `factor` times larger: what a sample costs grows with the samples (every GPU
 // kernel, linearly; the input's copy; a single-process loader's batch), what a step costs once
 // stays (the host's dispatch and launches, the optimizer, the gradients' all-reduce, a save).
-// Example: launch-bound, 2 us kernels under 18 us of host work an op, x2 -> 4 us kernels, the
+// Example: launch-bound, 2 us kernels under 21 us of host work an op, x2 -> 4 us kernels, the
 // same host work: twice the samples in about the same step.
 void larger_micro_batch(Params& p, int factor, const BaseRun&) {
   for (double* kernel_us : {&p.gemm_us, &p.eltwise_us, &p.norm_us, &p.tiny_us, &p.conv_us, &p.transpose_us,
